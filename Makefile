@@ -1,0 +1,17 @@
+# The two commands a newcomer needs: `make run` and `make test`.
+.PHONY: build run test test-short
+
+build:
+	go build -o bin/plainkube ./cmd/plainkube
+
+# Runs a cluster in the foreground; KUBECONFIG is printed when it is ready.
+run: build
+	./bin/plainkube server $(ARGS)
+
+# Installs what the tests need (as root, with apt-get) and runs every test.
+test:
+	./hack/test.sh
+
+# Unit and in-process tests only (no kubectl, no root).
+test-short:
+	go test -short ./...

@@ -1,0 +1,85 @@
+// Command plainkube is Kubernetes, implemented plainly, in one binary.
+//
+//	plainkube server   run the control plane (API server over etcd)
+//	plainkube version  print the version
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"plainkube.dev/plainkube/internal/server"
+	"plainkube.dev/plainkube/internal/version"
+)
+
+const usage = `plainkube: Kubernetes, implemented plainly.
+
+Usage:
+  plainkube server [flags]   run the control plane
+  plainkube version          print the version
+
+Run 'plainkube server -h' for the server's flags.
+`
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	}
+	var err error
+	switch os.Args[1] {
+	case "server":
+		err = runServer(os.Args[2:])
+	case "version", "--version":
+		fmt.Println("plainkube", version.GitVersion())
+	case "help", "-h", "--help":
+		fmt.Print(usage)
+	default:
+		fmt.Fprintf(os.Stderr, "plainkube: unknown command %q\n\n%s", os.Args[1], usage)
+		os.Exit(2)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "plainkube:", err)
+		os.Exit(1)
+	}
+}
+
+func runServer(args []string) error {
+	fs := flag.NewFlagSet("server", flag.ExitOnError)
+	opts := server.Options{}
+	fs.StringVar(&opts.DataDir, "data-dir", server.DefaultDataDir(), "directory for certificates, etcd data and admin.kubeconfig")
+	fs.StringVar(&opts.BindAddress, "bind-address", "0.0.0.0", "address the API server listens on")
+	fs.IntVar(&opts.Port, "port", 6443, "HTTPS port of the API server")
+	etcdServers := fs.String("etcd-servers", "", "comma-separated URLs of an external etcd cluster (default: embedded etcd under --data-dir)")
+	fs.StringVar(&opts.ServiceCIDR, "service-cidr", "10.96.0.0/12", "range of Service cluster IPs")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	fs.Parse(args)
+	if *etcdServers != "" {
+		opts.EtcdServers = strings.Split(*etcdServers, ",")
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	slog.SetDefault(log)
+	opts.Logger = log
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	srv, err := server.Start(ctx, opts)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("plainkube %s is serving at %s; use it with: export KUBECONFIG=%s\n", version.GitVersion(), srv.URL, srv.KubeconfigPath)
+	<-ctx.Done()
+	log.Info("shutting down")
+	srv.Wait()
+	return nil
+}

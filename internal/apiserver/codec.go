@@ -1,0 +1,157 @@
+package apiserver
+
+import (
+	"fmt"
+	"mime"
+	"net/http"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/runtime/serializer/json"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+)
+
+// Media types the server reads and writes.
+const (
+	mediaJSON     = "application/json"
+	mediaYAML     = "application/yaml"
+	mediaProtobuf = "application/vnd.kubernetes.protobuf"
+)
+
+// codecs holds the scheme of every served Go type and its serializers.
+type codecs struct {
+	scheme  *runtime.Scheme
+	factory serializer.CodecFactory
+	// json and strictJSON decode request bodies; strict reports unknown and
+	// duplicate fields as runtime.StrictDecodingError while still decoding.
+	json, strictJSON, yaml, strictYAML *json.Serializer
+}
+
+// scheme holds every built-in Go type plainkube serves.
+var scheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	if err := metav1.AddMetaToScheme(s); err != nil {
+		panic(err)
+	}
+	metav1.AddToGroupVersion(s, metav1.SchemeGroupVersion)
+	return s
+}()
+
+// Scheme returns the scheme of every built-in served type; callers must not
+// add to it.
+func Scheme() *runtime.Scheme { return scheme }
+
+func newCodecs() *codecs {
+	s := scheme
+	mf := json.DefaultMetaFactory
+	return &codecs{
+		scheme:     s,
+		factory:    serializer.NewCodecFactory(s),
+		json:       json.NewSerializerWithOptions(mf, s, s, json.SerializerOptions{}),
+		strictJSON: json.NewSerializerWithOptions(mf, s, s, json.SerializerOptions{Strict: true}),
+		yaml:       json.NewSerializerWithOptions(mf, s, s, json.SerializerOptions{Yaml: true}),
+		strictYAML: json.NewSerializerWithOptions(mf, s, s, json.SerializerOptions{Yaml: true, Strict: true}),
+	}
+}
+
+// outputKind is the shape of a response body beyond its media type.
+type outputKind int
+
+const (
+	outputObject outputKind = iota
+	outputTable
+	outputPartialMetadata
+)
+
+// negotiated is the answer to a request's Accept header.
+type negotiated struct {
+	mediaType string
+	info      runtime.SerializerInfo
+	kind      outputKind
+}
+
+// negotiate picks the first acceptable media type in the Accept header,
+// honouring the as=Table and as=PartialObjectMetadata(List) parameters of
+// meta.k8s.io. allowTransform is false where only plain objects make sense.
+func (c *codecs) negotiate(r *http.Request, allowTransform bool) (negotiated, error) {
+	accept := r.Header.Get("Accept")
+	if accept == "" {
+		accept = mediaJSON
+	}
+	for _, clause := range strings.Split(accept, ",") {
+		mt, params, err := mime.ParseMediaType(strings.TrimSpace(clause))
+		if err != nil {
+			continue
+		}
+		kind := outputObject
+		if as := params["as"]; as != "" {
+			if !allowTransform || params["g"] != metav1.GroupName || (params["v"] != "v1" && params["v"] != "v1beta1") {
+				continue
+			}
+			switch as {
+			case "Table":
+				kind = outputTable
+			case "PartialObjectMetadata", "PartialObjectMetadataList":
+				kind = outputPartialMetadata
+			default:
+				continue
+			}
+		}
+		switch mt {
+		case "*/*", "application/*":
+			mt = mediaJSON
+		}
+		if kind == outputTable && mt != mediaJSON && mt != mediaYAML {
+			continue // tables are served as JSON (and YAML) only
+		}
+		if info, ok := c.serializerFor(mt); ok {
+			return negotiated{mediaType: mt, info: info, kind: kind}, nil
+		}
+	}
+	return negotiated{}, newStatusError(http.StatusNotAcceptable, metav1.StatusReasonNotAcceptable, fmt.Sprintf("only the following media types are accepted: %s, %s, %s", mediaJSON, mediaYAML, mediaProtobuf))
+}
+
+func (c *codecs) serializerFor(mediaType string) (runtime.SerializerInfo, bool) {
+	for _, info := range c.factory.SupportedMediaTypes() {
+		if info.MediaType == mediaType {
+			return info, true
+		}
+	}
+	return runtime.SerializerInfo{}, false
+}
+
+// writeObject encodes obj (whose TypeMeta must be set) with the negotiated
+// serializer.
+func (c *codecs) writeObject(w http.ResponseWriter, n negotiated, code int, obj runtime.Object) {
+	w.Header().Set("Content-Type", n.mediaType)
+	w.WriteHeader(code)
+	if err := n.info.Serializer.Encode(obj, w); err != nil {
+		// Headers are gone; the client sees a truncated body.
+		return
+	}
+}
+
+// writeError writes err as a metav1.Status in a media type the client
+// accepts (JSON when it accepts none we serve).
+func (c *codecs) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	status := toStatus(err)
+	n, nerr := c.negotiate(r, false)
+	if nerr != nil || n.mediaType == mediaYAML {
+		n, _ = c.negotiate(&http.Request{Header: http.Header{}}, false)
+	}
+	code := int(status.Code)
+	if code == 0 {
+		code = http.StatusInternalServerError
+	}
+	if code == http.StatusTooManyRequests || code == http.StatusGatewayTimeout {
+		if status.Details != nil && status.Details.RetryAfterSeconds > 0 {
+			w.Header().Set("Retry-After", fmt.Sprint(status.Details.RetryAfterSeconds))
+		}
+	}
+	c.writeObject(w, n, code, status)
+}

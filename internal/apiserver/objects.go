@@ -1,0 +1,129 @@
+package apiserver
+
+import (
+	"reflect"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+const timeSecond = time.Second
+
+var (
+	namespacesGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+	podsGVR       = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+)
+
+func schemaGVR(info requestInfo) schema.GroupVersionResource {
+	return schema.GroupVersionResource{Group: info.Group, Version: info.Version, Resource: info.Resource}
+}
+
+func secondsDuration(s int64) time.Duration { return time.Duration(s) * time.Second }
+
+// copyField sets dst's top-level struct field name to src's (both the same type).
+func copyField(dst, src runtime.Object, name string) {
+	d := reflect.ValueOf(dst).Elem().FieldByName(name)
+	sv := reflect.ValueOf(src).Elem().FieldByName(name)
+	if d.IsValid() && sv.IsValid() && d.CanSet() {
+		d.Set(sv)
+	}
+}
+
+// setAll overwrites *dst with *src (same type).
+func setAll(dst, src runtime.Object) {
+	reflect.ValueOf(dst).Elem().Set(reflect.ValueOf(src).Elem())
+}
+
+// specChanged reports whether anything outside metadata and status differs:
+// the change that bumps metadata.generation.
+func specChanged(obj, old runtime.Object) bool {
+	a, b := reflect.ValueOf(obj).Elem(), reflect.ValueOf(old).Elem()
+	t := a.Type()
+	for i := 0; i < t.NumField(); i++ {
+		switch t.Field(i).Name {
+		case "TypeMeta", "ObjectMeta", "Status":
+			continue
+		}
+		if !equality.Semantic.DeepEqual(a.Field(i).Interface(), b.Field(i).Interface()) {
+			return true
+		}
+	}
+	return false
+}
+
+func namespaceFinalizers(obj runtime.Object) int {
+	if ns, ok := obj.(*corev1.Namespace); ok {
+		return len(ns.Spec.Finalizers)
+	}
+	return 0
+}
+
+func markNamespaceTerminating(obj runtime.Object) {
+	if ns, ok := obj.(*corev1.Namespace); ok {
+		ns.Status.Phase = corev1.NamespaceTerminating
+	}
+}
+
+// gracePeriod returns the grace period of a delete that must wait for a
+// kubelet: only pods bound to a node and not yet terminated; ok is false when
+// the delete may proceed at once.
+func (s *Server) gracePeriod(rs *resourceStore, obj runtime.Object, opts *metav1.DeleteOptions) (int64, bool) {
+	pod, isPod := obj.(*corev1.Pod)
+	if !isPod {
+		return 0, false
+	}
+	grace := int64(corev1.DefaultTerminationGracePeriodSeconds)
+	if pod.Spec.TerminationGracePeriodSeconds != nil {
+		grace = *pod.Spec.TerminationGracePeriodSeconds
+	}
+	if opts.GracePeriodSeconds != nil {
+		grace = *opts.GracePeriodSeconds
+	}
+	if grace <= 0 || pod.Spec.NodeName == "" || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		return 0, false
+	}
+	return grace, true
+}
+
+func setListItems(list runtime.Object, items []runtime.Object) error {
+	if items == nil {
+		items = []runtime.Object{}
+	}
+	return meta.SetList(list, items)
+}
+
+// toPartialMetadata converts an object or list to its metadata-only form.
+func toPartialMetadata(obj runtime.Object) runtime.Object {
+	if meta.IsListType(obj) {
+		out := &metav1.PartialObjectMetadataList{}
+		out.Kind, out.APIVersion = "PartialObjectMetadataList", metav1.SchemeGroupVersion.String()
+		if lm, err := meta.ListAccessor(obj); err == nil {
+			out.ResourceVersion, out.Continue, out.RemainingItemCount = lm.GetResourceVersion(), lm.GetContinue(), lm.GetRemainingItemCount()
+		}
+		_ = meta.EachListItem(obj, func(item runtime.Object) error {
+			out.Items = append(out.Items, *partialMetadata(item))
+			return nil
+		})
+		if out.Items == nil {
+			out.Items = []metav1.PartialObjectMetadata{}
+		}
+		return out
+	}
+	return partialMetadata(obj)
+}
+
+func partialMetadata(obj runtime.Object) *metav1.PartialObjectMetadata {
+	out := &metav1.PartialObjectMetadata{}
+	out.Kind, out.APIVersion = "PartialObjectMetadata", metav1.SchemeGroupVersion.String()
+	if m, err := meta.Accessor(obj); err == nil {
+		if om, ok := m.(*metav1.ObjectMeta); ok {
+			out.ObjectMeta = *om
+		}
+	}
+	return out
+}

@@ -1,0 +1,110 @@
+package apiserver
+
+import (
+	"bytes"
+	"fmt"
+	"mime"
+	"net/http"
+
+	jsonpatch "github.com/evanphx/json-patch/v5"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+)
+
+// handlePatch applies a JSON patch, JSON merge patch or strategic merge patch
+// to the stored object and updates it through updateObject. A patch that
+// names no resourceVersion is retried on conflicts with concurrent writers.
+func (s *Server) handlePatch(rq *request, subresource string) error {
+	ctx := rq.r.Context()
+	dryRun, err := parseDryRun(rq.r.URL.Query()["dryRun"])
+	if err != nil {
+		return err
+	}
+	fv, err := parseFieldValidation(rq.r)
+	if err != nil {
+		return err
+	}
+	ct, _, err := mime.ParseMediaType(rq.r.Header.Get("Content-Type"))
+	if err != nil {
+		return unsupportedMediaType(rq.r.Header.Get("Content-Type"))
+	}
+	pt := types.PatchType(ct)
+	switch pt {
+	case types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType:
+	case types.ApplyYAMLPatchType, types.ApplyCBORPatchType:
+		return notImplemented("server-side apply (application/apply-patch+yaml) is not implemented yet in plainkube; use client-side `kubectl apply`")
+	default:
+		return unsupportedMediaType(ct)
+	}
+	patch, err := s.readBody(rq.r)
+	if err != nil {
+		return err
+	}
+	if len(bytes.TrimSpace(patch)) == 0 {
+		return badRequest("the body of the request was empty")
+	}
+	var warnings []string
+	rs := rq.rs
+	updated, err := s.updateObject(ctx, rs, rq.info.Namespace, rq.info.Name, subresource, dryRun, func(current runtime.Object) (runtime.Object, error) {
+		var buf bytes.Buffer
+		if err := s.codecs.json.Encode(current, &buf); err != nil {
+			return nil, err
+		}
+		patched, err := applyPatch(pt, buf.Bytes(), patch, rs.newObject())
+		if err != nil {
+			return nil, err
+		}
+		dec := s.codecs.json
+		if fv != validationIgnore {
+			dec = s.codecs.strictJSON
+		}
+		obj, w, err := decodeInto(dec, patched, rs.res.Kind, rs.newObject(), fv)
+		if err != nil {
+			return nil, err
+		}
+		warnings = w
+		m, cm := metaOf(obj), metaOf(current)
+		if m.GetName() != cm.GetName() {
+			return nil, badRequest("the name of the object (%s) does not match the name on the URL (%s)", m.GetName(), cm.GetName())
+		}
+		if m.GetResourceVersion() == cm.GetResourceVersion() {
+			m.SetResourceVersion("") // the patch did not ask for a precondition
+		}
+		return obj, nil
+	})
+	if err != nil {
+		return err
+	}
+	addWarnings(rq.w, warnings)
+	s.writeResult(rq, http.StatusOK, updated)
+	return nil
+}
+
+func applyPatch(pt types.PatchType, original, patch []byte, schema runtime.Object) ([]byte, error) {
+	switch pt {
+	case types.JSONPatchType:
+		p, err := jsonpatch.DecodePatch(patch)
+		if err != nil {
+			return nil, badRequest("error decoding json patch: %v", err)
+		}
+		out, err := p.Apply(original)
+		if err != nil {
+			return nil, newStatusError(http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, fmt.Sprintf("the server rejected our request due to an error in our request: %v", err))
+		}
+		return out, nil
+	case types.MergePatchType:
+		out, err := jsonpatch.MergePatch(original, patch)
+		if err != nil {
+			return nil, badRequest("error applying merge patch: %v", err)
+		}
+		return out, nil
+	default:
+		out, err := strategicpatch.StrategicMergePatch(original, patch, schema)
+		if err != nil {
+			return nil, badRequest("error applying strategic merge patch: %v", err)
+		}
+		return out, nil
+	}
+}

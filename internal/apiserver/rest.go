@@ -1,0 +1,637 @@
+package apiserver
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"math/big"
+	"net/http"
+	"strconv"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"plainkube.dev/plainkube/internal/storage"
+)
+
+// request is one resource request being served.
+type request struct {
+	w    http.ResponseWriter
+	r    *http.Request
+	info requestInfo
+	rs   *resourceStore
+	out  negotiated
+}
+
+func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info requestInfo) {
+	gvr := schemaGVR(info)
+	rs, ok := s.stores[gvr]
+	if !ok {
+		s.codecs.writeError(w, r, apierrors.NewNotFound(gvr.GroupResource(), ""))
+		return
+	}
+	if rs.res.Namespaced != (info.Namespace != "") && !(rs.res.Namespaced && info.Name == "" && (info.Verb == "list" || info.Verb == "watch")) {
+		s.codecs.writeError(w, r, apierrors.NewNotFound(gvr.GroupResource(), info.Name))
+		return
+	}
+	out, err := s.codecs.negotiate(r, info.Subresource == "" && (info.Verb == "get" || info.Verb == "list" || info.Verb == "watch"))
+	if err != nil {
+		s.codecs.writeError(w, r, err)
+		return
+	}
+	rq := &request{w: w, r: r, info: info, rs: rs, out: out}
+	if info.Subresource != "" {
+		err = s.serveSubresource(rq)
+	} else {
+		err = s.serveMain(rq)
+	}
+	if err != nil {
+		s.codecs.writeError(w, r, err)
+	}
+}
+
+func (s *Server) serveMain(rq *request) error {
+	switch rq.info.Verb {
+	case "get":
+		return s.handleGet(rq)
+	case "list":
+		return s.handleList(rq)
+	case "watch":
+		return s.handleWatch(rq)
+	case "create":
+		return s.handleCreate(rq)
+	case "update":
+		return s.handleUpdate(rq, "")
+	case "patch":
+		return s.handlePatch(rq, "")
+	case "delete":
+		return s.handleDelete(rq)
+	case "deletecollection":
+		return s.handleDeleteCollection(rq)
+	}
+	return methodNotAllowed(rq.r.Method, rq.rs.gr)
+}
+
+func (s *Server) handleGet(rq *request) error {
+	obj, _, err := rq.rs.get(rq.r.Context(), rq.info.Namespace, rq.info.Name)
+	if err != nil {
+		return err
+	}
+	s.writeResult(rq, http.StatusOK, obj)
+	return nil
+}
+
+// writeResult writes obj (or list) in the negotiated form: the object itself,
+// a Table or PartialObjectMetadata.
+func (s *Server) writeResult(rq *request, code int, obj runtime.Object) {
+	switch rq.out.kind {
+	case outputTable:
+		table, err := s.toTable(rq, obj, true)
+		if err != nil {
+			s.codecs.writeError(rq.w, rq.r, err)
+			return
+		}
+		s.codecs.writeObject(rq.w, rq.out, code, table)
+	case outputPartialMetadata:
+		s.codecs.writeObject(rq.w, rq.out, code, toPartialMetadata(obj))
+	default:
+		s.codecs.writeObject(rq.w, rq.out, code, obj)
+	}
+}
+
+// ---- create ----
+
+func (s *Server) handleCreate(rq *request) error {
+	ctx := rq.r.Context()
+	dryRun, err := parseDryRun(rq.r.URL.Query()["dryRun"])
+	if err != nil {
+		return err
+	}
+	fv, err := parseFieldValidation(rq.r)
+	if err != nil {
+		return err
+	}
+	data, err := s.readBody(rq.r)
+	if err != nil {
+		return err
+	}
+	obj, warnings, err := s.decodeBody(rq.r, data, rq.rs.res.Kind, rq.rs.newObject(), fv)
+	if err != nil {
+		return err
+	}
+	addWarnings(rq.w, warnings)
+	created, err := s.createObject(ctx, rq.rs, rq.info.Namespace, obj, dryRun)
+	if err != nil {
+		return err
+	}
+	s.writeResult(rq, http.StatusCreated, created)
+	return nil
+}
+
+// createObject defaults, validates and stores a new object; it is the one
+// path every create takes.
+func (s *Server) createObject(ctx context.Context, rs *resourceStore, ns string, obj runtime.Object, dryRun bool) (runtime.Object, error) {
+	m := metaOf(obj)
+	if rs.res.Namespaced {
+		if m.GetNamespace() == "" {
+			m.SetNamespace(ns)
+		} else if m.GetNamespace() != ns {
+			return nil, badRequest("the namespace of the provided object does not match the namespace sent on the request")
+		}
+	} else {
+		m.SetNamespace("")
+	}
+	if m.GetResourceVersion() != "" {
+		return nil, badRequest("resourceVersion should not be set on objects to be created")
+	}
+	if rs.res.Namespaced {
+		if err := s.checkNamespaceOpen(ctx, ns); err != nil {
+			return nil, err
+		}
+	}
+	st := rs.res.Strategy
+	if st.Default != nil {
+		st.Default(obj)
+	}
+	m.SetUID(uuid.NewUUID())
+	m.SetCreationTimestamp(metav1.NewTime(s.now().UTC().Truncate(timeSecond)))
+	m.SetDeletionTimestamp(nil)
+	m.SetDeletionGracePeriodSeconds(nil)
+	m.SetSelfLink("")
+	if rs.res.TracksGeneration {
+		m.SetGeneration(1)
+	} else {
+		m.SetGeneration(0)
+	}
+	if st.PrepareForCreate != nil {
+		st.PrepareForCreate(ctx, obj)
+	}
+	generated := m.GetName() == "" && m.GetGenerateName() != ""
+	if generated {
+		m.SetName(generateName(m.GetGenerateName()))
+	}
+	if errs := s.validateCreate(rs, obj); len(errs) > 0 {
+		return nil, apierrors.NewInvalid(rs.res.Kind.GroupKind(), m.GetName(), errs)
+	}
+	if dryRun {
+		return obj, nil
+	}
+	hooks := s.cfg.Hooks[rs.gr]
+	var undo func()
+	if hooks.BeforeCreate != nil {
+		var err error
+		if undo, err = hooks.BeforeCreate(ctx, obj); err != nil {
+			return nil, err
+		}
+	}
+	for attempt := 0; ; attempt++ {
+		data, err := rs.encode(obj)
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		rev, err := rs.store.Create(ctx, rs.key(m.GetNamespace(), m.GetName()), data)
+		if errors.Is(err, storage.ErrKeyExists) && generated && attempt < 8 {
+			m.SetName(generateName(m.GetGenerateName()))
+			continue
+		}
+		if err != nil {
+			if undo != nil {
+				undo()
+			}
+			return nil, storageError(err, rs.gr, m.GetName())
+		}
+		m.SetResourceVersion(strconv.FormatInt(rev, 10))
+		return obj, nil
+	}
+}
+
+func (s *Server) validateCreate(rs *resourceStore, obj runtime.Object) field.ErrorList {
+	nameFn := apivalidation.NameIsDNSSubdomain
+	if rs.res.Strategy.ValidateName != nil {
+		nameFn = rs.res.Strategy.ValidateName
+	}
+	errs := apivalidation.ValidateObjectMetaAccessor(metaOf(obj), rs.res.Namespaced, nameFn, field.NewPath("metadata"))
+	if rs.res.Strategy.Validate != nil {
+		errs = append(errs, rs.res.Strategy.Validate(obj)...)
+	}
+	return errs
+}
+
+// checkNamespaceOpen fails a create in a namespace that does not exist
+// (404) or is being deleted (403), as upstream's NamespaceLifecycle does.
+func (s *Server) checkNamespaceOpen(ctx context.Context, ns string) error {
+	nsStore := s.stores[namespacesGVR]
+	if nsStore == nil {
+		return nil
+	}
+	obj, _, err := nsStore.get(ctx, "", ns)
+	if err != nil {
+		return err
+	}
+	if metaOf(obj).GetDeletionTimestamp() != nil {
+		return apierrors.NewForbidden(nsStore.gr, ns, fmt.Errorf("unable to create new content in namespace %s because it is being terminated", ns))
+	}
+	return nil
+}
+
+// generateName appends five random characters from upstream's alphabet to
+// base, cut so the result is at most 63 characters.
+func generateName(base string) string {
+	const alphabet = "bcdfghjklmnpqrstvwxz2456789"
+	const maxBase = 63 - 5
+	if len(base) > maxBase {
+		base = base[:maxBase]
+	}
+	b := []byte(base)
+	for i := 0; i < 5; i++ {
+		n, _ := rand.Int(rand.Reader, big.NewInt(int64(len(alphabet))))
+		b = append(b, alphabet[n.Int64()])
+	}
+	return string(b)
+}
+
+// ---- update ----
+
+func (s *Server) handleUpdate(rq *request, subresource string) error {
+	ctx := rq.r.Context()
+	dryRun, err := parseDryRun(rq.r.URL.Query()["dryRun"])
+	if err != nil {
+		return err
+	}
+	fv, err := parseFieldValidation(rq.r)
+	if err != nil {
+		return err
+	}
+	data, err := s.readBody(rq.r)
+	if err != nil {
+		return err
+	}
+	obj, warnings, err := s.decodeBody(rq.r, data, rq.rs.res.Kind, rq.rs.newObject(), fv)
+	if err != nil {
+		return err
+	}
+	addWarnings(rq.w, warnings)
+	m := metaOf(obj)
+	if m.GetName() != rq.info.Name {
+		return badRequest("the name of the object (%s) does not match the name on the URL (%s)", m.GetName(), rq.info.Name)
+	}
+	if rq.rs.res.Namespaced && m.GetNamespace() != "" && m.GetNamespace() != rq.info.Namespace {
+		return badRequest("the namespace of the provided object does not match the namespace sent on the request")
+	}
+	updated, err := s.updateObject(ctx, rq.rs, rq.info.Namespace, rq.info.Name, subresource, dryRun,
+		func(current runtime.Object) (runtime.Object, error) { return obj.DeepCopyObject(), nil })
+	if err != nil {
+		return err
+	}
+	s.writeResult(rq, http.StatusOK, updated)
+	return nil
+}
+
+// updateObject is the one path every update takes (PUT, PATCH, subresources,
+// finalizer changes): it reads the stored object, asks mutate for the new
+// one, applies the resource's rules and writes it back with compare-and-swap
+// on the revision read. When the new object carries no resourceVersion, a
+// conflict with a concurrent writer is retried with a fresh read; when it
+// carries a stale one the client gets 409.
+func (s *Server) updateObject(ctx context.Context, rs *resourceStore, ns, name, subresource string, dryRun bool,
+	mutate func(current runtime.Object) (runtime.Object, error)) (runtime.Object, error) {
+	for attempt := 0; ; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return nil, apierrors.NewTimeoutError("request cancelled", 1)
+		}
+		current, rev, err := rs.get(ctx, ns, name)
+		if err != nil {
+			return nil, err
+		}
+		obj, err := mutate(current.DeepCopyObject())
+		if err != nil {
+			return nil, err
+		}
+		m := metaOf(obj)
+		clientRV := m.GetResourceVersion()
+		if clientRV != "" && clientRV != strconv.FormatInt(rev, 10) {
+			return nil, apierrors.NewConflict(rs.gr, name, errors.New(errModified))
+		}
+		if uid := m.GetUID(); uid != "" && uid != metaOf(current).GetUID() {
+			return nil, apierrors.NewConflict(rs.gr, name, fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", metaOf(current).GetUID(), uid))
+		}
+		if err := s.prepareUpdate(ctx, rs, obj, current, subresource); err != nil {
+			return nil, err
+		}
+		data, err := rs.encode(obj)
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		currentData, _ := rs.encode(current)
+		if string(data) == string(currentData) {
+			return current, nil // no-op: nothing written, resourceVersion unchanged
+		}
+		if dryRun {
+			m.SetResourceVersion(strconv.FormatInt(rev, 10))
+			return obj, nil
+		}
+		if m.GetDeletionTimestamp() != nil && !hasPendingFinalizers(obj) {
+			// The last finalizer is gone: the object's deletion completes.
+			if _, _, err := rs.store.Delete(ctx, rs.key(ns, name), rev); err != nil {
+				if errors.Is(err, storage.ErrConflict) && clientRV == "" {
+					continue
+				}
+				return nil, storageError(err, rs.gr, name)
+			}
+			if h := s.cfg.Hooks[rs.gr].AfterDelete; h != nil {
+				h(ctx, obj)
+			}
+			m.SetResourceVersion(strconv.FormatInt(rev, 10))
+			return obj, nil
+		}
+		newRev, err := rs.store.Update(ctx, rs.key(ns, name), data, rev)
+		if errors.Is(err, storage.ErrConflict) && clientRV == "" && attempt < 100 {
+			continue
+		}
+		if err != nil {
+			return nil, storageError(err, rs.gr, name)
+		}
+		m.SetResourceVersion(strconv.FormatInt(newRev, 10))
+		return obj, nil
+	}
+}
+
+// prepareUpdate keeps what an update may not change, applies the strategy,
+// bumps generation and validates. subresource "" is a main-resource update;
+// a writable subresource changes only its part of the object (see
+// subresourceParts); "binding" is the server's own assignment of a node.
+func (s *Server) prepareUpdate(ctx context.Context, rs *resourceStore, obj, old runtime.Object, subresource string) error {
+	st := rs.res.Strategy
+	m, om := metaOf(obj), metaOf(old)
+	if merge := subresourceParts[subresource]; merge != nil {
+		rv := m.GetResourceVersion()
+		setAll(obj, merge(obj, old))
+		m.SetResourceVersion(rv)
+	}
+	m.SetNamespace(om.GetNamespace())
+	m.SetUID(om.GetUID())
+	m.SetCreationTimestamp(om.GetCreationTimestamp())
+	m.SetDeletionTimestamp(om.GetDeletionTimestamp())
+	m.SetDeletionGracePeriodSeconds(om.GetDeletionGracePeriodSeconds())
+	m.SetSelfLink("")
+	m.SetGeneration(om.GetGeneration())
+	if subresource == "" {
+		if st.Default != nil {
+			st.Default(obj)
+		}
+		if rs.hasStatus {
+			copyField(obj, old, "Status")
+		}
+		if st.PrepareForUpdate != nil {
+			st.PrepareForUpdate(ctx, obj, old)
+		}
+	}
+	if rs.res.TracksGeneration && specChanged(obj, old) {
+		m.SetGeneration(om.GetGeneration() + 1)
+	}
+	errs := apivalidation.ValidateObjectMetaAccessorUpdate(m, om, field.NewPath("metadata"))
+	switch subresource {
+	case "":
+		if len(errs) == 0 {
+			errs = append(errs, s.validateCreate(rs, obj)...)
+		}
+		if st.ValidateUpdate != nil {
+			errs = append(errs, st.ValidateUpdate(obj, old)...)
+		}
+	case "status":
+		if st.ValidateStatusUpdate != nil {
+			errs = append(errs, st.ValidateStatusUpdate(obj, old)...)
+		}
+	}
+	if len(errs) > 0 {
+		return apierrors.NewInvalid(rs.res.Kind.GroupKind(), m.GetName(), errs)
+	}
+	if h := s.cfg.Hooks[rs.gr].BeforeUpdate; h != nil {
+		if _, err := h(ctx, obj, old); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// hasPendingFinalizers reports whether obj still waits for a finalizer:
+// metadata.finalizers, or for a namespace its spec.finalizers.
+func hasPendingFinalizers(obj runtime.Object) bool {
+	if len(metaOf(obj).GetFinalizers()) > 0 {
+		return true
+	}
+	return namespaceFinalizers(obj) > 0
+}
+
+// ---- delete ----
+
+func (s *Server) handleDelete(rq *request) error {
+	ctx := rq.r.Context()
+	opts, err := s.decodeDeleteOptions(rq.r)
+	if err != nil {
+		return err
+	}
+	obj, deleted, err := s.deleteObject(ctx, rq.rs, rq.info.Namespace, rq.info.Name, opts)
+	if err != nil {
+		return err
+	}
+	if !deleted {
+		code := http.StatusOK
+		if opts.OrphanDependents != nil && !*opts.OrphanDependents {
+			code = http.StatusAccepted
+		}
+		s.writeResult(rq, code, obj)
+		return nil
+	}
+	m := metaOf(obj)
+	s.codecs.writeObject(rq.w, rq.out, http.StatusOK, &metav1.Status{
+		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
+		Status:   metav1.StatusSuccess,
+		Details:  &metav1.StatusDetails{Name: m.GetName(), Group: rq.rs.gr.Group, Kind: rq.rs.gr.Resource, UID: m.GetUID()},
+	})
+	return nil
+}
+
+// deleteObject is the one path every delete takes. It reports deleted=false
+// when the object stays, marked with deletionTimestamp, for finalizers or a
+// pod's graceful termination.
+func (s *Server) deleteObject(ctx context.Context, rs *resourceStore, ns, name string, opts *metav1.DeleteOptions) (runtime.Object, bool, error) {
+	dryRun, err := parseDryRun(opts.DryRun)
+	if err != nil {
+		return nil, false, err
+	}
+	policy, err := propagationPolicy(opts)
+	if err != nil {
+		return nil, false, err
+	}
+	for attempt := 0; ; attempt++ {
+		current, rev, err := rs.get(ctx, ns, name)
+		if err != nil {
+			return nil, false, err
+		}
+		m := metaOf(current)
+		if p := opts.Preconditions; p != nil {
+			if p.UID != nil && *p.UID != m.GetUID() {
+				return nil, false, apierrors.NewConflict(rs.gr, name, fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", *p.UID, m.GetUID()))
+			}
+			if p.ResourceVersion != nil && *p.ResourceVersion != m.GetResourceVersion() {
+				return nil, false, apierrors.NewConflict(rs.gr, name, fmt.Errorf("Precondition failed: ResourceVersion in precondition: %v, ResourceVersion in meta: %v", *p.ResourceVersion, m.GetResourceVersion()))
+			}
+		}
+		obj := current.DeepCopyObject()
+		om := metaOf(obj)
+		changed := applyPropagation(om, policy)
+		now := metav1.NewTime(s.now().UTC().Truncate(timeSecond))
+		if grace, ok := s.gracePeriod(rs, obj, opts); ok {
+			// A pod on a node: its kubelet stops it, then deletes it for good.
+			if om.GetDeletionGracePeriodSeconds() == nil || *om.GetDeletionGracePeriodSeconds() > grace {
+				at := metav1.NewTime(now.Add(secondsDuration(grace)))
+				om.SetDeletionTimestamp(&at)
+				om.SetDeletionGracePeriodSeconds(&grace)
+				changed = true
+			}
+		} else if hasPendingFinalizers(obj) {
+			if om.GetDeletionTimestamp() == nil {
+				om.SetDeletionTimestamp(&now)
+				zero := int64(0)
+				om.SetDeletionGracePeriodSeconds(&zero)
+				markNamespaceTerminating(obj)
+				changed = true
+			}
+		} else {
+			if dryRun {
+				return current, true, nil
+			}
+			if _, _, err := rs.store.Delete(ctx, rs.key(ns, name), rev); err != nil {
+				if errors.Is(err, storage.ErrConflict) && attempt < 100 {
+					continue
+				}
+				return nil, false, storageError(err, rs.gr, name)
+			}
+			if h := s.cfg.Hooks[rs.gr].AfterDelete; h != nil {
+				h(ctx, current)
+			}
+			return current, true, nil
+		}
+		if !changed || dryRun {
+			return obj, false, nil
+		}
+		data, err := rs.encode(obj)
+		if err != nil {
+			return nil, false, apierrors.NewInternalError(err)
+		}
+		newRev, err := rs.store.Update(ctx, rs.key(ns, name), data, rev)
+		if errors.Is(err, storage.ErrConflict) && attempt < 100 {
+			continue
+		}
+		if err != nil {
+			return nil, false, storageError(err, rs.gr, name)
+		}
+		om.SetResourceVersion(strconv.FormatInt(newRev, 10))
+		return obj, false, nil
+	}
+}
+
+func propagationPolicy(opts *metav1.DeleteOptions) (metav1.DeletionPropagation, error) {
+	if opts.PropagationPolicy != nil && opts.OrphanDependents != nil {
+		return "", apierrors.NewInvalid(metav1.SchemeGroupVersion.WithKind("DeleteOptions").GroupKind(), "", field.ErrorList{
+			field.Invalid(field.NewPath("propagationPolicy"), *opts.PropagationPolicy, "orphanDependents and deletionPropagation cannot be both set")})
+	}
+	if opts.OrphanDependents != nil {
+		if *opts.OrphanDependents {
+			return metav1.DeletePropagationOrphan, nil
+		}
+		return metav1.DeletePropagationBackground, nil
+	}
+	if opts.PropagationPolicy == nil {
+		return "", nil
+	}
+	switch p := *opts.PropagationPolicy; p {
+	case metav1.DeletePropagationOrphan, metav1.DeletePropagationBackground, metav1.DeletePropagationForeground:
+		return p, nil
+	default:
+		return "", apierrors.NewInvalid(metav1.SchemeGroupVersion.WithKind("DeleteOptions").GroupKind(), "", field.ErrorList{
+			field.NotSupported(field.NewPath("propagationPolicy"), p, []string{string(metav1.DeletePropagationForeground), string(metav1.DeletePropagationBackground), string(metav1.DeletePropagationOrphan), "nil"})})
+	}
+}
+
+// applyPropagation sets the garbage collector's finalizers for policy:
+// "orphan" keeps dependents, "foregroundDeletion" deletes them first.
+func applyPropagation(m metav1.Object, policy metav1.DeletionPropagation) bool {
+	want := map[string]bool{}
+	switch policy {
+	case metav1.DeletePropagationOrphan:
+		want[metav1.FinalizerOrphanDependents] = true
+	case metav1.DeletePropagationForeground:
+		want[metav1.FinalizerDeleteDependents] = true
+	case "":
+		return false
+	}
+	var out []string
+	changed := false
+	for _, f := range m.GetFinalizers() {
+		if (f == metav1.FinalizerOrphanDependents || f == metav1.FinalizerDeleteDependents) && !want[f] {
+			changed = true
+			continue
+		}
+		if want[f] {
+			delete(want, f)
+		}
+		out = append(out, f)
+	}
+	for f := range want {
+		out = append(out, f)
+		changed = true
+	}
+	if changed {
+		m.SetFinalizers(out)
+	}
+	return changed
+}
+
+// ---- deletecollection ----
+
+func (s *Server) handleDeleteCollection(rq *request) error {
+	ctx := rq.r.Context()
+	opts, err := s.decodeDeleteOptions(rq.r)
+	if err != nil {
+		return err
+	}
+	lo, err := s.parseListOptions(rq)
+	if err != nil {
+		return err
+	}
+	items, _, err := s.listMatching(ctx, rq.rs, rq.info.Namespace, lo)
+	if err != nil {
+		return err
+	}
+	var deleted []runtime.Object
+	for _, obj := range items {
+		m := metaOf(obj)
+		o := *opts
+		uid := m.GetUID()
+		o.Preconditions = &metav1.Preconditions{UID: &uid}
+		d, _, err := s.deleteObject(ctx, rq.rs, m.GetNamespace(), m.GetName(), &o)
+		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+			continue // gone or replaced meanwhile
+		}
+		if err != nil {
+			return err
+		}
+		deleted = append(deleted, d)
+	}
+	list := rq.rs.newList()
+	if err := setListItems(list, deleted); err != nil {
+		return apierrors.NewInternalError(err)
+	}
+	s.codecs.writeObject(rq.w, rq.out, http.StatusOK, list)
+	return nil
+}
+
+var _ = types.UID("")

@@ -1,0 +1,229 @@
+package apiserver
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"sort"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"plainkube.dev/plainkube/internal/auth"
+	"plainkube.dev/plainkube/internal/registry"
+	"plainkube.dev/plainkube/internal/storage"
+)
+
+// Config is what the API server is built from.
+type Config struct {
+	Storage   storage.Interface
+	Resources []registry.Resource
+	// Authenticator finds the user of a request; requests it does not
+	// recognise are anonymous.
+	Authenticator auth.Authenticator
+	Authorizer    auth.Authorizer
+	// Version is served at /version.
+	Version VersionInfo
+	// Hooks run around writes of particular resources (e.g. allocating a
+	// Service's cluster IP); keyed by group/resource.
+	Hooks map[schema.GroupResource]Hooks
+	// OpenAPI serves /openapi/v2 and /openapi/v3 (nil: 404).
+	OpenAPI http.Handler
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time
+	// MaxRequestBodyBytes caps request bodies (0: 3 MiB, upstream's limit).
+	MaxRequestBodyBytes int64
+	Logger              *slog.Logger
+}
+
+// VersionInfo is the body of /version.
+type VersionInfo struct {
+	Major, Minor, GitVersion, GitCommit, GoVersion, Platform string
+}
+
+// Hooks let a resource do work that needs storage besides its own object,
+// within the create, update and delete of that object.
+type Hooks struct {
+	// BeforeCreate runs after validation, before the object is stored; undo
+	// is called if storing fails.
+	BeforeCreate func(ctx context.Context, obj interface{}) (undo func(), err error)
+	// BeforeUpdate runs after validation of an update.
+	BeforeUpdate func(ctx context.Context, obj, old interface{}) (undo func(), err error)
+	// AfterDelete runs once the object is gone from storage.
+	AfterDelete func(ctx context.Context, obj interface{})
+}
+
+// Server is the API server's HTTP handler.
+type Server struct {
+	cfg    Config
+	codecs *codecs
+	log    *slog.Logger
+	now    func() time.Time
+	// stores by group, version and plural.
+	stores    map[schema.GroupVersionResource]*resourceStore
+	discovery *discovery
+	readyOnce sync.Once
+	ready     chan struct{}
+}
+
+// New builds a Server; call Run to start its caches.
+func New(cfg Config) (*Server, error) {
+	if cfg.MaxRequestBodyBytes == 0 {
+		cfg.MaxRequestBodyBytes = 3 << 20
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Authorizer == nil {
+		cfg.Authorizer = auth.Chain{auth.MastersAuthorizer{}, auth.PublicInfoAuthorizer{}}
+	}
+	s := &Server{cfg: cfg, codecs: newCodecs(), log: cfg.Logger, now: cfg.Now,
+		stores: map[schema.GroupVersionResource]*resourceStore{}, ready: make(chan struct{})}
+	for i := range cfg.Resources {
+		res := &cfg.Resources[i]
+		rs, err := newResourceStore(res, cfg.Storage, s.codecs)
+		if err != nil {
+			return nil, err
+		}
+		if _, dup := s.stores[rs.gvr]; dup {
+			return nil, fmt.Errorf("resource %s registered twice", rs.gvr)
+		}
+		s.stores[rs.gvr] = rs
+	}
+	s.discovery = newDiscovery(cfg.Resources)
+	return s, nil
+}
+
+// Run starts the watch caches and blocks until ctx ends.
+func (s *Server) Run(ctx context.Context) error {
+	keys := make([]schema.GroupVersionResource, 0, len(s.stores))
+	for k := range s.stores {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
+	var wg sync.WaitGroup
+	for _, k := range keys {
+		c := s.stores[k].cache
+		wg.Add(1)
+		go func() { defer wg.Done(); c.Run(ctx) }()
+	}
+	// Ready once every cache has loaded its first list.
+	go func() {
+		for _, k := range keys {
+			for !s.stores[k].cache.Ready() {
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(2 * time.Millisecond):
+				}
+			}
+		}
+		s.readyOnce.Do(func() { close(s.ready) })
+	}()
+	<-ctx.Done()
+	wg.Wait()
+	return nil
+}
+
+// Ready is closed once the server can answer every request.
+func (s *Server) Ready() <-chan struct{} { return s.ready }
+
+// ServeHTTP is the whole filter chain: panic recovery, authentication,
+// authorization, then routing.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	defer func() {
+		if p := recover(); p != nil {
+			if p == http.ErrAbortHandler {
+				panic(p)
+			}
+			s.log.Error("panic in handler", "method", r.Method, "path", r.URL.Path, "panic", p, "stack", string(debug.Stack()))
+			s.codecs.writeError(w, r, apierrors.NewInternalError(fmt.Errorf("panic: %v", p)))
+		}
+	}()
+	user := auth.UserFrom(r.Context())
+	if user == nil && s.cfg.Authenticator != nil {
+		u, ok, err := s.cfg.Authenticator.Authenticate(r)
+		if err != nil {
+			s.codecs.writeError(w, r, apierrors.NewUnauthorized("Unauthorized"))
+			return
+		}
+		if ok {
+			user = u
+		}
+	}
+	if user == nil {
+		user = &auth.User{Name: auth.UserAnonymous, Groups: []string{auth.GroupUnauthenticated}}
+	}
+	r = r.WithContext(auth.WithUser(r.Context(), user))
+	info := parseRequestInfo(r)
+	attrs := auth.Attributes{User: user, Verb: info.Verb, IsResource: info.IsResource, Path: r.URL.Path,
+		APIGroup: info.Group, APIVersion: info.Version, Namespace: info.Namespace, Resource: info.Resource,
+		Subresource: info.Subresource, Name: info.Name}
+	if !info.IsResource {
+		attrs.Verb = nonResourceVerb(r.Method)
+	}
+	decision, reason, err := s.cfg.Authorizer.Authorize(r.Context(), attrs)
+	if err != nil || decision != auth.Allow {
+		if user.Name == auth.UserAnonymous {
+			s.codecs.writeError(w, r, apierrors.NewUnauthorized("Unauthorized"))
+			return
+		}
+		s.codecs.writeError(w, r, forbidden(attrs, reason))
+		return
+	}
+	if info.IsResource {
+		s.serveResource(w, r, info)
+		return
+	}
+	s.serveNonResource(w, r, info)
+}
+
+func nonResourceVerb(method string) string {
+	switch method {
+	case http.MethodGet, http.MethodHead:
+		return "get"
+	case http.MethodPost:
+		return "post"
+	case http.MethodPut:
+		return "put"
+	case http.MethodPatch:
+		return "patch"
+	case http.MethodDelete:
+		return "delete"
+	}
+	return method
+}
+
+// forbidden builds upstream's 403 message, e.g.
+// `pods "x" is forbidden: User "u" cannot get resource "pods" in API group "" in the namespace "ns"`.
+func forbidden(a auth.Attributes, reason string) error {
+	var msg string
+	if !a.IsResource {
+		msg = fmt.Sprintf("User %q cannot %s path %q", a.User.Name, a.Verb, a.Path)
+		if reason != "" {
+			msg += ": " + reason
+		}
+		return newStatusError(http.StatusForbidden, "Forbidden", "forbidden: "+msg)
+	}
+	res := a.Resource
+	if a.Subresource != "" {
+		res += "/" + a.Subresource
+	}
+	msg = fmt.Sprintf("User %q cannot %s resource %q in API group %q", a.User.Name, a.Verb, res, a.APIGroup)
+	if a.Namespace != "" {
+		msg += fmt.Sprintf(" in the namespace %q", a.Namespace)
+	} else {
+		msg += " at the cluster scope"
+	}
+	if reason != "" {
+		msg += ": " + reason
+	}
+	return apierrors.NewForbidden(schema.GroupResource{Group: a.APIGroup, Resource: res}, a.Name, fmt.Errorf("%s", msg))
+}

@@ -1,0 +1,139 @@
+package apiserver
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"reflect"
+	"strconv"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"plainkube.dev/plainkube/internal/registry"
+	"plainkube.dev/plainkube/internal/storage"
+	"plainkube.dev/plainkube/internal/storage/cache"
+)
+
+// resourceStore keeps the objects of one resource: it maps names to storage
+// keys, encodes objects for storage (JSON, without resourceVersion, which is
+// the storage revision) and decodes them back.
+type resourceStore struct {
+	res    *registry.Resource
+	gvr    schema.GroupVersionResource
+	gr     schema.GroupResource
+	listGVK schema.GroupVersionKind
+	prefix string // "/registry/<resource>/" for core, "/registry/<group>/<resource>/" otherwise
+	store  storage.Interface
+	cache  *cache.Cache
+	codecs *codecs
+	objType, listType reflect.Type
+	hasStatus bool
+}
+
+func newResourceStore(res *registry.Resource, st storage.Interface, c *codecs) (*resourceStore, error) {
+	gv := res.Kind.GroupVersion()
+	obj, err := c.scheme.New(res.Kind)
+	if err != nil {
+		return nil, fmt.Errorf("resource %s: %w", res.Plural, err)
+	}
+	listGVK := gv.WithKind(res.Kind.Kind + "List")
+	list, err := c.scheme.New(listGVK)
+	if err != nil {
+		return nil, fmt.Errorf("resource %s list: %w", res.Plural, err)
+	}
+	prefix := "/registry/" + res.Plural + "/"
+	if gv.Group != "" {
+		prefix = "/registry/" + gv.Group + "/" + res.Plural + "/"
+	}
+	s := &resourceStore{
+		res: res, gvr: gv.WithResource(res.Plural), gr: gv.WithResource(res.Plural).GroupResource(), listGVK: listGVK,
+		prefix: prefix, store: st, codecs: c,
+		objType: reflect.TypeOf(obj).Elem(), listType: reflect.TypeOf(list).Elem(),
+	}
+	for _, sub := range res.Subresources {
+		if sub == "status" {
+			s.hasStatus = true
+		}
+	}
+	s.cache = cache.New(st, prefix, cache.Options{})
+	return s, nil
+}
+
+// key is the storage key of one object; keyPrefix that of a namespace's
+// objects (or of all objects when ns is empty).
+func (s *resourceStore) key(ns, name string) string {
+	if s.res.Namespaced {
+		return s.prefix + ns + "/" + name
+	}
+	return s.prefix + name
+}
+
+func (s *resourceStore) keyPrefix(ns string) string {
+	if s.res.Namespaced && ns != "" {
+		return s.prefix + ns + "/"
+	}
+	return s.prefix
+}
+
+func (s *resourceStore) newObject() runtime.Object {
+	return reflect.New(s.objType).Interface().(runtime.Object)
+}
+
+func (s *resourceStore) newList() runtime.Object {
+	l := reflect.New(s.listType).Interface().(runtime.Object)
+	l.GetObjectKind().SetGroupVersionKind(s.listGVK)
+	return l
+}
+
+// decode turns a stored value into a typed object with its resourceVersion.
+func (s *resourceStore) decode(value []byte, rev int64) (runtime.Object, error) {
+	obj := s.newObject()
+	if _, _, err := s.codecs.json.Decode(value, &s.res.Kind, obj); err != nil {
+		return nil, fmt.Errorf("decoding stored %s: %w", s.gr, err)
+	}
+	obj.GetObjectKind().SetGroupVersionKind(s.res.Kind)
+	if rev > 0 {
+		acc, _ := meta.Accessor(obj)
+		acc.SetResourceVersion(strconv.FormatInt(rev, 10))
+	}
+	return obj, nil
+}
+
+// encode produces the stored form of obj: JSON without resourceVersion.
+func (s *resourceStore) encode(obj runtime.Object) ([]byte, error) {
+	acc, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, err
+	}
+	rv := acc.GetResourceVersion()
+	acc.SetResourceVersion("")
+	defer acc.SetResourceVersion(rv)
+	obj.GetObjectKind().SetGroupVersionKind(s.res.Kind)
+	var buf bytes.Buffer
+	if err := s.codecs.json.Encode(obj, &buf); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// get reads one object from storage (a consistent read).
+func (s *resourceStore) get(ctx context.Context, ns, name string) (runtime.Object, int64, error) {
+	kv, err := s.store.Get(ctx, s.key(ns, name))
+	if err != nil {
+		return nil, 0, storageError(err, s.gr, name)
+	}
+	obj, err := s.decode(kv.Value, kv.ModRevision)
+	return obj, kv.ModRevision, err
+}
+
+// metaOf returns obj's ObjectMeta accessor; every served type has one.
+func metaOf(obj runtime.Object) metav1.Object {
+	acc, err := meta.Accessor(obj)
+	if err != nil {
+		panic(fmt.Sprintf("%T has no ObjectMeta: %v", obj, err))
+	}
+	return acc
+}

@@ -1,0 +1,335 @@
+package apiserver
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"mime"
+	"net/http"
+	"strconv"
+
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// subresourceParts says which part of the object each writable subresource
+// changes; everything else is kept from the stored object.
+var subresourceParts = map[string]func(obj, old runtime.Object) runtime.Object{
+	"status":   keepOnly("Status"),
+	"approval": keepOnly("Status"),
+	"ephemeralcontainers": func(obj, old runtime.Object) runtime.Object {
+		out := old.DeepCopyObject().(*corev1.Pod)
+		out.Spec.EphemeralContainers = obj.(*corev1.Pod).Spec.EphemeralContainers
+		return out
+	},
+	"finalize": func(obj, old runtime.Object) runtime.Object {
+		out := old.DeepCopyObject().(*corev1.Namespace)
+		out.Spec.Finalizers = obj.(*corev1.Namespace).Spec.Finalizers
+		return out
+	},
+}
+
+func keepOnly(field string) func(obj, old runtime.Object) runtime.Object {
+	return func(obj, old runtime.Object) runtime.Object {
+		out := old.DeepCopyObject()
+		copyField(out, obj, field)
+		return out
+	}
+}
+
+// streamingSubresources are served by the node agent (a later milestone).
+var streamingSubresources = map[string]bool{"log": true, "exec": true, "attach": true, "portforward": true, "proxy": true}
+
+func (s *Server) serveSubresource(rq *request) error {
+	sub := rq.info.Subresource
+	if !rq.rs.hasSubresource(sub) || rq.info.Name == "" {
+		return apierrors.NewNotFound(rq.rs.gr, rq.info.Name)
+	}
+	if streamingSubresources[sub] {
+		return notImplemented(fmt.Sprintf("%s/%s is not implemented yet: plainkube's node agent does not serve it", rq.rs.gr.Resource, sub))
+	}
+	switch sub {
+	case "scale":
+		return s.serveScale(rq)
+	case "binding":
+		return s.serveBinding(rq)
+	case "eviction":
+		return s.serveEviction(rq)
+	case "token":
+		return notImplemented("serviceaccounts/token (TokenRequest) is not implemented yet in plainkube")
+	}
+	if _, ok := subresourceParts[sub]; !ok {
+		return apierrors.NewNotFound(rq.rs.gr, rq.info.Name)
+	}
+	switch rq.info.Verb {
+	case "get":
+		if sub == "finalize" {
+			return methodNotAllowed(rq.r.Method, rq.rs.gr)
+		}
+		return s.handleGet(rq)
+	case "update":
+		return s.handleUpdate(rq, sub)
+	case "patch":
+		if sub == "finalize" {
+			return methodNotAllowed(rq.r.Method, rq.rs.gr)
+		}
+		return s.handlePatch(rq, sub)
+	}
+	return methodNotAllowed(rq.r.Method, rq.rs.gr)
+}
+
+func (rs *resourceStore) hasSubresource(sub string) bool {
+	for _, x := range rs.res.Subresources {
+		if x == sub {
+			return true
+		}
+	}
+	return false
+}
+
+// ---- scale ----
+
+// scaleOf reads an object's Scale: spec.replicas, status.replicas and the
+// selector as a string.
+func scaleOf(obj runtime.Object) (*autoscalingv1.Scale, error) {
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, err
+	}
+	m := metaOf(obj)
+	sc := &autoscalingv1.Scale{
+		TypeMeta: metav1.TypeMeta{Kind: "Scale", APIVersion: "autoscaling/v1"},
+		ObjectMeta: metav1.ObjectMeta{Name: m.GetName(), Namespace: m.GetNamespace(), UID: m.GetUID(),
+			ResourceVersion: m.GetResourceVersion(), CreationTimestamp: m.GetCreationTimestamp()},
+	}
+	replicas, found, _ := unstructured.NestedInt64(u, "spec", "replicas")
+	if !found {
+		replicas = 1
+	}
+	sc.Spec.Replicas = int32(replicas)
+	statusReplicas, _, _ := unstructured.NestedInt64(u, "status", "replicas")
+	sc.Status.Replicas = int32(statusReplicas)
+	if sel, found, _ := unstructured.NestedMap(u, "spec", "selector"); found {
+		if _, isLabelSelector := sel["matchLabels"]; isLabelSelector || sel["matchExpressions"] != nil {
+			ls := &metav1.LabelSelector{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(sel, ls); err == nil {
+				if s, err := metav1.LabelSelectorAsSelector(ls); err == nil {
+					sc.Status.Selector = s.String()
+				}
+			}
+		} else {
+			set := labels.Set{}
+			for k, v := range sel {
+				set[k] = fmt.Sprint(v)
+			}
+			sc.Status.Selector = labels.SelectorFromSet(set).String()
+		}
+	}
+	return sc, nil
+}
+
+func setReplicas(obj runtime.Object, replicas int32) error {
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return err
+	}
+	if err := unstructured.SetNestedField(u, int64(replicas), "spec", "replicas"); err != nil {
+		return err
+	}
+	return runtime.DefaultUnstructuredConverter.FromUnstructured(u, obj)
+}
+
+func (s *Server) serveScale(rq *request) error {
+	ctx := rq.r.Context()
+	rs := rq.rs
+	out, _ := s.codecs.negotiate(rq.r, false)
+	rq.out = out
+	if rq.info.Verb == "get" {
+		obj, _, err := rs.get(ctx, rq.info.Namespace, rq.info.Name)
+		if err != nil {
+			return err
+		}
+		sc, err := scaleOf(obj)
+		if err != nil {
+			return apierrors.NewInternalError(err)
+		}
+		s.codecs.writeObject(rq.w, rq.out, http.StatusOK, sc)
+		return nil
+	}
+	if rq.info.Verb != "update" && rq.info.Verb != "patch" {
+		return methodNotAllowed(rq.r.Method, rs.gr)
+	}
+	dryRun, err := parseDryRun(rq.r.URL.Query()["dryRun"])
+	if err != nil {
+		return err
+	}
+	body, err := s.readBody(rq.r)
+	if err != nil {
+		return err
+	}
+	scaleGVK := autoscalingv1.SchemeGroupVersion.WithKind("Scale")
+	updated, err := s.updateObject(ctx, rs, rq.info.Namespace, rq.info.Name, "", dryRun, func(current runtime.Object) (runtime.Object, error) {
+		cur, err := scaleOf(current)
+		if err != nil {
+			return nil, err
+		}
+		var want *autoscalingv1.Scale
+		if rq.info.Verb == "update" {
+			obj, _, err := s.decodeBody(rq.r, body, scaleGVK, &autoscalingv1.Scale{}, validationIgnore)
+			if err != nil {
+				return nil, err
+			}
+			want = obj.(*autoscalingv1.Scale)
+		} else {
+			var buf bytes.Buffer
+			if err := s.codecs.json.Encode(cur, &buf); err != nil {
+				return nil, err
+			}
+			patched, err := applyPatch(patchTypeOf(rq.r), buf.Bytes(), body, &autoscalingv1.Scale{})
+			if err != nil {
+				return nil, err
+			}
+			obj, _, err := decodeInto(s.codecs.json, patched, scaleGVK, &autoscalingv1.Scale{}, validationIgnore)
+			if err != nil {
+				return nil, err
+			}
+			want = obj.(*autoscalingv1.Scale)
+			if want.ResourceVersion == cur.ResourceVersion {
+				want.ResourceVersion = ""
+			}
+		}
+		if want.Spec.Replicas < 0 {
+			return nil, apierrors.NewInvalid(scaleGVK.GroupKind(), rq.info.Name, fieldErrors("spec.replicas", want.Spec.Replicas, "must be greater than or equal to 0"))
+		}
+		if err := setReplicas(current, want.Spec.Replicas); err != nil {
+			return nil, err
+		}
+		metaOf(current).SetResourceVersion(want.ResourceVersion)
+		return current, nil
+	})
+	if err != nil {
+		return err
+	}
+	sc, err := scaleOf(updated)
+	if err != nil {
+		return apierrors.NewInternalError(err)
+	}
+	s.codecs.writeObject(rq.w, rq.out, http.StatusOK, sc)
+	return nil
+}
+
+// ---- pods/binding and pods/eviction ----
+
+func (s *Server) serveBinding(rq *request) error {
+	if rq.info.Verb != "create" {
+		return methodNotAllowed(rq.r.Method, rq.rs.gr)
+	}
+	body, err := s.readBody(rq.r)
+	if err != nil {
+		return err
+	}
+	gvk := corev1.SchemeGroupVersion.WithKind("Binding")
+	obj, _, err := s.decodeBody(rq.r, body, gvk, &corev1.Binding{}, validationIgnore)
+	if err != nil {
+		return err
+	}
+	b := obj.(*corev1.Binding)
+	if b.Name != "" && b.Name != rq.info.Name {
+		return badRequest("the name of the object (%s) does not match the name on the URL (%s)", b.Name, rq.info.Name)
+	}
+	if b.Target.Kind != "" && b.Target.Kind != "Node" || b.Target.Name == "" {
+		return apierrors.NewInvalid(gvk.GroupKind(), rq.info.Name, fieldErrors("target", b.Target.Name, "must name a Node"))
+	}
+	_, err = s.updateObject(rq.r.Context(), rq.rs, rq.info.Namespace, rq.info.Name, "binding", false, func(current runtime.Object) (runtime.Object, error) {
+		pod := current.(*corev1.Pod)
+		if b.UID != "" && b.UID != pod.UID {
+			return nil, apierrors.NewConflict(rq.rs.gr, pod.Name, fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", b.UID, pod.UID))
+		}
+		if pod.DeletionTimestamp != nil {
+			return nil, apierrors.NewConflict(rq.rs.gr, pod.Name, fmt.Errorf("pod %s is being deleted, cannot be assigned to a host", pod.Name))
+		}
+		if pod.Spec.NodeName != "" {
+			return nil, apierrors.NewConflict(rq.rs.gr, pod.Name, fmt.Errorf("pod %s is already assigned to node %q", pod.Name, pod.Spec.NodeName))
+		}
+		pod.Spec.NodeName = b.Target.Name
+		for k, v := range b.Annotations {
+			if pod.Annotations == nil {
+				pod.Annotations = map[string]string{}
+			}
+			pod.Annotations[k] = v
+		}
+		setPodCondition(pod, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(s.now().UTC().Truncate(timeSecond))})
+		pod.ResourceVersion = ""
+		return pod, nil
+	})
+	if err != nil {
+		return err
+	}
+	s.codecs.writeObject(rq.w, rq.out, http.StatusCreated, &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess, Code: http.StatusCreated})
+	return nil
+}
+
+func setPodCondition(pod *corev1.Pod, c corev1.PodCondition) {
+	for i := range pod.Status.Conditions {
+		if pod.Status.Conditions[i].Type == c.Type {
+			pod.Status.Conditions[i] = c
+			return
+		}
+	}
+	pod.Status.Conditions = append(pod.Status.Conditions, c)
+}
+
+// serveEviction deletes a pod through the Eviction API. PodDisruptionBudgets
+// are not consulted yet.
+func (s *Server) serveEviction(rq *request) error {
+	if rq.info.Verb != "create" {
+		return methodNotAllowed(rq.r.Method, rq.rs.gr)
+	}
+	body, err := s.readBody(rq.r)
+	if err != nil {
+		return err
+	}
+	gvk := policyv1.SchemeGroupVersion.WithKind("Eviction")
+	into := &policyv1.Eviction{}
+	dec := s.codecs.json
+	obj, _, err := dec.Decode(body, &gvk, into)
+	if err != nil {
+		return badRequest("error decoding Eviction: %v", err)
+	}
+	ev, ok := obj.(*policyv1.Eviction)
+	if !ok {
+		return badRequest("expected an Eviction body")
+	}
+	if ev.Name != "" && ev.Name != rq.info.Name {
+		return badRequest("name in URL does not match name in Eviction object")
+	}
+	opts := ev.DeleteOptions
+	if opts == nil {
+		opts = &metav1.DeleteOptions{}
+	}
+	if _, _, err := s.deleteObject(rq.r.Context(), rq.rs, rq.info.Namespace, rq.info.Name, opts); err != nil {
+		return err
+	}
+	s.codecs.writeObject(rq.w, rq.out, http.StatusCreated, &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess, Code: http.StatusCreated})
+	return nil
+}
+
+var _ = context.Background
+var _ = strconv.Itoa
+
+func patchTypeOf(r *http.Request) types.PatchType {
+	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	return types.PatchType(mt)
+}
+
+func fieldErrors(path string, value interface{}, msg string) field.ErrorList {
+	return field.ErrorList{field.Invalid(field.NewPath(path), value, msg)}
+}

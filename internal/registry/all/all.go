@@ -1,0 +1,45 @@
+// Package all lists every built-in resource plainkube serves, with its
+// server-side table attached.
+package all
+
+import (
+	"plainkube.dev/plainkube/internal/printers"
+	"plainkube.dev/plainkube/internal/registry"
+	"plainkube.dev/plainkube/internal/registry/admissionregistration"
+	"plainkube.dev/plainkube/internal/registry/apps"
+	"plainkube.dev/plainkube/internal/registry/autoscaling"
+	"plainkube.dev/plainkube/internal/registry/batch"
+	"plainkube.dev/plainkube/internal/registry/certificates"
+	"plainkube.dev/plainkube/internal/registry/coordination"
+	"plainkube.dev/plainkube/internal/registry/core"
+	"plainkube.dev/plainkube/internal/registry/discovery"
+	"plainkube.dev/plainkube/internal/registry/events"
+	"plainkube.dev/plainkube/internal/registry/networking"
+	"plainkube.dev/plainkube/internal/registry/policy"
+	"plainkube.dev/plainkube/internal/registry/rbac"
+	"plainkube.dev/plainkube/internal/registry/scheduling"
+	storageapi "plainkube.dev/plainkube/internal/registry/storage"
+)
+
+// Resources returns a fresh list of every built-in resource.
+func Resources() []registry.Resource {
+	var out []registry.Resource
+	for _, group := range [][]registry.Resource{
+		core.Resources(), apps.Resources(), batch.Resources(), autoscaling.Resources(),
+		coordination.Resources(), discovery.Resources(), events.Resources(), networking.Resources(),
+		policy.Resources(), rbac.Resources(), storageapi.Resources(), scheduling.Resources(),
+		admissionregistration.Resources(), certificates.Resources(),
+	} {
+		out = append(out, group...)
+	}
+	for i := range out {
+		if out[i].Strategy.Table == nil {
+			if t := printers.For(out[i].Kind); t != nil {
+				out[i].Strategy.Table = t
+			} else {
+				out[i].Strategy.Table = printers.Default()
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,71 @@
+package registry
+
+import (
+	"context"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Resource describes one served resource (e.g. pods in core/v1).
+type Resource struct {
+	// Kind is the group, version and kind of one object; ListKind is Kind+"List".
+	Kind schema.GroupVersionKind
+	// Plural is the URL segment ("pods"); Singular the singular name ("pod").
+	Plural, Singular string
+	ShortNames       []string
+	// Categories such as "all" (used by `kubectl get all`).
+	Categories []string
+	Namespaced bool
+	// Subresources served besides the main resource, e.g. "status", "scale",
+	// "binding", "eviction", "ephemeralcontainers", "finalize", "token".
+	Subresources []string
+	// Verbs the main resource allows; nil means all of create, delete,
+	// deletecollection, get, list, patch, update, watch.
+	Verbs []string
+	// TracksGeneration: metadata.generation starts at 1 and bumps on every
+	// change outside metadata and status.
+	TracksGeneration bool
+	// Strategy supplies the per-resource rules; nil fields mean "nothing to do".
+	Strategy Strategy
+}
+
+// Strategy holds the rules one resource adds to the generic handling (which
+// already validates ObjectMeta, keeps status out of main-resource writes and
+// spec out of /status writes, and sets generation).
+// Every function receives typed objects of the resource's Go type.
+type Strategy struct {
+	// Default sets unset fields to upstream's defaults. It runs on every
+	// decoded create/update/patch body, before validation.
+	Default func(obj runtime.Object)
+	// PrepareForCreate clears or sets fields the server owns on create
+	// (e.g. a pod's status phase Pending).
+	PrepareForCreate func(ctx context.Context, obj runtime.Object)
+	// PrepareForUpdate adjusts a main-resource update given the stored object.
+	PrepareForUpdate func(ctx context.Context, obj, old runtime.Object)
+	// ValidateName checks metadata.name; nil means a DNS-1123 subdomain.
+	// It returns upstream's messages (see apimachinery's path/validation helpers).
+	ValidateName func(name string, prefix bool) []string
+	// Validate checks a new object (beyond ObjectMeta).
+	Validate func(obj runtime.Object) field.ErrorList
+	// ValidateUpdate checks an update (immutable fields and the like).
+	ValidateUpdate func(obj, old runtime.Object) field.ErrorList
+	// ValidateStatusUpdate checks a /status update.
+	ValidateStatusUpdate func(obj, old runtime.Object) field.ErrorList
+	// SelectableFields returns the fields usable in a fieldSelector beyond
+	// metadata.name and metadata.namespace (e.g. pods' spec.nodeName).
+	SelectableFields func(obj runtime.Object) fields.Set
+	// Table prints the rows of `kubectl get` (see package printers).
+	Table *TableSpec
+}
+
+// TableSpec is the server-side printing of one kind.
+type TableSpec struct {
+	Columns []metav1.TableColumnDefinition
+	// Cells returns one row's cells, in Columns order, for obj. Columns with
+	// Priority 1 are shown by kubectl only with -o wide; they are always sent.
+	Cells func(obj runtime.Object) []interface{}
+}

@@ -1,0 +1,95 @@
+package server
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// SystemNamespaces exist in every cluster.
+var SystemNamespaces = []string{"default", "kube-system", "kube-public", "kube-node-lease"}
+
+// bootstrap creates, through the API, what every cluster has: the system
+// namespaces and the `kubernetes` Service in default, whose endpoints point
+// at this API server. It is idempotent.
+func bootstrap(ctx context.Context, cfg *rest.Config, serviceIP, hostIP string, port int) error {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	for _, ns := range SystemNamespaces {
+		_, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("namespace %s: %w", ns, err)
+		}
+	}
+	labels := map[string]string{"component": "apiserver", "provider": "kubernetes"}
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "kubernetes", Namespace: "default", Labels: labels},
+		Spec: corev1.ServiceSpec{
+			Type:      corev1.ServiceTypeClusterIP,
+			ClusterIP: serviceIP,
+			Ports:     []corev1.ServicePort{{Name: "https", Port: 443, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(int32(port))}},
+		},
+	}
+	if _, err := cs.CoreV1().Services("default").Create(ctx, svc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("service kubernetes: %w", err)
+	}
+	ep := &corev1.Endpoints{
+		ObjectMeta: metav1.ObjectMeta{Name: "kubernetes", Namespace: "default", Labels: map[string]string{"endpointslice.kubernetes.io/skip-mirror": "true"}},
+		Subsets: []corev1.EndpointSubset{{
+			Addresses: []corev1.EndpointAddress{{IP: hostIP}},
+			Ports:     []corev1.EndpointPort{{Name: "https", Port: int32(port), Protocol: corev1.ProtocolTCP}},
+		}},
+	}
+	if err := createOrUpdate(ctx, func() error {
+		_, err := cs.CoreV1().Endpoints("default").Create(ctx, ep, metav1.CreateOptions{})
+		return err
+	}, func() error {
+		cur, err := cs.CoreV1().Endpoints("default").Get(ctx, "kubernetes", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		cur.Subsets = ep.Subsets
+		_, err = cs.CoreV1().Endpoints("default").Update(ctx, cur, metav1.UpdateOptions{})
+		return err
+	}); err != nil {
+		return fmt.Errorf("endpoints kubernetes: %w", err)
+	}
+	ready := true
+	portName, proto, p := "https", corev1.ProtocolTCP, int32(port)
+	slice := &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Name: "kubernetes", Namespace: "default", Labels: map[string]string{discoveryv1.LabelServiceName: "kubernetes", discoveryv1.LabelManagedBy: "plainkube-apiserver"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{hostIP}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}}},
+		Ports:       []discoveryv1.EndpointPort{{Name: &portName, Protocol: &proto, Port: &p}},
+	}
+	return createOrUpdate(ctx, func() error {
+		_, err := cs.DiscoveryV1().EndpointSlices("default").Create(ctx, slice, metav1.CreateOptions{})
+		return err
+	}, func() error {
+		cur, err := cs.DiscoveryV1().EndpointSlices("default").Get(ctx, "kubernetes", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		cur.Endpoints, cur.Ports = slice.Endpoints, slice.Ports
+		_, err = cs.DiscoveryV1().EndpointSlices("default").Update(ctx, cur, metav1.UpdateOptions{})
+		return err
+	})
+}
+
+func createOrUpdate(ctx context.Context, create, update func() error) error {
+	err := create()
+	if apierrors.IsAlreadyExists(err) {
+		return update()
+	}
+	return err
+}
+

@@ -1,0 +1,242 @@
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+
+	"plainkube.dev/plainkube/internal/allocator"
+	"plainkube.dev/plainkube/internal/apiserver"
+	"plainkube.dev/plainkube/internal/auth"
+	"plainkube.dev/plainkube/internal/loopback"
+	"plainkube.dev/plainkube/internal/openapi"
+	"plainkube.dev/plainkube/internal/pki"
+	"plainkube.dev/plainkube/internal/registry/all"
+	"plainkube.dev/plainkube/internal/storage"
+	"plainkube.dev/plainkube/internal/storage/etcd"
+	"plainkube.dev/plainkube/internal/storage/memory"
+	"plainkube.dev/plainkube/internal/version"
+)
+
+// Options configure a control plane.
+type Options struct {
+	// DataDir holds pki/, etcd/ and admin.kubeconfig.
+	DataDir     string
+	BindAddress string
+	Port        int
+	// EtcdServers, if set, is an external etcd cluster to use instead of the
+	// embedded one.
+	EtcdServers []string
+	// InMemory keeps everything in memory (tests); it ignores EtcdServers.
+	InMemory    bool
+	ServiceCIDR string
+	Logger      *slog.Logger
+}
+
+// DefaultDataDir is /var/lib/plainkube for root and ~/.plainkube otherwise.
+func DefaultDataDir() string {
+	if os.Geteuid() == 0 {
+		return "/var/lib/plainkube"
+	}
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, ".plainkube")
+}
+
+// Server is a running control plane.
+type Server struct {
+	API            *apiserver.Server
+	URL            string
+	KubeconfigPath string
+	PKI            *pki.Bundle
+	store          storage.Interface
+	closeStore     func() error
+	httpServer     *http.Server
+	listener       net.Listener
+	log            *slog.Logger
+	stopped        chan struct{}
+}
+
+// Start brings up a control plane and returns once it is ready to serve.
+// Cancelling ctx stops it; Wait returns when it has stopped.
+func Start(ctx context.Context, opts Options) (*Server, error) {
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	if opts.ServiceCIDR == "" {
+		opts.ServiceCIDR = "10.96.0.0/12"
+	}
+	cidr, err := netip.ParsePrefix(opts.ServiceCIDR)
+	if err != nil {
+		return nil, fmt.Errorf("--service-cidr: %w", err)
+	}
+	if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
+		return nil, err
+	}
+	alloc := allocator.New(nil, cidr, allocator.DefaultNodePorts)
+	firstIP := alloc.FirstIP()
+	bundle, err := pki.LoadOrCreate(filepath.Join(opts.DataDir, "pki"), pki.Options{ExtraIPs: []net.IP{net.IP(firstIP.AsSlice())}})
+	if err != nil {
+		return nil, fmt.Errorf("certificates: %w", err)
+	}
+	s := &Server{PKI: bundle, log: log, stopped: make(chan struct{})}
+	switch {
+	case opts.InMemory:
+		m := memory.New(memory.Options{})
+		s.store, s.closeStore = m, m.Close
+	case len(opts.EtcdServers) > 0:
+		st, err := etcd.Dial(opts.EtcdServers, nil)
+		if err != nil {
+			return nil, fmt.Errorf("etcd %v: %w", opts.EtcdServers, err)
+		}
+		s.store, s.closeStore = st, st.Close
+	default:
+		e, err := etcd.StartEmbedded(filepath.Join(opts.DataDir, "etcd"))
+		if err != nil {
+			return nil, fmt.Errorf("embedded etcd: %w", err)
+		}
+		s.store, s.closeStore = e.Store(), e.Close
+	}
+	alloc = allocator.New(s.store, cidr, allocator.DefaultNodePorts)
+
+	resources := all.Resources()
+	scheme := apiserver.Scheme()
+	api, err := apiserver.New(apiserver.Config{
+		Storage:       s.store,
+		Resources:     resources,
+		Authenticator: auth.Union{auth.ClientCertAuthenticator{}},
+		Version: apiserver.VersionInfo{Major: version.Major, Minor: version.Minor, GitVersion: version.GitVersion(),
+			GitCommit: version.GitCommit, GoVersion: runtime.Version(), Platform: version.Platform()},
+		Hooks:   map[schema.GroupResource]apiserver.Hooks{{Resource: "services"}: alloc.Hooks()},
+		OpenAPI: openapi.New(resources, scheme),
+		Logger:  log,
+	})
+	if err != nil {
+		s.closeStore()
+		return nil, err
+	}
+	s.API = api
+	go api.Run(ctx)
+
+	tlsConfig, err := bundle.ServerTLSConfig()
+	if err != nil {
+		s.closeStore()
+		return nil, err
+	}
+	addr := net.JoinHostPort(opts.BindAddress, strconv.Itoa(opts.Port))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		s.closeStore()
+		return nil, fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	s.listener = ln
+	port := ln.Addr().(*net.TCPAddr).Port
+	s.URL = "https://127.0.0.1:" + strconv.Itoa(port)
+	s.httpServer = &http.Server{Handler: api, TLSConfig: tlsConfig, ReadHeaderTimeout: 30 * time.Second,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
+	go func() {
+		if err := s.httpServer.Serve(tls.NewListener(ln, tlsConfig)); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("serving", "err", err)
+		}
+	}()
+
+	select {
+	case <-api.Ready():
+	case <-ctx.Done():
+		s.stop()
+		return nil, ctx.Err()
+	}
+	advertise := hostIP()
+	if err := bootstrap(ctx, s.LoopbackConfig(), firstIP.String(), advertise, port); err != nil {
+		s.stop()
+		return nil, fmt.Errorf("bootstrap: %w", err)
+	}
+	s.KubeconfigPath = filepath.Join(opts.DataDir, "admin.kubeconfig")
+	if err := pki.WriteKubeconfig(s.KubeconfigPath, s.URL, bundle.CAPEM, bundle.AdminCertPEM, bundle.AdminKeyPEM); err != nil {
+		s.stop()
+		return nil, err
+	}
+	go startCompactor(ctx, s.store, log)
+	go func() {
+		<-ctx.Done()
+		s.stop()
+	}()
+	return s, nil
+}
+
+// LoopbackConfig is a client config for in-process components, acting as
+// the cluster admin (system:masters).
+func (s *Server) LoopbackConfig() *rest.Config {
+	return loopback.Config(s.API, &auth.User{Name: "system:apiserver", Groups: []string{auth.GroupMasters, auth.GroupAuthenticated}})
+}
+
+func (s *Server) stop() {
+	defer close(s.stopped)
+	if s.httpServer != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		s.httpServer.Shutdown(sctx)
+		cancel()
+		s.httpServer.Close()
+	}
+	if s.closeStore != nil {
+		s.closeStore()
+	}
+}
+
+// hostIP is the address other hosts reach this one at: the first global
+// unicast IPv4 address of an interface that is up, or 127.0.0.1.
+func hostIP() string {
+	ifaces, _ := net.Interfaces()
+	for _, iface := range ifaces {
+		if iface.Flags&net.FlagUp == 0 || iface.Flags&net.FlagLoopback != 0 {
+			continue
+		}
+		addrs, _ := iface.Addrs()
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && n.IP.IsGlobalUnicast() {
+				return n.IP.String()
+			}
+		}
+	}
+	return "127.0.0.1"
+}
+
+// startCompactor keeps five minutes of history in storage, as upstream does.
+func startCompactor(ctx context.Context, st storage.Interface, log *slog.Logger) {
+	const interval = 5 * time.Minute
+	var last int64
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if last > 0 {
+			if err := st.Compact(ctx, last); err != nil && !errors.Is(err, storage.ErrCompacted) {
+				log.Warn("compaction failed", "revision", last, "err", err)
+			}
+		}
+		rev, err := st.CurrentRevision(ctx)
+		if err == nil {
+			last = rev
+		}
+	}
+}
+
+// Wait blocks until the server has stopped after its context ended.
+func (s *Server) Wait() { <-s.stopped }

@@ -1,0 +1,177 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// binary is the plainkube binary built once for the package.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "plainkube-e2e")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "plainkube")
+	build := exec.Command("go", "build", "-o", binary, "../../cmd/plainkube")
+	build.Stdout, build.Stderr = os.Stdout, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building plainkube:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// kubectlPath is the kubectl under test: $KUBECTL, or the one on PATH.
+func kubectlPath(t *testing.T) string {
+	if p := os.Getenv("KUBECTL"); p != "" {
+		return p
+	}
+	p, err := exec.LookPath("kubectl")
+	if err != nil {
+		t.Fatal("kubectl is not installed: the end-to-end tests need the real kubectl binary")
+	}
+	return p
+}
+
+// cluster is one running `plainkube server`.
+type cluster struct {
+	t       *testing.T
+	dataDir string
+	port    int
+	cmd     *exec.Cmd
+	log     *bytes.Buffer
+	kubectl string
+}
+
+func freePort(t *testing.T) int {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// startCluster starts plainkube server on a fresh data dir and waits until
+// kubectl can reach it.
+func startCluster(t *testing.T) *cluster {
+	c := &cluster{t: t, dataDir: t.TempDir(), port: freePort(t), kubectl: kubectlPath(t)}
+	c.start()
+	t.Cleanup(c.stop)
+	return c
+}
+
+func (c *cluster) start() {
+	c.t.Helper()
+	c.log = &bytes.Buffer{}
+	c.cmd = exec.Command(binary, "server", "--data-dir", c.dataDir, "--bind-address", "127.0.0.1", "--port", fmt.Sprint(c.port))
+	c.cmd.Stdout, c.cmd.Stderr = c.log, c.log
+	if err := c.cmd.Start(); err != nil {
+		c.t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := os.Stat(c.kubeconfig()); err == nil {
+			if out, err := c.run("get", "--raw", "/readyz"); err == nil && strings.TrimSpace(out) == "ok" {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("server did not become ready; its log:\n%s", c.log.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (c *cluster) stop() {
+	if c.cmd == nil || c.cmd.Process == nil {
+		return
+	}
+	c.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { c.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		c.cmd.Process.Kill()
+		<-done
+		c.t.Errorf("server did not stop within 10s of SIGTERM")
+	}
+	c.cmd = nil
+}
+
+// kill stops the server with SIGKILL, as a crash would.
+func (c *cluster) kill() {
+	c.cmd.Process.Kill()
+	c.cmd.Wait()
+	c.cmd = nil
+}
+
+func (c *cluster) kubeconfig() string { return filepath.Join(c.dataDir, "admin.kubeconfig") }
+
+// run runs kubectl and returns its combined output.
+func (c *cluster) run(args ...string) (string, error) {
+	return c.runWith(nil, "", args...)
+}
+
+func (c *cluster) runWith(env []string, stdin string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, c.kubectl, args...)
+	cmd.Env = append(append(os.Environ(), "KUBECONFIG="+c.kubeconfig(), "HOME="+c.dataDir), env...)
+	if stdin != "" {
+		cmd.Stdin = strings.NewReader(stdin)
+	}
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// must runs kubectl and fails the test on error.
+func (c *cluster) must(args ...string) string {
+	c.t.Helper()
+	out, err := c.run(args...)
+	if err != nil {
+		c.t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// mustFail runs kubectl and fails the test if it succeeds.
+func (c *cluster) mustFail(args ...string) string {
+	c.t.Helper()
+	out, err := c.run(args...)
+	if err == nil {
+		c.t.Fatalf("kubectl %s succeeded, want failure:\n%s", strings.Join(args, " "), out)
+	}
+	return out
+}
+
+func contains(t *testing.T, out string, wants ...string) {
+	t.Helper()
+	for _, w := range wants {
+		if !strings.Contains(out, w) {
+			t.Fatalf("output lacks %q:\n%s", w, out)
+		}
+	}
+}
+
+func writeFile(t *testing.T, dir, name, content string) string {
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
