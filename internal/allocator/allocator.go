@@ -199,4 +199,3 @@ func (a *Services) randomPort(ctx context.Context, owner string) (int, error) {
 	}
 	return 0, errors.New("range is full")
 }
-

@@ -21,16 +21,16 @@ import (
 // keys, encodes objects for storage (JSON, without resourceVersion, which is
 // the storage revision) and decodes them back.
 type resourceStore struct {
-	res    *registry.Resource
-	gvr    schema.GroupVersionResource
-	gr     schema.GroupResource
-	listGVK schema.GroupVersionKind
-	prefix string // "/registry/<resource>/" for core, "/registry/<group>/<resource>/" otherwise
-	store  storage.Interface
-	cache  *cache.Cache
-	codecs *codecs
+	res               *registry.Resource
+	gvr               schema.GroupVersionResource
+	gr                schema.GroupResource
+	listGVK           schema.GroupVersionKind
+	prefix            string // "/registry/<resource>/" for core, "/registry/<group>/<resource>/" otherwise
+	store             storage.Interface
+	cache             *cache.Cache
+	codecs            *codecs
 	objType, listType reflect.Type
-	hasStatus bool
+	hasStatus         bool
 }
 
 func newResourceStore(res *registry.Resource, st storage.Interface, c *codecs) (*resourceStore, error) {

@@ -92,4 +92,3 @@ func createOrUpdate(ctx context.Context, create, update func() error) error {
 	}
 	return err
 }
-

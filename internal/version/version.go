@@ -19,7 +19,9 @@ const (
 const Plainkube = "0"
 
 // GitVersion is the semver string clients read, e.g. v1.37.2-plainkube.0.
-func GitVersion() string { return fmt.Sprintf("v%s.%s.%s-plainkube.%s", Major, Minor, Patch, Plainkube) }
+func GitVersion() string {
+	return fmt.Sprintf("v%s.%s.%s-plainkube.%s", Major, Minor, Patch, Plainkube)
+}
 
 // GitCommit may be set at link time (-ldflags -X).
 var GitCommit = "unknown"
