@@ -321,6 +321,7 @@ func (s *Server) updateObject(ctx context.Context, rs *resourceStore, ns, name, 
 		if uid := m.GetUID(); uid != "" && uid != metaOf(current).GetUID() {
 			return nil, apierrors.NewConflict(rs.gr, name, fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", metaOf(current).GetUID(), uid))
 		}
+		m.SetResourceVersion(strconv.FormatInt(rev, 10))
 		if err := s.prepareUpdate(ctx, rs, obj, current, subresource); err != nil {
 			return nil, err
 		}

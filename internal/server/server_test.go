@@ -291,7 +291,7 @@ func TestDeploymentDefaultsGenerationAndStatus(t *testing.T) {
 	if _, err := deps.UpdateScale(ctx, "web", sc, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := deps.Get(ctx, "web", metav1.GetOptions{}); *got.Spec.Replicas != 5 || got.Generation != 3 {
+	if got, err = deps.Get(ctx, "web", metav1.GetOptions{}); err != nil || *got.Spec.Replicas != 5 || got.Generation != 3 {
 		t.Fatalf("after scale: replicas %d generation %d", *got.Spec.Replicas, got.Generation)
 	}
 	// An invalid change is rejected with field causes and changes nothing.

@@ -1,0 +1,25 @@
+package core
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"plainkube.dev/plainkube/internal/registry"
+	"plainkube.dev/plainkube/internal/registry/podspec"
+)
+
+func podTemplates() registry.Resource {
+	return registry.Resource{
+		Kind:       corev1.SchemeGroupVersion.WithKind("PodTemplate"),
+		Plural:     "podtemplates",
+		Singular:   "podtemplate",
+		Namespaced: true,
+		Strategy: registry.Strategy{
+			Default: func(obj runtime.Object) { podspec.DefaultPodTemplateSpec(&obj.(*corev1.PodTemplate).Template) },
+			Validate: validated(func(obj runtime.Object) field.ErrorList {
+				return podspec.ValidatePodTemplateSpec(&obj.(*corev1.PodTemplate).Template, field.NewPath("template"))
+			}),
+		},
+	}
+}

@@ -1,0 +1,285 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+
+	"plainkube.dev/plainkube/internal/storage"
+	"plainkube.dev/plainkube/internal/storage/internal/keyspace"
+)
+
+// Defaults for Options.
+const (
+	DefaultEvents        = 1000
+	DefaultWatcherBuffer = 100
+	DefaultPageSize      = 1000
+)
+
+var (
+	// ErrTooSlow ends a watcher whose buffer filled up. It wraps
+	// storage.ErrCompacted: the client must list again.
+	ErrTooSlow = fmt.Errorf("cache: watcher fell too far behind: %w", storage.ErrCompacted)
+	// ErrStopped ends watchers when Run returns, and is returned by calls
+	// made after that.
+	ErrStopped = errors.New("cache: stopped")
+)
+
+// Options configure a Cache. Zero values take the defaults.
+type Options struct {
+	// Events is how many recent events are kept for watches that start from
+	// a past revision (default DefaultEvents).
+	Events int
+	// WatcherBuffer is how many events a watcher may have waiting before it
+	// is ended with ErrTooSlow (default DefaultWatcherBuffer).
+	WatcherBuffer int
+	// PageSize is the page size of the lists the cache reads from the store
+	// (default DefaultPageSize).
+	PageSize int64
+	// Logger receives relists and store errors (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// Cache is a watch cache of one prefix of a store. Create it with New and
+// start it with Run. All methods are safe for concurrent use.
+type Cache struct {
+	store  storage.Interface
+	prefix string
+	opts   Options
+	log    *slog.Logger
+
+	mu       sync.Mutex
+	st       *state
+	watchers map[*watcher]struct{}
+	// changed is closed and replaced whenever the revision, readiness or
+	// stopped state changes.
+	changed chan struct{}
+	stopped bool
+	// waiters counts WaitForRevision calls waiting for wantRev (the highest
+	// revision any of them wants).
+	waiters int
+	wantRev int64
+	// confirmReq asks the driver to confirm a newer revision for waiters.
+	confirmReq chan struct{}
+}
+
+type watcher struct {
+	prefix string
+	from   int64 // only events after from are sent
+	ch     chan storage.Event
+	stop   func() bool // unregisters the ctx callback
+}
+
+// New returns a cache of the keys under prefix (which ends in '/') in store.
+// It serves nothing until Run has listed the prefix.
+func New(store storage.Interface, prefix string, opts Options) *Cache {
+	if opts.Events <= 0 {
+		opts.Events = DefaultEvents
+	}
+	if opts.WatcherBuffer <= 0 {
+		opts.WatcherBuffer = DefaultWatcherBuffer
+	}
+	if opts.PageSize <= 0 {
+		opts.PageSize = DefaultPageSize
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Cache{
+		store:      store,
+		prefix:     prefix,
+		opts:       opts,
+		log:        log.With("prefix", prefix),
+		st:         newState(opts.Events),
+		watchers:   make(map[*watcher]struct{}),
+		changed:    make(chan struct{}),
+		confirmReq: make(chan struct{}, 1),
+	}
+}
+
+// Prefix returns the prefix the cache mirrors.
+func (c *Cache) Prefix() string { return c.prefix }
+
+// Ready reports whether the cache has listed the store and serves requests.
+func (c *Cache) Ready() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.st.ready
+}
+
+// Revision returns the revision the cache reflects (0 before it is ready).
+func (c *Cache) Revision() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.st.rev
+}
+
+// WaitForRevision blocks until the cache reflects revision rev or a newer
+// one, or until ctx ends (returning an error wrapping ctx.Err()).
+func (c *Cache) WaitForRevision(ctx context.Context, rev int64) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	registered := false
+	defer func() {
+		if registered {
+			if c.waiters--; c.waiters == 0 {
+				c.wantRev = 0
+			}
+		}
+	}()
+	for {
+		switch {
+		case c.stopped:
+			return ErrStopped
+		case c.st.ready && c.st.rev >= rev:
+			return nil
+		}
+		if !registered {
+			c.waiters++
+			registered = true
+		}
+		c.wantRev = max(c.wantRev, rev)
+		select {
+		case c.confirmReq <- struct{}{}:
+		default:
+		}
+		if err := c.sleep(ctx); err != nil {
+			return fmt.Errorf("cache: waiting for revision %d (at %d): %w", rev, c.st.rev, err)
+		}
+	}
+}
+
+// sleep waits, with c.mu unlocked, until the state changes or ctx ends.
+func (c *Cache) sleep(ctx context.Context) error {
+	ch := c.changed
+	c.mu.Unlock()
+	defer c.mu.Lock()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// waitReady waits, with c.mu held, until the cache is ready.
+func (c *Cache) waitReady(ctx context.Context) error {
+	for !c.st.ready {
+		if c.stopped {
+			return ErrStopped
+		}
+		if err := c.sleep(ctx); err != nil {
+			return err
+		}
+	}
+	if c.stopped {
+		return ErrStopped
+	}
+	return nil
+}
+
+// List returns the cached items under prefix (which must be under the
+// cache's prefix), sorted by key, and the revision they reflect. It waits
+// until the cache is ready; if ctx ends first it returns nil and 0.
+func (c *Cache) List(ctx context.Context, prefix string) ([]storage.KeyValue, int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.under(prefix) || c.waitReady(ctx) != nil {
+		return nil, 0
+	}
+	return c.st.list(prefix)
+}
+
+// Watch streams the changes under prefix (the cache's prefix, a prefix or a
+// key under it) after fromRevision: first the buffered ones, then live ones.
+// fromRevision 0 means from now on. A revision older than the buffered
+// events gives ErrCompacted. The channel is closed when ctx ends, or after
+// an EventError (ErrTooSlow, ErrCompacted on a relist, ErrStopped).
+func (c *Cache) Watch(ctx context.Context, prefix string, fromRevision int64) (<-chan storage.Event, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.under(prefix) {
+		return nil, fmt.Errorf("cache: %q is not under %q", prefix, c.prefix)
+	}
+	if err := c.waitReady(ctx); err != nil {
+		return nil, err
+	}
+	if fromRevision == 0 {
+		fromRevision = c.st.rev
+	}
+	replay, err := c.st.since(prefix, fromRevision)
+	if err != nil {
+		return nil, err
+	}
+	return c.register(ctx, prefix, fromRevision, replay), nil
+}
+
+// ListAndWatch atomically lists prefix and starts a watch of every change
+// after the listed revision. If ctx ends before the cache is ready it
+// returns no items, revision 0 and a closed channel.
+func (c *Cache) ListAndWatch(ctx context.Context, prefix string) ([]storage.KeyValue, int64, <-chan storage.Event) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.under(prefix) || c.waitReady(ctx) != nil {
+		ch := make(chan storage.Event)
+		close(ch)
+		return nil, 0, ch
+	}
+	items, rev := c.st.list(prefix)
+	return items, rev, c.register(ctx, prefix, rev, nil)
+}
+
+func (c *Cache) under(prefix string) bool { return strings.HasPrefix(prefix, c.prefix) }
+
+// register adds a watcher with c.mu held. Its channel holds the replay,
+// WatcherBuffer live events and one slot kept free for a final error.
+func (c *Cache) register(ctx context.Context, prefix string, from int64, replay []storage.Event) <-chan storage.Event {
+	w := &watcher{prefix: prefix, from: from, ch: make(chan storage.Event, len(replay)+c.opts.WatcherBuffer+1)}
+	for _, ev := range replay {
+		w.ch <- ev
+	}
+	c.watchers[w] = struct{}{}
+	w.stop = context.AfterFunc(ctx, func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if _, ok := c.watchers[w]; ok {
+			delete(c.watchers, w)
+			close(w.ch)
+		}
+	})
+	return w.ch
+}
+
+// fanout sends ev to the watchers that want it, with c.mu held. It never
+// blocks: a watcher with a full buffer is ended with ErrTooSlow.
+func (c *Cache) fanout(ev storage.Event) {
+	for w := range c.watchers {
+		if ev.Revision <= w.from || !keyspace.Match(w.prefix, ev.Key) {
+			continue
+		}
+		if len(w.ch) < cap(w.ch)-1 {
+			w.ch <- ev
+			continue
+		}
+		c.end(w, ErrTooSlow)
+	}
+}
+
+// end sends a final EventError(err) to w and closes it, with c.mu held. The
+// slot kept free in every buffer makes the send non-blocking.
+func (c *Cache) end(w *watcher, err error) {
+	w.ch <- storage.Event{Type: storage.EventError, Err: err}
+	close(w.ch)
+	delete(c.watchers, w)
+	w.stop()
+}
+
+// notify wakes everything waiting on c.changed, with c.mu held.
+func (c *Cache) notify() {
+	close(c.changed)
+	c.changed = make(chan struct{})
+}
