@@ -120,8 +120,8 @@ func toPartialMetadata(obj runtime.Object) runtime.Object {
 func partialMetadata(obj runtime.Object) *metav1.PartialObjectMetadata {
 	out := &metav1.PartialObjectMetadata{}
 	out.Kind, out.APIVersion = "PartialObjectMetadata", metav1.SchemeGroupVersion.String()
-	if m, err := meta.Accessor(obj); err == nil {
-		if om, ok := m.(*metav1.ObjectMeta); ok {
+	if a, ok := obj.(metav1.ObjectMetaAccessor); ok {
+		if om, ok := a.GetObjectMeta().(*metav1.ObjectMeta); ok {
 			out.ObjectMeta = *om
 		}
 	}

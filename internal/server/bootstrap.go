@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"net"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -39,7 +40,14 @@ func bootstrap(ctx context.Context, cfg *rest.Config, serviceIP, hostIP string, 
 			Ports:     []corev1.ServicePort{{Name: "https", Port: 443, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(int32(port))}},
 		},
 	}
-	if _, err := cs.CoreV1().Services("default").Create(ctx, svc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	// Get first: a create of an existing Service fails on its cluster IP
+	// (already allocated) before it could fail on its name.
+	if _, err := cs.CoreV1().Services("default").Get(ctx, "kubernetes", metav1.GetOptions{}); apierrors.IsNotFound(err) {
+		_, err = cs.CoreV1().Services("default").Create(ctx, svc, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("service kubernetes: %w", err)
+		}
+	} else if err != nil {
 		return fmt.Errorf("service kubernetes: %w", err)
 	}
 	ep := &corev1.Endpoints{
@@ -62,6 +70,9 @@ func bootstrap(ctx context.Context, cfg *rest.Config, serviceIP, hostIP string, 
 		return err
 	}); err != nil {
 		return fmt.Errorf("endpoints kubernetes: %w", err)
+	}
+	if net.ParseIP(hostIP).IsLoopback() {
+		return nil // EndpointSlices may not hold loopback addresses
 	}
 	ready := true
 	portName, proto, p := "https", corev1.ProtocolTCP, int32(port)

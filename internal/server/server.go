@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -67,6 +68,8 @@ type Server struct {
 	listener       net.Listener
 	log            *slog.Logger
 	stopped        chan struct{}
+	cancel         context.CancelFunc
+	stopOnce       sync.Once
 }
 
 // Start brings up a control plane and returns once it is ready to serve.
@@ -92,7 +95,8 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("certificates: %w", err)
 	}
-	s := &Server{PKI: bundle, log: log, stopped: make(chan struct{})}
+	ctx, cancel := context.WithCancel(ctx)
+	s := &Server{PKI: bundle, log: log, stopped: make(chan struct{}), cancel: cancel}
 	switch {
 	case opts.InMemory:
 		m := memory.New(memory.Options{})
@@ -125,7 +129,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		Logger:  log,
 	})
 	if err != nil {
-		s.closeStore()
+		s.stop()
 		return nil, err
 	}
 	s.API = api
@@ -133,13 +137,13 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 
 	tlsConfig, err := bundle.ServerTLSConfig()
 	if err != nil {
-		s.closeStore()
+		s.stop()
 		return nil, err
 	}
 	addr := net.JoinHostPort(opts.BindAddress, strconv.Itoa(opts.Port))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		s.closeStore()
+		s.stop()
 		return nil, fmt.Errorf("listen on %s: %w", addr, err)
 	}
 	s.listener = ln
@@ -183,8 +187,11 @@ func (s *Server) LoopbackConfig() *rest.Config {
 	return loopback.Config(s.API, &auth.User{Name: "system:apiserver", Groups: []string{auth.GroupMasters, auth.GroupAuthenticated}})
 }
 
-func (s *Server) stop() {
+func (s *Server) stop() { s.stopOnce.Do(s.shutdown) }
+
+func (s *Server) shutdown() {
 	defer close(s.stopped)
+	s.cancel()
 	if s.httpServer != nil {
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		s.httpServer.Shutdown(sctx)

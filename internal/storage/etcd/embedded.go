@@ -89,7 +89,6 @@ func StartEmbedded(dataDir string, opts ...EmbeddedOption) (*Embedded, error) {
 		e.Close()
 		return nil, fmt.Errorf("etcd: embedded failed to start: %w", err)
 	case <-time.After(startTimeout):
-		e.Server.Stop()
 		e.Close()
 		return nil, errors.New("etcd: embedded did not become ready in time")
 	}

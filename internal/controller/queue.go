@@ -1,0 +1,82 @@
+package controller
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/util/workqueue"
+)
+
+// Result tells ProcessQueue what to do with a key after a reconcile that
+// did not fail.
+type Result struct {
+	// Requeue adds the key back with the queue's rate-limited backoff
+	// (without logging an error): "not done yet, look again soon".
+	Requeue bool
+	// RequeueAfter, if positive, adds the key back after this delay and
+	// resets its backoff: "look again at this time".
+	RequeueAfter time.Duration
+}
+
+// ReconcileFunc converges the state named by key. An error requeues the key
+// with rate-limited backoff.
+type ReconcileFunc[T comparable] func(ctx context.Context, key T) (Result, error)
+
+// NewQueue is a rate-limited workqueue with client-go's default controller
+// rate limiter (per-item exponential backoff 5 ms .. 1000 s, and an overall
+// 10 qps token bucket).
+func NewQueue[T comparable](name string) workqueue.TypedRateLimitingInterface[T] {
+	return NewQueueWithRateLimiter(name, workqueue.DefaultTypedControllerRateLimiter[T]())
+}
+
+// NewQueueWithRateLimiter is a rate-limited workqueue with the given limiter.
+func NewQueueWithRateLimiter[T comparable](name string, rl workqueue.TypedRateLimiter[T]) workqueue.TypedRateLimitingInterface[T] {
+	return workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[T]{Name: name})
+}
+
+// ProcessQueue runs workers goroutines taking keys from q and reconciling
+// them until ctx ends; then it shuts q down and returns once every worker
+// has finished its current key.
+func ProcessQueue[T comparable](ctx context.Context, q workqueue.TypedRateLimitingInterface[T], workers int, log *slog.Logger, reconcile ReconcileFunc[T]) {
+	if workers < 1 {
+		workers = 1
+	}
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for processNext(ctx, q, log, reconcile) {
+			}
+		}()
+	}
+	<-ctx.Done()
+	q.ShutDown()
+	wg.Wait()
+}
+
+func processNext[T comparable](ctx context.Context, q workqueue.TypedRateLimitingInterface[T], log *slog.Logger, reconcile ReconcileFunc[T]) bool {
+	key, quit := q.Get()
+	if quit {
+		return false
+	}
+	defer q.Done(key)
+	res, err := reconcile(ctx, key)
+	switch {
+	case err != nil:
+		if ctx.Err() == nil {
+			log.Warn("reconcile failed; will retry", "key", key, "retries", q.NumRequeues(key), "err", err)
+		}
+		q.AddRateLimited(key)
+	case res.RequeueAfter > 0:
+		q.Forget(key)
+		q.AddAfter(key, res.RequeueAfter)
+	case res.Requeue:
+		q.AddRateLimited(key)
+	default:
+		q.Forget(key)
+	}
+	return true
+}
