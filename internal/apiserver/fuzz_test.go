@@ -3,6 +3,8 @@ package apiserver
 import (
 	"bytes"
 	"context"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -82,3 +84,5 @@ func FuzzRequestInfo(f *testing.F) {
 		_ = parseRequestInfo(req)
 	})
 }
+
+func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

@@ -65,6 +65,9 @@ func (s *Server) serveMain(rq *request) error {
 	case "watch":
 		return s.handleWatch(rq)
 	case "create":
+		if rq.info.Name != "" {
+			return methodNotAllowed(rq.r.Method, rq.rs.gr)
+		}
 		return s.handleCreate(rq)
 	case "update":
 		return s.handleUpdate(rq, "")

@@ -37,6 +37,9 @@ type Config struct {
 	Now func() time.Time
 	// MaxRequestBodyBytes caps request bodies (0: 3 MiB, upstream's limit).
 	MaxRequestBodyBytes int64
+	// MaxRequestsInFlight caps concurrent non-watch requests; beyond it the
+	// server answers 429 with Retry-After (0: 400, upstream's default).
+	MaxRequestsInFlight int
 	Logger              *slog.Logger
 }
 
@@ -68,12 +71,16 @@ type Server struct {
 	discovery *discovery
 	readyOnce sync.Once
 	ready     chan struct{}
+	inFlight  chan struct{}
 }
 
 // New builds a Server; call Run to start its caches.
 func New(cfg Config) (*Server, error) {
 	if cfg.MaxRequestBodyBytes == 0 {
 		cfg.MaxRequestBodyBytes = 3 << 20
+	}
+	if cfg.MaxRequestsInFlight == 0 {
+		cfg.MaxRequestsInFlight = 400
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -85,7 +92,8 @@ func New(cfg Config) (*Server, error) {
 		cfg.Authorizer = auth.Chain{auth.MastersAuthorizer{}, auth.PublicInfoAuthorizer{}}
 	}
 	s := &Server{cfg: cfg, codecs: newCodecs(), log: cfg.Logger, now: cfg.Now,
-		stores: map[schema.GroupVersionResource]*resourceStore{}, ready: make(chan struct{})}
+		stores: map[schema.GroupVersionResource]*resourceStore{}, ready: make(chan struct{}),
+		inFlight: make(chan struct{}, cfg.MaxRequestsInFlight)}
 	for i := range cfg.Resources {
 		res := &cfg.Resources[i]
 		rs, err := newResourceStore(res, cfg.Storage, s.codecs)
@@ -179,6 +187,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if info.IsResource {
+		if info.Verb != "watch" && !streamingSubresources[info.Subresource] {
+			select {
+			case s.inFlight <- struct{}{}:
+				defer func() { <-s.inFlight }()
+			default:
+				s.codecs.writeError(w, r, apierrors.NewTooManyRequests("too many requests, please try again later", 1))
+				return
+			}
+		}
 		s.serveResource(w, r, info)
 		return
 	}

@@ -246,6 +246,13 @@ func (r *run) attemptToDeleteWorker(ctx context.Context, uid types.UID) (control
 		r.log.Info("cluster-scoped object refers to a namespaced owner; ignoring it", "object", info.Identity.String())
 		return controller.Result{}, nil
 	case err != nil:
+		var rme *restMappingError
+		if errors.As(err, &rme) {
+			// A kind discovery does not know (yet): a custom resource not
+			// synced, or a bad reference. Retry quietly.
+			r.log.Debug("cannot map a referenced kind; will retry", "object", info.Identity.String(), "err", err)
+			return controller.Result{Requeue: true}, nil
+		}
 		return controller.Result{}, fmt.Errorf("%s: %w", info.Identity, err)
 	}
 	if now, ok := r.node(uid); ok && !now.Observed {
@@ -278,6 +285,11 @@ func (r *run) attemptToDeleteItem(ctx context.Context, item NodeInfo) error {
 	}
 	if item.DeletingDependents {
 		return r.processDeletingDependents(ctx, item)
+	}
+	if latest.GetDeletionTimestamp() != nil {
+		// Already being deleted, and the graph has not caught up: its
+		// update event brings the object back if it waits for dependents.
+		return nil
 	}
 	owners := latest.GetOwnerReferences()
 	if len(owners) == 0 {

@@ -126,11 +126,42 @@ func TestBackgroundCascade(t *testing.T) {
 	cs := startCollector(t)
 	owner := createCM(t, cs, "owner", nil)
 	createCM(t, cs, "dependent", nil, owner)
-	grandchild := createCM(t, cs, "grandchild", nil, get(t, cs, "dependent"))
-	_ = grandchild
+	createCM(t, cs, "grandchild", nil, get(t, cs, "dependent"))
 	deleteCM(t, cs, "owner", metav1.DeletePropagationBackground)
 	eventually(t, "dependent to be collected", gone(cs, "dependent"))
 	eventually(t, "grandchild to be collected", gone(cs, "grandchild"))
+}
+
+func TestClusterScopedOwner(t *testing.T) {
+	cs := startCollector(t)
+	ctx := context.Background()
+	node, err := cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "node-data", Namespace: ns, OwnerReferences: []metav1.OwnerReference{
+		{APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID}}}}
+	if _, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// A secret (another kind) owned by the configmap.
+	owner := get(t, cs, "node-data")
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "node-secret", Namespace: ns,
+		OwnerReferences: []metav1.OwnerReference{ownerRef(owner, false)}}}
+	if _, err := cs.CoreV1().Secrets(ns).Create(ctx, sec, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.CoreV1().Nodes().Delete(ctx, node.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the configmap owned by the node to be collected", gone(cs, "node-data"))
+	eventually(t, "the secret owned by the configmap to be collected", func() (bool, error) {
+		_, err := cs.CoreV1().Secrets(ns).Get(ctx, "node-secret", metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, err
+	})
 }
 
 func TestDanglingReferences(t *testing.T) {
@@ -194,10 +225,18 @@ func TestForegroundDeletion(t *testing.T) {
 	}
 	eventually(t, "the owner to be deleted", gone(cs, "owner"))
 
-	// The watch saw the dependent go before the owner.
+	// The watch saw the dependents go before the owner.
+	if order := deletions(t, w, 3); order[2] != "owner" {
+		t.Errorf("deletion order %v, want the owner last", order)
+	}
+}
+
+// deletions collects the names of the first n configmaps w sees deleted.
+func deletions(t *testing.T, w watch.Interface, n int) []string {
+	t.Helper()
 	var order []string
 	timeout := time.After(10 * time.Second)
-	for len(order) < 3 {
+	for len(order) < n {
 		select {
 		case ev, ok := <-w.ResultChan():
 			if !ok {
@@ -210,8 +249,23 @@ func TestForegroundDeletion(t *testing.T) {
 			t.Fatalf("deletions seen: %v", order)
 		}
 	}
-	if fmt.Sprint(order[2]) != "owner" {
-		t.Errorf("deletion order %v, want the owner last", order)
+	return order
+}
+
+func TestForegroundChain(t *testing.T) {
+	cs := startCollector(t)
+	ctx := context.Background()
+	top := createCM(t, cs, "top", nil)
+	mid := createCM(t, cs, "mid", nil, top)
+	createCM(t, cs, "leaf", nil, mid)
+	w, err := cs.CoreV1().ConfigMaps(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: get(t, cs, "leaf").ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	deleteCM(t, cs, "top", metav1.DeletePropagationForeground)
+	if order := deletions(t, w, 3); fmt.Sprint(order) != "[leaf mid top]" {
+		t.Errorf("deletion order %v, want [leaf mid top]", order)
 	}
 }
 

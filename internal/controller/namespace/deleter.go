@@ -3,6 +3,7 @@ package namespace
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sort"
 	"sync"
@@ -38,6 +39,7 @@ type deleter struct {
 	metadata  metadata.Interface
 	discovery discovery.DiscoveryInterface
 	now       func() time.Time
+	log       *slog.Logger
 	// finalizerToken is the spec.finalizers entry this deleter removes.
 	finalizerToken corev1.FinalizerName
 	ops            *opCache
@@ -186,7 +188,8 @@ func (d *deleter) deleteAllContent(ctx context.Context, ns *corev1.Namespace) (i
 		if updated, err := d.client.CoreV1().Namespaces().UpdateStatus(ctx, ns, metav1.UpdateOptions{}); err == nil {
 			*ns = *updated
 		} else if !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("couldn't update status conditions for namespace %q: %w", ns.Name, err))
+			// Not fatal, as upstream: the next pass writes them again.
+			d.log.Warn("couldn't update status conditions", "namespace", ns.Name, "err", err)
 		}
 	}
 	return estimate, utilerrors.NewAggregate(errs)

@@ -63,7 +63,8 @@ func New(cfg *rest.Config) (*Controller, error) {
 		DeletionDelay: DefaultDeletionDelay,
 		client:        cs,
 		del: &deleter{client: cs, metadata: md, discovery: dc, now: time.Now,
-			finalizerToken: corev1.FinalizerKubernetes, ops: newOpCache(), finalizerEstimate: finalizerEstimateSeconds},
+			finalizerToken: corev1.FinalizerKubernetes, ops: newOpCache(), finalizerEstimate: finalizerEstimateSeconds,
+			log: slog.Default()},
 	}, nil
 }
 
@@ -77,6 +78,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	if log == nil {
 		log = slog.Default().With("controller", Name)
 	}
+	c.del.log = log
 	// Retry at least every minute, never longer, as upstream.
 	queue := controller.NewQueueWithRateLimiter("namespace",
 		workqueue.NewTypedItemExponentialFailureRateLimiter[string](5*time.Millisecond, 60*time.Second))

@@ -1,0 +1,176 @@
+package apiserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"plainkube.dev/plainkube/internal/auth"
+	"plainkube.dev/plainkube/internal/registry/all"
+	"plainkube.dev/plainkube/internal/storage/memory"
+)
+
+func do(h http.Handler, method, path, contentType, accept, body string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	if accept != "" {
+		req.Header.Set("Accept", accept)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
+func TestPanicInHandlerIsA500AndServerKeepsServing(t *testing.T) {
+	resources := all.Resources()
+	for i := range resources {
+		if resources[i].Plural == "configmaps" {
+			resources[i].Strategy.Validate = func(obj runtime.Object) field.ErrorList {
+				if obj.(*corev1.ConfigMap).Name == "boom" {
+					panic("validation exploded")
+				}
+				return nil
+			}
+		}
+	}
+	s, err := New(Config{Storage: memory.New(memory.Options{}), Resources: resources, Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go s.Run(ctx)
+	<-s.Ready()
+	admin := &auth.User{Name: "admin", Groups: []string{auth.GroupMasters}}
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.ServeHTTP(w, r.WithContext(auth.WithUser(r.Context(), admin)))
+	})
+	do(h, "POST", "/api/v1/namespaces", "application/json", "", `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"default"}}`)
+	rec := do(h, "POST", "/api/v1/namespaces/default/configmaps", "application/json", "", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"boom"}}`)
+	if rec.Code != 500 || !strings.Contains(rec.Body.String(), `"kind":"Status"`) {
+		t.Fatalf("panic: %d %s", rec.Code, rec.Body)
+	}
+	rec = do(h, "POST", "/api/v1/namespaces/default/configmaps", "application/json", "", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"fine"}}`)
+	if rec.Code != 201 {
+		t.Fatalf("after a panic: %d %s", rec.Code, rec.Body)
+	}
+}
+
+func TestStatusCodes(t *testing.T) {
+	h := newTestServer(t)
+	cm := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"}}`
+	cases := []struct {
+		name, method, path, ct, body string
+		code                         int
+	}{
+		{"create", "POST", "/api/v1/namespaces/default/configmaps", "application/json", cm, 201},
+		{"dry-run create stores nothing", "POST", "/api/v1/namespaces/default/configmaps?dryRun=All", "application/json", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"dry"}}`, 201},
+		{"dry-run object absent", "GET", "/api/v1/namespaces/default/configmaps/dry", "", "", 404},
+		{"bad dryRun", "POST", "/api/v1/namespaces/default/configmaps?dryRun=Maybe", "application/json", cm, 400},
+		{"post to a name", "POST", "/api/v1/namespaces/default/configmaps/a", "application/json", cm, 405},
+		{"unknown resource", "GET", "/api/v1/namespaces/default/widgets", "", "", 404},
+		{"unknown group", "GET", "/apis/nope.example.com/v1/things", "", "", 404},
+		{"namespaced resource without namespace, by name", "GET", "/api/v1/configmaps/a", "", "", 404},
+		{"exists", "POST", "/api/v1/namespaces/default/configmaps", "application/json", cm, 409},
+		{"stale update", "PUT", "/api/v1/namespaces/default/configmaps/a", "application/json", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","resourceVersion":"1"}}`, 409},
+		{"name mismatch", "PUT", "/api/v1/namespaces/default/configmaps/a", "application/json", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"b"}}`, 400},
+		{"bad fieldValidation", "POST", "/api/v1/namespaces/default/configmaps?fieldValidation=Loose", "application/json", cm, 400},
+		{"bad resourceVersion", "GET", "/api/v1/namespaces/default/configmaps?resourceVersion=abc", "", "", 400},
+		{"rvMatch without rv", "GET", "/api/v1/namespaces/default/configmaps?resourceVersionMatch=Exact", "", "", 422},
+		{"future rv", "GET", "/api/v1/namespaces/default/configmaps?resourceVersion=99999999&resourceVersionMatch=NotOlderThan", "", "", 504},
+		{"patch unsupported type", "PATCH", "/api/v1/namespaces/default/configmaps/a", "application/xml", `{}`, 415},
+		{"server-side apply not yet", "PATCH", "/api/v1/namespaces/default/configmaps/a?fieldManager=x", "application/apply-patch+yaml", cm, 501},
+		{"delete", "DELETE", "/api/v1/namespaces/default/configmaps/a", "", "", 200},
+		{"delete again", "DELETE", "/api/v1/namespaces/default/configmaps/a", "", "", 404},
+		{"bad propagation", "DELETE", "/api/v1/namespaces/default/configmaps/x?propagationPolicy=Sideways", "", "", 422},
+	}
+	for _, c := range cases {
+		rec := do(h, c.method, c.path, c.ct, "", c.body)
+		if rec.Code != c.code {
+			t.Errorf("%s: %s %s -> %d, want %d: %s", c.name, c.method, c.path, rec.Code, c.code, rec.Body)
+			continue
+		}
+		if rec.Code >= 400 {
+			var st metav1.Status
+			if err := json.Unmarshal(rec.Body.Bytes(), &st); err != nil || st.Kind != "Status" || int(st.Code) != c.code {
+				t.Errorf("%s: body is not a Status with code %d: %s", c.name, c.code, rec.Body)
+			}
+		}
+	}
+}
+
+func TestTooManyRequests(t *testing.T) {
+	s, err := New(Config{Storage: memory.New(memory.Options{}), Resources: all.Resources(), MaxRequestsInFlight: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.inFlight <- struct{}{} // one request is being served
+	req := httptest.NewRequest("GET", "/api/v1/namespaces", nil)
+	req = req.WithContext(auth.WithUser(req.Context(), &auth.User{Name: "admin", Groups: []string{auth.GroupMasters}}))
+	rec := httptest.NewRecorder()
+	s.ServeHTTP(rec, req)
+	if rec.Code != 429 || rec.Header().Get("Retry-After") != "1" {
+		t.Fatalf("got %d, Retry-After %q", rec.Code, rec.Header().Get("Retry-After"))
+	}
+}
+
+func TestTableAndDiscovery(t *testing.T) {
+	h := newTestServer(t)
+	do(h, "POST", "/api/v1/namespaces/default/pods", "application/json", "", `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"c","image":"busybox"}]}}`)
+	rec := do(h, "GET", "/api/v1/namespaces/default/pods", "", "application/json;as=Table;v=v1;g=meta.k8s.io,application/json", "")
+	var table metav1.Table
+	if err := json.Unmarshal(rec.Body.Bytes(), &table); err != nil || table.Kind != "Table" {
+		t.Fatalf("table: %v %s", err, rec.Body)
+	}
+	var cols []string
+	for _, c := range table.ColumnDefinitions {
+		if c.Priority == 0 {
+			cols = append(cols, c.Name)
+		}
+	}
+	if strings.Join(cols, " ") != "Name Ready Status Restarts Age" || len(table.Rows) != 1 || table.Rows[0].Cells[2] != "Pending" {
+		t.Fatalf("pod table: %v rows %v", cols, table.Rows)
+	}
+	if !bytes.Contains(table.Rows[0].Object.Raw, []byte(`"kind":"PartialObjectMetadata"`)) {
+		t.Fatalf("row object: %s", table.Rows[0].Object.Raw)
+	}
+	rec = do(h, "GET", "/apis", "", "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json", "")
+	if ct := rec.Header().Get("Content-Type"); ct != aggregatedMediaType {
+		t.Fatalf("aggregated discovery content type %q", ct)
+	}
+	if !strings.Contains(rec.Body.String(), `"responseKind":{"group":"apps","version":"v1","kind":"Deployment"}`) {
+		t.Fatalf("aggregated discovery lacks deployments: %.300s", rec.Body)
+	}
+	rec = do(h, "GET", "/api/v1", "", "", "")
+	var list metav1.APIResourceList
+	json.Unmarshal(rec.Body.Bytes(), &list)
+	found := false
+	for _, r := range list.APIResources {
+		if r.Name == "pods" && strings.Join(r.ShortNames, ",") == "po" && strings.Join(r.Categories, ",") == "all" {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("legacy discovery: pods without short name po / category all")
+	}
+	etag := rec.Header().Get("ETag")
+	req := httptest.NewRequest("GET", "/api/v1", nil)
+	req.Header.Set("If-None-Match", etag)
+	rec2 := httptest.NewRecorder()
+	h.ServeHTTP(rec2, req)
+	if rec2.Code != http.StatusNotModified {
+		t.Fatalf("If-None-Match: %d", rec2.Code)
+	}
+}
+
