@@ -173,4 +173,3 @@ func TestTableAndDiscovery(t *testing.T) {
 		t.Fatalf("If-None-Match: %d", rec2.Code)
 	}
 }
-
