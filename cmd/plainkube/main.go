@@ -14,6 +14,9 @@ import (
 	"strings"
 	"syscall"
 
+	"k8s.io/client-go/tools/clientcmd"
+
+	"plainkube.dev/plainkube/internal/controllermanager"
 	"plainkube.dev/plainkube/internal/server"
 	"plainkube.dev/plainkube/internal/version"
 )
@@ -22,6 +25,8 @@ const usage = `plainkube: Kubernetes, implemented plainly.
 
 Usage:
   plainkube server [flags]   run the control plane
+  plainkube controller-manager --kubeconfig FILE
+                             run the controllers against any API server
   plainkube version          print the version
 
 Run 'plainkube server -h' for the server's flags.
@@ -36,6 +41,8 @@ func main() {
 	switch os.Args[1] {
 	case "server":
 		err = runServer(os.Args[2:])
+	case "controller-manager":
+		err = runControllerManager(os.Args[2:])
 	case "version", "--version":
 		fmt.Println("plainkube", version.GitVersion())
 	case "help", "-h", "--help":
@@ -82,4 +89,17 @@ func runServer(args []string) error {
 	log.Info("shutting down")
 	srv.Wait()
 	return nil
+}
+
+func runControllerManager(args []string) error {
+	fs := flag.NewFlagSet("controller-manager", flag.ExitOnError)
+	kubeconfig := fs.String("kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the API server to manage")
+	fs.Parse(args)
+	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	return controllermanager.Run(ctx, cfg)
 }

@@ -33,8 +33,8 @@ func (s *Server) handlePatch(rq *request, subresource string) error {
 	pt := types.PatchType(ct)
 	switch pt {
 	case types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType:
-	case types.ApplyYAMLPatchType, types.ApplyCBORPatchType:
-		return notImplemented("server-side apply (application/apply-patch+yaml) is not implemented yet in plainkube; use client-side `kubectl apply`")
+	case types.ApplyYAMLPatchType:
+		return s.handleApply(rq, subresource, dryRun, fv)
 	default:
 		return unsupportedMediaType(ct)
 	}
@@ -45,9 +45,13 @@ func (s *Server) handlePatch(rq *request, subresource string) error {
 	if len(bytes.TrimSpace(patch)) == 0 {
 		return badRequest("the body of the request was empty")
 	}
+	manager, err := fieldManagerName(rq.r, false)
+	if err != nil {
+		return err
+	}
 	var warnings []string
 	rs := rq.rs
-	updated, err := s.updateObject(ctx, rs, rq.info.Namespace, rq.info.Name, subresource, dryRun, func(current runtime.Object) (runtime.Object, error) {
+	updated, err := s.updateObject(ctx, rs, rq.info.Namespace, rq.info.Name, subresource, writeOptions{dryRun: dryRun, manager: manager}, func(current runtime.Object) (runtime.Object, error) {
 		var buf bytes.Buffer
 		if err := s.codecs.json.Encode(current, &buf); err != nil {
 			return nil, err

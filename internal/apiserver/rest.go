@@ -20,6 +20,24 @@ import (
 	"plainkube.dev/plainkube/internal/storage"
 )
 
+// writeOptions are what a create or update was asked to do besides the object.
+type writeOptions struct {
+	dryRun bool
+	// manager is the field manager recorded in managedFields.
+	manager string
+	// applied: the object came from a server-side apply, which has already
+	// recorded its managed fields.
+	applied bool
+}
+
+// managerSubresource is the subresource whose field manager tracks a write.
+func managerSubresource(sub string) string {
+	if sub == "status" {
+		return "status"
+	}
+	return ""
+}
+
 // request is one resource request being served.
 type request struct {
 	w    http.ResponseWriter
@@ -129,7 +147,11 @@ func (s *Server) handleCreate(rq *request) error {
 		return err
 	}
 	addWarnings(rq.w, warnings)
-	created, err := s.createObject(ctx, rq.rs, rq.info.Namespace, obj, dryRun)
+	manager, err := fieldManagerName(rq.r, false)
+	if err != nil {
+		return err
+	}
+	created, err := s.createObject(ctx, rq.rs, rq.info.Namespace, obj, writeOptions{dryRun: dryRun, manager: manager})
 	if err != nil {
 		return err
 	}
@@ -139,7 +161,7 @@ func (s *Server) handleCreate(rq *request) error {
 
 // createObject defaults, validates and stores a new object; it is the one
 // path every create takes.
-func (s *Server) createObject(ctx context.Context, rs *resourceStore, ns string, obj runtime.Object, dryRun bool) (runtime.Object, error) {
+func (s *Server) createObject(ctx context.Context, rs *resourceStore, ns string, obj runtime.Object, opts writeOptions) (runtime.Object, error) {
 	m := metaOf(obj)
 	if rs.res.Namespaced {
 		if m.GetNamespace() == "" {
@@ -182,7 +204,11 @@ func (s *Server) createObject(ctx context.Context, rs *resourceStore, ns string,
 	if errs := s.validateCreate(rs, obj); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(rs.res.Kind.GroupKind(), m.GetName(), errs)
 	}
-	if dryRun {
+	if !opts.applied {
+		obj = rs.trackManagedFields(rs.newObject(), obj, opts.manager, "")
+		m = metaOf(obj)
+	}
+	if opts.dryRun {
 		return obj, nil
 	}
 	hooks := s.cfg.Hooks[rs.gr]
@@ -287,7 +313,11 @@ func (s *Server) handleUpdate(rq *request, subresource string) error {
 	if rq.rs.res.Namespaced && m.GetNamespace() != "" && m.GetNamespace() != rq.info.Namespace {
 		return badRequest("the namespace of the provided object does not match the namespace sent on the request")
 	}
-	updated, err := s.updateObject(ctx, rq.rs, rq.info.Namespace, rq.info.Name, subresource, dryRun,
+	manager, err := fieldManagerName(rq.r, false)
+	if err != nil {
+		return err
+	}
+	updated, err := s.updateObject(ctx, rq.rs, rq.info.Namespace, rq.info.Name, subresource, writeOptions{dryRun: dryRun, manager: manager},
 		func(current runtime.Object) (runtime.Object, error) { return obj.DeepCopyObject(), nil })
 	if err != nil {
 		return err
@@ -302,7 +332,7 @@ func (s *Server) handleUpdate(rq *request, subresource string) error {
 // on the revision read. When the new object carries no resourceVersion, a
 // conflict with a concurrent writer is retried with a fresh read; when it
 // carries a stale one the client gets 409.
-func (s *Server) updateObject(ctx context.Context, rs *resourceStore, ns, name, subresource string, dryRun bool,
+func (s *Server) updateObject(ctx context.Context, rs *resourceStore, ns, name, subresource string, opts writeOptions,
 	mutate func(current runtime.Object) (runtime.Object, error)) (runtime.Object, error) {
 	for attempt := 0; ; attempt++ {
 		if err := ctx.Err(); err != nil {
@@ -328,6 +358,10 @@ func (s *Server) updateObject(ctx context.Context, rs *resourceStore, ns, name, 
 		if err := s.prepareUpdate(ctx, rs, obj, current, subresource); err != nil {
 			return nil, err
 		}
+		if !opts.applied {
+			obj = rs.trackManagedFields(current, obj, opts.manager, managerSubresource(subresource))
+			m = metaOf(obj)
+		}
 		data, err := rs.encode(obj)
 		if err != nil {
 			return nil, apierrors.NewInternalError(err)
@@ -336,7 +370,7 @@ func (s *Server) updateObject(ctx context.Context, rs *resourceStore, ns, name, 
 		if string(data) == string(currentData) {
 			return current, nil // no-op: nothing written, resourceVersion unchanged
 		}
-		if dryRun {
+		if opts.dryRun {
 			m.SetResourceVersion(strconv.FormatInt(rev, 10))
 			return obj, nil
 		}

@@ -31,6 +31,7 @@ type resourceStore struct {
 	codecs            *codecs
 	objType, listType reflect.Type
 	hasStatus         bool
+	managers          fieldManagers
 }
 
 func newResourceStore(res *registry.Resource, st storage.Interface, c *codecs) (*resourceStore, error) {

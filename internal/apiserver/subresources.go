@@ -176,7 +176,11 @@ func (s *Server) serveScale(rq *request) error {
 		return err
 	}
 	scaleGVK := autoscalingv1.SchemeGroupVersion.WithKind("Scale")
-	updated, err := s.updateObject(ctx, rs, rq.info.Namespace, rq.info.Name, "", dryRun, func(current runtime.Object) (runtime.Object, error) {
+	manager, err := fieldManagerName(rq.r, false)
+	if err != nil {
+		return err
+	}
+	updated, err := s.updateObject(ctx, rs, rq.info.Namespace, rq.info.Name, "", writeOptions{dryRun: dryRun, manager: manager}, func(current runtime.Object) (runtime.Object, error) {
 		cur, err := scaleOf(current)
 		if err != nil {
 			return nil, err
@@ -248,7 +252,7 @@ func (s *Server) serveBinding(rq *request) error {
 	if b.Target.Kind != "" && b.Target.Kind != "Node" || b.Target.Name == "" {
 		return apierrors.NewInvalid(gvk.GroupKind(), rq.info.Name, fieldErrors("target", b.Target.Name, "must name a Node"))
 	}
-	_, err = s.updateObject(rq.r.Context(), rq.rs, rq.info.Namespace, rq.info.Name, "binding", false, func(current runtime.Object) (runtime.Object, error) {
+	_, err = s.updateObject(rq.r.Context(), rq.rs, rq.info.Namespace, rq.info.Name, "binding", writeOptions{manager: "kube-scheduler"}, func(current runtime.Object) (runtime.Object, error) {
 		pod := current.(*corev1.Pod)
 		if b.UID != "" && b.UID != pod.UID {
 			return nil, apierrors.NewConflict(rq.rs.gr, pod.Name, fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", b.UID, pod.UID))

@@ -22,6 +22,7 @@ import (
 	"plainkube.dev/plainkube/internal/allocator"
 	"plainkube.dev/plainkube/internal/apiserver"
 	"plainkube.dev/plainkube/internal/auth"
+	"plainkube.dev/plainkube/internal/controllermanager"
 	"plainkube.dev/plainkube/internal/loopback"
 	"plainkube.dev/plainkube/internal/openapi"
 	"plainkube.dev/plainkube/internal/pki"
@@ -44,7 +45,9 @@ type Options struct {
 	// InMemory keeps everything in memory (tests); it ignores EtcdServers.
 	InMemory    bool
 	ServiceCIDR string
-	Logger      *slog.Logger
+	// DisableControllers skips the controller manager.
+	DisableControllers bool
+	Logger             *slog.Logger
 }
 
 // DefaultDataDir is /var/lib/plainkube for root and ~/.plainkube otherwise.
@@ -174,6 +177,13 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		return nil, err
 	}
 	go startCompactor(ctx, s.store, log)
+	if !opts.DisableControllers {
+		go func() {
+			if err := controllermanager.Run(ctx, s.LoopbackConfig()); err != nil {
+				log.Error("controller manager", "err", err)
+			}
+		}()
+	}
 	go func() {
 		<-ctx.Done()
 		s.stop()

@@ -1,0 +1,103 @@
+package apiserver
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/applyconfigurations"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+)
+
+// typeConverter knows the structure (list and map types, merge keys) of
+// every built-in type; building it parses a large schema, so it is made once.
+var typeConverter = sync.OnceValue(func() managedfields.TypeConverter {
+	return applyconfigurations.NewTypeConverter(scheme)
+})
+
+// fieldManagers tracks managedFields for one resource: one manager for the
+// main resource and one per writable subresource.
+type fieldManagers struct {
+	once   sync.Once
+	err    error
+	byName map[string]*managedfields.FieldManager
+}
+
+// strategyDefaulter lets the field manager default an applied object with
+// the resource's own defaults.
+type strategyDefaulter struct{ rs *resourceStore }
+
+func (d strategyDefaulter) Default(obj runtime.Object) {
+	if d.rs.res.Strategy.Default != nil {
+		d.rs.res.Strategy.Default(obj)
+	}
+}
+
+// fieldManager returns the manager for subresource ("" for the main resource).
+func (rs *resourceStore) fieldManager(subresource string) (*managedfields.FieldManager, error) {
+	fm := &rs.managers
+	fm.once.Do(func() {
+		fm.byName = map[string]*managedfields.FieldManager{}
+		gv := rs.res.Kind.GroupVersion()
+		for _, sub := range []string{"", "status"} {
+			if sub == "status" && !rs.hasStatus {
+				continue
+			}
+			// The main resource never owns status, and /status never owns spec.
+			reset := fieldpath.NewSet(fieldpath.MakePathOrDie("status"))
+			if sub == "status" {
+				reset = fieldpath.NewSet(fieldpath.MakePathOrDie("spec"))
+			}
+			resetFields := map[fieldpath.APIVersion]fieldpath.Filter{}
+			if rs.hasStatus {
+				resetFields[fieldpath.APIVersion(gv.String())] = fieldpath.NewExcludeSetFilter(reset)
+			}
+			m, err := managedfields.NewDefaultFieldManager(typeConverter(), scheme, strategyDefaulter{rs}, scheme, rs.res.Kind, gv, sub, resetFields)
+			if err != nil {
+				fm.err = fmt.Errorf("field manager for %s: %w", rs.gr, err)
+				return
+			}
+			fm.byName[sub] = m
+		}
+	})
+	if fm.err != nil {
+		return nil, fm.err
+	}
+	return fm.byName[subresource], nil
+}
+
+// trackManagedFields records in newObj's managedFields what manager changed
+// from live (an empty object on create). Resources or subresources without a
+// field manager are left as they are.
+func (rs *resourceStore) trackManagedFields(live, newObj runtime.Object, manager, subresource string) runtime.Object {
+	fm, err := rs.fieldManager(subresource)
+	if err != nil || fm == nil {
+		return newObj
+	}
+	return fm.UpdateNoErrors(live, newObj, manager)
+}
+
+// fieldManagerName is the fieldManager query parameter or, as upstream does,
+// the product part of the User-Agent.
+func fieldManagerName(r *http.Request, apply bool) (string, error) {
+	m := r.URL.Query().Get("fieldManager")
+	if m == "" {
+		if apply {
+			return "", newInvalidOptions(field.Required(field.NewPath("fieldManager"), "is required for apply patch"))
+		}
+		m, _, _ = strings.Cut(r.UserAgent(), "/")
+	}
+	if len(m) > 128 {
+		return "", newInvalidOptions(field.TooLong(field.NewPath("fieldManager"), "", 128))
+	}
+	return m, nil
+}
+
+func newInvalidOptions(errs ...*field.Error) error {
+	return newStatusError(http.StatusUnprocessableEntity, "Invalid", field.ErrorList(errs).ToAggregate().Error())
+}
+
