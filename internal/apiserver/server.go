@@ -68,6 +68,7 @@ type Server struct {
 	now    func() time.Time
 	// stores by group, version and plural.
 	stores    map[schema.GroupVersionResource]*resourceStore
+	ephemeral map[schema.GroupVersionResource]*registry.Resource
 	discovery *discovery
 	readyOnce sync.Once
 	ready     chan struct{}
@@ -92,10 +93,14 @@ func New(cfg Config) (*Server, error) {
 		cfg.Authorizer = auth.Chain{auth.MastersAuthorizer{}, auth.PublicInfoAuthorizer{}}
 	}
 	s := &Server{cfg: cfg, codecs: newCodecs(), log: cfg.Logger, now: cfg.Now,
-		stores: map[schema.GroupVersionResource]*resourceStore{}, ready: make(chan struct{}),
+		stores: map[schema.GroupVersionResource]*resourceStore{}, ephemeral: map[schema.GroupVersionResource]*registry.Resource{}, ready: make(chan struct{}),
 		inFlight: make(chan struct{}, cfg.MaxRequestsInFlight)}
 	for i := range cfg.Resources {
 		res := &cfg.Resources[i]
+		if res.Ephemeral {
+			s.ephemeral[res.Kind.GroupVersion().WithResource(res.Plural)] = res
+			continue
+		}
 		rs, err := newResourceStore(res, cfg.Storage, s.codecs)
 		if err != nil {
 			return nil, err

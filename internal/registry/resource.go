@@ -26,6 +26,9 @@ type Resource struct {
 	// Verbs the main resource allows; nil means all of create, delete,
 	// deletecollection, get, list, patch, update, watch.
 	Verbs []string
+	// Ephemeral resources are not stored: a create is answered by the API
+	// server itself (access and token reviews). They serve only "create".
+	Ephemeral bool
 	// TracksGeneration: metadata.generation starts at 1 and bumps on every
 	// change outside metadata and status.
 	TracksGeneration bool

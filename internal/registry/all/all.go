@@ -17,6 +17,7 @@ import (
 	"plainkube.dev/plainkube/internal/registry/networking"
 	"plainkube.dev/plainkube/internal/registry/policy"
 	"plainkube.dev/plainkube/internal/registry/rbac"
+	"plainkube.dev/plainkube/internal/registry/reviews"
 	"plainkube.dev/plainkube/internal/registry/scheduling"
 	storageapi "plainkube.dev/plainkube/internal/registry/storage"
 )
@@ -28,12 +29,12 @@ func Resources() []registry.Resource {
 		core.Resources(), apps.Resources(), batch.Resources(), autoscaling.Resources(),
 		coordination.Resources(), discovery.Resources(), events.Resources(), networking.Resources(),
 		policy.Resources(), rbac.Resources(), storageapi.Resources(), scheduling.Resources(),
-		admissionregistration.Resources(), certificates.Resources(),
+		admissionregistration.Resources(), certificates.Resources(), reviews.Resources(),
 	} {
 		out = append(out, group...)
 	}
 	for i := range out {
-		if out[i].Strategy.Table == nil {
+		if out[i].Strategy.Table == nil && !out[i].Ephemeral {
 			if t := printers.For(out[i].Kind); t != nil {
 				out[i].Strategy.Table = t
 			} else {

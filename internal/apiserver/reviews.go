@@ -1,0 +1,120 @@
+package apiserver
+
+import (
+	"context"
+	"net/http"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+
+	"plainkube.dev/plainkube/internal/auth"
+	"plainkube.dev/plainkube/internal/registry"
+)
+
+// serveReview answers a create of an ephemeral review resource from the
+// server's own authenticator and authorizer; nothing is stored.
+func (s *Server) serveReview(w http.ResponseWriter, r *http.Request, info requestInfo, res *registry.Resource) error {
+	if info.Verb != "create" || info.Name != "" || info.Subresource != "" {
+		return methodNotAllowed(r.Method, res.Kind.GroupVersion().WithResource(res.Plural).GroupResource())
+	}
+	out, err := s.codecs.negotiate(r, false)
+	if err != nil {
+		return err
+	}
+	body, err := s.readBody(r)
+	if err != nil {
+		return err
+	}
+	into, err := scheme.New(res.Kind)
+	if err != nil {
+		return err
+	}
+	obj, _, err := s.decodeBody(r, body, res.Kind, into, validationIgnore)
+	if err != nil {
+		return err
+	}
+	ctx := r.Context()
+	requester := auth.UserFrom(ctx)
+	switch review := obj.(type) {
+	case *authorizationv1.SelfSubjectAccessReview:
+		review.Status = s.accessReview(ctx, requester, review.Spec.ResourceAttributes, review.Spec.NonResourceAttributes)
+	case *authorizationv1.SubjectAccessReview:
+		u := &auth.User{Name: review.Spec.User, UID: review.Spec.UID, Groups: review.Spec.Groups}
+		review.Status = s.accessReview(ctx, u, review.Spec.ResourceAttributes, review.Spec.NonResourceAttributes)
+	case *authorizationv1.LocalSubjectAccessReview:
+		if review.Spec.ResourceAttributes == nil || review.Spec.ResourceAttributes.Namespace != info.Namespace {
+			return badRequest("spec.resourceAttributes.namespace must match the namespace of the request")
+		}
+		u := &auth.User{Name: review.Spec.User, UID: review.Spec.UID, Groups: review.Spec.Groups}
+		review.Status = s.accessReview(ctx, u, review.Spec.ResourceAttributes, review.Spec.NonResourceAttributes)
+	case *authorizationv1.SelfSubjectRulesReview:
+		review.Status = s.rulesReview(ctx, requester, review.Spec.Namespace)
+	case *authenticationv1.TokenReview:
+		review.Status = s.tokenReview(r, review.Spec.Token)
+	case *authenticationv1.SelfSubjectReview:
+		review.Status.UserInfo = userInfo(requester)
+	}
+	obj.GetObjectKind().SetGroupVersionKind(res.Kind)
+	s.codecs.writeObject(w, out, http.StatusCreated, obj)
+	return nil
+}
+
+func (s *Server) accessReview(ctx context.Context, u *auth.User, ra *authorizationv1.ResourceAttributes, nra *authorizationv1.NonResourceAttributes) authorizationv1.SubjectAccessReviewStatus {
+	a := auth.Attributes{User: u}
+	switch {
+	case ra != nil:
+		a.IsResource, a.Verb, a.Namespace, a.APIGroup, a.APIVersion = true, ra.Verb, ra.Namespace, ra.Group, ra.Version
+		a.Resource, a.Subresource, a.Name = ra.Resource, ra.Subresource, ra.Name
+	case nra != nil:
+		a.Verb, a.Path = nra.Verb, nra.Path
+	default:
+		return authorizationv1.SubjectAccessReviewStatus{EvaluationError: "exactly one of nonResourceAttributes or resourceAttributes must be specified"}
+	}
+	d, reason, err := s.cfg.Authorizer.Authorize(ctx, a)
+	st := authorizationv1.SubjectAccessReviewStatus{Allowed: d == auth.Allow, Denied: d == auth.Deny, Reason: reason}
+	if err != nil {
+		st.EvaluationError = err.Error()
+	}
+	return st
+}
+
+func (s *Server) rulesReview(ctx context.Context, u *auth.User, ns string) authorizationv1.SubjectRulesReviewStatus {
+	all := auth.Attributes{User: u, IsResource: true, Verb: "*", Namespace: ns, APIGroup: "*", Resource: "*"}
+	if d, _, _ := s.cfg.Authorizer.Authorize(ctx, all); d == auth.Allow {
+		return authorizationv1.SubjectRulesReviewStatus{
+			ResourceRules:    []authorizationv1.ResourceRule{{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}}},
+			NonResourceRules: []authorizationv1.NonResourceRule{{Verbs: []string{"*"}, NonResourceURLs: []string{"*"}}},
+		}
+	}
+	return authorizationv1.SubjectRulesReviewStatus{
+		ResourceRules:    []authorizationv1.ResourceRule{},
+		NonResourceRules: []authorizationv1.NonResourceRule{{Verbs: []string{"get"}, NonResourceURLs: []string{"/healthz", "/livez", "/readyz", "/version", "/version/"}}},
+		Incomplete:       true,
+		EvaluationError:  "the authorizer cannot list rules for users outside system:masters yet",
+	}
+}
+
+func (s *Server) tokenReview(r *http.Request, token string) authenticationv1.TokenReviewStatus {
+	if s.cfg.Authenticator == nil || token == "" {
+		return authenticationv1.TokenReviewStatus{Error: "token not recognized"}
+	}
+	req := &http.Request{Header: http.Header{"Authorization": {"Bearer " + token}}}
+	req = req.WithContext(r.Context())
+	u, ok, err := s.cfg.Authenticator.Authenticate(req)
+	if err != nil || !ok {
+		return authenticationv1.TokenReviewStatus{Error: "token not recognized"}
+	}
+	return authenticationv1.TokenReviewStatus{Authenticated: true, User: userInfo(u)}
+}
+
+func userInfo(u *auth.User) authenticationv1.UserInfo {
+	info := authenticationv1.UserInfo{Username: u.Name, UID: u.UID, Groups: u.Groups}
+	if len(u.Extra) > 0 {
+		info.Extra = map[string]authenticationv1.ExtraValue{}
+		for k, v := range u.Extra {
+			info.Extra[k] = v
+		}
+	}
+	return info
+}
+
