@@ -100,4 +100,3 @@ func fieldManagerName(r *http.Request, apply bool) (string, error) {
 func newInvalidOptions(errs ...*field.Error) error {
 	return newStatusError(http.StatusUnprocessableEntity, "Invalid", field.ErrorList(errs).ToAggregate().Error())
 }
-

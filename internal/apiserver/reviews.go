@@ -117,4 +117,3 @@ func userInfo(u *auth.User) authenticationv1.UserInfo {
 	}
 	return info
 }
-
