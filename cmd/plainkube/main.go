@@ -66,6 +66,7 @@ func runServer(args []string) error {
 	etcdServers := fs.String("etcd-servers", "", "comma-separated URLs of an external etcd cluster (default: embedded etcd under --data-dir)")
 	fs.StringVar(&opts.ServiceCIDR, "service-cidr", "10.96.0.0/12", "range of Service cluster IPs")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	disableControllers := fs.Bool("disable-controllers", false, "do not run the controller manager in this process")
 	fs.Parse(args)
 	if *etcdServers != "" {
 		opts.EtcdServers = strings.Split(*etcdServers, ",")
@@ -77,6 +78,9 @@ func runServer(args []string) error {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	slog.SetDefault(log)
 	opts.Logger = log
+	if !*disableControllers {
+		opts.Components = append(opts.Components, controllermanager.Run)
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()

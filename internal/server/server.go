@@ -22,7 +22,6 @@ import (
 	"plainkube.dev/plainkube/internal/allocator"
 	"plainkube.dev/plainkube/internal/apiserver"
 	"plainkube.dev/plainkube/internal/auth"
-	"plainkube.dev/plainkube/internal/controllermanager"
 	"plainkube.dev/plainkube/internal/loopback"
 	"plainkube.dev/plainkube/internal/openapi"
 	"plainkube.dev/plainkube/internal/pki"
@@ -45,9 +44,12 @@ type Options struct {
 	// InMemory keeps everything in memory (tests); it ignores EtcdServers.
 	InMemory    bool
 	ServiceCIDR string
-	// DisableControllers skips the controller manager.
-	DisableControllers bool
-	Logger             *slog.Logger
+	// Components run in-process once the API serves, each with a loopback
+	// client config (the controller manager, the scheduler, nodes…). The
+	// server package does not import them, so their tests can start a
+	// control plane.
+	Components []func(ctx context.Context, cfg *rest.Config) error
+	Logger     *slog.Logger
 }
 
 // DefaultDataDir is /var/lib/plainkube for root and ~/.plainkube otherwise.
@@ -177,10 +179,10 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		return nil, err
 	}
 	go startCompactor(ctx, s.store, log)
-	if !opts.DisableControllers {
+	for _, run := range opts.Components {
 		go func() {
-			if err := controllermanager.Run(ctx, s.LoopbackConfig()); err != nil {
-				log.Error("controller manager", "err", err)
+			if err := run(ctx, s.LoopbackConfig()); err != nil && ctx.Err() == nil {
+				log.Error("component failed", "err", err)
 			}
 		}()
 	}

@@ -21,6 +21,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"plainkube.dev/plainkube/internal/controllermanager"
 )
 
 // startServer runs an in-memory control plane over HTTPS for one test and
@@ -28,7 +30,8 @@ import (
 func startServer(t *testing.T) (*Server, *rest.Config) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	s, err := Start(ctx, Options{DataDir: t.TempDir(), BindAddress: "127.0.0.1", Port: 0, InMemory: true})
+	s, err := Start(ctx, Options{DataDir: t.TempDir(), BindAddress: "127.0.0.1", Port: 0, InMemory: true,
+		Components: []func(context.Context, *rest.Config) error{controllermanager.Run}})
 	if err != nil {
 		cancel()
 		t.Fatalf("start: %v", err)
