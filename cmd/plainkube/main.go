@@ -16,6 +16,7 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 
+	"plainkube.dev/plainkube/internal/bench"
 	"plainkube.dev/plainkube/internal/controllermanager"
 	"plainkube.dev/plainkube/internal/server"
 	"plainkube.dev/plainkube/internal/version"
@@ -27,6 +28,8 @@ Usage:
   plainkube server [flags]   run the control plane
   plainkube controller-manager --kubeconfig FILE
                              run the controllers against any API server
+  plainkube bench [flags] WORKLOAD...
+                             measure a cluster (startup crud list watch churn density pod-startup)
   plainkube version          print the version
 
 Run 'plainkube server -h' for the server's flags.
@@ -43,6 +46,8 @@ func main() {
 		err = runServer(os.Args[2:])
 	case "controller-manager":
 		err = runControllerManager(os.Args[2:])
+	case "bench":
+		err = runBench(os.Args[2:])
 	case "version", "--version":
 		fmt.Println("plainkube", version.GitVersion())
 	case "help", "-h", "--help":
@@ -106,4 +111,62 @@ func runControllerManager(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	return controllermanager.Run(ctx, cfg)
+}
+
+func runBench(args []string) error {
+	fs := flag.NewFlagSet("bench", flag.ExitOnError)
+	kubeconfig := fs.String("kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the cluster to measure (not needed for startup alone)")
+	jsonOut := fs.String("json", "", "write the report as JSON to this file")
+	serverCmd := fs.String("server-command", "", "startup: command that launches a server, with {dataDir} and {port} placeholders (default: this binary's server)")
+	o := bench.Options{Progress: os.Stderr}
+	fs.IntVar(&o.Repeat, "repeat", 3, "startup: runs")
+	concurrency := fs.String("concurrency", "1,16,64", "crud: comma-separated concurrency levels")
+	fs.DurationVar(&o.Duration, "duration", 0, "crud: time per level (default 5s); churn: total time (default 20s)")
+	fs.IntVar(&o.ListPods, "list-pods", 10000, "list: pods to create")
+	fs.IntVar(&o.Watchers, "watchers", 1000, "watch: concurrent watchers")
+	fs.IntVar(&o.Events, "events", 100, "watch: events written")
+	fs.IntVar(&o.Replicas, "replicas", 10000, "density: deployment replicas")
+	fs.IntVar(&o.Pods, "pods", 20, "pod-startup: pods")
+	fs.StringVar(&o.PodImage, "image", "busybox:1.36", "pod-startup: image present on the nodes")
+	fs.Usage = func() {
+		fmt.Fprintln(os.Stderr, "Usage: plainkube bench [flags] WORKLOAD...\n\nWorkloads:")
+		for _, w := range bench.Workloads {
+			fmt.Fprintf(os.Stderr, "  %-12s %s\n", w.Name, w.Help)
+		}
+		fmt.Fprintln(os.Stderr, "\nFlags:")
+		fs.PrintDefaults()
+	}
+	fs.Parse(args)
+	names := fs.Args()
+	if len(names) == 0 {
+		names = []string{"startup", "crud", "list", "watch", "churn"}
+	}
+	for _, c := range strings.Split(*concurrency, ",") {
+		var n int
+		if _, err := fmt.Sscan(c, &n); err != nil || n <= 0 {
+			return fmt.Errorf("--concurrency: bad level %q", c)
+		}
+		o.Concurrency = append(o.Concurrency, n)
+	}
+	if *serverCmd != "" {
+		o.ServerCommand = strings.Fields(*serverCmd)
+	}
+	if *kubeconfig != "" {
+		cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
+		if err != nil {
+			return err
+		}
+		o.Config = cfg
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	rep, err := bench.Run(ctx, names, &o)
+	if err != nil {
+		return err
+	}
+	rep.WriteTable(os.Stdout)
+	if *jsonOut != "" {
+		return rep.WriteJSON(*jsonOut)
+	}
+	return nil
 }

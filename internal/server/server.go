@@ -155,6 +155,8 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	port := ln.Addr().(*net.TCPAddr).Port
 	s.URL = "https://127.0.0.1:" + strconv.Itoa(port)
 	s.httpServer = &http.Server{Handler: api, TLSConfig: tlsConfig, ReadHeaderTimeout: 30 * time.Second,
+		// As upstream: many watches share one client connection.
+		HTTP2:    &http.HTTP2Config{MaxConcurrentStreams: 1000},
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
 	go func() {
 		if err := s.httpServer.Serve(tls.NewListener(ln, tlsConfig)); err != nil && !errors.Is(err, http.ErrServerClosed) {

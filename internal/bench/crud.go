@@ -1,0 +1,161 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// clientFor returns a clientset without client-side rate limits, with
+// enough connections for conc concurrent requests.
+func clientFor(cfg *rest.Config, conc int) (*kubernetes.Clientset, error) {
+	c := rest.CopyConfig(cfg)
+	c.QPS, c.Burst = -1, conc
+	return kubernetes.NewForConfig(c)
+}
+
+// withNamespace creates a fresh namespace for a workload and deletes it after.
+func withNamespace(ctx context.Context, cs kubernetes.Interface, prefix string, f func(ns string) error) error {
+	ns, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix}}, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("creating namespace: %w", err)
+	}
+	defer func() {
+		zero := int64(0)
+		cs.CoreV1().Pods(ns.Name).DeleteCollection(context.Background(), metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
+		cs.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{})
+	}()
+	return f(ns.Name)
+}
+
+func benchPod(name string, labels map[string]string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{
+			Name: "c", Image: "busybox:1.36", Command: []string{"sleep", "3600"},
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: mustQuantity("10m"), corev1.ResourceMemory: mustQuantity("16Mi")}},
+		}}},
+	}
+}
+
+// runCRUD does create, get, update, list and delete cycles on ConfigMaps
+// and Pods at each concurrency for o.Duration, recording each verb's latency.
+func runCRUD(ctx context.Context, o *Options, r *Result) error {
+	levels := o.Concurrency
+	if len(levels) == 0 {
+		levels = []int{1, 16, 64}
+	}
+	d := o.Duration
+	if d <= 0 {
+		d = 5 * time.Second
+	}
+	for _, kind := range []string{"configmaps", "pods"} {
+		for _, conc := range levels {
+			cs, err := clientFor(o.Config, conc)
+			if err != nil {
+				return err
+			}
+			o.progress("crud: %s at concurrency %d", kind, conc)
+			err = withNamespace(ctx, cs, "bench-crud-", func(ns string) error {
+				return crudLevel(ctx, cs, ns, kind, conc, d, r)
+			})
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func crudLevel(ctx context.Context, cs kubernetes.Interface, ns, kind string, conc int, d time.Duration, r *Result) error {
+	verbs := []string{"create", "get", "update", "list", "delete"}
+	var mu sync.Mutex
+	lat := map[string]latencies{}
+	var errs, ops int
+	record := func(verb string, start time.Time, err error) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			errs++
+			return false
+		}
+		ops++
+		lat[verb] = append(lat[verb], time.Since(start))
+		return true
+	}
+	deadline := time.Now().Add(d)
+	var wg sync.WaitGroup
+	for w := 0; w < conc; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := 0; time.Now().Before(deadline) && ctx.Err() == nil; i++ {
+				name := fmt.Sprintf("o-%d-%d", w, i)
+				crudCycle(ctx, cs, ns, kind, name, record)
+			}
+		}(w)
+	}
+	wg.Wait()
+	prefix := fmt.Sprintf("%s_c%d", kind, conc)
+	r.add(prefix+"_ops_per_sec", float64(ops)/d.Seconds(), "ops/s")
+	r.add(prefix+"_errors", float64(errs), "count")
+	for _, v := range verbs {
+		lat[v].addTo(r, prefix+"_"+v)
+	}
+	return nil
+}
+
+func crudCycle(ctx context.Context, cs kubernetes.Interface, ns, kind, name string, record func(string, time.Time, error) bool) {
+	zero := int64(0)
+	del := metav1.DeleteOptions{GracePeriodSeconds: &zero}
+	switch kind {
+	case "configmaps":
+		c := cs.CoreV1().ConfigMaps(ns)
+		t := time.Now()
+		obj, err := c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{"k": "v"}}, metav1.CreateOptions{})
+		if !record("create", t, err) {
+			return
+		}
+		t = time.Now()
+		obj, err = c.Get(ctx, name, metav1.GetOptions{})
+		if !record("get", t, err) {
+			return
+		}
+		obj.Data["k"] = "v2"
+		t = time.Now()
+		_, err = c.Update(ctx, obj, metav1.UpdateOptions{})
+		record("update", t, err)
+		t = time.Now()
+		_, err = c.List(ctx, metav1.ListOptions{Limit: 50})
+		record("list", t, err)
+		t = time.Now()
+		record("delete", t, c.Delete(ctx, name, del))
+	case "pods":
+		c := cs.CoreV1().Pods(ns)
+		t := time.Now()
+		obj, err := c.Create(ctx, benchPod(name, map[string]string{"app": "crud"}), metav1.CreateOptions{})
+		if !record("create", t, err) {
+			return
+		}
+		t = time.Now()
+		obj, err = c.Get(ctx, name, metav1.GetOptions{})
+		if !record("get", t, err) {
+			return
+		}
+		obj.Labels["step"] = "updated"
+		t = time.Now()
+		_, err = c.Update(ctx, obj, metav1.UpdateOptions{})
+		record("update", t, err)
+		t = time.Now()
+		_, err = c.List(ctx, metav1.ListOptions{Limit: 50})
+		record("list", t, err)
+		t = time.Now()
+		record("delete", t, c.Delete(ctx, name, del))
+	}
+}

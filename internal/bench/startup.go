@@ -1,0 +1,217 @@
+package bench
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// DefaultServerCommand starts this binary's server on a fresh data dir.
+func DefaultServerCommand() []string {
+	self, err := os.Executable()
+	if err != nil {
+		self = "plainkube"
+	}
+	return []string{self, "server", "--data-dir", "{dataDir}", "--port", "{port}", "--bind-address", "127.0.0.1", "--log-level", "error"}
+}
+
+func runStartup(ctx context.Context, o *Options, r *Result) error {
+	command := o.ServerCommand
+	if len(command) == 0 {
+		command = DefaultServerCommand()
+	}
+	repeat := o.Repeat
+	if repeat <= 0 {
+		repeat = 3
+	}
+	var readyz, nodeReady, rss []float64
+	for i := 0; i < repeat; i++ {
+		o.progress("startup: run %d/%d", i+1, repeat)
+		rz, nr, mem, err := startOnce(ctx, command)
+		if err != nil {
+			return err
+		}
+		readyz = append(readyz, rz)
+		if nr > 0 {
+			nodeReady = append(nodeReady, nr)
+		}
+		rss = append(rss, mem)
+	}
+	addSpread(r, "readyz", readyz, "ms")
+	if len(nodeReady) > 0 {
+		addSpread(r, "first_node_ready", nodeReady, "ms")
+	}
+	addSpread(r, "rss_after_settle", rss, "MiB")
+	return nil
+}
+
+func addSpread(r *Result, name string, v []float64, unit string) {
+	sort.Float64s(v)
+	r.add(name+"_min", v[0], unit)
+	r.add(name+"_median", v[len(v)/2], unit)
+	r.add(name+"_max", v[len(v)-1], unit)
+}
+
+// startOnce launches one server and returns the milliseconds to /readyz and
+// to the first Ready node (0 if none within 10 s), and its RSS after 3 s.
+func startOnce(ctx context.Context, template []string) (readyzMS, nodeMS, rssMiB float64, err error) {
+	dataDir, err := os.MkdirTemp("", "plainkube-bench-startup")
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	defer os.RemoveAll(dataDir)
+	port, err := freePort()
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	args := make([]string, len(template))
+	for i, a := range template {
+		a = strings.ReplaceAll(a, "{dataDir}", dataDir)
+		args[i] = strings.ReplaceAll(a, "{port}", strconv.Itoa(port))
+	}
+	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return 0, 0, 0, fmt.Errorf("starting %v: %w", args, err)
+	}
+	defer func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-done
+		}
+	}()
+	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	url := fmt.Sprintf("https://127.0.0.1:%d/readyz", port)
+	for {
+		resp, err := client.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		if time.Since(start) > time.Minute {
+			return 0, 0, 0, fmt.Errorf("%s not ready within a minute", url)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	readyzMS = ms(time.Since(start))
+	if kc := filepath.Join(dataDir, "admin.kubeconfig"); fileExists(kc) {
+		if d, ok := firstNodeReady(ctx, kc, start, 10*time.Second); ok {
+			nodeMS = ms(d)
+		}
+	}
+	time.Sleep(3 * time.Second)
+	rssMiB = float64(treeRSS(cmd.Process.Pid)) / (1 << 20)
+	return readyzMS, nodeMS, rssMiB, nil
+}
+
+func firstNodeReady(ctx context.Context, kubeconfig string, start time.Time, budget time.Duration) (time.Duration, bool) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return 0, false
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return 0, false
+	}
+	deadline := time.Now().Add(budget)
+	for time.Now().Before(deadline) {
+		nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err == nil {
+			for _, n := range nodes.Items {
+				for _, c := range n.Status.Conditions {
+					if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+						return time.Since(start), true
+					}
+				}
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return 0, false
+}
+
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// treeRSS sums the resident memory of pid and all its descendants.
+func treeRSS(pid int) uint64 {
+	children := map[int][]int{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// The fields after the command (which may hold spaces) start after ')'.
+		s := string(b)
+		if i := strings.LastIndexByte(s, ')'); i >= 0 {
+			f := strings.Fields(s[i+1:])
+			if len(f) > 1 {
+				ppid, _ := strconv.Atoi(f[1])
+				children[ppid] = append(children[ppid], p)
+			}
+		}
+	}
+	var total uint64
+	var walk func(int)
+	walk = func(p int) {
+		total += rssOf(p)
+		for _, c := range children[p] {
+			walk(c)
+		}
+	}
+	walk(pid)
+	return total
+}
+
+func rssOf(pid int) uint64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "VmRSS:") {
+			var kb uint64
+			fmt.Sscanf(strings.TrimPrefix(line, "VmRSS:"), "%d", &kb)
+			return kb * 1024
+		}
+	}
+	return 0
+}
