@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -33,6 +34,9 @@ type codecs struct {
 var scheme = func() *runtime.Scheme {
 	s := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	if err := apiextensionsv1.AddToScheme(s); err != nil {
 		panic(err)
 	}
 	if err := metav1.AddMetaToScheme(s); err != nil {

@@ -264,7 +264,7 @@ func (s *Server) listMatching(ctx context.Context, rs *resourceStore, ns string,
 			}
 			break
 		}
-		obj, err := rs.decode(kv.Value, kv.ModRevision)
+		obj, err := rs.decode(kv.Key, kv.Value, kv.ModRevision)
 		if err != nil {
 			return nil, nil, apierrors.NewInternalError(err)
 		}

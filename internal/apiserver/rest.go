@@ -344,10 +344,11 @@ func (s *Server) updateObject(ctx context.Context, rs *resourceStore, ns, name, 
 		if err := ctx.Err(); err != nil {
 			return nil, apierrors.NewTimeoutError("request cancelled", 1)
 		}
-		current, rev, err := rs.get(ctx, ns, name)
+		current, kv, err := rs.get(ctx, ns, name)
 		if err != nil {
 			return nil, err
 		}
+		rev := kv.ModRevision
 		obj, err := mutate(current.DeepCopyObject())
 		if err != nil {
 			return nil, err
@@ -372,8 +373,7 @@ func (s *Server) updateObject(ctx context.Context, rs *resourceStore, ns, name, 
 		if err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}
-		currentData, _ := rs.encode(current)
-		if string(data) == string(currentData) {
+		if string(data) == string(kv.Value) {
 			return current, nil // no-op: nothing written, resourceVersion unchanged
 		}
 		if opts.dryRun {
@@ -388,6 +388,7 @@ func (s *Server) updateObject(ctx context.Context, rs *resourceStore, ns, name, 
 				}
 				return nil, storageError(err, rs.gr, name)
 			}
+			rs.forget(kv.Key)
 			if h := s.cfg.Hooks[rs.gr].AfterDelete; h != nil {
 				h(ctx, obj)
 			}
@@ -515,10 +516,11 @@ func (s *Server) deleteObject(ctx context.Context, rs *resourceStore, ns, name s
 		return nil, false, err
 	}
 	for attempt := 0; ; attempt++ {
-		current, rev, err := rs.get(ctx, ns, name)
+		current, kv, err := rs.get(ctx, ns, name)
 		if err != nil {
 			return nil, false, err
 		}
+		rev := kv.ModRevision
 		m := metaOf(current)
 		if p := opts.Preconditions; p != nil {
 			if p.UID != nil && *p.UID != m.GetUID() {
@@ -558,6 +560,7 @@ func (s *Server) deleteObject(ctx context.Context, rs *resourceStore, ns, name s
 				}
 				return nil, false, storageError(err, rs.gr, name)
 			}
+			rs.forget(kv.Key)
 			if h := s.cfg.Hooks[rs.gr].AfterDelete; h != nil {
 				h(ctx, current)
 			}

@@ -140,7 +140,20 @@ func (s *Server) Run(ctx context.Context) error {
 		}
 		s.readyOnce.Do(func() { close(s.ready) })
 	}()
-	<-ctx.Done()
+	// Drop decoded objects of keys deleted by other API servers.
+	sweep := time.NewTicker(5 * time.Minute)
+	defer sweep.Stop()
+	for {
+		select {
+		case <-sweep.C:
+			for _, k := range keys {
+				s.stores[k].sweepDecoded(ctx)
+			}
+			continue
+		case <-ctx.Done():
+		}
+		break
+	}
 	wg.Wait()
 	return nil
 }

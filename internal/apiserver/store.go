@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"sync"
 	"strconv"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -32,6 +33,7 @@ type resourceStore struct {
 	objType, listType reflect.Type
 	hasStatus         bool
 	managers          fieldManagers
+	decoded           sync.Map // key → *decodedObject
 }
 
 func newResourceStore(res *registry.Resource, st storage.Interface, c *codecs) (*resourceStore, error) {
@@ -89,8 +91,48 @@ func (s *resourceStore) newList() runtime.Object {
 	return l
 }
 
-// decode turns a stored value into a typed object with its resourceVersion.
-func (s *resourceStore) decode(value []byte, rev int64) (runtime.Object, error) {
+// decodedObject is a decoded stored value, shared by every reader.
+type decodedObject struct {
+	rev int64
+	obj runtime.Object
+}
+
+// decode returns the object stored under key at revision rev (its
+// ModRevision). Decoded objects are kept and shared: callers must treat the
+// result as read-only and DeepCopy it before changing it.
+func (s *resourceStore) decode(key string, value []byte, rev int64) (runtime.Object, error) {
+	if e, ok := s.decoded.Load(key); ok && e.(*decodedObject).rev == rev {
+		return e.(*decodedObject).obj, nil
+	}
+	obj, err := s.decodeObject(value, rev)
+	if err != nil {
+		return nil, err
+	}
+	s.decoded.Store(key, &decodedObject{rev: rev, obj: obj})
+	return obj, nil
+}
+
+// forget drops the decoded object of a deleted key.
+func (s *resourceStore) forget(key string) { s.decoded.Delete(key) }
+
+// sweepDecoded drops decoded objects whose keys are no longer stored.
+func (s *resourceStore) sweepDecoded(ctx context.Context) {
+	items, _ := s.cache.List(ctx, s.prefix)
+	live := make(map[string]bool, len(items))
+	for _, kv := range items {
+		live[kv.Key] = true
+	}
+	s.decoded.Range(func(k, _ interface{}) bool {
+		if !live[k.(string)] {
+			s.decoded.Delete(k)
+		}
+		return true
+	})
+}
+
+// decodeObject turns a stored value into a new typed object with its
+// resourceVersion set to rev.
+func (s *resourceStore) decodeObject(value []byte, rev int64) (runtime.Object, error) {
 	obj := s.newObject()
 	if _, _, err := s.codecs.json.Decode(value, &s.res.Kind, obj); err != nil {
 		return nil, fmt.Errorf("decoding stored %s: %w", s.gr, err)
@@ -120,14 +162,15 @@ func (s *resourceStore) encode(obj runtime.Object) ([]byte, error) {
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
-// get reads one object from storage (a consistent read).
-func (s *resourceStore) get(ctx context.Context, ns, name string) (runtime.Object, int64, error) {
+// get reads one object from storage (a consistent read). The object is
+// shared (see decode); kv holds its stored bytes and revision.
+func (s *resourceStore) get(ctx context.Context, ns, name string) (runtime.Object, storage.KeyValue, error) {
 	kv, err := s.store.Get(ctx, s.key(ns, name))
 	if err != nil {
-		return nil, 0, storageError(err, s.gr, name)
+		return nil, kv, storageError(err, s.gr, name)
 	}
-	obj, err := s.decode(kv.Value, kv.ModRevision)
-	return obj, kv.ModRevision, err
+	obj, err := s.decode(kv.Key, kv.Value, kv.ModRevision)
+	return obj, kv, err
 }
 
 // metaOf returns obj's ObjectMeta accessor; every served type has one.

@@ -84,7 +84,7 @@ func (s *Server) handleWatch(rq *request) error {
 		return err
 	}
 	for _, kv := range items {
-		obj, err := rs.decode(kv.Value, kv.ModRevision)
+		obj, err := rs.decode(kv.Key, kv.Value, kv.ModRevision)
 		if err != nil || !rs.matches(obj, lo) {
 			continue
 		}
@@ -144,12 +144,12 @@ func (s *Server) watchEvent(rs *resourceStore, ev storage.Event, lo *listOptions
 	var cur, prev runtime.Object
 	var err error
 	if len(ev.Value) > 0 {
-		if cur, err = rs.decode(ev.Value, ev.Revision); err != nil {
+		if cur, err = rs.decode(ev.Key, ev.Value, ev.Revision); err != nil {
 			return "", nil
 		}
 	}
 	if len(ev.PrevValue) > 0 {
-		if prev, err = rs.decode(ev.PrevValue, ev.Revision); err != nil {
+		if prev, err = rs.decodeObject(ev.PrevValue, ev.Revision); err != nil {
 			return "", nil
 		}
 	}
