@@ -1,0 +1,82 @@
+package testenv
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"plainkube.dev/plainkube/internal/controllermanager"
+	"plainkube.dev/plainkube/internal/server"
+)
+
+// Env is a running control plane.
+type Env struct {
+	// Config is an admin (system:masters) client config over HTTPS.
+	Config *rest.Config
+	// KubeconfigPath is a kubeconfig file for the same admin user, for
+	// tools such as kubectl.
+	KubeconfigPath string
+	// URL is the API server's address.
+	URL string
+	srv *server.Server
+}
+
+type options struct {
+	etcd       bool
+	port       int
+	components []func(context.Context, *rest.Config) error
+	logger     *slog.Logger
+}
+
+// Option configures Start.
+type Option func(*options)
+
+// WithEtcd stores objects in an embedded etcd instead of memory.
+func WithEtcd() Option { return func(o *options) { o.etcd = true } }
+
+// WithPort serves on a fixed loopback port instead of a random one.
+func WithPort(port int) Option { return func(o *options) { o.port = port } }
+
+// WithControllers runs plainkube's controller manager (garbage collector,
+// namespace deletion, and the others), as a real cluster does.
+func WithControllers() Option {
+	return func(o *options) { o.components = append(o.components, controllermanager.Run) }
+}
+
+// WithComponent runs any in-process component against the environment's
+// loopback client config until the test ends.
+func WithComponent(run func(ctx context.Context, cfg *rest.Config) error) Option {
+	return func(o *options) { o.components = append(o.components, run) }
+}
+
+// WithLogger sends the control plane's logs to l (default: discarded).
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
+
+// Start starts a control plane for the test and stops it when the test ends.
+func Start(t testing.TB, opts ...Option) *Env {
+	t.Helper()
+	o := &options{logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	for _, opt := range opts {
+		opt(o)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	srv, err := server.Start(ctx, server.Options{
+		DataDir: t.TempDir(), BindAddress: "127.0.0.1", Port: o.port, InMemory: !o.etcd,
+		Components: o.components, Logger: o.logger,
+	})
+	if err != nil {
+		cancel()
+		t.Fatalf("testenv: starting the control plane: %v", err)
+	}
+	t.Cleanup(func() { cancel(); srv.Wait() })
+	cfg, err := clientcmd.BuildConfigFromFlags("", srv.KubeconfigPath)
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	cfg.QPS, cfg.Burst = -1, 1000
+	return &Env{Config: cfg, KubeconfigPath: srv.KubeconfigPath, URL: srv.URL, srv: srv}
+}
