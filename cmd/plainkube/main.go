@@ -14,10 +14,12 @@ import (
 	"strings"
 	"syscall"
 
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"plainkube.dev/plainkube/internal/bench"
 	"plainkube.dev/plainkube/internal/controllermanager"
+	"plainkube.dev/plainkube/internal/kubelet/sim"
 	"plainkube.dev/plainkube/internal/server"
 	"plainkube.dev/plainkube/internal/version"
 )
@@ -28,6 +30,8 @@ Usage:
   plainkube server [flags]   run the control plane
   plainkube controller-manager --kubeconfig FILE
                              run the controllers against any API server
+  plainkube sim --kubeconfig FILE --nodes N
+                             run simulated nodes against any cluster
   plainkube bench [flags] WORKLOAD...
                              measure a cluster (startup crud list watch churn density pod-startup)
   plainkube version          print the version
@@ -46,6 +50,8 @@ func main() {
 		err = runServer(os.Args[2:])
 	case "controller-manager":
 		err = runControllerManager(os.Args[2:])
+	case "sim":
+		err = runSim(os.Args[2:])
 	case "bench":
 		err = runBench(os.Args[2:])
 	case "version", "--version":
@@ -72,6 +78,7 @@ func runServer(args []string) error {
 	fs.StringVar(&opts.ServiceCIDR, "service-cidr", "10.96.0.0/12", "range of Service cluster IPs")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	disableControllers := fs.Bool("disable-controllers", false, "do not run the controller manager in this process")
+	simNodes := fs.Int("sim-nodes", 0, "run this many simulated nodes in this process (labelled plainkube.dev/simulated=true)")
 	fs.Parse(args)
 	if *etcdServers != "" {
 		opts.EtcdServers = strings.Split(*etcdServers, ",")
@@ -85,6 +92,9 @@ func runServer(args []string) error {
 	opts.Logger = log
 	if !*disableControllers {
 		opts.Components = append(opts.Components, controllermanager.Run)
+	}
+	if *simNodes > 0 {
+		opts.Components = append(opts.Components, simComponent(sim.Options{Nodes: *simNodes, Logger: log}))
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
@@ -169,4 +179,31 @@ func runBench(args []string) error {
 		return rep.WriteJSON(*jsonOut)
 	}
 	return nil
+}
+
+// simComponent runs simulated nodes inside the server process.
+func simComponent(o sim.Options) func(context.Context, *rest.Config) error {
+	return func(ctx context.Context, cfg *rest.Config) error {
+		s, err := sim.New(cfg, o)
+		if err != nil {
+			return err
+		}
+		return s.Run(ctx)
+	}
+}
+
+func runSim(args []string) error {
+	fs := flag.NewFlagSet("sim", flag.ExitOnError)
+	kubeconfig := fs.String("kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the cluster to join")
+	o := sim.Options{}
+	fs.IntVar(&o.Nodes, "nodes", 1, "number of simulated nodes")
+	fs.StringVar(&o.NamePrefix, "name-prefix", "sim-", "node name prefix")
+	fs.Parse(args)
+	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	return simComponent(o)(ctx, cfg)
 }

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -52,6 +53,11 @@ func (s *Server) serveSubresource(rq *request) error {
 	sub := rq.info.Subresource
 	if !rq.rs.hasSubresource(sub) || rq.info.Name == "" {
 		return apierrors.NewNotFound(rq.rs.gr, rq.info.Name)
+	}
+	if sub == "log" && rq.rs.gr.Resource == "pods" {
+		if err := s.simulatedPodLog(rq); err != nil {
+			return err
+		}
 	}
 	if streamingSubresources[sub] {
 		return notImplemented(fmt.Sprintf("%s/%s is not implemented yet: plainkube's node agent does not serve it", rq.rs.gr.Resource, sub))
@@ -157,7 +163,7 @@ func (s *Server) serveScale(rq *request) error {
 		if err != nil {
 			return err
 		}
-		sc, err := scaleOf(obj)
+		sc, err := rs.scaleOf(obj)
 		if err != nil {
 			return apierrors.NewInternalError(err)
 		}
@@ -171,6 +177,13 @@ func (s *Server) serveScale(rq *request) error {
 	if err != nil {
 		return err
 	}
+	if rq.info.Verb == "patch" && rs.cr != nil {
+		switch patchTypeOf(rq.r) {
+		case types.JSONPatchType, types.MergePatchType:
+		default:
+			return unsupportedPatchType(customPatchTypes[:2])
+		}
+	}
 	body, err := s.readBody(rq.r)
 	if err != nil {
 		return err
@@ -181,7 +194,7 @@ func (s *Server) serveScale(rq *request) error {
 		return err
 	}
 	updated, err := s.updateObject(ctx, rs, rq.info.Namespace, rq.info.Name, "", writeOptions{dryRun: dryRun, manager: manager}, func(current runtime.Object) (runtime.Object, error) {
-		cur, err := scaleOf(current)
+		cur, err := rs.scaleOf(current)
 		if err != nil {
 			return nil, err
 		}
@@ -213,7 +226,7 @@ func (s *Server) serveScale(rq *request) error {
 		if want.Spec.Replicas < 0 {
 			return nil, apierrors.NewInvalid(scaleGVK.GroupKind(), rq.info.Name, fieldErrors("spec.replicas", want.Spec.Replicas, "must be greater than or equal to 0"))
 		}
-		if err := setReplicas(current, want.Spec.Replicas); err != nil {
+		if err := rs.setReplicas(current, want.Spec.Replicas); err != nil {
 			return nil, err
 		}
 		metaOf(current).SetResourceVersion(want.ResourceVersion)
@@ -222,7 +235,7 @@ func (s *Server) serveScale(rq *request) error {
 	if err != nil {
 		return err
 	}
-	sc, err := scaleOf(updated)
+	sc, err := rs.scaleOf(updated)
 	if err != nil {
 		return apierrors.NewInternalError(err)
 	}
@@ -336,4 +349,27 @@ func patchTypeOf(r *http.Request) types.PatchType {
 
 func fieldErrors(path string, value interface{}, msg string) field.ErrorList {
 	return field.ErrorList{field.Invalid(field.NewPath(path), value, msg)}
+}
+
+// simulatedLabel marks nodes run by plainkube's node simulator.
+const simulatedLabel = "plainkube.dev/simulated"
+
+// simulatedPodLog answers a log request for a pod on a simulated node (which
+// has no containers, so no logs) with a clear 400 instead of an empty log.
+func (s *Server) simulatedPodLog(rq *request) error {
+	ctx := rq.r.Context()
+	obj, _, err := rq.rs.get(ctx, rq.info.Namespace, rq.info.Name)
+	if err != nil {
+		return err
+	}
+	pod := obj.(*corev1.Pod)
+	nodes := s.stores[schema.GroupVersionResource{Version: "v1", Resource: "nodes"}]
+	if pod.Spec.NodeName == "" || nodes == nil {
+		return nil
+	}
+	node, _, err := nodes.get(ctx, "", pod.Spec.NodeName)
+	if err != nil || metaOf(node).GetLabels()[simulatedLabel] != "true" {
+		return nil
+	}
+	return badRequest("pod %q runs on simulated node %q: simulated pods run no containers, so they have no logs", pod.Name, pod.Spec.NodeName)
 }

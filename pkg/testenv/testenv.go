@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"plainkube.dev/plainkube/internal/controllermanager"
+	"plainkube.dev/plainkube/internal/kubelet/sim"
 	"plainkube.dev/plainkube/internal/server"
 )
 
@@ -45,6 +46,18 @@ func WithPort(port int) Option { return func(o *options) { o.port = port } }
 // namespace deletion, and the others), as a real cluster does.
 func WithControllers() Option {
 	return func(o *options) { o.components = append(o.components, controllermanager.Run) }
+}
+
+// WithSimNodes runs n simulated nodes (Ready, with leases; pods bound to
+// them go through a kubelet's lifecycle without containers).
+func WithSimNodes(n int) Option {
+	return WithComponent(func(ctx context.Context, cfg *rest.Config) error {
+		s, err := sim.New(cfg, sim.Options{Nodes: n})
+		if err != nil {
+			return err
+		}
+		return s.Run(ctx)
+	})
 }
 
 // WithComponent runs any in-process component against the environment's

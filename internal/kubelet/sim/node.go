@@ -60,7 +60,7 @@ func (o *Options) node(i int, now time.Time) *corev1.Node {
 		"beta.kubernetes.io/os":        "linux",
 		"beta.kubernetes.io/arch":      o.Arch,
 		corev1.LabelTopologyZone:       o.Zones[i%len(o.Zones)],
-		corev1.LabelInstanceTypeStable: o.instanceType(),
+		corev1.LabelInstanceTypeStable: o.instanceType,
 	}
 	maps.Copy(labels, o.Labels)
 	cidr := podCIDR(i).String()
@@ -96,10 +96,6 @@ func (o *Options) node(i int, now time.Time) *corev1.Node {
 			NodeInfo:        o.nodeInfo(name),
 		},
 	}
-}
-
-func (o *Options) instanceType() string {
-	return "sim." + o.CPU.String() + "cpu." + o.Memory.String()
 }
 
 func (o *Options) nodeInfo(name string) corev1.NodeSystemInfo {

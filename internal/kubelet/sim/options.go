@@ -63,6 +63,10 @@ type Options struct {
 	Clock clock.WithTicker
 	// Logger (default slog.Default()).
 	Logger *slog.Logger
+
+	// instanceType is node.kubernetes.io/instance-type, worked out once
+	// (formatting a Quantity caches into it, so it is not done concurrently).
+	instanceType string
 }
 
 // maxNodes keeps pod CIDRs (10.42.0.0/24 + i) inside 10.0.0.0/8.
@@ -105,6 +109,7 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	o.instanceType = "sim." + o.CPU.String() + "cpu." + o.Memory.String()
 	return o, nil
 }
 
