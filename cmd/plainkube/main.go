@@ -20,6 +20,8 @@ import (
 	"plainkube.dev/plainkube/internal/bench"
 	"plainkube.dev/plainkube/internal/controllermanager"
 	"plainkube.dev/plainkube/internal/kubelet/sim"
+	"plainkube.dev/plainkube/internal/scheduler"
+	schedconfig "plainkube.dev/plainkube/internal/scheduler/config"
 	"plainkube.dev/plainkube/internal/server"
 	"plainkube.dev/plainkube/internal/version"
 )
@@ -30,6 +32,8 @@ Usage:
   plainkube server [flags]   run the control plane
   plainkube controller-manager --kubeconfig FILE
                              run the controllers against any API server
+  plainkube scheduler --kubeconfig FILE [--config FILE] [--leader-elect]
+                             run the scheduler against any API server
   plainkube sim --kubeconfig FILE --nodes N
                              run simulated nodes against any cluster
   plainkube bench [flags] WORKLOAD...
@@ -50,6 +54,8 @@ func main() {
 		err = runServer(os.Args[2:])
 	case "controller-manager":
 		err = runControllerManager(os.Args[2:])
+	case "scheduler":
+		err = runScheduler(os.Args[2:])
 	case "sim":
 		err = runSim(os.Args[2:])
 	case "bench":
@@ -78,6 +84,7 @@ func runServer(args []string) error {
 	fs.StringVar(&opts.ServiceCIDR, "service-cidr", "10.96.0.0/12", "range of Service cluster IPs")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	disableControllers := fs.Bool("disable-controllers", false, "do not run the controller manager in this process")
+	disableScheduler := fs.Bool("disable-scheduler", false, "do not run the scheduler in this process")
 	simNodes := fs.Int("sim-nodes", 0, "run this many simulated nodes in this process (labelled plainkube.dev/simulated=true)")
 	fs.Parse(args)
 	if *etcdServers != "" {
@@ -92,6 +99,9 @@ func runServer(args []string) error {
 	opts.Logger = log
 	if !*disableControllers {
 		opts.Components = append(opts.Components, controllermanager.Run)
+	}
+	if !*disableScheduler {
+		opts.Components = append(opts.Components, schedulerComponent(scheduler.Options{Logger: log}))
 	}
 	if *simNodes > 0 {
 		opts.Components = append(opts.Components, simComponent(sim.Options{Nodes: *simNodes, Logger: log}))
@@ -206,4 +216,41 @@ func runSim(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	return simComponent(o)(ctx, cfg)
+}
+
+// schedulerComponent runs the scheduler inside the server process.
+func schedulerComponent(o scheduler.Options) func(context.Context, *rest.Config) error {
+	return func(ctx context.Context, cfg *rest.Config) error {
+		s, err := scheduler.New(cfg, o)
+		if err != nil {
+			return err
+		}
+		return s.Run(ctx)
+	}
+}
+
+func runScheduler(args []string) error {
+	fs := flag.NewFlagSet("scheduler", flag.ExitOnError)
+	kubeconfig := fs.String("kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the API server")
+	configFile := fs.String("config", "", "scheduler configuration file (YAML: profiles, plugins, weights)")
+	leaderElect := fs.Bool("leader-elect", false, "take a Lease in kube-system so only one of several schedulers acts")
+	fs.Parse(args)
+	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
+	if err != nil {
+		return err
+	}
+	o := scheduler.Options{}
+	if *configFile != "" {
+		c, err := schedconfig.Load(*configFile)
+		if err != nil {
+			return err
+		}
+		o.Config = c
+	}
+	if *leaderElect {
+		o.LeaderElection = &scheduler.LeaderElection{}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	return schedulerComponent(o)(ctx, cfg)
 }

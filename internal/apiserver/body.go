@@ -9,6 +9,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -86,6 +87,49 @@ func (s *Server) decodeBody(r *http.Request, data []byte, gvk schema.GroupVersio
 		return nil, nil, unsupportedMediaType(ct)
 	}
 	return decodeInto(dec, data, gvk, into, fv)
+}
+
+// decodeObject decodes a create or update body into an object of the
+// request's resource. Custom objects are then pruned of the fields their
+// schema does not declare, which are reported as fieldValidation asks; they
+// are never protobuf (415, as upstream).
+func (s *Server) decodeObject(rq *request, data []byte, fv fieldValidation) (runtime.Object, []string, error) {
+	rs := rq.rs
+	if rs.cr == nil {
+		return s.decodeBody(rq.r, data, rs.res.Kind, rs.newObject(), fv)
+	}
+	if mt, _, _ := mime.ParseMediaType(rq.r.Header.Get("Content-Type")); mt == mediaProtobuf {
+		return nil, nil, unsupportedPatchType([]string{mediaJSON, mediaYAML})
+	}
+	obj, warnings, err := s.decodeBody(rq.r, data, rs.res.Kind, &unstructured.Unstructured{}, fv)
+	if err != nil {
+		return nil, nil, err
+	}
+	warnings, err = rs.coerceCustom(obj.(*unstructured.Unstructured), fv, warnings)
+	if err != nil {
+		return nil, nil, err
+	}
+	return obj, warnings, nil
+}
+
+// decodePatched decodes the JSON result of a patch into an object of rs.
+func (s *Server) decodePatched(rs *resourceStore, data []byte, fv fieldValidation) (runtime.Object, []string, error) {
+	dec := s.codecs.json
+	if fv != validationIgnore {
+		dec = s.codecs.strictJSON
+	}
+	if rs.cr == nil {
+		return decodeInto(dec, data, rs.res.Kind, rs.newObject(), fv)
+	}
+	obj, warnings, err := decodeInto(dec, data, rs.res.Kind, &unstructured.Unstructured{}, fv)
+	if err != nil {
+		return nil, nil, err
+	}
+	warnings, err = rs.coerceCustom(obj.(*unstructured.Unstructured), fv, warnings)
+	if err != nil {
+		return nil, nil, err
+	}
+	return obj, warnings, nil
 }
 
 func decodeInto(dec runtime.Decoder, data []byte, gvk schema.GroupVersionKind, into runtime.Object, fv fieldValidation) (runtime.Object, []string, error) {

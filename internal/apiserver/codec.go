@@ -83,6 +83,12 @@ type negotiated struct {
 // honouring the as=Table and as=PartialObjectMetadata(List) parameters of
 // meta.k8s.io. allowTransform is false where only plain objects make sense.
 func (c *codecs) negotiate(r *http.Request, allowTransform bool) (negotiated, error) {
+	return c.negotiateFor(r, allowTransform, false)
+}
+
+// negotiateFor is negotiate for a resource; unstructured (custom) objects
+// have no protobuf form, so protobuf is only chosen for their metadata.
+func (c *codecs) negotiateFor(r *http.Request, allowTransform, unstructured bool) (negotiated, error) {
 	accept := r.Header.Get("Accept")
 	if accept == "" {
 		accept = mediaJSON
@@ -112,6 +118,9 @@ func (c *codecs) negotiate(r *http.Request, allowTransform bool) (negotiated, er
 		}
 		if kind == outputTable && mt != mediaJSON && mt != mediaYAML {
 			continue // tables are served as JSON (and YAML) only
+		}
+		if unstructured && kind == outputObject && mt == mediaProtobuf {
+			continue
 		}
 		if info, ok := c.serializerFor(mt); ok {
 			return negotiated{mediaType: mt, info: info, kind: kind}, nil

@@ -5,6 +5,18 @@
 // patch, delete, deletecollection), which applies that resource's
 // registry.Strategy. It also serves discovery, OpenAPI and health endpoints.
 //
+// The set of resources is not fixed: besides the built-in resources of
+// Config, SetCustomResources installs custom resources at run time (the CRD
+// controllers of package apiextensions call it). Their objects are
+// *unstructured.Unstructured: stored as JSON in the storage version under
+// /registry/<group>/<plural>/, converted to the requested version on read
+// (relabelled, or by the CRD's conversion webhook), pruned and defaulted by
+// the version's schema, never served as protobuf, patched with every patch
+// type but strategic merge (415, as upstream), and tracked by a field
+// manager whose types come from their schemas. Each served version is a
+// resourceStore of its own; the versions of one resource share a watch
+// cache. Discovery and OpenAPI are rebuilt when the set changes.
+//
 // Errors leave the handlers as apimachinery StatusErrors; storage's sentinel
 // errors are translated to them in one place (storageError). A panic in a
 // handler becomes a 500 for that request only.

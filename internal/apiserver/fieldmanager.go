@@ -6,18 +6,45 @@ import (
 	"strings"
 	"sync"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	aeapplyconfiguration "k8s.io/apiextensions-apiserver/pkg/client/applyconfiguration"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/applyconfigurations"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+	"sigs.k8s.io/structured-merge-diff/v6/typed"
 )
 
 // typeConverter knows the structure (list and map types, merge keys) of
 // every built-in type; building it parses a large schema, so it is made once.
 var typeConverter = sync.OnceValue(func() managedfields.TypeConverter {
-	return applyconfigurations.NewTypeConverter(scheme)
+	return groupTypeConverter{
+		builtin: applyconfigurations.NewTypeConverter(scheme),
+		byGroup: map[string]managedfields.TypeConverter{
+			apiextensionsv1.GroupName: aeapplyconfiguration.NewTypeConverter(scheme),
+		},
+	}
 })
+
+// groupTypeConverter sends each object to the converter of its group:
+// client-go's schema knows every built-in type but CRDs, whose schema comes
+// with apiextensions-apiserver's apply configurations.
+type groupTypeConverter struct {
+	builtin managedfields.TypeConverter
+	byGroup map[string]managedfields.TypeConverter
+}
+
+func (c groupTypeConverter) ObjectToTyped(obj runtime.Object, opts ...typed.ValidationOptions) (*typed.TypedValue, error) {
+	if tc, ok := c.byGroup[obj.GetObjectKind().GroupVersionKind().Group]; ok {
+		return tc.ObjectToTyped(obj, opts...)
+	}
+	return c.builtin.ObjectToTyped(obj, opts...)
+}
+
+func (c groupTypeConverter) TypedToObject(value *typed.TypedValue) (runtime.Object, error) {
+	return c.builtin.TypedToObject(value)
+}
 
 // fieldManagers tracks managedFields for one resource: one manager for the
 // main resource and one per writable subresource.
@@ -41,6 +68,10 @@ func (d strategyDefaulter) Default(obj runtime.Object) {
 func (rs *resourceStore) fieldManager(subresource string) (*managedfields.FieldManager, error) {
 	fm := &rs.managers
 	fm.once.Do(func() {
+		if rs.cr != nil {
+			fm.byName, fm.err = rs.customFieldManagers()
+			return
+		}
 		fm.byName = map[string]*managedfields.FieldManager{}
 		gv := rs.res.Kind.GroupVersion()
 		for _, sub := range []string{"", "status"} {

@@ -2,12 +2,14 @@ package apiserver
 
 import (
 	"reflect"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -25,8 +27,20 @@ func schemaGVR(info requestInfo) schema.GroupVersionResource {
 
 func secondsDuration(s int64) time.Duration { return time.Duration(s) * time.Second }
 
-// copyField sets dst's top-level struct field name to src's (both the same type).
+// copyField sets dst's top-level struct field name to src's (both the same
+// type). For unstructured objects it copies (or removes) the JSON field of
+// that name ("Status": status).
 func copyField(dst, src runtime.Object, name string) {
+	if du, ok := dst.(*unstructured.Unstructured); ok {
+		su := src.(*unstructured.Unstructured)
+		key := strings.ToLower(name[:1]) + name[1:]
+		if v, ok := su.Object[key]; ok {
+			du.Object[key] = runtime.DeepCopyJSONValue(v)
+		} else {
+			delete(du.Object, key)
+		}
+		return
+	}
 	d := reflect.ValueOf(dst).Elem().FieldByName(name)
 	sv := reflect.ValueOf(src).Elem().FieldByName(name)
 	if d.IsValid() && sv.IsValid() && d.CanSet() {
@@ -40,7 +54,9 @@ func setAll(dst, src runtime.Object) {
 }
 
 // specChanged reports whether anything outside metadata and status differs:
-// the change that bumps metadata.generation.
+// the change that bumps metadata.generation. For custom resources (whose
+// status is only left out when it is a subresource, as upstream does) see
+// customSpecChanged.
 func specChanged(obj, old runtime.Object) bool {
 	a, b := reflect.ValueOf(obj).Elem(), reflect.ValueOf(old).Elem()
 	t := a.Type()
@@ -54,6 +70,22 @@ func specChanged(obj, old runtime.Object) bool {
 		}
 	}
 	return false
+}
+
+// customSpecChanged is specChanged for unstructured objects: anything but
+// metadata, and status when withStatus.
+func customSpecChanged(obj, old *unstructured.Unstructured, withStatus bool) bool {
+	strip := func(m map[string]interface{}) map[string]interface{} {
+		out := make(map[string]interface{}, len(m))
+		for k, v := range m {
+			if k == "metadata" || (withStatus && k == "status") {
+				continue
+			}
+			out[k] = v
+		}
+		return out
+	}
+	return !equality.Semantic.DeepEqual(strip(obj.Object), strip(old.Object))
 }
 
 func namespaceFinalizers(obj runtime.Object) int {
@@ -123,6 +155,10 @@ func partialMetadata(obj runtime.Object) *metav1.PartialObjectMetadata {
 	if a, ok := obj.(metav1.ObjectMetaAccessor); ok {
 		if om, ok := a.GetObjectMeta().(*metav1.ObjectMeta); ok {
 			out.ObjectMeta = *om
+		}
+	} else if u, ok := obj.(*unstructured.Unstructured); ok {
+		if m, ok := u.Object["metadata"].(map[string]interface{}); ok {
+			_ = runtime.DefaultUnstructuredConverter.FromUnstructured(m, &out.ObjectMeta)
 		}
 	}
 	return out

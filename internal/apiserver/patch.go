@@ -32,10 +32,17 @@ func (s *Server) handlePatch(rq *request, subresource string) error {
 	}
 	pt := types.PatchType(ct)
 	switch pt {
-	case types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType:
+	case types.StrategicMergePatchType:
+		if rq.rs.cr != nil {
+			return unsupportedPatchType(customPatchTypes)
+		}
+	case types.JSONPatchType, types.MergePatchType:
 	case types.ApplyYAMLPatchType:
 		return s.handleApply(rq, subresource, dryRun, fv)
 	default:
+		if rq.rs.cr != nil {
+			return unsupportedPatchType(customPatchTypes)
+		}
 		return unsupportedMediaType(ct)
 	}
 	patch, err := s.readBody(rq.r)
@@ -60,11 +67,7 @@ func (s *Server) handlePatch(rq *request, subresource string) error {
 		if err != nil {
 			return nil, err
 		}
-		dec := s.codecs.json
-		if fv != validationIgnore {
-			dec = s.codecs.strictJSON
-		}
-		obj, w, err := decodeInto(dec, patched, rs.res.Kind, rs.newObject(), fv)
+		obj, w, err := s.decodePatched(rs, patched, fv)
 		if err != nil {
 			return nil, err
 		}

@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
@@ -55,7 +56,7 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info requ
 		}
 		return
 	}
-	rs, ok := s.stores[gvr]
+	rs, ok := s.lookupStore(gvr)
 	if !ok {
 		s.codecs.writeError(w, r, apierrors.NewNotFound(gvr.GroupResource(), ""))
 		return
@@ -64,10 +65,13 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info requ
 		s.codecs.writeError(w, r, apierrors.NewNotFound(gvr.GroupResource(), info.Name))
 		return
 	}
-	out, err := s.codecs.negotiate(r, info.Subresource == "" && (info.Verb == "get" || info.Verb == "list" || info.Verb == "watch"))
+	out, err := s.codecs.negotiateFor(r, info.Subresource == "" && (info.Verb == "get" || info.Verb == "list" || info.Verb == "watch"), rs.cr != nil)
 	if err != nil {
 		s.codecs.writeError(w, r, err)
 		return
+	}
+	if rs.cr != nil && rs.cr.ver.Warning != "" {
+		addWarnings(w, []string{rs.cr.ver.Warning})
 	}
 	rq := &request{w: w, r: r, info: info, rs: rs, out: out}
 	if info.Subresource != "" {
@@ -148,7 +152,7 @@ func (s *Server) handleCreate(rq *request) error {
 	if err != nil {
 		return err
 	}
-	obj, warnings, err := s.decodeBody(rq.r, data, rq.rs.res.Kind, rq.rs.newObject(), fv)
+	obj, warnings, err := s.decodeObject(rq, data, fv)
 	if err != nil {
 		return err
 	}
@@ -180,6 +184,9 @@ func (s *Server) createObject(ctx context.Context, rs *resourceStore, ns string,
 	}
 	if m.GetResourceVersion() != "" {
 		return nil, badRequest("resourceVersion should not be set on objects to be created")
+	}
+	if rs.cr != nil && rs.cr.def.Terminating {
+		return nil, errCreateWhileTerminating(rs, m.GetName())
 	}
 	if rs.res.Namespaced {
 		if err := s.checkNamespaceOpen(ctx, ns); err != nil {
@@ -247,15 +254,36 @@ func (s *Server) createObject(ctx context.Context, rs *resourceStore, ns string,
 }
 
 func (s *Server) validateCreate(rs *resourceStore, obj runtime.Object) field.ErrorList {
+	errs := s.validateMeta(rs, obj)
+	if rs.res.Strategy.Validate != nil {
+		errs = append(errs, rs.res.Strategy.Validate(obj)...)
+	}
+	return dedupe(errs)
+}
+
+func (s *Server) validateMeta(rs *resourceStore, obj runtime.Object) field.ErrorList {
 	nameFn := apivalidation.NameIsDNSSubdomain
 	if rs.res.Strategy.ValidateName != nil {
 		nameFn = rs.res.Strategy.ValidateName
 	}
-	errs := apivalidation.ValidateObjectMetaAccessor(metaOf(obj), rs.res.Namespaced, nameFn, field.NewPath("metadata"))
-	if rs.res.Strategy.Validate != nil {
-		errs = append(errs, rs.res.Strategy.Validate(obj)...)
+	return apivalidation.ValidateObjectMetaAccessor(metaOf(obj), rs.res.Namespaced, nameFn, field.NewPath("metadata"))
+}
+
+// dedupe drops repeated errors: a strategy that validates ObjectMeta
+// itself (as upstream's CRD validation does) repeats the generic checks.
+func dedupe(errs field.ErrorList) field.ErrorList {
+	if len(errs) < 2 {
+		return errs
 	}
-	return errs
+	seen := map[string]bool{}
+	out := errs[:0:0]
+	for _, e := range errs {
+		if k := e.Error(); !seen[k] {
+			seen[k] = true
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // checkNamespaceOpen fails a create in a namespace that does not exist
@@ -307,7 +335,7 @@ func (s *Server) handleUpdate(rq *request, subresource string) error {
 	if err != nil {
 		return err
 	}
-	obj, warnings, err := s.decodeBody(rq.r, data, rq.rs.res.Kind, rq.rs.newObject(), fv)
+	obj, warnings, err := s.decodeObject(rq, data, fv)
 	if err != nil {
 		return err
 	}
@@ -437,14 +465,18 @@ func (s *Server) prepareUpdate(ctx context.Context, rs *resourceStore, obj, old 
 			st.PrepareForUpdate(ctx, obj, old)
 		}
 	}
-	if rs.res.TracksGeneration && specChanged(obj, old) {
+	if rs.res.TracksGeneration && rs.specChanged(obj, old) {
 		m.SetGeneration(om.GetGeneration() + 1)
 	}
 	errs := apivalidation.ValidateObjectMetaAccessorUpdate(m, om, field.NewPath("metadata"))
 	switch subresource {
 	case "":
 		if len(errs) == 0 {
-			errs = append(errs, s.validateCreate(rs, obj)...)
+			if st.ValidateUpdateOnly {
+				errs = append(errs, s.validateMeta(rs, obj)...)
+			} else {
+				errs = append(errs, s.validateCreate(rs, obj)...)
+			}
 		}
 		if st.ValidateUpdate != nil {
 			errs = append(errs, st.ValidateUpdate(obj, old)...)
@@ -455,7 +487,7 @@ func (s *Server) prepareUpdate(ctx context.Context, rs *resourceStore, obj, old 
 		}
 	}
 	if len(errs) > 0 {
-		return apierrors.NewInvalid(rs.res.Kind.GroupKind(), m.GetName(), errs)
+		return apierrors.NewInvalid(rs.res.Kind.GroupKind(), m.GetName(), dedupe(errs))
 	}
 	if h := s.cfg.Hooks[rs.gr].BeforeUpdate; h != nil {
 		if _, err := h(ctx, obj, old); err != nil {
@@ -463,6 +495,13 @@ func (s *Server) prepareUpdate(ctx context.Context, rs *resourceStore, obj, old 
 		}
 	}
 	return nil
+}
+
+func (rs *resourceStore) specChanged(obj, old runtime.Object) bool {
+	if rs.cr != nil {
+		return customSpecChanged(obj.(*unstructured.Unstructured), old.(*unstructured.Unstructured), rs.hasStatus)
+	}
+	return specChanged(obj, old)
 }
 
 // hasPendingFinalizers reports whether obj still waits for a finalizer:

@@ -8,10 +8,12 @@ import (
 	"runtime/debug"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/kube-openapi/pkg/validation/spec"
 
 	"plainkube.dev/plainkube/internal/auth"
 	"plainkube.dev/plainkube/internal/registry"
@@ -31,7 +33,10 @@ type Config struct {
 	// Hooks run around writes of particular resources (e.g. allocating a
 	// Service's cluster IP); keyed by group/resource.
 	Hooks map[schema.GroupResource]Hooks
-	// OpenAPI serves /openapi/v2 and /openapi/v3 (nil: 404).
+	// OpenAPI serves /openapi/v2 and /openapi/v3 (nil: 404). If it can
+	// also be told the resource set (openapi.Builder can), custom
+	// resources are published in it, and their field managers read
+	// ObjectMeta's schema from it.
 	OpenAPI http.Handler
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
@@ -73,6 +78,23 @@ type Server struct {
 	readyOnce sync.Once
 	ready     chan struct{}
 	inFlight  chan struct{}
+
+	// Custom resources (see SetCustomResources): the served set, replaced
+	// whole under customMu, and the watch cache of each, by storage prefix.
+	custom   atomic.Pointer[customState]
+	customMu sync.Mutex
+	crCaches map[string]*sharedCache
+	runCtx   context.Context
+	gates    []<-chan struct{}
+	// crAdvertised identifies what discovery and OpenAPI show of them.
+	crAdvertised    string
+	crAdvertisedSet bool
+	// crMeta is the OpenAPI schema of ObjectMeta and what it refers to,
+	// for the field managers of custom resources.
+	crMeta struct {
+		mu      sync.Mutex
+		schemas map[string]*spec.Schema
+	}
 }
 
 // New builds a Server; call Run to start its caches.
@@ -94,7 +116,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, codecs: newCodecs(), log: cfg.Logger, now: cfg.Now,
 		stores: map[schema.GroupVersionResource]*resourceStore{}, ephemeral: map[schema.GroupVersionResource]*registry.Resource{}, ready: make(chan struct{}),
-		inFlight: make(chan struct{}, cfg.MaxRequestsInFlight)}
+		inFlight: make(chan struct{}, cfg.MaxRequestsInFlight), crCaches: map[string]*sharedCache{}}
 	for i := range cfg.Resources {
 		res := &cfg.Resources[i]
 		if res.Ephemeral {
@@ -114,8 +136,20 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
+// AddReadinessGate makes the server ready only once gate is closed as well
+// (e.g. once the custom resources stored are served). Call it before Run.
+func (s *Server) AddReadinessGate(gate <-chan struct{}) {
+	s.customMu.Lock()
+	defer s.customMu.Unlock()
+	s.gates = append(s.gates, gate)
+}
+
 // Run starts the watch caches and blocks until ctx ends.
 func (s *Server) Run(ctx context.Context) error {
+	s.startCustomCaches(ctx)
+	s.customMu.Lock()
+	gates := append([]<-chan struct{}(nil), s.gates...)
+	s.customMu.Unlock()
 	keys := make([]schema.GroupVersionResource, 0, len(s.stores))
 	for k := range s.stores {
 		keys = append(keys, k)
@@ -136,6 +170,13 @@ func (s *Server) Run(ctx context.Context) error {
 					return
 				case <-time.After(2 * time.Millisecond):
 				}
+			}
+		}
+		for _, g := range gates {
+			select {
+			case <-ctx.Done():
+				return
+			case <-g:
 			}
 		}
 		s.readyOnce.Do(func() { close(s.ready) })

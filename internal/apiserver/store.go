@@ -5,11 +5,12 @@ import (
 	"context"
 	"fmt"
 	"reflect"
-	"sync"
 	"strconv"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -34,6 +35,8 @@ type resourceStore struct {
 	hasStatus         bool
 	managers          fieldManagers
 	decoded           sync.Map // key → *decodedObject
+	// cr is set for custom resources, whose objects are unstructured.
+	cr *customInfo
 }
 
 func newResourceStore(res *registry.Resource, st storage.Interface, c *codecs) (*resourceStore, error) {
@@ -82,10 +85,20 @@ func (s *resourceStore) keyPrefix(ns string) string {
 }
 
 func (s *resourceStore) newObject() runtime.Object {
+	if s.cr != nil {
+		u := &unstructured.Unstructured{Object: map[string]interface{}{}}
+		u.SetGroupVersionKind(s.res.Kind)
+		return u
+	}
 	return reflect.New(s.objType).Interface().(runtime.Object)
 }
 
 func (s *resourceStore) newList() runtime.Object {
+	if s.cr != nil {
+		l := &unstructured.UnstructuredList{Object: map[string]interface{}{}}
+		l.SetGroupVersionKind(s.listGVK)
+		return l
+	}
 	l := reflect.New(s.listType).Interface().(runtime.Object)
 	l.GetObjectKind().SetGroupVersionKind(s.listGVK)
 	return l
@@ -133,6 +146,9 @@ func (s *resourceStore) sweepDecoded(ctx context.Context) {
 // decodeObject turns a stored value into a new typed object with its
 // resourceVersion set to rev.
 func (s *resourceStore) decodeObject(value []byte, rev int64) (runtime.Object, error) {
+	if s.cr != nil {
+		return s.decodeCustom(value, rev)
+	}
 	obj := s.newObject()
 	if _, _, err := s.codecs.json.Decode(value, &s.res.Kind, obj); err != nil {
 		return nil, fmt.Errorf("decoding stored %s: %w", s.gr, err)
@@ -147,6 +163,9 @@ func (s *resourceStore) decodeObject(value []byte, rev int64) (runtime.Object, e
 
 // encode produces the stored form of obj: JSON without resourceVersion.
 func (s *resourceStore) encode(obj runtime.Object) ([]byte, error) {
+	if s.cr != nil {
+		return s.encodeCustom(obj)
+	}
 	acc, err := meta.Accessor(obj)
 	if err != nil {
 		return nil, err

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"plainkube.dev/plainkube/internal/storage"
+	"plainkube.dev/plainkube/internal/storage/cache"
 )
 
 // bookmarkInterval is how often a watch that allows bookmarks gets one.
@@ -115,6 +116,11 @@ func (s *Server) handleWatch(rq *request) error {
 			}
 		case ev, ok := <-ch:
 			if !ok {
+				return nil
+			}
+			if ev.Type == storage.EventError && errors.Is(ev.Err, cache.ErrStopped) {
+				// The resource stopped being served (its CRD was deleted or
+				// changed): the stream ends, as upstream closes it.
 				return nil
 			}
 			if ev.Type == storage.EventError {

@@ -56,6 +56,11 @@ type Strategy struct {
 	Validate func(obj runtime.Object) field.ErrorList
 	// ValidateUpdate checks an update (immutable fields and the like).
 	ValidateUpdate func(obj, old runtime.Object) field.ErrorList
+	// ValidateUpdateOnly: an update is checked by ValidateUpdate alone
+	// (besides ObjectMeta), not by Validate too. For resources whose update
+	// rules differ from their create rules (CRDs ratchet on the stored
+	// object, custom resources' CEL rules see oldSelf).
+	ValidateUpdateOnly bool
 	// ValidateStatusUpdate checks a /status update.
 	ValidateStatusUpdate func(obj, old runtime.Object) field.ErrorList
 	// SelectableFields returns the fields usable in a fieldSelector beyond

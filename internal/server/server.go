@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"plainkube.dev/plainkube/internal/allocator"
+	"plainkube.dev/plainkube/internal/apiextensions"
 	"plainkube.dev/plainkube/internal/apiserver"
 	"plainkube.dev/plainkube/internal/auth"
 	"plainkube.dev/plainkube/internal/loopback"
@@ -138,7 +139,23 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.API = api
+	// Custom resources: the CRD controllers run in-process as API clients;
+	// the server is ready once the CRDs stored are served.
+	crdsServed := make(chan struct{})
+	api.AddReadinessGate(crdsServed)
 	go api.Run(ctx)
+	synced, err := apiextensions.Start(ctx, s.LoopbackConfig(), api)
+	if err != nil {
+		s.stop()
+		return nil, fmt.Errorf("CRD controllers: %w", err)
+	}
+	go func() {
+		select {
+		case <-synced:
+			close(crdsServed)
+		case <-ctx.Done():
+		}
+	}()
 
 	tlsConfig, err := bundle.ServerTLSConfig()
 	if err != nil {

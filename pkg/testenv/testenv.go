@@ -11,6 +11,7 @@ import (
 
 	"plainkube.dev/plainkube/internal/controllermanager"
 	"plainkube.dev/plainkube/internal/kubelet/sim"
+	"plainkube.dev/plainkube/internal/scheduler"
 	"plainkube.dev/plainkube/internal/server"
 )
 
@@ -46,6 +47,17 @@ func WithPort(port int) Option { return func(o *options) { o.port = port } }
 // namespace deletion, and the others), as a real cluster does.
 func WithControllers() Option {
 	return func(o *options) { o.components = append(o.components, controllermanager.Run) }
+}
+
+// WithScheduler runs plainkube's scheduler, so pods get bound to nodes.
+func WithScheduler() Option {
+	return WithComponent(func(ctx context.Context, cfg *rest.Config) error {
+		s, err := scheduler.New(cfg, scheduler.Options{})
+		if err != nil {
+			return err
+		}
+		return s.Run(ctx)
+	})
 }
 
 // WithSimNodes runs n simulated nodes (Ready, with leases; pods bound to

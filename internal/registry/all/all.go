@@ -6,6 +6,7 @@ import (
 	"plainkube.dev/plainkube/internal/printers"
 	"plainkube.dev/plainkube/internal/registry"
 	"plainkube.dev/plainkube/internal/registry/admissionregistration"
+	"plainkube.dev/plainkube/internal/registry/apiextensions"
 	"plainkube.dev/plainkube/internal/registry/apps"
 	"plainkube.dev/plainkube/internal/registry/autoscaling"
 	"plainkube.dev/plainkube/internal/registry/batch"
@@ -30,6 +31,7 @@ func Resources() []registry.Resource {
 		coordination.Resources(), discovery.Resources(), events.Resources(), networking.Resources(),
 		policy.Resources(), rbac.Resources(), storageapi.Resources(), scheduling.Resources(),
 		admissionregistration.Resources(), certificates.Resources(), reviews.Resources(),
+		apiextensions.Resources(),
 	} {
 		out = append(out, group...)
 	}
