@@ -98,7 +98,9 @@ func runServer(args []string) error {
 	slog.SetDefault(log)
 	opts.Logger = log
 	if !*disableControllers {
-		opts.Components = append(opts.Components, controllermanager.Run)
+		opts.Components = append(opts.Components, func(ctx context.Context, env server.ComponentEnv) error {
+			return controllermanager.Run(ctx, env.Config, controllermanager.Options{RootCA: env.CAPEM})
+		})
 	}
 	if !*disableScheduler {
 		opts.Components = append(opts.Components, schedulerComponent(scheduler.Options{Logger: log}))
@@ -130,7 +132,19 @@ func runControllerManager(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	return controllermanager.Run(ctx, cfg)
+	return controllermanager.Run(ctx, cfg, controllermanager.Options{RootCA: rootCA(cfg)})
+}
+
+// rootCA is the CA a kubeconfig trusts, for the kube-root-ca.crt ConfigMaps.
+func rootCA(cfg *rest.Config) []byte {
+	if len(cfg.CAData) > 0 {
+		return cfg.CAData
+	}
+	if cfg.CAFile != "" {
+		b, _ := os.ReadFile(cfg.CAFile)
+		return b
+	}
+	return nil
 }
 
 func runBench(args []string) error {
@@ -192,9 +206,9 @@ func runBench(args []string) error {
 }
 
 // simComponent runs simulated nodes inside the server process.
-func simComponent(o sim.Options) func(context.Context, *rest.Config) error {
-	return func(ctx context.Context, cfg *rest.Config) error {
-		s, err := sim.New(cfg, o)
+func simComponent(o sim.Options) server.Component {
+	return func(ctx context.Context, env server.ComponentEnv) error {
+		s, err := sim.New(env.Config, o)
 		if err != nil {
 			return err
 		}
@@ -215,13 +229,13 @@ func runSim(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	return simComponent(o)(ctx, cfg)
+	return simComponent(o)(ctx, server.ComponentEnv{Config: cfg})
 }
 
 // schedulerComponent runs the scheduler inside the server process.
-func schedulerComponent(o scheduler.Options) func(context.Context, *rest.Config) error {
-	return func(ctx context.Context, cfg *rest.Config) error {
-		s, err := scheduler.New(cfg, o)
+func schedulerComponent(o scheduler.Options) server.Component {
+	return func(ctx context.Context, env server.ComponentEnv) error {
+		s, err := scheduler.New(env.Config, o)
 		if err != nil {
 			return err
 		}
@@ -252,5 +266,5 @@ func runScheduler(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	return schedulerComponent(o)(ctx, cfg)
+	return schedulerComponent(o)(ctx, server.ComponentEnv{Config: cfg})
 }

@@ -24,8 +24,8 @@ import (
 // subresourceParts says which part of the object each writable subresource
 // changes; everything else is kept from the stored object.
 var subresourceParts = map[string]func(obj, old runtime.Object) runtime.Object{
-	"status":   keepOnly("Status"),
-	"approval": keepOnly("Status"),
+	"status":   statusUpdate,
+	"approval": statusUpdate,
 	"ephemeralcontainers": func(obj, old runtime.Object) runtime.Object {
 		out := old.DeepCopyObject().(*corev1.Pod)
 		out.Spec.EphemeralContainers = obj.(*corev1.Pod).Spec.EphemeralContainers
@@ -38,12 +38,18 @@ var subresourceParts = map[string]func(obj, old runtime.Object) runtime.Object{
 	},
 }
 
-func keepOnly(field string) func(obj, old runtime.Object) runtime.Object {
-	return func(obj, old runtime.Object) runtime.Object {
-		out := old.DeepCopyObject()
-		copyField(out, obj, field)
-		return out
-	}
+// statusUpdate is what a /status write may change, as upstream's status
+// strategies allow: the status, and metadata other than labels (controllers
+// record annotations such as a Deployment's revision this way); the spec
+// and labels stay as stored.
+func statusUpdate(obj, old runtime.Object) runtime.Object {
+	out := old.DeepCopyObject()
+	copyField(out, obj, "Status")
+	om, nm := metaOf(out), metaOf(obj)
+	om.SetAnnotations(nm.GetAnnotations())
+	om.SetFinalizers(nm.GetFinalizers())
+	om.SetOwnerReferences(nm.GetOwnerReferences())
+	return out
 }
 
 // streamingSubresources are served by the node agent (a later milestone).

@@ -45,12 +45,25 @@ type Options struct {
 	// InMemory keeps everything in memory (tests); it ignores EtcdServers.
 	InMemory    bool
 	ServiceCIDR string
-	// Components run in-process once the API serves, each with a loopback
-	// client config (the controller manager, the scheduler, nodes…). The
-	// server package does not import them, so their tests can start a
-	// control plane.
-	Components []func(ctx context.Context, cfg *rest.Config) error
+	// Components run in-process once the API serves (the controller
+	// manager, the scheduler, nodes…). The server package does not import
+	// them, so their tests can start a control plane.
+	Components []Component
 	Logger     *slog.Logger
+}
+
+// Component is a part of the cluster run inside the server process until
+// ctx ends.
+type Component func(ctx context.Context, env ComponentEnv) error
+
+// ComponentEnv is what a component is given.
+type ComponentEnv struct {
+	// Config is a loopback client config acting as the cluster admin.
+	Config *rest.Config
+	// CAPEM is the cluster CA certificate (for kube-root-ca.crt, kubeconfigs…).
+	CAPEM []byte
+	// URL is the API server's HTTPS address.
+	URL string
 }
 
 // DefaultDataDir is /var/lib/plainkube for root and ~/.plainkube otherwise.
@@ -198,9 +211,10 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		return nil, err
 	}
 	go startCompactor(ctx, s.store, log)
+	env := ComponentEnv{Config: s.LoopbackConfig(), CAPEM: bundle.CAPEM, URL: s.URL}
 	for _, run := range opts.Components {
 		go func() {
-			if err := run(ctx, s.LoopbackConfig()); err != nil && ctx.Err() == nil {
+			if err := run(ctx, env); err != nil && ctx.Err() == nil {
 				log.Error("component failed", "err", err)
 			}
 		}()

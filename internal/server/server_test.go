@@ -31,7 +31,9 @@ func startServer(t *testing.T) (*Server, *rest.Config) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	s, err := Start(ctx, Options{DataDir: t.TempDir(), BindAddress: "127.0.0.1", Port: 0, InMemory: true,
-		Components: []func(context.Context, *rest.Config) error{controllermanager.Run}})
+		Components: []Component{func(ctx context.Context, env ComponentEnv) error {
+			return controllermanager.Run(ctx, env.Config, controllermanager.Options{RootCA: env.CAPEM})
+		}}})
 	if err != nil {
 		cancel()
 		t.Fatalf("start: %v", err)

@@ -30,7 +30,7 @@ type Env struct {
 type options struct {
 	etcd       bool
 	port       int
-	components []func(context.Context, *rest.Config) error
+	components []server.Component
 	logger     *slog.Logger
 }
 
@@ -46,7 +46,11 @@ func WithPort(port int) Option { return func(o *options) { o.port = port } }
 // WithControllers runs plainkube's controller manager (garbage collector,
 // namespace deletion, and the others), as a real cluster does.
 func WithControllers() Option {
-	return func(o *options) { o.components = append(o.components, controllermanager.Run) }
+	return func(o *options) {
+		o.components = append(o.components, func(ctx context.Context, env server.ComponentEnv) error {
+			return controllermanager.Run(ctx, env.Config, controllermanager.Options{RootCA: env.CAPEM})
+		})
+	}
 }
 
 // WithScheduler runs plainkube's scheduler, so pods get bound to nodes.
@@ -75,7 +79,9 @@ func WithSimNodes(n int) Option {
 // WithComponent runs any in-process component against the environment's
 // loopback client config until the test ends.
 func WithComponent(run func(ctx context.Context, cfg *rest.Config) error) Option {
-	return func(o *options) { o.components = append(o.components, run) }
+	return func(o *options) {
+		o.components = append(o.components, func(ctx context.Context, env server.ComponentEnv) error { return run(ctx, env.Config) })
+	}
 }
 
 // WithLogger sends the control plane's logs to l (default: discarded).

@@ -1,0 +1,338 @@
+package endpoints
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"math"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"plainkube.dev/plainkube/internal/controller/endpointslice"
+)
+
+// MaxCapacity is the most addresses (ready and not) one Endpoints object
+// holds; beyond it the object is truncated and annotated, as upstream.
+const MaxCapacity = 1000
+
+// overCapacityValue is the value of the endpoints.kubernetes.io/over-capacity
+// annotation on a truncated Endpoints object.
+const overCapacityValue = "truncated"
+
+// Subsets lists the pods (those matching the Service's selector) as
+// Endpoints subsets, as upstream's endpoint controller: a pod with an IP of
+// the Service's family that has not finished, and is not terminating unless
+// the Service publishes not-ready addresses, appears once per Service port
+// it resolves (a named targetPort it lacks is skipped), as a ready address
+// if it is Ready or the Service publishes not-ready addresses, else as a
+// not-ready address. A headless Service without ports lists addresses with
+// no ports. The result is packed into canonical form (see Repack).
+func Subsets(svc *corev1.Service, pods []*corev1.Pod) []corev1.EndpointSubset {
+	var subsets []corev1.EndpointSubset
+	tolerateUnready := svc.Spec.PublishNotReadyAddresses
+	for _, pod := range pods {
+		if !endpointslice.ShouldPodBeInEndpoints(pod, tolerateUnready) {
+			continue
+		}
+		addr, ok := podAddress(svc, pod)
+		if !ok {
+			continue
+		}
+		add := func(ports []corev1.EndpointPort) {
+			if tolerateUnready || endpointslice.IsPodReady(pod) {
+				subsets = append(subsets, corev1.EndpointSubset{Addresses: []corev1.EndpointAddress{addr}, Ports: ports})
+			} else {
+				subsets = append(subsets, corev1.EndpointSubset{NotReadyAddresses: []corev1.EndpointAddress{addr}, Ports: ports})
+			}
+		}
+		if len(svc.Spec.Ports) == 0 {
+			if svc.Spec.ClusterIP == corev1.ClusterIPNone {
+				add(nil)
+			}
+			continue
+		}
+		for i := range svc.Spec.Ports {
+			sp := &svc.Spec.Ports[i]
+			n, err := endpointslice.FindPort(pod, sp)
+			if err != nil {
+				continue
+			}
+			proto := sp.Protocol
+			if proto == "" {
+				proto = corev1.ProtocolTCP
+			}
+			add([]corev1.EndpointPort{{Name: sp.Name, Port: n, Protocol: proto, AppProtocol: sp.AppProtocol}})
+		}
+	}
+	return Repack(subsets)
+}
+
+// podAddress is the pod's address for the Service: its IP of the Service's
+// (first) IP family, with node name and a reference to the pod.
+func podAddress(svc *corev1.Service, pod *corev1.Pod) (corev1.EndpointAddress, bool) {
+	ips := endpointslice.PodIPs(pod)
+	if len(ips) == 0 {
+		return corev1.EndpointAddress{}, false
+	}
+	want6 := false
+	switch {
+	case len(svc.Spec.IPFamilies) > 0:
+		want6 = svc.Spec.IPFamilies[0] == corev1.IPv6Protocol
+	case endpointslice.IsServiceIPSet(svc):
+		want6 = strings.Contains(svc.Spec.ClusterIP, ":")
+	default:
+		want6 = ips[0].Is6()
+	}
+	var ip netip.Addr
+	for _, a := range ips {
+		if a.Is6() == want6 {
+			ip = a
+			break
+		}
+	}
+	if !ip.IsValid() {
+		return corev1.EndpointAddress{}, false
+	}
+	addr := corev1.EndpointAddress{
+		IP:        ip.String(),
+		TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
+	}
+	if pod.Spec.NodeName != "" {
+		node := pod.Spec.NodeName
+		addr.NodeName = &node
+	}
+	if endpointslice.ShouldSetHostname(pod, svc) {
+		addr.Hostname = pod.Spec.Hostname
+	}
+	return addr, true
+}
+
+// Repack puts subsets into the canonical form upstream's RepackSubsets
+// gives them: each address once per subset, an address ready on a port if
+// any input says so, ports offered by exactly the same addresses grouped
+// into one subset, and everything sorted, so that two computations of the
+// same endpoints compare equal.
+func Repack(subsets []corev1.EndpointSubset) []corev1.EndpointSubset {
+	type addrKey struct{ ip, uid string }
+	keyOf := func(a *corev1.EndpointAddress) addrKey {
+		k := addrKey{ip: a.IP}
+		if a.TargetRef != nil {
+			k.uid = string(a.TargetRef.UID)
+		}
+		return k
+	}
+	addrs := map[addrKey]corev1.EndpointAddress{}
+	ports := map[string]*corev1.EndpointPort{} // port key -> port; "" for "no port"
+	readyByPort := map[string]map[addrKey]bool{}
+	note := func(a *corev1.EndpointAddress, pk string, ready bool) {
+		k := keyOf(a)
+		if _, ok := addrs[k]; !ok {
+			addrs[k] = *a
+		}
+		if readyByPort[pk] == nil {
+			readyByPort[pk] = map[addrKey]bool{}
+		}
+		if was, ok := readyByPort[pk][k]; !ok || !was {
+			readyByPort[pk][k] = ready
+		}
+	}
+	for i := range subsets {
+		s := &subsets[i]
+		pks := []string{""}
+		if len(s.Ports) > 0 {
+			pks = pks[:0]
+			for j := range s.Ports {
+				pk := portKey(&s.Ports[j])
+				ports[pk] = &s.Ports[j]
+				pks = append(pks, pk)
+			}
+		}
+		for _, pk := range pks {
+			for j := range s.Addresses {
+				note(&s.Addresses[j], pk, true)
+			}
+			for j := range s.NotReadyAddresses {
+				note(&s.NotReadyAddresses[j], pk, false)
+			}
+		}
+	}
+
+	// Group ports by the exact set of (address, readiness) offering them.
+	type group struct {
+		sig   string
+		set   map[addrKey]bool
+		ports []corev1.EndpointPort
+	}
+	groups := map[string]*group{}
+	for _, pk := range slices.Sorted(maps.Keys(readyByPort)) {
+		set := readyByPort[pk]
+		var parts []string
+		for k, r := range set {
+			parts = append(parts, fmt.Sprintf("%s|%s|%v", k.ip, k.uid, r))
+		}
+		slices.Sort(parts)
+		sig := strings.Join(parts, ",")
+		g := groups[sig]
+		if g == nil {
+			g = &group{sig: sig, set: set}
+			groups[sig] = g
+		}
+		if pk != "" {
+			g.ports = append(g.ports, *ports[pk])
+		}
+	}
+	var out []corev1.EndpointSubset
+	for _, sig := range slices.Sorted(maps.Keys(groups)) {
+		g := groups[sig]
+		var s corev1.EndpointSubset
+		for k, ready := range g.set {
+			if ready {
+				s.Addresses = append(s.Addresses, addrs[k])
+			} else {
+				s.NotReadyAddresses = append(s.NotReadyAddresses, addrs[k])
+			}
+		}
+		sortAddresses(s.Addresses)
+		sortAddresses(s.NotReadyAddresses)
+		slices.SortFunc(g.ports, func(a, b corev1.EndpointPort) int { return cmp.Compare(portKey(&a), portKey(&b)) })
+		s.Ports = g.ports
+		out = append(out, s)
+	}
+	return out
+}
+
+func portKey(p *corev1.EndpointPort) string {
+	app := ""
+	if p.AppProtocol != nil {
+		app = *p.AppProtocol
+	}
+	return fmt.Sprintf("%s/%05d/%s/%s", p.Name, p.Port, p.Protocol, app)
+}
+
+func sortAddresses(a []corev1.EndpointAddress) {
+	slices.SortFunc(a, func(x, y corev1.EndpointAddress) int {
+		if c := cmp.Compare(x.IP, y.IP); c != 0 {
+			return c
+		}
+		var ux, uy string
+		if x.TargetRef != nil {
+			ux = string(x.TargetRef.UID)
+		}
+		if y.TargetRef != nil {
+			uy = string(y.TargetRef.UID)
+		}
+		return cmp.Compare(ux, uy)
+	})
+}
+
+// Truncate cuts subsets down to MaxCapacity addresses, as upstream: ready
+// addresses are kept before not-ready ones, and each subset keeps a share
+// proportional to its size. It reports whether anything was cut.
+func Truncate(subsets []corev1.EndpointSubset) bool {
+	ready, notReady := 0, 0
+	for _, s := range subsets {
+		ready += len(s.Addresses)
+		notReady += len(s.NotReadyAddresses)
+	}
+	if ready+notReady <= MaxCapacity {
+		return false
+	}
+	truncateReady := ready > MaxCapacity
+	max, total := MaxCapacity-ready, notReady
+	if truncateReady {
+		max, total = MaxCapacity, ready
+	}
+	left := max
+	for i := range subsets {
+		s := &subsets[i]
+		n := len(s.NotReadyAddresses)
+		if truncateReady {
+			n = len(s.Addresses)
+		}
+		share := min(int(math.Ceil(float64(n)/float64(total)*float64(max))), left)
+		if truncateReady {
+			s.Addresses = s.Addresses[:min(share, len(s.Addresses))]
+			s.NotReadyAddresses = nil
+			left -= len(s.Addresses)
+		} else {
+			s.NotReadyAddresses = s.NotReadyAddresses[:min(share, len(s.NotReadyAddresses))]
+			left -= len(s.NotReadyAddresses)
+		}
+	}
+	return true
+}
+
+// Desired is the Endpoints object svc should have given its pods, built on
+// current (nil if there is none), and whether it has to be written: when
+// there is none yet, or its subsets, labels (the Service's, plus the
+// headless marker) or over-capacity annotation differ. The
+// last-change-trigger-time annotation is set from trigger (zero drops it)
+// on a write, and never causes one by itself.
+func Desired(svc *corev1.Service, pods []*corev1.Pod, current *corev1.Endpoints, trigger time.Time) (*corev1.Endpoints, bool) {
+	subsets := Subsets(svc, pods)
+	truncated := Truncate(subsets)
+
+	labels := maps.Clone(svc.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	if endpointslice.IsServiceIPSet(svc) {
+		delete(labels, corev1.IsHeadlessService)
+	} else {
+		labels[corev1.IsHeadlessService] = ""
+	}
+
+	var want *corev1.Endpoints
+	if current == nil {
+		want = &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Namespace: svc.Namespace, Name: svc.Name}}
+	} else {
+		_, wasTruncated := current.Annotations[corev1.EndpointsOverCapacity]
+		if subsetsEqual(current.Subsets, subsets) && maps.Equal(current.Labels, labels) && wasTruncated == truncated {
+			return current, false
+		}
+		want = current.DeepCopy()
+	}
+	want.Subsets = subsets
+	want.Labels = labels
+	if want.Annotations == nil {
+		want.Annotations = map[string]string{}
+	}
+	if trigger.IsZero() {
+		delete(want.Annotations, corev1.EndpointsLastChangeTriggerTime)
+	} else {
+		want.Annotations[corev1.EndpointsLastChangeTriggerTime] = trigger.UTC().Format(time.RFC3339Nano)
+	}
+	if truncated {
+		want.Annotations[corev1.EndpointsOverCapacity] = overCapacityValue
+	} else {
+		delete(want.Annotations, corev1.EndpointsOverCapacity)
+	}
+	return want, true
+}
+
+// subsetsEqual compares subsets semantically (nil and empty lists are the
+// same), ignoring the target pods' resourceVersions.
+func subsetsEqual(a, b []corev1.EndpointSubset) bool {
+	strip := func(in []corev1.EndpointSubset) []corev1.EndpointSubset {
+		out := make([]corev1.EndpointSubset, len(in))
+		for i := range in {
+			s := *in[i].DeepCopy()
+			for _, list := range [][]corev1.EndpointAddress{s.Addresses, s.NotReadyAddresses} {
+				for j := range list {
+					if list[j].TargetRef != nil {
+						list[j].TargetRef.ResourceVersion = ""
+					}
+				}
+			}
+			out[i] = s
+		}
+		return out
+	}
+	return equality.Semantic.DeepEqual(strip(a), strip(b))
+}

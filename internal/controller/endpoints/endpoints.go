@@ -1,0 +1,239 @@
+package endpoints
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+
+	"plainkube.dev/plainkube/internal/controller"
+	"plainkube.dev/plainkube/internal/controller/endpointslice"
+)
+
+// Name is the controller's name.
+const Name = "endpoints"
+
+// leaderAnnotation marks Endpoints used as a leader-election lock, which
+// have no Service and must not be removed.
+const leaderAnnotation = "control-plane.alpha.kubernetes.io/leader"
+
+// Controller is the Endpoints controller.
+type Controller struct {
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+
+	client   kubernetes.Interface
+	triggers *endpointslice.TriggerTimeTracker
+	// stale maps namespace/name to the resourceVersion of an Endpoints
+	// object this controller replaced: seeing it again in the cache means
+	// the cache is behind.
+	staleMu sync.Mutex
+	stale   map[string]string
+}
+
+var _ controller.Controller = (*Controller)(nil)
+
+// New builds the controller's client from cfg.
+func New(cfg *rest.Config) (*Controller, error) {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Controller{client: cs, triggers: endpointslice.NewTriggerTimeTracker(), stale: map[string]string{}}, nil
+}
+
+// Name implements controller.Controller.
+func (c *Controller) Name() string { return Name }
+
+type listers struct {
+	services  corelisters.ServiceLister
+	pods      corelisters.PodLister
+	endpoints corelisters.EndpointsLister
+}
+
+// Run watches Services, Pods and Endpoints and keeps the Endpoints object
+// of every Service with a selector in step, with workers workers, until
+// ctx ends.
+func (c *Controller) Run(ctx context.Context, workers int) error {
+	log := c.Logger
+	if log == nil {
+		log = slog.Default().With("controller", Name)
+	}
+	queue := controller.NewQueue[string](Name)
+	factory := informers.NewSharedInformerFactory(c.client, 0)
+	svcInformer := factory.Core().V1().Services()
+	podInformer := factory.Core().V1().Pods()
+	epInformer := factory.Core().V1().Endpoints()
+	l := listers{services: svcInformer.Lister(), pods: podInformer.Lister(), endpoints: epInformer.Lister()}
+
+	enqueue := func(obj any) {
+		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+			queue.Add(key)
+		}
+	}
+	enqueuePod := func(pod *corev1.Pod) {
+		for _, key := range endpointslice.ServicesSelecting(l.services, pod.Namespace, pod.Labels) {
+			queue.Add(key)
+		}
+	}
+	if _, err := svcInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    enqueue,
+		UpdateFunc: func(_, obj any) { enqueue(obj) },
+		DeleteFunc: enqueue,
+	}); err != nil {
+		return err
+	}
+	if _, err := podInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if pod, ok := obj.(*corev1.Pod); ok {
+				enqueuePod(pod)
+			}
+		},
+		UpdateFunc: func(old, obj any) {
+			oldPod, ok1 := old.(*corev1.Pod)
+			pod, ok2 := obj.(*corev1.Pod)
+			if !ok1 || !ok2 || oldPod.ResourceVersion == pod.ResourceVersion {
+				return
+			}
+			enqueuePod(pod)
+			if !labels.Equals(oldPod.Labels, pod.Labels) {
+				enqueuePod(oldPod)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if pod := endpointslice.PodFromDelete(obj); pod != nil {
+				enqueuePod(pod)
+			}
+		},
+	}); err != nil {
+		return err
+	}
+	// An Endpoints object deleted by someone else is written again.
+	if _, err := epInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: enqueue}); err != nil {
+		return err
+	}
+
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+	if !cache.WaitForCacheSync(ctx.Done(), svcInformer.Informer().HasSynced, podInformer.Informer().HasSynced, epInformer.Informer().HasSynced) {
+		queue.ShutDown()
+		if ctx.Err() != nil {
+			return nil
+		}
+		return errors.New("endpoints informers did not sync")
+	}
+	// Endpoints left behind by Services deleted while the controller was
+	// not running are found once, at start (as upstream).
+	if eps, err := l.endpoints.List(labels.Everything()); err == nil {
+		for _, ep := range eps {
+			if _, ok := ep.Annotations[leaderAnnotation]; !ok {
+				enqueue(ep)
+			}
+		}
+	}
+	log.Info("endpoints controller synced")
+	controller.ProcessQueue(ctx, queue, workers, log, func(ctx context.Context, key string) (controller.Result, error) {
+		return c.reconcile(ctx, log, l, key)
+	})
+	return nil
+}
+
+// reconcile makes the Endpoints object named by key match its Service's
+// pods, or removes it if the Service is gone.
+func (c *Controller) reconcile(ctx context.Context, log *slog.Logger, l listers, key string) (controller.Result, error) {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return controller.Result{}, nil
+	}
+	svc, err := l.services.Services(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		c.triggers.Forget(ns, name)
+		c.forgetStale(key)
+		if _, err := l.endpoints.Endpoints(ns).Get(name); apierrors.IsNotFound(err) {
+			return controller.Result{}, nil
+		}
+		if err := c.client.CoreV1().Endpoints(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return controller.Result{}, err
+		}
+		log.Debug("endpoints of deleted service removed", "namespace", ns, "name", name)
+		return controller.Result{}, nil
+	}
+	if err != nil {
+		return controller.Result{}, err
+	}
+	// Services without a selector get their Endpoints from elsewhere (the
+	// API server for "kubernetes", or their users); ExternalName Services
+	// have none.
+	if svc.Spec.Type == corev1.ServiceTypeExternalName || svc.Spec.Selector == nil {
+		return controller.Result{}, nil
+	}
+	pods, err := l.pods.Pods(ns).List(labels.SelectorFromValidatedSet(svc.Spec.Selector))
+	if err != nil {
+		return controller.Result{}, err
+	}
+	current, err := l.endpoints.Endpoints(ns).Get(name)
+	switch {
+	case apierrors.IsNotFound(err):
+		current = nil
+	case err != nil:
+		return controller.Result{}, err
+	case c.isStale(key, current.ResourceVersion):
+		// The cache still shows what this controller replaced; wait for it.
+		return controller.Result{Requeue: true}, nil
+	}
+	// Computed on every sync, so that the tracker follows even when
+	// nothing is written.
+	trigger := c.triggers.Compute(svc, pods)
+	want, write := Desired(svc, pods, current, trigger)
+	if !write {
+		return controller.Result{}, nil
+	}
+	api := c.client.CoreV1().Endpoints(ns)
+	if current == nil {
+		if _, err := api.Create(ctx, want, metav1.CreateOptions{}); err != nil {
+			if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+				return controller.Result{}, nil
+			}
+			return controller.Result{}, fmt.Errorf("creating endpoints %s: %w", key, err)
+		}
+	} else {
+		updated, err := api.Update(ctx, want, metav1.UpdateOptions{})
+		if err != nil {
+			return controller.Result{}, fmt.Errorf("updating endpoints %s: %w", key, err)
+		}
+		if updated.ResourceVersion != current.ResourceVersion {
+			c.markStale(key, current.ResourceVersion)
+		}
+	}
+	log.Debug("endpoints synced", "namespace", ns, "name", name, "subsets", len(want.Subsets))
+	return controller.Result{}, nil
+}
+
+func (c *Controller) isStale(key, rv string) bool {
+	c.staleMu.Lock()
+	defer c.staleMu.Unlock()
+	return c.stale[key] == rv
+}
+
+func (c *Controller) markStale(key, rv string) {
+	c.staleMu.Lock()
+	defer c.staleMu.Unlock()
+	c.stale[key] = rv
+}
+
+func (c *Controller) forgetStale(key string) {
+	c.staleMu.Lock()
+	defer c.staleMu.Unlock()
+	delete(c.stale, key)
+}

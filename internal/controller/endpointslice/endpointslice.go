@@ -1,0 +1,389 @@
+package endpointslice
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	discoverylisters "k8s.io/client-go/listers/discovery/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+
+	"plainkube.dev/plainkube/internal/controller"
+)
+
+// Name is the controller's name.
+const Name = "endpointslice"
+
+// sliceChangeDelay is how long after an outside change to one of its
+// slices the controller looks at the Service again, as upstream's
+// endpointSliceChangeMinSyncDelay: changes come in bursts.
+const sliceChangeDelay = time.Second
+
+// missingNodeRetry is when a Service with pods on unknown nodes is looked
+// at again.
+const missingNodeRetry = 5 * time.Second
+
+const podNodeIndex = "spec.nodeName"
+
+// Controller is the EndpointSlice controller.
+type Controller struct {
+	// MaxEndpointsPerSlice caps the endpoints in one slice; set before Run.
+	MaxEndpointsPerSlice int
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+
+	client   kubernetes.Interface
+	tracker  *sliceTracker
+	triggers *TriggerTimeTracker
+}
+
+var _ controller.Controller = (*Controller)(nil)
+
+// New builds the controller's client from cfg.
+func New(cfg *rest.Config) (*Controller, error) {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Controller{
+		MaxEndpointsPerSlice: DefaultMaxEndpointsPerSlice,
+		client:               cs,
+		tracker:              newSliceTracker(),
+		triggers:             NewTriggerTimeTracker(),
+	}, nil
+}
+
+// Name implements controller.Controller.
+func (c *Controller) Name() string { return Name }
+
+type listers struct {
+	services corelisters.ServiceLister
+	pods     corelisters.PodLister
+	nodes    corelisters.NodeLister
+	slices   discoverylisters.EndpointSliceLister
+}
+
+// Run watches Services, Pods, Nodes and the slices it manages, and keeps
+// the slices of every Service with a selector in step, with workers
+// workers, until ctx ends.
+func (c *Controller) Run(ctx context.Context, workers int) error {
+	log := c.Logger
+	if log == nil {
+		log = slog.Default().With("controller", Name)
+	}
+	queue := controller.NewQueue[string](Name)
+	factory := informers.NewSharedInformerFactory(c.client, 0)
+	// Only the slices this controller manages are watched.
+	sliceFactory := informers.NewSharedInformerFactoryWithOptions(c.client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+		o.LabelSelector = discoveryv1.LabelManagedBy + "=" + ControllerName
+	}))
+	svcInformer := factory.Core().V1().Services()
+	podInformer := factory.Core().V1().Pods()
+	nodeInformer := factory.Core().V1().Nodes()
+	sliceInformer := sliceFactory.Discovery().V1().EndpointSlices()
+	l := listers{
+		services: svcInformer.Lister(),
+		pods:     podInformer.Lister(),
+		nodes:    nodeInformer.Lister(),
+		slices:   sliceInformer.Lister(),
+	}
+	if err := podInformer.Informer().AddIndexers(cache.Indexers{podNodeIndex: func(obj any) ([]string, error) {
+		if pod, ok := obj.(*corev1.Pod); ok && pod.Spec.NodeName != "" {
+			return []string{pod.Spec.NodeName}, nil
+		}
+		return nil, nil
+	}}); err != nil {
+		return err
+	}
+
+	enqueueService := func(obj any) {
+		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+			queue.Add(key)
+		}
+	}
+	enqueuePodServices := func(pod *corev1.Pod) {
+		for _, key := range ServicesSelecting(l.services, pod.Namespace, pod.Labels) {
+			queue.Add(key)
+		}
+	}
+	handlers := []struct {
+		inf cache.SharedIndexInformer
+		h   cache.ResourceEventHandler
+	}{
+		{svcInformer.Informer(), cache.ResourceEventHandlerFuncs{
+			AddFunc:    enqueueService,
+			UpdateFunc: func(_, obj any) { enqueueService(obj) },
+			DeleteFunc: enqueueService,
+		}},
+		{podInformer.Informer(), cache.ResourceEventHandlerFuncs{
+			AddFunc: func(obj any) {
+				if pod, ok := obj.(*corev1.Pod); ok {
+					enqueuePodServices(pod)
+				}
+			},
+			UpdateFunc: func(old, obj any) {
+				oldPod, ok1 := old.(*corev1.Pod)
+				pod, ok2 := obj.(*corev1.Pod)
+				if !ok1 || !ok2 || oldPod.ResourceVersion == pod.ResourceVersion {
+					return
+				}
+				enqueuePodServices(pod)
+				if !labels.Equals(oldPod.Labels, pod.Labels) {
+					enqueuePodServices(oldPod)
+				}
+			},
+			DeleteFunc: func(obj any) {
+				if pod := PodFromDelete(obj); pod != nil {
+					enqueuePodServices(pod)
+				}
+			},
+		}},
+		{nodeInformer.Informer(), cache.ResourceEventHandlerFuncs{
+			// A node's zone goes into its pods' endpoints, and a pod on a
+			// node not yet known is left out until the node shows up.
+			AddFunc: func(obj any) {
+				if node, ok := obj.(*corev1.Node); ok {
+					c.enqueueNodePods(podInformer.Informer().GetIndexer(), node.Name, enqueuePodServices)
+				}
+			},
+			UpdateFunc: func(old, obj any) {
+				o, ok1 := old.(*corev1.Node)
+				n, ok2 := obj.(*corev1.Node)
+				if ok1 && ok2 && o.Labels[corev1.LabelTopologyZone] != n.Labels[corev1.LabelTopologyZone] {
+					c.enqueueNodePods(podInformer.Informer().GetIndexer(), n.Name, enqueuePodServices)
+				}
+			},
+		}},
+		{sliceInformer.Informer(), cache.ResourceEventHandlerFuncs{
+			AddFunc: func(obj any) {
+				if s, ok := obj.(*discoveryv1.EndpointSlice); ok && c.tracker.shouldSync(s) {
+					c.enqueueSliceService(queue.AddAfter, s)
+				}
+			},
+			UpdateFunc: func(old, obj any) {
+				o, ok1 := old.(*discoveryv1.EndpointSlice)
+				s, ok2 := obj.(*discoveryv1.EndpointSlice)
+				if !ok1 || !ok2 {
+					return
+				}
+				if o.Labels[discoveryv1.LabelServiceName] != s.Labels[discoveryv1.LabelServiceName] {
+					c.enqueueSliceService(queue.AddAfter, o)
+					c.enqueueSliceService(queue.AddAfter, s)
+					return
+				}
+				if c.tracker.shouldSync(s) {
+					c.enqueueSliceService(queue.AddAfter, s)
+				}
+			},
+			DeleteFunc: func(obj any) {
+				s := sliceFromDelete(obj)
+				if s != nil && !c.tracker.handleDeletion(s) {
+					c.enqueueSliceService(queue.AddAfter, s)
+				}
+			},
+		}},
+	}
+	for _, h := range handlers {
+		if _, err := h.inf.AddEventHandler(h.h); err != nil {
+			return err
+		}
+	}
+
+	factory.Start(ctx.Done())
+	sliceFactory.Start(ctx.Done())
+	defer factory.Shutdown()
+	defer sliceFactory.Shutdown()
+	if !cache.WaitForCacheSync(ctx.Done(), svcInformer.Informer().HasSynced, podInformer.Informer().HasSynced,
+		nodeInformer.Informer().HasSynced, sliceInformer.Informer().HasSynced) {
+		queue.ShutDown()
+		if ctx.Err() != nil {
+			return nil
+		}
+		return errors.New("endpointslice informers did not sync")
+	}
+	log.Info("endpointslice controller synced")
+	controller.ProcessQueue(ctx, queue, workers, log, func(ctx context.Context, key string) (controller.Result, error) {
+		return c.reconcile(ctx, log, l, key)
+	})
+	return nil
+}
+
+func (c *Controller) enqueueNodePods(idx cache.Indexer, node string, enqueue func(*corev1.Pod)) {
+	objs, err := idx.ByIndex(podNodeIndex, node)
+	if err != nil {
+		return
+	}
+	for _, obj := range objs {
+		if pod, ok := obj.(*corev1.Pod); ok {
+			enqueue(pod)
+		}
+	}
+}
+
+func (c *Controller) enqueueSliceService(addAfter func(string, time.Duration), s *discoveryv1.EndpointSlice) {
+	if name := s.Labels[discoveryv1.LabelServiceName]; name != "" {
+		addAfter(s.Namespace+"/"+name, sliceChangeDelay)
+	}
+}
+
+// reconcile makes the slices of the Service named by key match its pods.
+func (c *Controller) reconcile(ctx context.Context, log *slog.Logger, l listers, key string) (controller.Result, error) {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return controller.Result{}, nil
+	}
+	nn := types.NamespacedName{Namespace: ns, Name: name}
+	svc, err := l.services.Services(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		// The garbage collector removes the slices through their owner
+		// reference.
+		c.triggers.Forget(ns, name)
+		c.tracker.forgetService(nn)
+		return controller.Result{}, nil
+	}
+	if err != nil {
+		return controller.Result{}, err
+	}
+	// Services without a selector get their slices from elsewhere (the API
+	// server for "kubernetes", or their users); ExternalName Services have
+	// none.
+	if svc.Spec.Type == corev1.ServiceTypeExternalName || svc.Spec.Selector == nil {
+		return controller.Result{}, nil
+	}
+	pods, err := l.pods.Pods(ns).List(labels.SelectorFromValidatedSet(svc.Spec.Selector))
+	if err != nil {
+		return controller.Result{}, err
+	}
+	sel := labels.SelectorFromValidatedSet(labels.Set{discoveryv1.LabelServiceName: name, discoveryv1.LabelManagedBy: ControllerName})
+	cached, err := l.slices.EndpointSlices(ns).List(sel)
+	if err != nil {
+		return controller.Result{}, err
+	}
+	existing := cached[:0:0]
+	for _, s := range cached {
+		if s.DeletionTimestamp == nil {
+			existing = append(existing, s)
+		}
+	}
+	if c.tracker.stale(nn, existing) {
+		return controller.Result{Requeue: true}, nil
+	}
+	trigger := c.triggers.Compute(svc, pods)
+
+	nodes := func(nodeName string) (string, bool) {
+		node, err := l.nodes.Get(nodeName)
+		if err != nil {
+			return "", false
+		}
+		return node.Labels[corev1.LabelTopologyZone], true
+	}
+	plan, missing := PlanSlices(svc, pods, nodes, existing, c.MaxEndpointsPerSlice)
+	if err := c.apply(ctx, svc, plan, trigger); err != nil {
+		return controller.Result{}, err
+	}
+	if !plan.Empty() {
+		log.Debug("endpoint slices synced", "namespace", ns, "service", name,
+			"created", len(plan.Create), "updated", len(plan.Update), "deleted", len(plan.Delete))
+	}
+	if len(missing) > 0 {
+		log.Info("pods on unknown nodes left out of endpoint slices", "namespace", ns, "service", name, "nodes", missing)
+		return controller.Result{RequeueAfter: missingNodeRetry}, nil
+	}
+	return controller.Result{}, nil
+}
+
+// apply writes a plan: updates and creates (stamped with the trigger time),
+// then deletes.
+func (c *Controller) apply(ctx context.Context, svc *corev1.Service, plan Plan, trigger time.Time) error {
+	api := c.client.DiscoveryV1().EndpointSlices(svc.Namespace)
+	// No new slices for a Service being deleted: the garbage collector
+	// would race them.
+	if svc.DeletionTimestamp == nil {
+		for _, s := range plan.Create {
+			setTriggerTime(s, trigger)
+			created, err := api.Create(ctx, s, metav1.CreateOptions{})
+			if err != nil {
+				if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+					return nil
+				}
+				return fmt.Errorf("creating EndpointSlice for Service %s/%s: %w", svc.Namespace, svc.Name, err)
+			}
+			c.tracker.written(created)
+		}
+	}
+	for _, s := range plan.Update {
+		setTriggerTime(s, trigger)
+		updated, err := api.Update(ctx, s, metav1.UpdateOptions{})
+		if err != nil {
+			return fmt.Errorf("updating EndpointSlice %s for Service %s/%s: %w", s.Name, svc.Namespace, svc.Name, err)
+		}
+		c.tracker.written(updated)
+	}
+	for _, s := range plan.Delete {
+		err := api.Delete(ctx, s.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &s.UID}})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting EndpointSlice %s for Service %s/%s: %w", s.Name, svc.Namespace, svc.Name, err)
+		}
+		c.tracker.deleted(s)
+	}
+	return nil
+}
+
+func setTriggerTime(s *discoveryv1.EndpointSlice, t time.Time) {
+	if s.Annotations == nil {
+		s.Annotations = map[string]string{}
+	}
+	if t.IsZero() {
+		delete(s.Annotations, corev1.EndpointsLastChangeTriggerTime)
+	} else {
+		s.Annotations[corev1.EndpointsLastChangeTriggerTime] = t.UTC().Format(time.RFC3339Nano)
+	}
+}
+
+// ServicesSelecting returns the keys of the Services in ns whose selector
+// matches podLabels. A nil selector selects nothing.
+func ServicesSelecting(lister corelisters.ServiceLister, ns string, podLabels map[string]string) []string {
+	svcs, err := lister.Services(ns).List(labels.Everything())
+	if err != nil {
+		return nil
+	}
+	var keys []string
+	for _, svc := range svcs {
+		if svc.Spec.Selector == nil {
+			continue
+		}
+		if labels.SelectorFromValidatedSet(svc.Spec.Selector).Matches(labels.Set(podLabels)) {
+			keys = append(keys, svc.Namespace+"/"+svc.Name)
+		}
+	}
+	return keys
+}
+
+// PodFromDelete unwraps the pod of a delete event (or of its tombstone).
+func PodFromDelete(obj any) *corev1.Pod {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	pod, _ := obj.(*corev1.Pod)
+	return pod
+}
+
+func sliceFromDelete(obj any) *discoveryv1.EndpointSlice {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	s, _ := obj.(*discoveryv1.EndpointSlice)
+	return s
+}

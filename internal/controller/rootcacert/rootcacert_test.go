@@ -1,0 +1,122 @@
+package rootcacert
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+
+	"plainkube.dev/plainkube/internal/server"
+)
+
+const testCA = "-----BEGIN CERTIFICATE-----\nTUlJQ...\n-----END CERTIFICATE-----\n"
+
+func TestDesired(t *testing.T) {
+	good := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: ConfigMapName, ResourceVersion: "3",
+			Labels: map[string]string{"keep": "me"}, Annotations: map[string]string{DescriptionAnnotation: Description, "other": "x"}},
+		Data: map[string]string{DataKey: testCA},
+	}
+	tests := []struct {
+		name    string
+		current *corev1.ConfigMap
+		write   bool
+	}{
+		{"missing", nil, true},
+		{"right", good, false},
+		{"edited data", func() *corev1.ConfigMap { c := good.DeepCopy(); c.Data[DataKey] = "junk"; return c }(), true},
+		{"extra key", func() *corev1.ConfigMap { c := good.DeepCopy(); c.Data["x"] = "y"; return c }(), true},
+		{"binary data", func() *corev1.ConfigMap { c := good.DeepCopy(); c.BinaryData = map[string][]byte{"b": {1}}; return c }(), true},
+		{"description removed", func() *corev1.ConfigMap { c := good.DeepCopy(); delete(c.Annotations, DescriptionAnnotation); return c }(), true},
+	}
+	for _, tt := range tests {
+		got, write := Desired("ns", tt.current, []byte(testCA))
+		if write != tt.write {
+			t.Errorf("%s: write %v, want %v", tt.name, write, tt.write)
+		}
+		if got.Name != ConfigMapName || got.Namespace != "ns" || len(got.Data) != 1 || got.Data[DataKey] != testCA ||
+			len(got.BinaryData) != 0 || got.Annotations[DescriptionAnnotation] != Description {
+			t.Errorf("%s: %+v", tt.name, got)
+		}
+		if tt.current != nil && (got.ResourceVersion != "3" || got.Labels["keep"] != "me" || got.Annotations["other"] != "x") {
+			t.Errorf("%s: metadata not kept: %+v", tt.name, got.ObjectMeta)
+		}
+	}
+}
+
+type tWriter struct{ t *testing.T }
+
+func (w tWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+func TestRootCAConfigMap(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	s, err := server.Start(ctx, server.Options{DataDir: t.TempDir(), BindAddress: "127.0.0.1", Port: 0, InMemory: true,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	if _, err := New(s.LoopbackConfig(), nil); err == nil {
+		t.Error("New accepted an empty CA")
+	}
+	c, err := New(s.LoopbackConfig(), []byte(testCA))
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	c.Logger = slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx, 2) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+		s.Wait()
+	})
+	cs := kubernetes.NewForConfigOrDie(s.LoopbackConfig())
+	bg := context.Background()
+
+	waitRight := func(ns string, notUID string) *corev1.ConfigMap {
+		t.Helper()
+		var cm *corev1.ConfigMap
+		err := wait.PollUntilContextTimeout(bg, 20*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+			var err error
+			cm, err = cs.CoreV1().ConfigMaps(ns).Get(ctx, ConfigMapName, metav1.GetOptions{})
+			return err == nil && cm.Data[DataKey] == testCA && len(cm.Data) == 1 &&
+				cm.Annotations[DescriptionAnnotation] == Description && string(cm.UID) != notUID, nil
+		})
+		if err != nil {
+			t.Fatalf("%s/%s: %+v", ns, ConfigMapName, cm)
+		}
+		return cm
+	}
+	waitRight("kube-system", "")
+	if _, err := cs.CoreV1().Namespaces().Create(bg, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cm := waitRight("team", "")
+
+	// Edited, it is restored.
+	cm.Data = map[string]string{DataKey: "forged", "extra": "x"}
+	if _, err := cs.CoreV1().ConfigMaps("team").Update(bg, cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cm = waitRight("team", "")
+
+	// Deleted, it comes back.
+	if err := cs.CoreV1().ConfigMaps("team").Delete(bg, ConfigMapName, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitRight("team", string(cm.UID))
+}

@@ -1,0 +1,113 @@
+package serviceaccount
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+
+	"plainkube.dev/plainkube/internal/server"
+)
+
+func TestMissing(t *testing.T) {
+	active := &corev1.Namespace{Status: corev1.NamespaceStatus{Phase: corev1.NamespaceActive}}
+	terminating := &corev1.Namespace{Status: corev1.NamespaceStatus{Phase: corev1.NamespaceTerminating}}
+	now := metav1.Now()
+	deleting := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{DeletionTimestamp: &now}, Status: corev1.NamespaceStatus{Phase: corev1.NamespaceActive}}
+	has := func(names ...string) func(string) bool {
+		return func(n string) bool { return slices.Contains(names, n) }
+	}
+	tests := []struct {
+		name string
+		ns   *corev1.Namespace
+		want []string
+		has  func(string) bool
+		out  []string
+	}{
+		{"new namespace", active, []string{"default"}, has(), []string{"default"}},
+		{"already there", active, []string{"default"}, has("default"), nil},
+		{"several names", active, []string{"default", "builder", "default"}, has("builder"), []string{"default"}},
+		{"terminating namespace", terminating, []string{"default"}, has(), nil},
+		{"namespace being deleted", deleting, []string{"default"}, has(), nil},
+		{"no namespace", nil, []string{"default"}, has(), nil},
+	}
+	for _, tt := range tests {
+		if got := Missing(tt.ns, tt.want, tt.has); !slices.Equal(got, tt.out) {
+			t.Errorf("%s: %v, want %v", tt.name, got, tt.out)
+		}
+	}
+}
+
+type tWriter struct{ t *testing.T }
+
+func (w tWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+func TestDefaultServiceAccount(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	s, err := server.Start(ctx, server.Options{DataDir: t.TempDir(), BindAddress: "127.0.0.1", Port: 0, InMemory: true,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	c, err := New(s.LoopbackConfig())
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	c.Logger = slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx, 2) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+		s.Wait()
+	})
+	cs := kubernetes.NewForConfigOrDie(s.LoopbackConfig())
+
+	waitFor := func(ns string) *corev1.ServiceAccount {
+		t.Helper()
+		var sa *corev1.ServiceAccount
+		err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+			var err error
+			sa, err = cs.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
+			return err == nil, nil
+		})
+		if err != nil {
+			t.Fatalf("no default service account in %s", ns)
+		}
+		return sa
+	}
+	// The namespaces that exist at start get one, and so does a new one.
+	waitFor("kube-system")
+	waitFor("default")
+	if _, err := cs.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	first := waitFor("team")
+
+	// Deleted, it comes back.
+	if err := cs.CoreV1().ServiceAccounts("team").Delete(context.Background(), "default", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	err = wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		sa, err := cs.CoreV1().ServiceAccounts("team").Get(ctx, "default", metav1.GetOptions{})
+		return err == nil && sa.UID != first.UID, nil
+	})
+	if err != nil {
+		t.Fatal("default service account not recreated")
+	}
+}
