@@ -99,7 +99,7 @@ func runServer(args []string) error {
 	opts.Logger = log
 	if !*disableControllers {
 		opts.Components = append(opts.Components, func(ctx context.Context, env server.ComponentEnv) error {
-			return controllermanager.Run(ctx, env.Config, controllermanager.Options{RootCA: env.CAPEM})
+			return controllermanager.Run(ctx, env.Config, controllermanager.Options{RootCA: env.CAPEM, LeaderElect: true})
 		})
 	}
 	if !*disableScheduler {
@@ -125,6 +125,7 @@ func runServer(args []string) error {
 func runControllerManager(args []string) error {
 	fs := flag.NewFlagSet("controller-manager", flag.ExitOnError)
 	kubeconfig := fs.String("kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the API server to manage")
+	leaderElect := fs.Bool("leader-elect", true, "act only while holding the kube-system/kube-controller-manager Lease")
 	fs.Parse(args)
 	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
 	if err != nil {
@@ -132,7 +133,7 @@ func runControllerManager(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	return controllermanager.Run(ctx, cfg, controllermanager.Options{RootCA: rootCA(cfg)})
+	return controllermanager.Run(ctx, cfg, controllermanager.Options{RootCA: rootCA(cfg), LeaderElect: *leaderElect})
 }
 
 // rootCA is the CA a kubeconfig trusts, for the kube-root-ca.crt ConfigMaps.

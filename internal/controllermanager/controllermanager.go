@@ -2,7 +2,16 @@ package controllermanager
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
 	"k8s.io/client-go/rest"
 
@@ -24,7 +33,20 @@ type Options struct {
 	// RootCA is published in every namespace as the kube-root-ca.crt
 	// ConfigMap; without it that controller does not run.
 	RootCA []byte
+	// LeaderElect makes the controllers run only while this process holds
+	// the kube-system/kube-controller-manager Lease, so that of several
+	// controller managers exactly one acts.
+	LeaderElect bool
+	// Identity names this candidate in the Lease (default: hostname_random).
+	Identity string
 }
+
+// Lease timings, as upstream's defaults.
+const (
+	leaseDuration = 15 * time.Second
+	renewDeadline = 10 * time.Second
+	retryPeriod   = 2 * time.Second
+)
 
 // New builds every controller against cfg.
 func New(cfg *rest.Config, o Options) ([]controller.Controller, error) {
@@ -81,12 +103,48 @@ func New(cfg *rest.Config, o Options) ([]controller.Controller, error) {
 	return out, nil
 }
 
-// Run runs every controller until ctx ends.
+// Run runs every controller until ctx ends; with LeaderElect, only while
+// this process leads. Losing the lead stops the controllers and returns an
+// error, as upstream's controller manager exits.
 func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	cs, err := New(cfg, o)
 	if err != nil {
 		return err
 	}
-	controller.RunAll(ctx, cs...)
-	return nil
+	if !o.LeaderElect {
+		controller.RunAll(ctx, cs...)
+		return nil
+	}
+	id := o.Identity
+	if id == "" {
+		host, _ := os.Hostname()
+		id = host + "_" + string(uuid.NewUUID())
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	lock := &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Namespace: "kube-system", Name: "kube-controller-manager"},
+		Client:     client.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: id},
+	}
+	lost := errors.New("leader election lost")
+	var result error
+	lctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	leaderelection.RunOrDie(lctx, leaderelection.LeaderElectionConfig{
+		Lock: lock, LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RetryPeriod: retryPeriod,
+		ReleaseOnCancel: true, Name: "kube-controller-manager",
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(ctx context.Context) { controller.RunAll(ctx, cs...) },
+			OnStoppedLeading: func() {
+				if ctx.Err() == nil {
+					result = lost
+				}
+				cancel()
+			},
+		},
+	})
+	return result
 }
