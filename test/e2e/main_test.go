@@ -54,6 +54,7 @@ type cluster struct {
 	cmd     *exec.Cmd
 	log     *bytes.Buffer
 	kubectl string
+	args    []string
 }
 
 func freePort(t *testing.T) int {
@@ -67,8 +68,8 @@ func freePort(t *testing.T) int {
 
 // startCluster starts plainkube server on a fresh data dir and waits until
 // kubectl can reach it.
-func startCluster(t *testing.T) *cluster {
-	c := &cluster{t: t, dataDir: t.TempDir(), port: freePort(t), kubectl: kubectlPath(t)}
+func startCluster(t *testing.T, serverArgs ...string) *cluster {
+	c := &cluster{t: t, dataDir: t.TempDir(), port: freePort(t), kubectl: kubectlPath(t), args: serverArgs}
 	c.start()
 	t.Cleanup(c.stop)
 	return c
@@ -77,7 +78,8 @@ func startCluster(t *testing.T) *cluster {
 func (c *cluster) start() {
 	c.t.Helper()
 	c.log = &bytes.Buffer{}
-	c.cmd = exec.Command(binary, "server", "--data-dir", c.dataDir, "--bind-address", "127.0.0.1", "--port", fmt.Sprint(c.port))
+	args := append([]string{"server", "--data-dir", c.dataDir, "--bind-address", "127.0.0.1", "--port", fmt.Sprint(c.port)}, c.args...)
+	c.cmd = exec.Command(binary, args...)
 	c.cmd.Stdout, c.cmd.Stderr = c.log, c.log
 	if err := c.cmd.Start(); err != nil {
 		c.t.Fatal(err)
@@ -147,6 +149,27 @@ func (c *cluster) must(args ...string) string {
 		c.t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 	return out
+}
+
+// eventually runs kubectl until its output contains all of wants, for up to
+// a minute.
+func (c *cluster) eventually(wants []string, args ...string) string {
+	c.t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		out, _ := c.run(args...)
+		ok := true
+		for _, w := range wants {
+			ok = ok && strings.Contains(out, w)
+		}
+		if ok {
+			return out
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("kubectl %s never showed %q; last output:\n%s", strings.Join(args, " "), wants, out)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 // mustFail runs kubectl and fails the test if it succeeds.
