@@ -26,11 +26,8 @@ func withNamespace(ctx context.Context, cs kubernetes.Interface, prefix string, 
 	if err != nil {
 		return fmt.Errorf("creating namespace: %w", err)
 	}
-	defer func() {
-		zero := int64(0)
-		cs.CoreV1().Pods(ns.Name).DeleteCollection(context.Background(), metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
-		cs.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{})
-	}()
+	// The namespace controller removes everything in it, in the background.
+	defer cs.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{})
 	return f(ns.Name)
 }
 

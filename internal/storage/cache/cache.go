@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"plainkube.dev/plainkube/internal/storage"
 	"plainkube.dev/plainkube/internal/storage/internal/keyspace"
@@ -15,7 +16,7 @@ import (
 // Defaults for Options.
 const (
 	DefaultEvents        = 1000
-	DefaultWatcherBuffer = 100
+	DefaultWatcherBuffer = 100000
 	DefaultPageSize      = 1000
 )
 
@@ -34,7 +35,8 @@ type Options struct {
 	// a past revision (default DefaultEvents).
 	Events int
 	// WatcherBuffer is how many events a watcher may have waiting before it
-	// is ended with ErrTooSlow (default DefaultWatcherBuffer).
+	// is ended with ErrTooSlow (default DefaultWatcherBuffer). The queue
+	// grows only as far as a consumer falls behind.
 	WatcherBuffer int
 	// PageSize is the page size of the lists the cache reads from the store
 	// (default DefaultPageSize).
@@ -66,11 +68,97 @@ type Cache struct {
 	confirmReq chan struct{}
 }
 
+// watcher is one watch. The cache appends events to its queue under the
+// cache's lock without ever blocking; the watcher's own goroutine moves them
+// to the consumer's channel at whatever pace the consumer reads.
 type watcher struct {
 	prefix string
 	from   int64 // only events after from are sent
-	ch     chan storage.Event
+	out    chan storage.Event
 	stop   func() bool // unregisters the ctx callback
+	wake   chan struct{}
+
+	mu    sync.Mutex
+	queue []storage.Event
+	// inflight counts events the forwarder has taken from the queue but not
+	// yet put into out.
+	inflight atomic.Int64
+	final    *storage.Event // sent once the queue is drained, then out closes
+}
+
+// watcherChannel is the buffer of each watcher's channel: events go
+// straight into it while the consumer keeps up.
+const watcherChannel = 16
+
+// push queues ev unless limit events are already waiting (queued, being
+// forwarded, or unread in the channel).
+func (w *watcher) push(ev storage.Event, limit int) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.queue)+len(w.out)+int(w.inflight.Load()) >= limit {
+		return false
+	}
+	if len(w.queue) == 0 && w.inflight.Load() == 0 {
+		select {
+		case w.out <- ev: // nothing ahead of it: deliver directly
+			return true
+		default:
+		}
+	}
+	w.queue = append(w.queue, ev)
+	w.signal()
+	return true
+}
+
+// finish queues the final event.
+func (w *watcher) finish(ev storage.Event) {
+	w.mu.Lock()
+	w.final = &ev
+	w.mu.Unlock()
+	w.signal()
+}
+
+func (w *watcher) signal() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// forward delivers queued events until the final one, or until ctx ends;
+// then it closes out.
+func (w *watcher) forward(ctx context.Context) {
+	defer close(w.out)
+	for {
+		w.mu.Lock()
+		batch, final := w.queue, w.final
+		w.queue = nil
+		w.inflight.Store(int64(len(batch)))
+		w.mu.Unlock()
+		for _, ev := range batch {
+			select {
+			case w.out <- ev:
+				w.inflight.Add(-1)
+			case <-ctx.Done():
+				return
+			}
+		}
+		if len(batch) > 0 {
+			continue
+		}
+		if final != nil {
+			select {
+			case w.out <- *final:
+			case <-ctx.Done():
+			}
+			return
+		}
+		select {
+		case <-w.wake:
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // New returns a cache of the keys under prefix (which ends in '/') in store.
@@ -235,47 +323,41 @@ func (c *Cache) ListAndWatch(ctx context.Context, prefix string) ([]storage.KeyV
 
 func (c *Cache) under(prefix string) bool { return strings.HasPrefix(prefix, c.prefix) }
 
-// register adds a watcher with c.mu held. Its channel holds the replay,
-// WatcherBuffer live events and one slot kept free for a final error.
+// register adds a watcher with c.mu held, its queue starting with replay.
 func (c *Cache) register(ctx context.Context, prefix string, from int64, replay []storage.Event) <-chan storage.Event {
-	w := &watcher{prefix: prefix, from: from, ch: make(chan storage.Event, len(replay)+c.opts.WatcherBuffer+1)}
-	for _, ev := range replay {
-		w.ch <- ev
-	}
+	w := &watcher{prefix: prefix, from: from, out: make(chan storage.Event, watcherChannel), wake: make(chan struct{}, 1)}
+	w.queue = append(w.queue, replay...)
 	c.watchers[w] = struct{}{}
 	w.stop = context.AfterFunc(ctx, func() {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		if _, ok := c.watchers[w]; ok {
-			delete(c.watchers, w)
-			close(w.ch)
-		}
+		delete(c.watchers, w)
 	})
-	return w.ch
+	go w.forward(ctx)
+	w.signal()
+	return w.out
 }
 
-// fanout sends ev to the watchers that want it, with c.mu held. It never
-// blocks: a watcher with a full buffer is ended with ErrTooSlow.
+// fanout queues ev for the watchers that want it, with c.mu held. It never
+// blocks: a watcher with WatcherBuffer events already waiting is ended with
+// ErrTooSlow.
 func (c *Cache) fanout(ev storage.Event) {
 	for w := range c.watchers {
 		if ev.Revision <= w.from || !keyspace.Match(w.prefix, ev.Key) {
 			continue
 		}
-		if len(w.ch) < cap(w.ch)-1 {
-			w.ch <- ev
-			continue
+		if !w.push(ev, c.opts.WatcherBuffer) {
+			c.end(w, ErrTooSlow)
 		}
-		c.end(w, ErrTooSlow)
 	}
 }
 
-// end sends a final EventError(err) to w and closes it, with c.mu held. The
-// slot kept free in every buffer makes the send non-blocking.
+// end queues a final EventError(err) for w and unregisters it, with c.mu
+// held; its channel closes once the consumer has read what was queued.
 func (c *Cache) end(w *watcher, err error) {
-	w.ch <- storage.Event{Type: storage.EventError, Err: err}
-	close(w.ch)
 	delete(c.watchers, w)
 	w.stop()
+	w.finish(storage.Event{Type: storage.EventError, Err: err})
 }
 
 // notify wakes everything waiting on c.changed, with c.mu held.
