@@ -54,6 +54,12 @@ func newResourceStore(res *registry.Resource, st storage.Interface, c *codecs) (
 	if gv.Group != "" {
 		prefix = "/registry/" + gv.Group + "/" + res.Plural + "/"
 	}
+	if sa := res.StoredAs; sa != nil {
+		prefix = "/registry/" + sa.Plural + "/"
+		if sa.Kind.Group != "" {
+			prefix = "/registry/" + sa.Kind.Group + "/" + sa.Plural + "/"
+		}
+	}
 	s := &resourceStore{
 		res: res, gvr: gv.WithResource(res.Plural), gr: gv.WithResource(res.Plural).GroupResource(), listGVK: listGVK,
 		prefix: prefix, store: st, codecs: c,
@@ -149,9 +155,21 @@ func (s *resourceStore) decodeObject(value []byte, rev int64) (runtime.Object, e
 	if s.cr != nil {
 		return s.decodeCustom(value, rev)
 	}
-	obj := s.newObject()
-	if _, _, err := s.codecs.json.Decode(value, &s.res.Kind, obj); err != nil {
-		return nil, fmt.Errorf("decoding stored %s: %w", s.gr, err)
+	var obj runtime.Object
+	if sa := s.res.StoredAs; sa != nil {
+		stored, err := s.codecs.scheme.New(sa.Kind)
+		if err != nil {
+			return nil, err
+		}
+		if _, _, err := s.codecs.json.Decode(value, &sa.Kind, stored); err != nil {
+			return nil, fmt.Errorf("decoding stored %s: %w", s.gr, err)
+		}
+		obj = sa.FromStorage(stored)
+	} else {
+		obj = s.newObject()
+		if _, _, err := s.codecs.json.Decode(value, &s.res.Kind, obj); err != nil {
+			return nil, fmt.Errorf("decoding stored %s: %w", s.gr, err)
+		}
 	}
 	obj.GetObjectKind().SetGroupVersionKind(s.res.Kind)
 	if rev > 0 {
@@ -165,6 +183,16 @@ func (s *resourceStore) decodeObject(value []byte, rev int64) (runtime.Object, e
 func (s *resourceStore) encode(obj runtime.Object) ([]byte, error) {
 	if s.cr != nil {
 		return s.encodeCustom(obj)
+	}
+	if sa := s.res.StoredAs; sa != nil {
+		obj = sa.ToStorage(obj)
+		var buf bytes.Buffer
+		obj.GetObjectKind().SetGroupVersionKind(sa.Kind)
+		metaOf(obj).SetResourceVersion("")
+		if err := s.codecs.json.Encode(obj, &buf); err != nil {
+			return nil, err
+		}
+		return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 	}
 	acc, err := meta.Accessor(obj)
 	if err != nil {

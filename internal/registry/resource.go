@@ -26,6 +26,10 @@ type Resource struct {
 	// Verbs the main resource allows; nil means all of create, delete,
 	// deletecollection, get, list, patch, update, watch.
 	Verbs []string
+	// StoredAs, if set, keeps this resource's objects as another resource's:
+	// both APIs then show the same objects (events.k8s.io/v1 events are
+	// core/v1 events in storage, as upstream).
+	StoredAs *StoredAs
 	// Ephemeral resources are not stored: a create is answered by the API
 	// server itself (access and token reviews). They serve only "create".
 	Ephemeral bool
@@ -76,4 +80,15 @@ type TableSpec struct {
 	// Cells returns one row's cells, in Columns order, for obj. Columns with
 	// Priority 1 are shown by kubectl only with -o wide; they are always sent.
 	Cells func(obj runtime.Object) []interface{}
+}
+
+// StoredAs names the resource whose storage another resource shares, and
+// converts between the two kinds.
+type StoredAs struct {
+	// Kind and Plural of the stored resource (e.g. core/v1 Event, "events").
+	Kind   schema.GroupVersionKind
+	Plural string
+	// ToStorage converts an object of this resource to the stored kind;
+	// FromStorage converts back. Both return new objects.
+	ToStorage, FromStorage func(runtime.Object) runtime.Object
 }

@@ -12,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -529,5 +530,38 @@ func TestListPagingAndFieldSelectors(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("no DELETED event")
+	}
+}
+
+// TestEventsInBothAPIs: events.k8s.io/v1 and core/v1 show the same events.
+func TestEventsInBothAPIs(t *testing.T) {
+	_, cfg := startServer(t)
+	cs := clientset(t, cfg)
+	ctx := context.Background()
+	_, err := cs.CoreV1().Events("default").Create(ctx, &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{Name: "core-made"},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: "p"},
+		Reason:         "Tested", Message: "made through core/v1", Type: "Normal",
+		FirstTimestamp: metav1.Now(), LastTimestamp: metav1.Now(), Count: 1,
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := cs.EventsV1().Events("default").Get(ctx, "core-made", metav1.GetOptions{})
+	if err != nil || ev.Note != "made through core/v1" || ev.Regarding.Name != "p" || ev.DeprecatedCount != 1 {
+		t.Fatalf("core event through events.k8s.io: %+v, %v", ev, err)
+	}
+	_, err = cs.EventsV1().Events("default").Create(ctx, &eventsv1.Event{
+		ObjectMeta: metav1.ObjectMeta{Name: "new-made"}, EventTime: metav1.NowMicro(),
+		ReportingController: "example.com/test", ReportingInstance: "test-1", Action: "Testing",
+		Regarding: corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: "p"},
+		Reason:    "Tested", Note: "made through events.k8s.io", Type: "Normal",
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := cs.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=p"})
+	if err != nil || len(list.Items) != 2 {
+		t.Fatalf("core list: %d items, %v", len(list.Items), err)
 	}
 }

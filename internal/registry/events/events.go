@@ -24,8 +24,12 @@ const (
 
 func events() registry.Resource {
 	return registry.Resource{
-		Kind:       eventsv1.SchemeGroupVersion.WithKind("Event"),
-		Plural:     "events",
+		Kind:   eventsv1.SchemeGroupVersion.WithKind("Event"),
+		Plural: "events",
+		StoredAs: &registry.StoredAs{
+			Kind: corev1.SchemeGroupVersion.WithKind("Event"), Plural: "events",
+			ToStorage: toCore, FromStorage: fromCore,
+		},
 		Singular:   "event",
 		ShortNames: []string{"ev"},
 		Namespaced: true,
