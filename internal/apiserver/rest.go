@@ -138,30 +138,40 @@ func (s *Server) writeResult(rq *request, code int, obj runtime.Object) {
 
 // ---- create ----
 
-func (s *Server) handleCreate(rq *request) error {
-	ctx := rq.r.Context()
+// readWrite reads a create or update request: its options and its body,
+// decoded and checked for unknown fields as fieldValidation asks.
+func (s *Server) readWrite(rq *request) (runtime.Object, writeOptions, error) {
+	var opts writeOptions
 	dryRun, err := parseDryRun(rq.r.URL.Query()["dryRun"])
 	if err != nil {
-		return err
+		return nil, opts, err
 	}
 	fv, err := parseFieldValidation(rq.r)
 	if err != nil {
-		return err
+		return nil, opts, err
+	}
+	manager, err := fieldManagerName(rq.r, false)
+	if err != nil {
+		return nil, opts, err
 	}
 	data, err := s.readBody(rq.r)
 	if err != nil {
-		return err
+		return nil, opts, err
 	}
 	obj, warnings, err := s.decodeObject(rq, data, fv)
 	if err != nil {
-		return err
+		return nil, opts, err
 	}
 	addWarnings(rq.w, warnings)
-	manager, err := fieldManagerName(rq.r, false)
+	return obj, writeOptions{dryRun: dryRun, manager: manager}, nil
+}
+
+func (s *Server) handleCreate(rq *request) error {
+	obj, opts, err := s.readWrite(rq)
 	if err != nil {
 		return err
 	}
-	created, err := s.createObject(ctx, rq.rs, rq.info.Namespace, obj, writeOptions{dryRun: dryRun, manager: manager})
+	created, err := s.createObject(rq.r.Context(), rq.rs, rq.info.Namespace, obj, opts)
 	if err != nil {
 		return err
 	}
@@ -323,23 +333,10 @@ func generateName(base string) string {
 
 func (s *Server) handleUpdate(rq *request, subresource string) error {
 	ctx := rq.r.Context()
-	dryRun, err := parseDryRun(rq.r.URL.Query()["dryRun"])
+	obj, opts, err := s.readWrite(rq)
 	if err != nil {
 		return err
 	}
-	fv, err := parseFieldValidation(rq.r)
-	if err != nil {
-		return err
-	}
-	data, err := s.readBody(rq.r)
-	if err != nil {
-		return err
-	}
-	obj, warnings, err := s.decodeObject(rq, data, fv)
-	if err != nil {
-		return err
-	}
-	addWarnings(rq.w, warnings)
 	m := metaOf(obj)
 	if m.GetName() != rq.info.Name {
 		return badRequest("the name of the object (%s) does not match the name on the URL (%s)", m.GetName(), rq.info.Name)
@@ -347,11 +344,7 @@ func (s *Server) handleUpdate(rq *request, subresource string) error {
 	if rq.rs.res.Namespaced && m.GetNamespace() != "" && m.GetNamespace() != rq.info.Namespace {
 		return badRequest("the namespace of the provided object does not match the namespace sent on the request")
 	}
-	manager, err := fieldManagerName(rq.r, false)
-	if err != nil {
-		return err
-	}
-	updated, err := s.updateObject(ctx, rq.rs, rq.info.Namespace, rq.info.Name, subresource, writeOptions{dryRun: dryRun, manager: manager},
+	updated, err := s.updateObject(ctx, rq.rs, rq.info.Namespace, rq.info.Name, subresource, opts,
 		func(current runtime.Object) (runtime.Object, error) { return obj.DeepCopyObject(), nil })
 	if err != nil {
 		return err

@@ -129,16 +129,16 @@ func (r *run) replicaSetsForDeployment(ctx context.Context, d *appsv1.Deployment
 	var claimed []*appsv1.ReplicaSet
 	var errs []error
 	for _, rs := range all {
-		switch decideClaim(d, rs, sel.Matches(labels.Set(rs.Labels))) {
-		case keepObject:
+		switch controller.DecideClaim(d, rs, sel.Matches(labels.Set(rs.Labels))) {
+		case controller.KeepObject:
 			claimed = append(claimed, rs)
-		case adoptObject:
+		case controller.AdoptObject:
 			if err := canAdopt(); err != nil {
 				errs = append(errs, fmt.Errorf("can't adopt ReplicaSet %s/%s (%s): %w", rs.Namespace, rs.Name, rs.UID, err))
 				continue
 			}
 			adopted, err := r.client.AppsV1().ReplicaSets(rs.Namespace).Patch(ctx, rs.Name, types.StrategicMergePatchType,
-				adoptPatch(controllerKind, d, rs.UID), metav1.PatchOptions{})
+				controller.AdoptPatch(controllerKind, d, rs.UID), metav1.PatchOptions{})
 			if apierrors.IsNotFound(err) {
 				continue
 			}
@@ -148,9 +148,9 @@ func (r *run) replicaSetsForDeployment(ctx context.Context, d *appsv1.Deployment
 			}
 			r.log.Info("adopted replica set", "namespace", d.Namespace, "name", d.Name, "replicaSet", rs.Name)
 			claimed = append(claimed, adopted)
-		case releaseObject:
+		case controller.ReleaseObject:
 			_, err := r.client.AppsV1().ReplicaSets(rs.Namespace).Patch(ctx, rs.Name, types.StrategicMergePatchType,
-				releasePatch(d.UID, rs.UID), metav1.PatchOptions{})
+				controller.ReleasePatch(d.UID, rs.UID), metav1.PatchOptions{})
 			if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsInvalid(err) {
 				errs = append(errs, err)
 				continue

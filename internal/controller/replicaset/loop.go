@@ -311,16 +311,16 @@ func (l *loop) claimPods(ctx context.Context, w *workload, pods []*corev1.Pod) (
 		return adoptErr
 	}
 	for _, p := range pods {
-		switch decideClaim(w.obj, p, w.selector.Matches(labels.Set(p.Labels))) {
-		case keepObject:
+		switch controller.DecideClaim(w.obj, p, w.selector.Matches(labels.Set(p.Labels))) {
+		case controller.KeepObject:
 			claimed = append(claimed, p)
-		case adoptObject:
+		case controller.AdoptObject:
 			if err := canAdopt(); err != nil {
 				errs = append(errs, fmt.Errorf("can't adopt Pod %s/%s (%s): %w", p.Namespace, p.Name, p.UID, err))
 				continue
 			}
 			_, err := l.client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType,
-				adoptPatch(l.gvk, w.obj, p.UID), metav1.PatchOptions{})
+				controller.AdoptPatch(l.gvk, w.obj, p.UID), metav1.PatchOptions{})
 			if apierrors.IsNotFound(err) {
 				continue
 			}
@@ -330,9 +330,9 @@ func (l *loop) claimPods(ctx context.Context, w *workload, pods []*corev1.Pod) (
 			}
 			l.log.Debug("adopted pod", "namespace", p.Namespace, "name", w.obj.GetName(), "pod", p.Name)
 			claimed = append(claimed, p)
-		case releaseObject:
+		case controller.ReleaseObject:
 			_, err := l.client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType,
-				releasePatch(w.obj.GetUID(), p.UID), metav1.PatchOptions{})
+				controller.ReleasePatch(w.obj.GetUID(), p.UID), metav1.PatchOptions{})
 			if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsInvalid(err) {
 				errs = append(errs, err)
 				continue

@@ -13,6 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+
+	"plainkube.dev/plainkube/internal/controller"
 )
 
 var t0 = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
@@ -314,27 +316,27 @@ func TestDecideClaim(t *testing.T) {
 		owner   *appsv1.ReplicaSet
 		obj     *corev1.Pod
 		matches bool
-		want    claim
+		want    controller.Claim
 	}{
-		{"ours and matching", owner, ours, true, keepObject},
-		{"ours, no longer matching", owner, ours, false, releaseObject},
-		{"ours, not matching, owner being deleted", dyingOwner, ours, false, ignoreObject},
-		{"someone else's", owner, theirs, true, ignoreObject},
-		{"matching orphan", owner, orphan, true, adoptObject},
-		{"orphan not matching", owner, orphan, false, ignoreObject},
-		{"orphan, owner being deleted", dyingOwner, orphan, true, ignoreObject},
-		{"orphan being deleted", owner, dyingOrphan, true, ignoreObject},
-		{"orphan in another namespace", owner, elsewhere, true, ignoreObject},
+		{"ours and matching", owner, ours, true, controller.KeepObject},
+		{"ours, no longer matching", owner, ours, false, controller.ReleaseObject},
+		{"ours, not matching, owner being deleted", dyingOwner, ours, false, controller.IgnoreObject},
+		{"someone else's", owner, theirs, true, controller.IgnoreObject},
+		{"matching orphan", owner, orphan, true, controller.AdoptObject},
+		{"orphan not matching", owner, orphan, false, controller.IgnoreObject},
+		{"orphan, owner being deleted", dyingOwner, orphan, true, controller.IgnoreObject},
+		{"orphan being deleted", owner, dyingOrphan, true, controller.IgnoreObject},
+		{"orphan in another namespace", owner, elsewhere, true, controller.IgnoreObject},
 	}
 	for _, tt := range tests {
-		if got := decideClaim(tt.owner, tt.obj, tt.matches); got != tt.want {
+		if got := controller.DecideClaim(tt.owner, tt.obj, tt.matches); got != tt.want {
 			t.Errorf("%s: got %v, want %v", tt.name, got, tt.want)
 		}
 	}
-	if got := string(releasePatch("owner", "pod")); got != `{"metadata":{"ownerReferences":[{"$patch":"delete","uid":"owner"}],"uid":"pod"}}` {
+	if got := string(controller.ReleasePatch("owner", "pod")); got != `{"metadata":{"ownerReferences":[{"$patch":"delete","uid":"owner"}],"uid":"pod"}}` {
 		t.Errorf("release patch = %s", got)
 	}
-	if got := string(adoptPatch(appsv1.SchemeGroupVersion.WithKind("ReplicaSet"), owner, "pod")); got !=
+	if got := string(controller.AdoptPatch(appsv1.SchemeGroupVersion.WithKind("ReplicaSet"), owner, "pod")); got !=
 		`{"metadata":{"ownerReferences":[{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"rs","uid":"owner","controller":true,"blockOwnerDeletion":true}],"uid":"pod"}}` {
 		t.Errorf("adopt patch = %s", got)
 	}

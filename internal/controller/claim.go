@@ -1,4 +1,4 @@
-package deployment
+package controller
 
 import (
 	"encoding/json"
@@ -8,48 +8,48 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// claim is what a controller does with an object its selector may cover.
-type claim int
+// Claim is what a controller does with an object its selector may cover.
+type Claim int
 
 const (
-	// ignoreObject: controlled by someone else, or an orphan the controller
+	// IgnoreObject: controlled by someone else, or an orphan the controller
 	// may not take.
-	ignoreObject claim = iota
-	// keepObject: controlled by the controller and still matching.
-	keepObject
-	// adoptObject: a matching orphan; make the controller its controller.
-	adoptObject
-	// releaseObject: controlled by the controller but no longer matching.
-	releaseObject
+	IgnoreObject Claim = iota
+	// KeepObject: controlled by the controller and still matching.
+	KeepObject
+	// AdoptObject: a matching orphan; make the controller its controller.
+	AdoptObject
+	// ReleaseObject: controlled by the controller but no longer matching.
+	ReleaseObject
 )
 
-// decideClaim is upstream's ControllerRefManager.ClaimObject decision for
+// DecideClaim is upstream's ControllerRefManager.ClaimObject decision for
 // obj given whether the owner's selector matches it. A controller being
 // deleted neither adopts nor releases; an object being deleted is not
 // adopted.
-func decideClaim(owner, obj metav1.Object, matches bool) claim {
+func DecideClaim(owner, obj metav1.Object, matches bool) Claim {
 	if ref := metav1.GetControllerOfNoCopy(obj); ref != nil {
 		switch {
 		case ref.UID != owner.GetUID():
-			return ignoreObject
+			return IgnoreObject
 		case matches:
-			return keepObject
+			return KeepObject
 		case owner.GetDeletionTimestamp() != nil:
-			return ignoreObject
+			return IgnoreObject
 		default:
-			return releaseObject
+			return ReleaseObject
 		}
 	}
 	if owner.GetDeletionTimestamp() != nil || !matches || obj.GetDeletionTimestamp() != nil ||
 		owner.GetNamespace() != obj.GetNamespace() {
-		return ignoreObject
+		return IgnoreObject
 	}
-	return adoptObject
+	return AdoptObject
 }
 
-// adoptPatch is the strategic merge patch that makes owner obj's controller
+// AdoptPatch is the strategic merge patch that makes owner obj's controller
 // (with uid as a precondition on the patched object).
-func adoptPatch(gvk schema.GroupVersionKind, owner metav1.Object, objUID types.UID) []byte {
+func AdoptPatch(gvk schema.GroupVersionKind, owner metav1.Object, objUID types.UID) []byte {
 	ref := metav1.NewControllerRef(owner, gvk)
 	b, _ := json.Marshal(map[string]any{"metadata": map[string]any{
 		"ownerReferences": []metav1.OwnerReference{*ref},
@@ -58,9 +58,9 @@ func adoptPatch(gvk schema.GroupVersionKind, owner metav1.Object, objUID types.U
 	return b
 }
 
-// releasePatch is the strategic merge patch that removes owner's reference
+// ReleasePatch is the strategic merge patch that removes owner's reference
 // from the object.
-func releasePatch(ownerUID, objUID types.UID) []byte {
+func ReleasePatch(ownerUID, objUID types.UID) []byte {
 	b, _ := json.Marshal(map[string]any{"metadata": map[string]any{
 		"ownerReferences": []map[string]any{{"$patch": "delete", "uid": ownerUID}},
 		"uid":             objUID,
