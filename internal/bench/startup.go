@@ -39,13 +39,14 @@ func runStartup(ctx context.Context, o *Options, r *Result) error {
 	if repeat <= 0 {
 		repeat = 3
 	}
-	var readyz, nodeReady, rss []float64
+	var readyz, nodeReady, rss, cpu []float64
 	for i := 0; i < repeat; i++ {
 		o.progress("startup: run %d/%d", i+1, repeat)
-		rz, nr, mem, err := startOnce(ctx, command)
+		rz, nr, mem, idle, err := startOnce(ctx, command)
 		if err != nil {
 			return err
 		}
+		cpu = append(cpu, idle)
 		readyz = append(readyz, rz)
 		if nr > 0 {
 			nodeReady = append(nodeReady, nr)
@@ -57,6 +58,7 @@ func runStartup(ctx context.Context, o *Options, r *Result) error {
 		addSpread(r, "first_node_ready", nodeReady, "ms")
 	}
 	addSpread(r, "rss_after_settle", rss, "MiB")
+	addSpread(r, "idle_cpu", cpu, "% of one core")
 	return nil
 }
 
@@ -68,16 +70,17 @@ func addSpread(r *Result, name string, v []float64, unit string) {
 }
 
 // startOnce launches one server and returns the milliseconds to /readyz and
-// to the first Ready node (0 if none within 10 s), and its RSS after 3 s.
-func startOnce(ctx context.Context, template []string) (readyzMS, nodeMS, rssMiB float64, err error) {
+// to the first Ready node (0 if none within 10 s), its RSS after 3 s, and
+// the CPU it then uses while idle over 5 s.
+func startOnce(ctx context.Context, template []string) (readyzMS, nodeMS, rssMiB, idleCPU float64, err error) {
 	dataDir, err := os.MkdirTemp("", "plainkube-bench-startup")
 	if err != nil {
-		return 0, 0, 0, err
+		return 0, 0, 0, 0, err
 	}
 	defer os.RemoveAll(dataDir)
 	port, err := freePort()
 	if err != nil {
-		return 0, 0, 0, err
+		return 0, 0, 0, 0, err
 	}
 	args := make([]string, len(template))
 	for i, a := range template {
@@ -88,7 +91,7 @@ func startOnce(ctx context.Context, template []string) (readyzMS, nodeMS, rssMiB
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
-		return 0, 0, 0, fmt.Errorf("starting %v: %w", args, err)
+		return 0, 0, 0, 0, fmt.Errorf("starting %v: %w", args, err)
 	}
 	defer func() {
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
@@ -112,22 +115,32 @@ func startOnce(ctx context.Context, template []string) (readyzMS, nodeMS, rssMiB
 			}
 		}
 		if time.Since(start) > time.Minute {
-			return 0, 0, 0, fmt.Errorf("%s not ready within a minute", url)
+			return 0, 0, 0, 0, fmt.Errorf("%s not ready within a minute", url)
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
 	readyzMS = ms(time.Since(start))
-	if kc := filepath.Join(dataDir, "admin.kubeconfig"); fileExists(kc) {
-		if d, ok := firstNodeReady(ctx, kc, start, 10*time.Second); ok {
-			nodeMS = ms(d)
-		}
+	if d, ok := firstNodeReady(ctx, filepath.Join(dataDir, "admin.kubeconfig"), start, 10*time.Second); ok {
+		nodeMS = ms(d)
 	}
 	time.Sleep(3 * time.Second)
 	rssMiB = float64(treeRSS(cmd.Process.Pid)) / (1 << 20)
-	return readyzMS, nodeMS, rssMiB, nil
+	before, t0 := treeCPU(cmd.Process.Pid), time.Now()
+	time.Sleep(5 * time.Second)
+	idleCPU = 100 * (treeCPU(cmd.Process.Pid) - before).Seconds() / time.Since(t0).Seconds()
+	return readyzMS, nodeMS, rssMiB, idleCPU, nil
 }
 
+// firstNodeReady waits up to budget for the server's kubeconfig (the server
+// writes it once it serves) and then for a Ready node.
 func firstNodeReady(ctx context.Context, kubeconfig string, start time.Time, budget time.Duration) (time.Duration, bool) {
+	deadline := time.Now().Add(budget)
+	for !fileExists(kubeconfig) {
+		if time.Now().After(deadline) {
+			return 0, false
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		return 0, false
@@ -136,7 +149,6 @@ func firstNodeReady(ctx context.Context, kubeconfig string, start time.Time, bud
 	if err != nil {
 		return 0, false
 	}
-	deadline := time.Now().Add(budget)
 	for time.Now().Before(deadline) {
 		nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 		if err == nil {
@@ -168,6 +180,36 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // treeRSS sums the resident memory of pid and all its descendants.
 func treeRSS(pid int) uint64 {
+	var total uint64
+	for _, p := range processTree(pid) {
+		total += rssOf(p)
+	}
+	return total
+}
+
+// treeCPU sums the user and system CPU time of pid and its descendants.
+func treeCPU(pid int) time.Duration {
+	var ticks int64
+	for _, p := range processTree(pid) {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p))
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		if i := strings.LastIndexByte(s, ')'); i >= 0 {
+			f := strings.Fields(s[i+1:])
+			if len(f) > 12 {
+				u, _ := strconv.ParseInt(f[11], 10, 64)
+				k, _ := strconv.ParseInt(f[12], 10, 64)
+				ticks += u + k
+			}
+		}
+	}
+	return time.Duration(ticks) * time.Second / 100 // USER_HZ is 100 on Linux
+}
+
+// processTree lists pid and all its descendants.
+func processTree(pid int) []int {
 	children := map[int][]int{}
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
@@ -189,16 +231,16 @@ func treeRSS(pid int) uint64 {
 			}
 		}
 	}
-	var total uint64
+	var out []int
 	var walk func(int)
 	walk = func(p int) {
-		total += rssOf(p)
+		out = append(out, p)
 		for _, c := range children[p] {
 			walk(c)
 		}
 	}
 	walk(pid)
-	return total
+	return out
 }
 
 func rssOf(pid int) uint64 {
