@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -85,6 +86,7 @@ func runServer(args []string) error {
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	disableControllers := fs.Bool("disable-controllers", false, "do not run the controller manager in this process")
 	disableScheduler := fs.Bool("disable-scheduler", false, "do not run the scheduler in this process")
+	nodeGrace := fs.Duration("node-monitor-grace-period", 40*time.Second, "how long a node may miss heartbeats before it is marked unreachable and its pods evicted")
 	simNodes := fs.Int("sim-nodes", 0, "run this many simulated nodes in this process (labelled plainkube.dev/simulated=true)")
 	fs.Parse(args)
 	if *etcdServers != "" {
@@ -99,7 +101,7 @@ func runServer(args []string) error {
 	opts.Logger = log
 	if !*disableControllers {
 		opts.Components = append(opts.Components, func(ctx context.Context, env server.ComponentEnv) error {
-			return controllermanager.Run(ctx, env.Config, controllermanager.Options{RootCA: env.CAPEM, LeaderElect: true})
+			return controllermanager.Run(ctx, env.Config, controllermanager.Options{RootCA: env.CAPEM, LeaderElect: true, NodeMonitorGracePeriod: *nodeGrace})
 		})
 	}
 	if !*disableScheduler {

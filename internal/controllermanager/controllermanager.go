@@ -39,6 +39,9 @@ type Options struct {
 	LeaderElect bool
 	// Identity names this candidate in the Lease (default: hostname_random).
 	Identity string
+	// NodeMonitorGracePeriod is how long a node may go without a heartbeat
+	// before it is marked unreachable (0: 40 s, upstream's default).
+	NodeMonitorGracePeriod time.Duration
 }
 
 // Lease timings, as upstream's defaults.
@@ -89,6 +92,10 @@ func New(cfg *rest.Config, o Options) ([]controller.Controller, error) {
 	nl, err := nodelifecycle.New(cfg)
 	if err := add("node lifecycle controller", nl, err); err != nil {
 		return nil, err
+	}
+	if o.NodeMonitorGracePeriod > 0 {
+		nl.GracePeriod = o.NodeMonitorGracePeriod
+		nl.StartupGracePeriod = max(nl.StartupGracePeriod, o.NodeMonitorGracePeriod)
 	}
 	pg, err := podgc.New(cfg)
 	if err := add("pod GC", pg, err); err != nil {

@@ -21,7 +21,9 @@ func TestLeaderElection(t *testing.T) {
 	ctxB, stopB := context.WithCancel(context.Background())
 	defer stopB()
 	doneA := make(chan error, 1)
-	go func() { doneA <- controllermanager.Run(ctxA, env.Config, controllermanager.Options{LeaderElect: true, Identity: "a"}) }()
+	go func() {
+		doneA <- controllermanager.Run(ctxA, env.Config, controllermanager.Options{LeaderElect: true, Identity: "a"})
+	}()
 	holder := func() string {
 		l, err := cs.CoordinationV1().Leases("kube-system").Get(context.Background(), "kube-controller-manager", metav1.GetOptions{})
 		if err != nil || l.Spec.HolderIdentity == nil {

@@ -1,8 +1,11 @@
 package e2e
 
 import (
+	"context"
+	"os/exec"
 	"strings"
 	"testing"
+	"time"
 )
 
 const webDeploymentFastStop = `apiVersion: apps/v1
@@ -84,4 +87,68 @@ func TestClusterOnSimulatedNodes(t *testing.T) {
 	// Foreground deletion removes the ReplicaSets and pods before the Deployment.
 	c.must("delete", "deployment", "web", "--cascade=foreground", "--timeout=60s")
 	c.eventually([]string{"No resources found"}, "get", "rs,pods", "-l", "app=web")
+}
+
+// TestStoppedNodeEvictsPods stops a simulated node: once its heartbeats
+// are missed for the grace period the node lifecycle controller taints it
+// and evicts its pods, and the Deployment runs them on the other nodes.
+func TestStoppedNodeEvictsPods(t *testing.T) {
+	c := startCluster(t, "--sim-nodes", "3", "--node-monitor-grace-period", "4s")
+	c.eventually([]string{"sim-2"}, "get", "nodes")
+	dir := t.TempDir()
+	c.must("apply", "-f", writeFile(t, dir, "web.yaml", webDeploymentFastStop))
+	c.must("rollout", "status", "deployment/web", "--timeout=60s")
+	victim := c.must("get", "pods", "-l", "app=web", "-o", "jsonpath={.items[0].spec.nodeName}")
+	c.must("annotate", "node", victim, "sim.plainkube.dev/stopped=true")
+	c.eventually([]string{"node.kubernetes.io/unreachable"}, "get", "node", victim, "-o", "jsonpath={.spec.taints}")
+	c.eventually([]string{"Unknown"}, "get", "node", victim, "-o", "jsonpath={.status.conditions[?(@.type==\"Ready\")].status}")
+	// Three running replicas, none on the stopped node.
+	deadline := 0
+	for {
+		out := c.must("get", "pods", "-l", "app=web", "--field-selector", "status.phase=Running", "-o", "jsonpath={range .items[?(@.metadata.deletionTimestamp)]}x{end}{range .items[*]}{.spec.nodeName} {end}")
+		onOthers := 0
+		for _, n := range strings.Fields(out) {
+			if n != victim && !strings.HasPrefix(n, "x") {
+				onOthers++
+			}
+		}
+		if onOthers >= 3 {
+			break
+		}
+		if deadline++; deadline > 300 {
+			t.Fatalf("pods not moved off %s: %s", victim, out)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	// The node comes back when it heartbeats again.
+	c.must("annotate", "node", victim, "sim.plainkube.dev/stopped-")
+	c.eventually([]string{"True"}, "get", "node", victim, "-o", "jsonpath={.status.conditions[?(@.type==\"Ready\")].status}")
+}
+
+// TestSimAgainstAnotherServer joins simulated nodes to a running cluster
+// with `plainkube sim`, as one would to any cluster, and its scheduler uses them.
+func TestSimAgainstAnotherServer(t *testing.T) {
+	c := startCluster(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sim := exec.CommandContext(ctx, binary, "sim", "--kubeconfig", c.kubeconfig(), "--nodes", "2", "--name-prefix", "joined-")
+	if err := sim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cancel(); sim.Wait() }()
+	c.eventually([]string{"joined-0", "joined-1", "Ready"}, "get", "nodes")
+	c.must("run", "p", "--image=busybox", "--restart=Never")
+	c.eventually([]string{"Running"}, "get", "pod", "p")
+	contains(t, c.must("get", "pod", "p", "-o", "jsonpath={.spec.nodeName}"), "joined-")
+}
+
+// TestClientToServerSideApplyMigration applies a manifest client-side, then
+// server-side with the same content: kubectl's migration path needs no force.
+func TestClientToServerSideApplyMigration(t *testing.T) {
+	c := startCluster(t)
+	f := writeFile(t, t.TempDir(), "cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: migrate}\ndata: {a: \"1\", b: \"2\"}\n")
+	c.must("apply", "-f", f)
+	contains(t, c.must("apply", "--server-side", "-f", f), "serverside-applied")
+	out := c.must("get", "cm", "migrate", "-o", "yaml", "--show-managed-fields")
+	contains(t, out, "manager: kubectl", "operation: Apply")
 }
