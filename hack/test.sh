@@ -5,10 +5,19 @@ cd "$(dirname "$0")/.."
 
 need=()
 command -v kubectl >/dev/null 2>&1 || need+=(kubectl)
+# The node agent's tests run real containers (as root): containerd, runc,
+# the CNI plugins, and busybox to build a test image from.
+if [ "$(id -u)" = 0 ]; then
+  command -v containerd >/dev/null 2>&1 || need+=(containerd)
+  command -v runc >/dev/null 2>&1 || need+=(runc)
+  [ -x /usr/lib/cni/bridge ] || need+=(containernetworking-plugins)
+  [ -x /bin/busybox ] || need+=(busybox-static)
+  command -v iptables >/dev/null 2>&1 || need+=(iptables)
+fi
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" || true
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"
   fi
 fi
 command -v kubectl >/dev/null 2>&1 || { echo "kubectl is required for the end-to-end tests; install it and run again" >&2; exit 1; }

@@ -6,20 +6,26 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"plainkube.dev/plainkube/internal/bench"
 	"plainkube.dev/plainkube/internal/controllermanager"
+	"plainkube.dev/plainkube/internal/image"
+	"plainkube.dev/plainkube/internal/kubelet"
+	"plainkube.dev/plainkube/internal/kubelet/containerd"
 	"plainkube.dev/plainkube/internal/kubelet/sim"
 	"plainkube.dev/plainkube/internal/scheduler"
 	schedconfig "plainkube.dev/plainkube/internal/scheduler/config"
@@ -39,6 +45,8 @@ Usage:
                              run simulated nodes against any cluster
   plainkube bench [flags] WORKLOAD...
                              measure a cluster (startup crud list watch churn density pod-startup)
+  plainkube image build|load|ls|rm ...
+                             images in the node's containerd, without Docker or a registry
   plainkube version          print the version
 
 Run 'plainkube server -h' for the server's flags.
@@ -57,6 +65,8 @@ func main() {
 		err = runControllerManager(os.Args[2:])
 	case "scheduler":
 		err = runScheduler(os.Args[2:])
+	case "image":
+		err = runImage(os.Args[2:])
 	case "sim":
 		err = runSim(os.Args[2:])
 	case "bench":
@@ -86,6 +96,7 @@ func runServer(args []string) error {
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	disableControllers := fs.Bool("disable-controllers", false, "do not run the controller manager in this process")
 	disableScheduler := fs.Bool("disable-scheduler", false, "do not run the scheduler in this process")
+	enableNode := fs.Bool("enable-node", false, "experimental: run a node agent on this host, with containerd (root; hostNetwork pods only for now)")
 	nodeGrace := fs.Duration("node-monitor-grace-period", 40*time.Second, "how long a node may miss heartbeats before it is marked unreachable and its pods evicted")
 	simNodes := fs.Int("sim-nodes", 0, "run this many simulated nodes in this process (labelled plainkube.dev/simulated=true)")
 	fs.Parse(args)
@@ -106,6 +117,16 @@ func runServer(args []string) error {
 	}
 	if !*disableScheduler {
 		opts.Components = append(opts.Components, schedulerComponent(scheduler.Options{Logger: log}))
+	}
+	if *enableNode {
+		dataDir := opts.DataDir
+		opts.Components = append(opts.Components, func(ctx context.Context, env server.ComponentEnv) error {
+			a, err := kubelet.New(env.Config, kubelet.Options{DataDir: filepath.Join(dataDir, "node"), ControlPlane: true, Logger: log})
+			if err != nil {
+				return err
+			}
+			return a.Run(ctx)
+		})
 	}
 	if *simNodes > 0 {
 		opts.Components = append(opts.Components, simComponent(sim.Options{Nodes: *simNodes, Logger: log}))
@@ -270,4 +291,65 @@ func runScheduler(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	return schedulerComponent(o)(ctx, server.ComponentEnv{Config: cfg})
+}
+
+// runImage manages images in the containerd of the node agent that
+// 'plainkube server --enable-node' runs.
+func runImage(args []string) error {
+	const usage = `usage:
+  plainkube image build --tag NAME (--dir DIR | --binary FILE) [--entrypoint "CMD ARGS"] [--data-dir D]
+  plainkube image load FILE.tar [--data-dir D]
+  plainkube image ls [--data-dir D]
+  plainkube image rm NAME... [--data-dir D]`
+	if len(args) == 0 {
+		return errors.New(usage)
+	}
+	fs := flag.NewFlagSet("image "+args[0], flag.ExitOnError)
+	dataDir := fs.String("data-dir", server.DefaultDataDir(), "the server's data directory")
+	tag := fs.String("tag", "", "build: the image name")
+	dir := fs.String("dir", "", "build: a folder to use as the image's file system")
+	binary := fs.String("binary", "", "build: one static binary to run as the image's entrypoint")
+	entrypoint := fs.String("entrypoint", "", "build: the entrypoint command (space-separated)")
+	fs.Parse(args[1:])
+	socket := containerd.Socket(filepath.Join(*dataDir, "node", "containerd"))
+	ctx := context.Background()
+	switch args[0] {
+	case "build":
+		if *tag == "" || (*dir == "") == (*binary == "") {
+			return errors.New(usage)
+		}
+		var img v1.Image
+		var err error
+		if *binary != "" {
+			img, err = image.FromBinary(*binary, "/"+filepath.Base(*binary))
+		} else {
+			img, err = image.FromDir(*dir, image.Config{Entrypoint: strings.Fields(*entrypoint)})
+		}
+		if err != nil {
+			return err
+		}
+		if err := image.Load(ctx, socket, img, *tag); err != nil {
+			return err
+		}
+		fmt.Println("built", image.Normalize(*tag))
+	case "load":
+		for _, f := range fs.Args() {
+			if err := image.Import(ctx, socket, f); err != nil {
+				return err
+			}
+		}
+	case "ls":
+		refs, err := image.List(ctx, socket)
+		if err != nil {
+			return err
+		}
+		for _, r := range refs {
+			fmt.Println(r)
+		}
+	case "rm":
+		return image.Remove(ctx, socket, fs.Args()...)
+	default:
+		return errors.New(usage)
+	}
+	return nil
 }

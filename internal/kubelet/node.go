@@ -1,0 +1,302 @@
+package kubelet
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+
+	"plainkube.dev/plainkube/internal/version"
+)
+
+// LabelControlPlane marks a control-plane node.
+const LabelControlPlane = "node-role.kubernetes.io/control-plane"
+
+const kubeletPort = 10250
+
+// host is what the node reports of the machine it runs on.
+type host struct {
+	cpu, memory, storage resource.Quantity
+	ip, hostname         string
+	info                 corev1.NodeSystemInfo
+}
+
+// readHost reads the machine: CPUs, memory, the data directory's file
+// system size, an address and system information.
+func readHost(o Options, runtimeVersion string) host {
+	h := host{ip: o.NodeIP}
+	h.cpu = *resource.NewQuantity(int64(runtime.NumCPU()), resource.DecimalSI)
+	h.memory = *resource.NewQuantity(memTotal(), resource.BinarySI)
+	var fs syscall.Statfs_t
+	if syscall.Statfs(o.DataDir, &fs) == nil {
+		h.storage = *resource.NewQuantity(int64(fs.Blocks)*fs.Bsize, resource.BinarySI)
+	}
+	if h.ip == "" {
+		h.ip = hostIPv4()
+	}
+	h.hostname, _ = os.Hostname()
+	var uts syscall.Utsname
+	kernel := ""
+	if syscall.Uname(&uts) == nil {
+		kernel = utsString(uts.Release[:])
+	}
+	h.info = corev1.NodeSystemInfo{
+		MachineID:               readTrim("/etc/machine-id"),
+		SystemUUID:              readTrim("/sys/class/dmi/id/product_uuid"),
+		BootID:                  readTrim("/proc/sys/kernel/random/boot_id"),
+		KernelVersion:           kernel,
+		OSImage:                 osImage(),
+		ContainerRuntimeVersion: runtimeVersion,
+		KubeletVersion:          version.GitVersion(),
+		OperatingSystem:         "linux",
+		Architecture:            runtime.GOARCH,
+	}
+	return h
+}
+
+func utsString(b []int8) string {
+	var s strings.Builder
+	for _, c := range b {
+		if c == 0 {
+			break
+		}
+		s.WriteByte(byte(c))
+	}
+	return s.String()
+}
+
+func readTrim(p string) string {
+	b, _ := os.ReadFile(p)
+	return strings.TrimSpace(string(b))
+}
+
+func memTotal() int64 {
+	f, err := os.Open("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) >= 2 && fields[0] == "MemTotal:" {
+			kb, _ := strconv.ParseInt(fields[1], 10, 64)
+			return kb * 1024
+		}
+	}
+	return 0
+}
+
+func osImage() string {
+	for _, line := range strings.Split(readTrim("/etc/os-release"), "\n") {
+		if v, ok := strings.CutPrefix(line, "PRETTY_NAME="); ok {
+			return strings.Trim(v, `"`)
+		}
+	}
+	return "Linux"
+}
+
+func hostIPv4() string {
+	addrs, err := net.InterfaceAddrs()
+	if err == nil {
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && n.IP.IsGlobalUnicast() {
+				return n.IP.String()
+			}
+		}
+	}
+	return "127.0.0.1"
+}
+
+// node is the Node this agent registers.
+func (a *Agent) node(now time.Time) *corev1.Node {
+	o, h := a.opts, a.host
+	labels := map[string]string{
+		corev1.LabelHostname:      o.NodeName,
+		corev1.LabelOSStable:      "linux",
+		corev1.LabelArchStable:    runtime.GOARCH,
+		"beta.kubernetes.io/os":   "linux",
+		"beta.kubernetes.io/arch": runtime.GOARCH,
+	}
+	if o.ControlPlane {
+		labels[LabelControlPlane] = ""
+	}
+	maps.Copy(labels, o.Labels)
+	capacity := corev1.ResourceList{
+		corev1.ResourceCPU:              h.cpu,
+		corev1.ResourceMemory:           h.memory,
+		corev1.ResourceEphemeralStorage: h.storage,
+		corev1.ResourcePods:             *resource.NewQuantity(110, resource.DecimalSI),
+	}
+	addrs := []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: h.ip}}
+	if h.hostname != "" {
+		addrs = append(addrs, corev1.NodeAddress{Type: corev1.NodeHostName, Address: h.hostname})
+	}
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        o.NodeName,
+			Labels:      labels,
+			Annotations: map[string]string{"volumes.kubernetes.io/controller-managed-attach-detach": "true"},
+		},
+		Status: corev1.NodeStatus{
+			Capacity:        capacity,
+			Allocatable:     capacity.DeepCopy(),
+			Conditions:      nodeConditions(nil, now),
+			Addresses:       addrs,
+			DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: kubeletPort}},
+			NodeInfo:        h.info,
+		},
+	}
+}
+
+// nodeConditions are a healthy node's conditions at now, keeping the
+// transition times of those in have with the same status.
+func nodeConditions(have []corev1.NodeCondition, now time.Time) []corev1.NodeCondition {
+	t := stamp(now)
+	conds := []corev1.NodeCondition{
+		{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasSufficientMemory", Message: "kubelet has sufficient memory available"},
+		{Type: corev1.NodeDiskPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasNoDiskPressure", Message: "kubelet has no disk pressure"},
+		{Type: corev1.NodePIDPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasSufficientPID", Message: "kubelet has sufficient PID available"},
+		{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", Message: "kubelet is posting ready status"},
+	}
+	for i := range conds {
+		c := &conds[i]
+		c.LastHeartbeatTime, c.LastTransitionTime = t, t
+		for _, o := range have {
+			if o.Type == c.Type && o.Status == c.Status && !o.LastTransitionTime.IsZero() {
+				c.LastTransitionTime = o.LastTransitionTime
+			}
+		}
+	}
+	return conds
+}
+
+// register creates the Node, or updates an existing one's labels and
+// status to what this agent reports.
+func (a *Agent) register(ctx context.Context) error {
+	nodes := a.cs.CoreV1().Nodes()
+	want := a.node(time.Now())
+	got, err := nodes.Create(ctx, want, metav1.CreateOptions{})
+	if err == nil {
+		a.nodeUID = got.UID
+		return nil
+	}
+	if !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("registering node %s: %w", want.Name, err)
+	}
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := nodes.Get(ctx, want.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		upd := cur.DeepCopy()
+		if upd.Labels == nil {
+			upd.Labels = map[string]string{}
+		}
+		maps.Copy(upd.Labels, want.Labels)
+		if upd.Annotations == nil {
+			upd.Annotations = map[string]string{}
+		}
+		maps.Copy(upd.Annotations, want.Annotations)
+		if upd, err = nodes.Update(ctx, upd, metav1.UpdateOptions{}); err != nil {
+			return err
+		}
+		upd.Status.Capacity, upd.Status.Allocatable = want.Status.Capacity, want.Status.Allocatable
+		upd.Status.Addresses, upd.Status.NodeInfo = want.Status.Addresses, want.Status.NodeInfo
+		upd.Status.DaemonEndpoints = want.Status.DaemonEndpoints
+		upd.Status.Conditions = nodeConditions(upd.Status.Conditions, time.Now())
+		got, err := nodes.UpdateStatus(ctx, upd, metav1.UpdateOptions{})
+		if err == nil {
+			a.nodeUID = got.UID
+		}
+		return err
+	})
+}
+
+// renewLease creates or renews the node's Lease in kube-node-lease.
+func (a *Agent) renewLease(ctx context.Context) error {
+	leases := a.cs.CoordinationV1().Leases(corev1.NamespaceNodeLease)
+	name := a.opts.NodeName
+	dur := int32(4 * a.opts.HeartbeatInterval.Seconds())
+	spec := coordinationv1.LeaseSpec{
+		HolderIdentity:       &name,
+		LeaseDurationSeconds: &dur,
+		RenewTime:            &metav1.MicroTime{Time: time.Now()},
+	}
+	owner := []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: name, UID: a.nodeUID}}
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := leases.Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			_, err = leases.Create(ctx, &coordinationv1.Lease{
+				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: corev1.NamespaceNodeLease, OwnerReferences: owner},
+				Spec:       spec,
+			}, metav1.CreateOptions{})
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		cur.Spec, cur.OwnerReferences = spec, owner
+		_, err = leases.Update(ctx, cur, metav1.UpdateOptions{})
+		return err
+	})
+}
+
+// updateNodeStatus refreshes the node's conditions (a strategic merge by
+// type, so conditions others own stay).
+func (a *Agent) updateNodeStatus(ctx context.Context) error {
+	var have []corev1.NodeCondition
+	if cur, err := a.cs.CoreV1().Nodes().Get(ctx, a.opts.NodeName, metav1.GetOptions{}); err == nil {
+		have = cur.Status.Conditions
+	}
+	patch, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": nodeConditions(have, time.Now())}})
+	if err != nil {
+		return err
+	}
+	_, err = a.cs.CoreV1().Nodes().Patch(ctx, a.opts.NodeName, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+	if apierrors.IsNotFound(err) {
+		return a.register(ctx) // deleted: register again, as a kubelet does on restart
+	}
+	return err
+}
+
+// heartbeat renews the Lease every HeartbeatInterval and the node status
+// every StatusInterval until ctx ends.
+func (a *Agent) heartbeat(ctx context.Context) {
+	t := time.NewTicker(a.opts.HeartbeatInterval)
+	defer t.Stop()
+	last := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := a.renewLease(ctx); err != nil && ctx.Err() == nil {
+			a.log.Warn("renewing node lease", "node", a.opts.NodeName, "err", err)
+		}
+		if time.Since(last)+a.opts.HeartbeatInterval > a.opts.StatusInterval {
+			if err := a.updateNodeStatus(ctx); err != nil && ctx.Err() == nil {
+				a.log.Warn("updating node status", "node", a.opts.NodeName, "err", err)
+			} else {
+				last = time.Now()
+			}
+		}
+	}
+}

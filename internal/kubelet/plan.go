@@ -1,0 +1,511 @@
+package kubelet
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// This file is the pure core of the agent: what to do for one pod, and what
+// its status is, as functions of the pod, what the runtime shows and the
+// time. It has no I/O, goroutines or clock; sync.go drives it.
+
+// sandbox is one pod sandbox as the runtime shows it.
+type sandbox struct {
+	ID      string
+	Attempt uint32
+	Ready   bool
+	IP      string
+}
+
+// containerRun is one container (one attempt of a spec container) as the
+// runtime shows it.
+type containerRun struct {
+	ID         string
+	Name       string
+	Attempt    uint32
+	State      runState
+	ExitCode   int32
+	Reason     string
+	Message    string
+	CreatedAt  time.Time
+	StartedAt  time.Time
+	FinishedAt time.Time
+	ImageRef   string
+}
+
+type runState int
+
+const (
+	stateCreated runState = iota
+	stateRunning
+	stateExited
+	stateUnknown
+)
+
+// observed is everything the runtime shows of one pod.
+type observed struct {
+	// Sandbox is the newest sandbox; Others are older ones, to remove.
+	Sandbox *sandbox
+	Others  []string
+	// Containers holds the runs of each spec container, newest first.
+	Containers map[string][]containerRun
+	// MissingImages are the spec images the runtime does not have.
+	MissingImages map[string]bool
+}
+
+// actionKind is what the driver does to the runtime or the API.
+type actionKind int
+
+const (
+	actRunSandbox      actionKind = iota // RunPodSandbox with Attempt
+	actStartContainer                    // CreateContainer+StartContainer Container at Attempt
+	actStopContainer                     // StopContainer ID with Grace seconds
+	actRemoveContainer                   // RemoveContainer ID
+	actStopSandbox                       // StopPodSandbox ID
+	actRemoveSandbox                     // RemovePodSandbox ID
+	actDeletePod                         // delete the pod object (grace 0, UID precondition)
+)
+
+func (k actionKind) String() string {
+	return [...]string{"RunSandbox", "StartContainer", "StopContainer", "RemoveContainer", "StopSandbox", "RemoveSandbox", "DeletePod"}[k]
+}
+
+type action struct {
+	Kind      actionKind
+	ID        string // container or sandbox
+	Container string // spec container name
+	Attempt   uint32
+	Grace     int64
+}
+
+func (a action) String() string {
+	s := a.Kind.String()
+	if a.Container != "" {
+		s += " " + a.Container
+	}
+	if a.ID != "" {
+		s += " " + shortID(a.ID)
+	}
+	if a.Kind == actRunSandbox || a.Kind == actStartContainer {
+		s += fmt.Sprintf(" #%d", a.Attempt)
+	}
+	if a.Kind == actStopContainer {
+		s += fmt.Sprintf(" grace=%ds", a.Grace)
+	}
+	return s
+}
+
+func shortID(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}
+
+// Back-off between restarts of a crashing container, as upstream: the
+// first restart is immediate, then 10s doubling up to 5m; a container that
+// ran for 10 minutes before exiting starts the sequence again.
+const (
+	backoffInitial = 10 * time.Second
+	backoffMax     = 5 * time.Minute
+	backoffReset   = 10 * time.Minute
+)
+
+// restartDelay is how long after run exited its container may start again.
+func restartDelay(run containerRun) time.Duration {
+	if run.Attempt == 0 || run.FinishedAt.Sub(run.StartedAt) >= backoffReset {
+		return 0
+	}
+	d := backoffInitial
+	for i := uint32(1); i < run.Attempt && d < backoffMax; i++ {
+		d *= 2
+	}
+	return min(d, backoffMax)
+}
+
+// restarts reports whether policy restarts a container that exited with code.
+func restarts(policy corev1.RestartPolicy, code int32) bool {
+	switch policy {
+	case corev1.RestartPolicyNever:
+		return false
+	case corev1.RestartPolicyOnFailure:
+		return code != 0
+	default:
+		return true
+	}
+}
+
+func terminal(p corev1.PodPhase) bool { return p == corev1.PodSucceeded || p == corev1.PodFailed }
+
+// defaultGrace is the stop grace period when the pod names none.
+const defaultGrace = 30
+
+// plan is what to do for pod given what the runtime shows at now, and
+// when (if ever) to look again without any change to the pod: the time a
+// back-off ends. It is level-based: applying the actions and planning
+// again converges, and an empty plan means the pod is where it should be.
+func plan(pod *corev1.Pod, obs observed, now time.Time) (acts []action, next time.Time) {
+	if pod.DeletionTimestamp != nil {
+		return planDeletion(pod, obs), time.Time{}
+	}
+	done := terminal(pod.Status.Phase) || allDone(pod, obs)
+	if done {
+		// Finished pods keep their (exited) containers for their status
+		// and logs, but not a running sandbox.
+		for _, runs := range obs.Containers {
+			for _, r := range runs {
+				if r.State == stateRunning {
+					acts = append(acts, action{Kind: actStopContainer, ID: r.ID, Grace: gracePeriod(pod)})
+				}
+			}
+		}
+		if obs.Sandbox != nil && obs.Sandbox.Ready {
+			acts = append(acts, action{Kind: actStopSandbox, ID: obs.Sandbox.ID})
+		}
+		return acts, time.Time{}
+	}
+	for _, id := range obs.Others {
+		acts = append(acts, action{Kind: actStopSandbox, ID: id}, action{Kind: actRemoveSandbox, ID: id})
+	}
+	if obs.Sandbox == nil || !obs.Sandbox.Ready {
+		// A new sandbox; the containers of a dead one go with it.
+		attempt := uint32(0)
+		if obs.Sandbox != nil {
+			attempt = obs.Sandbox.Attempt + 1
+			acts = append(acts, action{Kind: actStopSandbox, ID: obs.Sandbox.ID}, action{Kind: actRemoveSandbox, ID: obs.Sandbox.ID})
+		}
+		return append(acts, action{Kind: actRunSandbox, Attempt: attempt}), time.Time{}
+	}
+	for _, c := range pod.Spec.Containers {
+		runs := obs.Containers[c.Name]
+		// Keep the newest run and the one before it (lastState); older
+		// runs are garbage.
+		for _, r := range runs[min(len(runs), 2):] {
+			acts = append(acts, action{Kind: actRemoveContainer, ID: r.ID})
+		}
+		if len(runs) == 0 {
+			if !obs.MissingImages[c.Image] {
+				acts = append(acts, action{Kind: actStartContainer, Container: c.Name, Attempt: 0})
+			} else {
+				next = earliest(next, now.Add(imageRecheck))
+			}
+			continue
+		}
+		last := runs[0]
+		switch last.State {
+		case stateRunning:
+		case stateCreated:
+			// Created but never started (the agent stopped in between):
+			// start afresh.
+			acts = append(acts, action{Kind: actRemoveContainer, ID: last.ID},
+				action{Kind: actStartContainer, Container: c.Name, Attempt: last.Attempt})
+		default: // exited or unknown
+			if !restarts(pod.Spec.RestartPolicy, last.ExitCode) {
+				continue
+			}
+			at := last.FinishedAt.Add(restartDelay(last))
+			switch {
+			case now.Before(at):
+				next = earliest(next, at)
+			case obs.MissingImages[c.Image]:
+				next = earliest(next, now.Add(imageRecheck))
+			default:
+				acts = append(acts, action{Kind: actStartContainer, Container: c.Name, Attempt: last.Attempt + 1})
+			}
+		}
+	}
+	return acts, next
+}
+
+// imageRecheck is how often a pod waiting for a missing image looks again.
+const imageRecheck = 10 * time.Second
+
+// planDeletion stops everything of a pod marked for deletion, each
+// container with the pod's grace period, then removes the sandbox and
+// deletes the pod object.
+func planDeletion(pod *corev1.Pod, obs observed) []action {
+	var acts []action
+	grace := gracePeriod(pod)
+	for _, c := range pod.Spec.Containers {
+		for _, r := range obs.Containers[c.Name] {
+			if r.State == stateRunning || r.State == stateCreated || r.State == stateUnknown {
+				acts = append(acts, action{Kind: actStopContainer, ID: r.ID, Grace: grace})
+			}
+		}
+	}
+	for _, id := range append(slices.Clone(obs.Others), sandboxID(obs.Sandbox)...) {
+		acts = append(acts, action{Kind: actStopSandbox, ID: id}, action{Kind: actRemoveSandbox, ID: id})
+	}
+	return append(acts, action{Kind: actDeletePod})
+}
+
+func sandboxID(sb *sandbox) []string {
+	if sb == nil {
+		return nil
+	}
+	return []string{sb.ID}
+}
+
+func gracePeriod(pod *corev1.Pod) int64 {
+	switch {
+	case pod.DeletionGracePeriodSeconds != nil:
+		return *pod.DeletionGracePeriodSeconds
+	case pod.Spec.TerminationGracePeriodSeconds != nil:
+		return *pod.Spec.TerminationGracePeriodSeconds
+	}
+	return defaultGrace
+}
+
+// allDone reports whether every container has run and exited for good
+// under the restart policy.
+func allDone(pod *corev1.Pod, obs observed) bool {
+	if len(pod.Spec.Containers) == 0 {
+		return false
+	}
+	for _, c := range pod.Spec.Containers {
+		runs := obs.Containers[c.Name]
+		if len(runs) == 0 || runs[0].State != stateExited || restarts(pod.Spec.RestartPolicy, runs[0].ExitCode) {
+			return false
+		}
+	}
+	return true
+}
+
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
+		return b
+	}
+	return a
+}
+
+// Runtime name prefixes of container IDs in pod status.
+const idScheme = "containerd://"
+
+// nodeEnv is what status needs of the node.
+type nodeEnv struct {
+	HostIP string
+}
+
+// podStatus is the status of pod given what the runtime shows at now. It
+// starts from the pod's current status so that fields others own (the
+// PodScheduled condition, QoS class, nominated node) are kept, and
+// transition times stay when nothing changed.
+func podStatus(pod *corev1.Pod, obs observed, env nodeEnv, now time.Time) corev1.PodStatus {
+	st := *pod.Status.DeepCopy()
+	if st.StartTime == nil {
+		t := stamp(now)
+		st.StartTime = &t
+	}
+	if env.HostIP != "" {
+		st.HostIP = env.HostIP
+		st.HostIPs = []corev1.HostIP{{IP: env.HostIP}}
+	}
+	switch {
+	case pod.Spec.HostNetwork && env.HostIP != "":
+		st.PodIP, st.PodIPs = env.HostIP, []corev1.PodIP{{IP: env.HostIP}}
+	case obs.Sandbox != nil && obs.Sandbox.IP != "":
+		st.PodIP, st.PodIPs = obs.Sandbox.IP, []corev1.PodIP{{IP: obs.Sandbox.IP}}
+	}
+
+	prev := map[string]corev1.ContainerStatus{}
+	for _, cs := range pod.Status.ContainerStatuses {
+		prev[cs.Name] = cs
+	}
+	st.ContainerStatuses = nil
+	for _, c := range pod.Spec.Containers {
+		st.ContainerStatuses = append(st.ContainerStatuses, containerStatus(pod, &c, obs, prev[c.Name], now))
+	}
+
+	if !terminal(pod.Status.Phase) {
+		st.Phase = phase(pod, st.ContainerStatuses)
+	}
+	setConditions(pod, &st, obs, now)
+	return st
+}
+
+func containerStatus(pod *corev1.Pod, c *corev1.Container, obs observed, prev corev1.ContainerStatus, now time.Time) corev1.ContainerStatus {
+	cs := corev1.ContainerStatus{Name: c.Name, Image: c.Image, Started: new(bool)}
+	runs := obs.Containers[c.Name]
+	if len(runs) == 0 {
+		cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}
+		if obs.MissingImages[c.Image] {
+			cs.State.Waiting = missingImage(c, prev)
+		}
+		return cs
+	}
+	last := runs[0]
+	cs.RestartCount = int32(last.Attempt)
+	cs.ImageID = last.ImageRef
+	cs.ContainerID = idScheme + last.ID
+	if len(runs) > 1 && runs[1].State == stateExited {
+		cs.LastTerminationState.Terminated = terminated(runs[1])
+	}
+	switch last.State {
+	case stateRunning:
+		cs.State.Running = &corev1.ContainerStateRunning{StartedAt: stamp(last.StartedAt)}
+		cs.Ready, *cs.Started = true, true
+	case stateCreated:
+		cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}
+	default:
+		t := terminated(last)
+		if pod.DeletionTimestamp == nil && restarts(pod.Spec.RestartPolicy, last.ExitCode) {
+			if wait := last.FinishedAt.Add(restartDelay(last)).Sub(now); wait > 0 {
+				cs.LastTerminationState.Terminated = t
+				cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff",
+					Message: fmt.Sprintf("back-off %s restarting failed container=%s pod=%s_%s(%s)",
+						restartDelay(last), c.Name, pod.Name, pod.Namespace, pod.UID)}
+				if obs.MissingImages[c.Image] {
+					cs.State.Waiting = missingImage(c, prev)
+				}
+				return cs
+			}
+		}
+		cs.State.Terminated = t
+	}
+	return cs
+}
+
+// missingImage is the waiting state of a container whose image the node
+// does not have. plainkube nodes pull nothing, so whatever the pull policy
+// the image has to be imported (plainkube image load).
+func missingImage(c *corev1.Container, prev corev1.ContainerStatus) *corev1.ContainerStateWaiting {
+	msg := fmt.Sprintf("image %q is not present on the node, and plainkube nodes do not pull images: import it with `plainkube image load`", c.Image)
+	switch {
+	case c.ImagePullPolicy == corev1.PullNever:
+		return &corev1.ContainerStateWaiting{Reason: "ErrImageNeverPull",
+			Message: fmt.Sprintf("Container image %q is not present with pull policy of Never", c.Image)}
+	case prev.State.Waiting != nil && (prev.State.Waiting.Reason == "ErrImagePull" || prev.State.Waiting.Reason == "ImagePullBackOff"):
+		return &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: "Back-off pulling image: " + msg}
+	default:
+		return &corev1.ContainerStateWaiting{Reason: "ErrImagePull", Message: msg}
+	}
+}
+
+func terminated(r containerRun) *corev1.ContainerStateTerminated {
+	reason := r.Reason
+	if reason == "" {
+		reason = "Error"
+		if r.ExitCode == 0 {
+			reason = "Completed"
+		}
+	}
+	return &corev1.ContainerStateTerminated{
+		ExitCode: r.ExitCode, Reason: reason, Message: r.Message,
+		StartedAt: stamp(r.StartedAt), FinishedAt: stamp(r.FinishedAt),
+		ContainerID: idScheme + r.ID,
+	}
+}
+
+// phase is upstream's phase rule: Pending while a container has not yet
+// run, Running while one runs or will restart, then Succeeded or Failed.
+func phase(pod *corev1.Pod, statuses []corev1.ContainerStatus) corev1.PodPhase {
+	var running, waiting, stopped, succeeded int
+	for _, cs := range statuses {
+		switch {
+		case cs.State.Running != nil:
+			running++
+		case cs.State.Terminated != nil:
+			stopped++
+			if cs.State.Terminated.ExitCode == 0 {
+				succeeded++
+			}
+		case cs.LastTerminationState.Terminated != nil:
+			stopped++
+		default:
+			waiting++
+		}
+	}
+	switch {
+	case waiting > 0:
+		return corev1.PodPending
+	case running > 0:
+		return corev1.PodRunning
+	case stopped == 0:
+		return corev1.PodPending
+	case pod.Spec.RestartPolicy == corev1.RestartPolicyAlways:
+		return corev1.PodRunning
+	case stopped == succeeded:
+		return corev1.PodSucceeded
+	case pod.Spec.RestartPolicy == corev1.RestartPolicyOnFailure:
+		return corev1.PodRunning
+	default:
+		return corev1.PodFailed
+	}
+}
+
+func setConditions(pod *corev1.Pod, st *corev1.PodStatus, obs observed, now time.Time) {
+	set := func(c corev1.PodCondition) {
+		c.ObservedGeneration = pod.Generation
+		setCondition(st, c, now)
+	}
+	boolCond := func(b bool) corev1.ConditionStatus {
+		if b {
+			return corev1.ConditionTrue
+		}
+		return corev1.ConditionFalse
+	}
+	done := terminal(st.Phase)
+	set(corev1.PodCondition{Type: corev1.PodReadyToStartContainers,
+		Status: boolCond(!done && obs.Sandbox != nil && obs.Sandbox.Ready)})
+	set(corev1.PodCondition{Type: corev1.PodInitialized, Status: corev1.ConditionTrue})
+	var unready []string
+	for _, cs := range st.ContainerStatuses {
+		if !cs.Ready {
+			unready = append(unready, cs.Name)
+		}
+	}
+	ready := corev1.PodCondition{Status: corev1.ConditionTrue}
+	switch {
+	case done:
+		ready = corev1.PodCondition{Status: corev1.ConditionFalse, Reason: "PodCompleted"}
+	case len(unready) > 0:
+		ready = corev1.PodCondition{Status: corev1.ConditionFalse, Reason: "ContainersNotReady",
+			Message: fmt.Sprintf("containers with unready status: %v", unready)}
+	}
+	ready.Type = corev1.ContainersReady
+	set(ready)
+	if ready.Status == corev1.ConditionTrue {
+		for _, g := range pod.Spec.ReadinessGates {
+			i := slices.IndexFunc(st.Conditions, func(c corev1.PodCondition) bool { return c.Type == g.ConditionType })
+			if i < 0 || st.Conditions[i].Status != corev1.ConditionTrue {
+				ready = corev1.PodCondition{Status: corev1.ConditionFalse, Reason: "ReadinessGatesNotReady",
+					Message: fmt.Sprintf("the status of pod readiness gate %q is not \"True\"", g.ConditionType)}
+				break
+			}
+		}
+	}
+	ready.Type = corev1.PodReady
+	set(ready)
+}
+
+// setCondition replaces or appends c, keeping the transition time unless
+// the status changes.
+func setCondition(st *corev1.PodStatus, c corev1.PodCondition, now time.Time) {
+	for i := range st.Conditions {
+		old := &st.Conditions[i]
+		if old.Type != c.Type {
+			continue
+		}
+		c.LastProbeTime = old.LastProbeTime
+		c.LastTransitionTime = old.LastTransitionTime
+		if old.Status != c.Status || old.LastTransitionTime.IsZero() {
+			c.LastTransitionTime = stamp(now)
+		}
+		*old = c
+		return
+	}
+	c.LastTransitionTime = stamp(now)
+	st.Conditions = append(st.Conditions, c)
+}
+
+// stamp is t as the API stores it: to the second.
+func stamp(t time.Time) metav1.Time {
+	if t.IsZero() {
+		return metav1.Time{}
+	}
+	return metav1.NewTime(t.Truncate(time.Second))
+}

@@ -1,0 +1,220 @@
+package kubelet
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+var t0 = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+
+func testPod(policy corev1.RestartPolicy, mutate ...func(*corev1.Pod)) *corev1.Pod {
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "uid-1"},
+		Spec: corev1.PodSpec{RestartPolicy: policy, Containers: []corev1.Container{
+			{Name: "a", Image: "img"},
+		}},
+	}
+	for _, m := range mutate {
+		m(p)
+	}
+	return p
+}
+
+func ready() *sandbox { return &sandbox{ID: "sb", Ready: true} }
+
+func runs(r ...containerRun) map[string][]containerRun { return map[string][]containerRun{"a": r} }
+
+func exited(id string, attempt uint32, code int32, finished time.Time) containerRun {
+	return containerRun{ID: id, Name: "a", Attempt: attempt, State: stateExited, ExitCode: code,
+		StartedAt: finished.Add(-time.Second), FinishedAt: finished}
+}
+
+func running(id string, attempt uint32) containerRun {
+	return containerRun{ID: id, Name: "a", Attempt: attempt, State: stateRunning, StartedAt: t0.Add(-time.Minute)}
+}
+
+func deleting(grace int64) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		ts := metav1.NewTime(t0)
+		p.DeletionTimestamp, p.DeletionGracePeriodSeconds = &ts, &grace
+	}
+}
+
+func TestPlan(t *testing.T) {
+	tests := []struct {
+		name     string
+		pod      *corev1.Pod
+		obs      observed
+		want     []string
+		wantNext time.Time
+	}{
+		{name: "new pod gets a sandbox", pod: testPod(corev1.RestartPolicyAlways),
+			want: []string{"RunSandbox #0"}},
+		{name: "dead sandbox is replaced", pod: testPod(corev1.RestartPolicyAlways),
+			obs:  observed{Sandbox: &sandbox{ID: "old", Attempt: 2}},
+			want: []string{"StopSandbox old", "RemoveSandbox old", "RunSandbox #3"}},
+		{name: "then the container starts", pod: testPod(corev1.RestartPolicyAlways),
+			obs:  observed{Sandbox: ready()},
+			want: []string{"StartContainer a #0"}},
+		{name: "running: nothing to do", pod: testPod(corev1.RestartPolicyAlways),
+			obs: observed{Sandbox: ready(), Containers: runs(running("c1", 0))}},
+		{name: "missing image waits", pod: testPod(corev1.RestartPolicyAlways),
+			obs:      observed{Sandbox: ready(), MissingImages: map[string]bool{"img": true}},
+			wantNext: t0.Add(imageRecheck)},
+		{name: "first crash restarts at once", pod: testPod(corev1.RestartPolicyAlways),
+			obs:  observed{Sandbox: ready(), Containers: runs(exited("c1", 0, 1, t0))},
+			want: []string{"StartContainer a #1"}},
+		{name: "second crash backs off 10s", pod: testPod(corev1.RestartPolicyAlways),
+			obs:      observed{Sandbox: ready(), Containers: runs(exited("c2", 1, 1, t0.Add(-3*time.Second)), exited("c1", 0, 1, t0.Add(-5*time.Second)))},
+			wantNext: t0.Add(7 * time.Second)},
+		{name: "back-off over: restart, dropping the oldest run", pod: testPod(corev1.RestartPolicyAlways),
+			obs: observed{Sandbox: ready(), Containers: runs(
+				exited("c3", 2, 1, t0.Add(-21*time.Second)), exited("c2", 1, 1, t0.Add(-40*time.Second)), exited("c1", 0, 1, t0.Add(-50*time.Second)))},
+			want: []string{"RemoveContainer c1", "StartContainer a #3"}},
+		{name: "OnFailure does not restart success", pod: testPod(corev1.RestartPolicyOnFailure),
+			obs:  observed{Sandbox: ready(), Containers: runs(exited("c1", 0, 0, t0))},
+			want: []string{"StopSandbox sb"}},
+		{name: "Never: done, the sandbox stops", pod: testPod(corev1.RestartPolicyNever),
+			obs:  observed{Sandbox: ready(), Containers: runs(exited("c1", 0, 1, t0))},
+			want: []string{"StopSandbox sb"}},
+		{name: "finished pod with stopped sandbox: nothing", pod: testPod(corev1.RestartPolicyNever),
+			obs: observed{Sandbox: &sandbox{ID: "sb"}, Containers: runs(exited("c1", 0, 1, t0))}},
+		{name: "created but not started: start afresh", pod: testPod(corev1.RestartPolicyAlways),
+			obs:  observed{Sandbox: ready(), Containers: runs(containerRun{ID: "c1", Name: "a", State: stateCreated})},
+			want: []string{"RemoveContainer c1", "StartContainer a #0"}},
+		{name: "deletion stops with the grace period, then deletes", pod: testPod(corev1.RestartPolicyAlways, deleting(7)),
+			obs:  observed{Sandbox: ready(), Containers: runs(running("c1", 0))},
+			want: []string{"StopContainer c1 grace=7s", "StopSandbox sb", "RemoveSandbox sb", "DeletePod"}},
+		{name: "deletion of a pod never started", pod: testPod(corev1.RestartPolicyAlways, deleting(30)),
+			want: []string{"DeletePod"}},
+		{name: "old sandboxes are removed", pod: testPod(corev1.RestartPolicyAlways),
+			obs:  observed{Sandbox: ready(), Others: []string{"old"}, Containers: runs(running("c1", 0))},
+			want: []string{"StopSandbox old", "RemoveSandbox old"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			acts, next := plan(tt.pod, tt.obs, t0)
+			var got []string
+			for _, a := range acts {
+				got = append(got, a.String())
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("actions = %q, want %q", got, tt.want)
+			}
+			if !next.Equal(tt.wantNext) {
+				t.Errorf("next = %v, want %v", next, tt.wantNext)
+			}
+		})
+	}
+}
+
+func TestRestartDelay(t *testing.T) {
+	for attempt, want := range []time.Duration{0, 10 * time.Second, 20 * time.Second, 40 * time.Second, 80 * time.Second, 160 * time.Second, 5 * time.Minute, 5 * time.Minute} {
+		if got := restartDelay(exited("c", uint32(attempt), 1, t0)); got != want {
+			t.Errorf("attempt %d: delay %s, want %s", attempt, got, want)
+		}
+	}
+	long := exited("c", 5, 1, t0)
+	long.StartedAt = t0.Add(-time.Hour)
+	if got := restartDelay(long); got != 0 {
+		t.Errorf("after a long run: delay %s, want 0", got)
+	}
+}
+
+func TestPodStatus(t *testing.T) {
+	env := nodeEnv{HostIP: "10.0.0.5"}
+	tests := []struct {
+		name      string
+		pod       *corev1.Pod
+		obs       observed
+		phase     corev1.PodPhase
+		state     string // running, waiting:<reason>, terminated:<code>
+		restarts  int32
+		lastTerm  bool
+		podReady  corev1.ConditionStatus
+		wantPodIP string
+	}{
+		{name: "creating", pod: testPod(corev1.RestartPolicyAlways), obs: observed{Sandbox: ready()},
+			phase: corev1.PodPending, state: "waiting:ContainerCreating", podReady: corev1.ConditionFalse},
+		{name: "running", pod: testPod(corev1.RestartPolicyAlways, func(p *corev1.Pod) { p.Spec.HostNetwork = true }),
+			obs:   observed{Sandbox: ready(), Containers: runs(running("c1", 0))},
+			phase: corev1.PodRunning, state: "running", podReady: corev1.ConditionTrue, wantPodIP: "10.0.0.5"},
+		{name: "pod IP from the sandbox", pod: testPod(corev1.RestartPolicyAlways),
+			obs:   observed{Sandbox: &sandbox{ID: "sb", Ready: true, IP: "10.42.0.7"}, Containers: runs(running("c1", 0))},
+			phase: corev1.PodRunning, state: "running", podReady: corev1.ConditionTrue, wantPodIP: "10.42.0.7"},
+		{name: "crash loop", pod: testPod(corev1.RestartPolicyAlways),
+			obs:   observed{Sandbox: ready(), Containers: runs(exited("c2", 1, 2, t0.Add(-time.Second)), exited("c1", 0, 2, t0.Add(-2*time.Second)))},
+			phase: corev1.PodRunning, state: "waiting:CrashLoopBackOff", restarts: 1, lastTerm: true, podReady: corev1.ConditionFalse},
+		{name: "failed", pod: testPod(corev1.RestartPolicyNever),
+			obs:   observed{Sandbox: &sandbox{ID: "sb"}, Containers: runs(exited("c1", 0, 1, t0))},
+			phase: corev1.PodFailed, state: "terminated:1", podReady: corev1.ConditionFalse},
+		{name: "succeeded", pod: testPod(corev1.RestartPolicyOnFailure),
+			obs:   observed{Sandbox: &sandbox{ID: "sb"}, Containers: runs(exited("c1", 0, 0, t0))},
+			phase: corev1.PodSucceeded, state: "terminated:0", podReady: corev1.ConditionFalse},
+		{name: "missing image", pod: testPod(corev1.RestartPolicyAlways), obs: observed{Sandbox: ready(), MissingImages: map[string]bool{"img": true}},
+			phase: corev1.PodPending, state: "waiting:ErrImagePull", podReady: corev1.ConditionFalse},
+		{name: "missing image, seen before", pod: testPod(corev1.RestartPolicyAlways, func(p *corev1.Pod) {
+			p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "a", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImagePull"}}}}
+		}), obs: observed{Sandbox: ready(), MissingImages: map[string]bool{"img": true}},
+			phase: corev1.PodPending, state: "waiting:ImagePullBackOff", podReady: corev1.ConditionFalse},
+		{name: "missing image, pull policy Never", pod: testPod(corev1.RestartPolicyAlways, func(p *corev1.Pod) {
+			p.Spec.Containers[0].ImagePullPolicy = corev1.PullNever
+		}), obs: observed{Sandbox: ready(), MissingImages: map[string]bool{"img": true}},
+			phase: corev1.PodPending, state: "waiting:ErrImageNeverPull", podReady: corev1.ConditionFalse},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := podStatus(tt.pod, tt.obs, env, t0)
+			if st.Phase != tt.phase {
+				t.Errorf("phase = %s, want %s", st.Phase, tt.phase)
+			}
+			cs := st.ContainerStatuses[0]
+			var state string
+			switch {
+			case cs.State.Running != nil:
+				state = "running"
+			case cs.State.Waiting != nil:
+				state = "waiting:" + cs.State.Waiting.Reason
+			case cs.State.Terminated != nil:
+				state = "terminated:" + string(rune('0'+cs.State.Terminated.ExitCode))
+			}
+			if state != tt.state {
+				t.Errorf("state = %s, want %s", state, tt.state)
+			}
+			if cs.RestartCount != tt.restarts || (cs.LastTerminationState.Terminated != nil) != tt.lastTerm {
+				t.Errorf("restarts = %d, lastState = %+v", cs.RestartCount, cs.LastTerminationState)
+			}
+			if cs.State.Running != nil && cs.ContainerID != "containerd://c1" {
+				t.Errorf("containerID = %q", cs.ContainerID)
+			}
+			var readyCond corev1.ConditionStatus
+			for _, c := range st.Conditions {
+				if c.Type == corev1.PodReady {
+					readyCond = c.Status
+				}
+			}
+			if readyCond != tt.podReady {
+				t.Errorf("Ready = %s, want %s", readyCond, tt.podReady)
+			}
+			if st.HostIP != "10.0.0.5" || st.StartTime == nil || st.PodIP != tt.wantPodIP {
+				t.Errorf("hostIP %q podIP %q startTime %v", st.HostIP, st.PodIP, st.StartTime)
+			}
+		})
+	}
+}
+
+func TestPodStatusKeepsTransitionTimes(t *testing.T) {
+	pod := testPod(corev1.RestartPolicyAlways)
+	obs := observed{Sandbox: ready(), Containers: runs(running("c1", 0))}
+	pod.Status = podStatus(pod, obs, nodeEnv{}, t0)
+	again := podStatus(pod, obs, nodeEnv{}, t0.Add(time.Minute))
+	for i, c := range again.Conditions {
+		if !c.LastTransitionTime.Equal(&pod.Status.Conditions[i].LastTransitionTime) {
+			t.Errorf("%s moved from %v to %v", c.Type, pod.Status.Conditions[i].LastTransitionTime, c.LastTransitionTime)
+		}
+	}
+}

@@ -1,0 +1,277 @@
+package kubelet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// Labels the agent puts on sandboxes and containers (upstream's names, so
+// crictl output reads the same).
+const (
+	labelPodName       = "io.kubernetes.pod.name"
+	labelPodNamespace  = "io.kubernetes.pod.namespace"
+	labelPodUID        = "io.kubernetes.pod.uid"
+	labelContainerName = "io.kubernetes.container.name"
+)
+
+func podLabels(pod *corev1.Pod) map[string]string {
+	return map[string]string{labelPodName: pod.Name, labelPodNamespace: pod.Namespace, labelPodUID: string(pod.UID)}
+}
+
+// observe reads what the runtime has of pod.
+func (a *Agent) observe(ctx context.Context, pod *corev1.Pod) (observed, error) {
+	rt := a.rt.Runtime
+	obs := observed{Containers: map[string][]containerRun{}, MissingImages: map[string]bool{}}
+	sel := map[string]string{labelPodUID: string(pod.UID)}
+	sbs, err := rt.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: sel})
+	if err != nil {
+		return obs, err
+	}
+	sort.Slice(sbs, func(i, j int) bool {
+		if sbs[i].Metadata.Attempt != sbs[j].Metadata.Attempt {
+			return sbs[i].Metadata.Attempt > sbs[j].Metadata.Attempt
+		}
+		return sbs[i].CreatedAt > sbs[j].CreatedAt
+	})
+	for i, sb := range sbs {
+		if i > 0 {
+			obs.Others = append(obs.Others, sb.Id)
+			continue
+		}
+		s := &sandbox{ID: sb.Id, Attempt: sb.Metadata.Attempt, Ready: sb.State == runtimeapi.PodSandboxState_SANDBOX_READY}
+		if s.Ready && !pod.Spec.HostNetwork {
+			if st, err := rt.PodSandboxStatus(ctx, sb.Id, false); err == nil && st.Status.GetNetwork() != nil {
+				s.IP = st.Status.Network.Ip
+			}
+		}
+		obs.Sandbox = s
+	}
+	if obs.Sandbox != nil {
+		cs, err := rt.ListContainers(ctx, &runtimeapi.ContainerFilter{PodSandboxId: obs.Sandbox.ID, LabelSelector: sel})
+		if err != nil {
+			return obs, err
+		}
+		for _, c := range cs {
+			st, err := rt.ContainerStatus(ctx, c.Id, false)
+			if err != nil || st.Status == nil {
+				continue // removed meanwhile
+			}
+			s := st.Status
+			run := containerRun{
+				ID: c.Id, Name: c.Metadata.Name, Attempt: c.Metadata.Attempt,
+				ExitCode: s.ExitCode, Reason: s.Reason, Message: s.Message,
+				CreatedAt: unixNano(s.CreatedAt), StartedAt: unixNano(s.StartedAt), FinishedAt: unixNano(s.FinishedAt),
+				ImageRef: s.ImageRef,
+			}
+			switch s.State {
+			case runtimeapi.ContainerState_CONTAINER_CREATED:
+				run.State = stateCreated
+			case runtimeapi.ContainerState_CONTAINER_RUNNING:
+				run.State = stateRunning
+			case runtimeapi.ContainerState_CONTAINER_EXITED:
+				run.State = stateExited
+			default:
+				run.State = stateUnknown
+			}
+			obs.Containers[run.Name] = append(obs.Containers[run.Name], run)
+		}
+		for _, runs := range obs.Containers {
+			sort.Slice(runs, func(i, j int) bool { return runs[i].Attempt > runs[j].Attempt })
+		}
+	}
+	for _, c := range pod.Spec.Containers {
+		st, err := a.rt.Images.ImageStatus(ctx, &runtimeapi.ImageSpec{Image: c.Image}, false)
+		if err != nil {
+			return obs, err
+		}
+		if st.Image == nil {
+			obs.MissingImages[c.Image] = true
+		}
+	}
+	return obs, nil
+}
+
+func unixNano(n int64) time.Time {
+	if n <= 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n)
+}
+
+// apply carries out acts in order, except that container stops run
+// together (each may take its whole grace period).
+func (a *Agent) apply(ctx context.Context, pod *corev1.Pod, acts []action) error {
+	rt := a.rt.Runtime
+	var stops []action
+	for _, act := range acts {
+		if act.Kind == actStopContainer {
+			stops = append(stops, act)
+		}
+	}
+	if len(stops) > 0 {
+		var wg sync.WaitGroup
+		errs := make([]error, len(stops))
+		for i, act := range stops {
+			wg.Go(func() {
+				a.log.Info("stopping container", "pod", pod.Namespace+"/"+pod.Name, "container", shortID(act.ID), "grace", act.Grace)
+				errs[i] = rt.StopContainer(ctx, act.ID, act.Grace)
+			})
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			return err
+		}
+	}
+	var sandboxCfg *runtimeapi.PodSandboxConfig
+	for _, act := range acts {
+		var err error
+		switch act.Kind {
+		case actStopContainer:
+			continue
+		case actRunSandbox:
+			sandboxCfg = a.sandboxConfig(pod, act.Attempt)
+			if err = os.MkdirAll(sandboxCfg.LogDirectory, 0o755); err == nil {
+				_, err = rt.RunPodSandbox(ctx, sandboxCfg, "")
+			}
+		case actStartContainer:
+			err = a.startContainer(ctx, pod, act)
+		case actRemoveContainer:
+			err = rt.RemoveContainer(ctx, act.ID)
+		case actStopSandbox:
+			err = rt.StopPodSandbox(ctx, act.ID)
+		case actRemoveSandbox:
+			err = rt.RemovePodSandbox(ctx, act.ID)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", act, err)
+		}
+		a.log.Debug("pod action", "pod", pod.Namespace+"/"+pod.Name, "action", act.String())
+	}
+	return nil
+}
+
+// logDir is where a pod's container logs go, as upstream lays them out.
+func (a *Agent) logDir(pod *corev1.Pod) string {
+	return filepath.Join(a.opts.DataDir, "pods", pod.Namespace+"_"+pod.Name+"_"+string(pod.UID))
+}
+
+func namespaces(pod *corev1.Pod) *runtimeapi.NamespaceOption {
+	ns := &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_POD, Pid: runtimeapi.NamespaceMode_CONTAINER, Ipc: runtimeapi.NamespaceMode_POD}
+	if pod.Spec.HostNetwork {
+		ns.Network = runtimeapi.NamespaceMode_NODE
+	}
+	if pod.Spec.HostPID {
+		ns.Pid = runtimeapi.NamespaceMode_NODE
+	} else if pod.Spec.ShareProcessNamespace != nil && *pod.Spec.ShareProcessNamespace {
+		ns.Pid = runtimeapi.NamespaceMode_POD
+	}
+	if pod.Spec.HostIPC {
+		ns.Ipc = runtimeapi.NamespaceMode_NODE
+	}
+	return ns
+}
+
+func (a *Agent) sandboxConfig(pod *corev1.Pod, attempt uint32) *runtimeapi.PodSandboxConfig {
+	hostname := pod.Name
+	if pod.Spec.Hostname != "" {
+		hostname = pod.Spec.Hostname
+	}
+	if pod.Spec.HostNetwork {
+		hostname = ""
+	}
+	return &runtimeapi.PodSandboxConfig{
+		Metadata:     &runtimeapi.PodSandboxMetadata{Name: pod.Name, Namespace: pod.Namespace, Uid: string(pod.UID), Attempt: attempt},
+		Hostname:     hostname,
+		LogDirectory: a.logDir(pod),
+		Labels:       podLabels(pod),
+		Annotations:  pod.Annotations,
+		Linux: &runtimeapi.LinuxPodSandboxConfig{
+			SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{NamespaceOptions: namespaces(pod)},
+		},
+	}
+}
+
+func (a *Agent) startContainer(ctx context.Context, pod *corev1.Pod, act action) error {
+	var c *corev1.Container
+	for i := range pod.Spec.Containers {
+		if pod.Spec.Containers[i].Name == act.Container {
+			c = &pod.Spec.Containers[i]
+		}
+	}
+	if c == nil {
+		return fmt.Errorf("no container %q in the pod spec", act.Container)
+	}
+	obs, err := a.observe(ctx, pod)
+	if err != nil {
+		return err
+	}
+	if obs.Sandbox == nil || !obs.Sandbox.Ready {
+		return errors.New("pod sandbox is not ready")
+	}
+	// The sandbox config must be the one the sandbox was made with.
+	sbCfg := a.sandboxConfig(pod, obs.Sandbox.Attempt)
+	if err := os.MkdirAll(filepath.Join(sbCfg.LogDirectory, c.Name), 0o755); err != nil {
+		return err
+	}
+	labels := podLabels(pod)
+	labels[labelContainerName] = c.Name
+	var envs []*runtimeapi.KeyValue
+	for _, e := range c.Env {
+		if e.ValueFrom == nil {
+			envs = append(envs, &runtimeapi.KeyValue{Key: e.Name, Value: []byte(e.Value)})
+		}
+	}
+	cfg := &runtimeapi.ContainerConfig{
+		Metadata:   &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: act.Attempt},
+		Image:      &runtimeapi.ImageSpec{Image: c.Image},
+		Command:    c.Command,
+		Args:       c.Args,
+		WorkingDir: c.WorkingDir,
+		Envs:       envs,
+		Labels:     labels,
+		Annotations: map[string]string{
+			"io.kubernetes.container.restartCount": strconv.Itoa(int(act.Attempt)),
+		},
+		LogPath: filepath.Join(c.Name, strconv.Itoa(int(act.Attempt))+".log"),
+		Stdin:   c.Stdin, StdinOnce: c.StdinOnce, Tty: c.TTY,
+		Linux: &runtimeapi.LinuxContainerConfig{
+			SecurityContext: &runtimeapi.LinuxContainerSecurityContext{NamespaceOptions: namespaces(pod)},
+		},
+	}
+	id, err := a.rt.Runtime.CreateContainer(ctx, obs.Sandbox.ID, cfg, sbCfg)
+	if err != nil {
+		return err
+	}
+	a.log.Info("starting container", "pod", pod.Namespace+"/"+pod.Name, "container", c.Name, "id", shortID(id), "attempt", act.Attempt)
+	return a.rt.Runtime.StartContainer(ctx, id)
+}
+
+// removeOrphans stops and removes the sandboxes of pods no longer bound to
+// this node (deleted without a graceful stop, or rebound elsewhere).
+func (a *Agent) removeOrphans(ctx context.Context, live map[types.UID]bool) {
+	sbs, err := a.rt.Runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{})
+	if err != nil {
+		return
+	}
+	for _, sb := range sbs {
+		uid := sb.Labels[labelPodUID]
+		if uid == "" || live[types.UID(uid)] {
+			continue
+		}
+		a.log.Info("removing sandbox of a pod that is gone", "sandbox", shortID(sb.Id), "pod", sb.Metadata.Namespace+"/"+sb.Metadata.Name)
+		if err := a.rt.Runtime.StopPodSandbox(ctx, sb.Id); err == nil {
+			_ = a.rt.Runtime.RemovePodSandbox(ctx, sb.Id)
+		}
+	}
+}
