@@ -16,10 +16,12 @@ import (
 	"k8s.io/client-go/rest"
 
 	"plainkube.dev/plainkube/internal/controller"
+	"plainkube.dev/plainkube/internal/controller/cronjob"
 	"plainkube.dev/plainkube/internal/controller/deployment"
 	"plainkube.dev/plainkube/internal/controller/endpoints"
 	"plainkube.dev/plainkube/internal/controller/endpointslice"
 	"plainkube.dev/plainkube/internal/controller/garbagecollector"
+	"plainkube.dev/plainkube/internal/controller/job"
 	"plainkube.dev/plainkube/internal/controller/namespace"
 	"plainkube.dev/plainkube/internal/controller/nodelifecycle"
 	"plainkube.dev/plainkube/internal/controller/podgc"
@@ -67,6 +69,14 @@ func New(cfg *rest.Config, o Options) ([]controller.Controller, error) {
 	}
 	rs, err := replicaset.New(cfg)
 	if err := add("replicaset controller", rs, err); err != nil {
+		return nil, err
+	}
+	job, err := job.New(cfg)
+	if err := add("job controller", job, err); err != nil {
+		return nil, err
+	}
+	cj, err := cronjob.New(cfg)
+	if err := add("cronjob controller", cj, err); err != nil {
 		return nil, err
 	}
 	gc, err := garbagecollector.New(cfg)

@@ -152,3 +152,26 @@ func TestClientToServerSideApplyMigration(t *testing.T) {
 	out := c.must("get", "cm", "migrate", "-o", "yaml", "--show-managed-fields")
 	contains(t, out, "manager: kubectl", "operation: Apply")
 }
+
+// TestJobOnSimulatedNodes: a Job whose pods carry the sim exit annotations
+// completes, and kubectl wait sees it.
+func TestJobOnSimulatedNodes(t *testing.T) {
+	c := startCluster(t, "--sim-nodes", "2")
+	c.eventually([]string{"sim-1"}, "get", "nodes")
+	c.must("apply", "-f", writeFile(t, t.TempDir(), "job.yaml", `apiVersion: batch/v1
+kind: Job
+metadata: {name: work}
+spec:
+  completions: 3
+  parallelism: 2
+  template:
+    metadata:
+      annotations: {sim.plainkube.dev/exit-after: 1s, sim.plainkube.dev/exit-code: "0"}
+    spec:
+      restartPolicy: Never
+      containers: [{name: w, image: busybox}]
+`))
+	c.must("wait", "--for=condition=complete", "job/work", "--timeout=60s")
+	out := c.must("get", "job", "work")
+	contains(t, out, "Complete", "3/3")
+}
