@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"mime"
@@ -187,7 +188,18 @@ func (s *Server) decodeDeleteOptions(r *http.Request) (*metav1.DeleteOptions, er
 			}
 			opts = obj.(*metav1.DeleteOptions)
 		} else if _, _, err := dec.Decode(data, &gvk, opts); err != nil {
-			return nil, badRequest("error decoding DeleteOptions: %v", err)
+			// DeleteOptions may come in any group version: clients such as
+			// controller-runtime send the resource's own, a custom
+			// resource's group/version included (upstream registers
+			// DeleteOptions unversioned in each CRD's parameter scheme).
+			var tm metav1.TypeMeta
+			if !runtime.IsNotRegisteredError(err) || json.Unmarshal(data, &tm) != nil || tm.Kind != "DeleteOptions" {
+				return nil, badRequest("error decoding DeleteOptions: %v", err)
+			}
+			*opts = metav1.DeleteOptions{}
+			if err := json.Unmarshal(data, opts); err != nil {
+				return nil, badRequest("error decoding DeleteOptions: %v", err)
+			}
 		}
 	}
 	q := r.URL.Query()

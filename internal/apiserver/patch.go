@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
+	jsonpatchv4 "gopkg.in/evanphx/json-patch.v4"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -92,7 +93,12 @@ func (s *Server) handlePatch(rq *request, subresource string) error {
 func applyPatch(pt types.PatchType, original, patch []byte, schema runtime.Object) ([]byte, error) {
 	switch pt {
 	case types.JSONPatchType:
-		p, err := jsonpatch.DecodePatch(patch)
+		// json-patch v4, as upstream's API server: its "replace" of an
+		// absent object member sets it (v5 follows RFC 6902 and refuses),
+		// which clients rely on — the CSI snapshot controller binds a
+		// pre-provisioned VolumeSnapshotContent by replacing
+		// /spec/volumeSnapshotRef/uid before it is set.
+		p, err := jsonpatchv4.DecodePatch(patch)
 		if err != nil {
 			return nil, badRequest("error decoding json patch: %v", err)
 		}

@@ -2,10 +2,13 @@ package testenv
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"testing"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -32,6 +35,10 @@ type options struct {
 	port       int
 	components []server.Component
 	logger     *slog.Logger
+	crdPaths   []string
+	crds       []*apiextensionsv1.CustomResourceDefinition
+	// crdPathsOptional skips missing CRD paths (envtest's default).
+	crdPathsOptional bool
 }
 
 // Option configures Start.
@@ -90,24 +97,85 @@ func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l 
 // Start starts a control plane for the test and stops it when the test ends.
 func Start(t testing.TB, opts ...Option) *Env {
 	t.Helper()
+	env, stop, err := start(t.TempDir(), opts)
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	t.Cleanup(stop)
+	return env
+}
+
+// start starts a control plane keeping its files in dataDir; stop ends it
+// and waits until it has stopped.
+func start(dataDir string, opts []Option) (env *Env, stop func(), err error) {
 	o := &options{logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	for _, opt := range opts {
 		opt(o)
 	}
+	crds, err := ReadCRDs(!o.crdPathsOptional, o.crdPaths...)
+	if err != nil {
+		return nil, nil, err
+	}
+	crds = append(crds, o.crds...)
+	components := o.components
+	var crdsInstalled chan error
+	if len(crds) > 0 {
+		// The CRDs go in first, and the other components start once they
+		// are served, so that controllers that read discovery once at start
+		// (the garbage collector, until its next resync) know the new kinds.
+		crdsInstalled = make(chan error, 1)
+		ready := make(chan struct{})
+		components = []server.Component{func(ctx context.Context, env server.ComponentEnv) error {
+			err := InstallCRDs(ctx, env.Config, crds...)
+			crdsInstalled <- err
+			if err == nil {
+				close(ready)
+			}
+			return err
+		}}
+		for _, run := range o.components {
+			components = append(components, func(ctx context.Context, env server.ComponentEnv) error {
+				select {
+				case <-ready:
+					return run(ctx, env)
+				case <-ctx.Done():
+					return nil
+				}
+			})
+		}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	srv, err := server.Start(ctx, server.Options{
-		DataDir: t.TempDir(), BindAddress: "127.0.0.1", Port: o.port, InMemory: !o.etcd,
-		Components: o.components, Logger: o.logger,
+		DataDir: dataDir, BindAddress: "127.0.0.1", Port: o.port, InMemory: !o.etcd,
+		Components: components, Logger: o.logger,
 	})
 	if err != nil {
 		cancel()
-		t.Fatalf("testenv: starting the control plane: %v", err)
+		return nil, nil, fmt.Errorf("starting the control plane: %w", err)
 	}
-	t.Cleanup(func() { cancel(); srv.Wait() })
 	cfg, err := clientcmd.BuildConfigFromFlags("", srv.KubeconfigPath)
 	if err != nil {
-		t.Fatalf("testenv: %v", err)
+		cancel()
+		srv.Wait()
+		return nil, nil, err
 	}
 	cfg.QPS, cfg.Burst = -1, 1000
-	return &Env{Config: cfg, KubeconfigPath: srv.KubeconfigPath, URL: srv.URL, srv: srv}
+	stop = func() {
+		// Clients made from Config share one cached transport. Close its
+		// idle connections first: a connection dialled but never used
+		// counts as active for the HTTP server's graceful shutdown for
+		// its first five seconds, which a test would otherwise wait out.
+		if rt, err := rest.TransportFor(cfg); err == nil {
+			utilnet.CloseIdleConnectionsFor(rt)
+		}
+		cancel()
+		srv.Wait()
+	}
+	if crdsInstalled != nil {
+		if err := <-crdsInstalled; err != nil {
+			stop()
+			return nil, nil, err
+		}
+	}
+	return &Env{Config: cfg, KubeconfigPath: srv.KubeconfigPath, URL: srv.URL, srv: srv}, stop, nil
 }
