@@ -183,6 +183,9 @@ func (s *Server) serveScale(rq *request) error {
 	if err != nil {
 		return err
 	}
+	if rq.info.Verb == "patch" && patchTypeOf(rq.r) == types.ApplyYAMLPatchType {
+		return notImplemented("server-side apply to the scale subresource is not implemented yet in plainkube; use a JSON, merge or strategic merge patch, or PUT")
+	}
 	if rq.info.Verb == "patch" && rs.cr != nil {
 		switch patchTypeOf(rq.r) {
 		case types.JSONPatchType, types.MergePatchType:
