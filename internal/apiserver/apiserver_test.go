@@ -177,3 +177,25 @@ func TestTableAndDiscovery(t *testing.T) {
 		t.Fatalf("If-None-Match: %d", rec2.Code)
 	}
 }
+
+// TestApplyToScale: server-side apply on /scale shares field ownership of
+// spec.replicas with the parent, as upstream.
+func TestApplyToScale(t *testing.T) {
+	h := newTestServer(t)
+	dep := `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d"},"spec":{"replicas":2,"selector":{"matchLabels":{"a":"b"}},"template":{"metadata":{"labels":{"a":"b"}},"spec":{"containers":[{"name":"c","image":"i"}]}}}}`
+	if rec := do(h, "PATCH", "/apis/apps/v1/namespaces/default/deployments/d?fieldManager=owner", "application/apply-patch+yaml", "", dep); rec.Code != 201 {
+		t.Fatalf("apply deployment: %d %s", rec.Code, rec.Body)
+	}
+	scale := `{"apiVersion":"autoscaling/v1","kind":"Scale","metadata":{"name":"d"},"spec":{"replicas":3}}`
+	if rec := do(h, "PATCH", "/apis/apps/v1/namespaces/default/deployments/d/scale?fieldManager=scaler", "application/apply-patch+yaml", "", scale); rec.Code != 409 {
+		t.Fatalf("conflicting scale apply: %d %s", rec.Code, rec.Body)
+	}
+	rec := do(h, "PATCH", "/apis/apps/v1/namespaces/default/deployments/d/scale?fieldManager=scaler&force=true", "application/apply-patch+yaml", "", scale)
+	if rec.Code != 200 || !strings.Contains(rec.Body.String(), `"replicas":3`) {
+		t.Fatalf("forced scale apply: %d %s", rec.Code, rec.Body)
+	}
+	rec = do(h, "GET", "/apis/apps/v1/namespaces/default/deployments/d", "", "", "")
+	if !strings.Contains(rec.Body.String(), `"replicas":3`) || !strings.Contains(rec.Body.String(), `"manager":"scaler"`) {
+		t.Fatalf("deployment after scale apply: %s", rec.Body)
+	}
+}

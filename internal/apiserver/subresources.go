@@ -3,10 +3,12 @@ package apiserver
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"mime"
 	"net/http"
 	"strconv"
+	"sync"
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -18,7 +20,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 )
 
 // subresourceParts says which part of the object each writable subresource
@@ -183,8 +187,9 @@ func (s *Server) serveScale(rq *request) error {
 	if err != nil {
 		return err
 	}
-	if rq.info.Verb == "patch" && patchTypeOf(rq.r) == types.ApplyYAMLPatchType {
-		return notImplemented("server-side apply to the scale subresource is not implemented yet in plainkube; use a JSON, merge or strategic merge patch, or PUT")
+	apply := rq.info.Verb == "patch" && patchTypeOf(rq.r) == types.ApplyYAMLPatchType
+	if apply && rs.cr != nil {
+		return notImplemented("server-side apply to a custom resource's scale subresource is not implemented yet in plainkube; use a JSON or merge patch, or PUT")
 	}
 	if rq.info.Verb == "patch" && rs.cr != nil {
 		switch patchTypeOf(rq.r) {
@@ -198,23 +203,29 @@ func (s *Server) serveScale(rq *request) error {
 		return err
 	}
 	scaleGVK := autoscalingv1.SchemeGroupVersion.WithKind("Scale")
-	manager, err := fieldManagerName(rq.r, false)
+	manager, err := fieldManagerName(rq.r, apply)
 	if err != nil {
 		return err
 	}
-	updated, err := s.updateObject(ctx, rs, rq.info.Namespace, rq.info.Name, "", writeOptions{dryRun: dryRun, manager: manager}, func(current runtime.Object) (runtime.Object, error) {
+	opts := writeOptions{dryRun: dryRun, manager: manager, applied: apply}
+	updated, err := s.updateObject(ctx, rs, rq.info.Namespace, rq.info.Name, "", opts, func(current runtime.Object) (runtime.Object, error) {
 		cur, err := rs.scaleOf(current)
 		if err != nil {
 			return nil, err
 		}
 		var want *autoscalingv1.Scale
-		if rq.info.Verb == "update" {
+		switch {
+		case apply:
+			if want, err = applyScale(rq, rs, current, cur, body, manager); err != nil {
+				return nil, err
+			}
+		case rq.info.Verb == "update":
 			obj, _, err := s.decodeBody(rq.r, body, scaleGVK, &autoscalingv1.Scale{}, validationIgnore)
 			if err != nil {
 				return nil, err
 			}
 			want = obj.(*autoscalingv1.Scale)
-		} else {
+		default:
 			var buf bytes.Buffer
 			if err := s.codecs.json.Encode(cur, &buf); err != nil {
 				return nil, err
@@ -381,4 +392,59 @@ func (s *Server) simulatedPodLog(rq *request) error {
 		return nil
 	}
 	return badRequest("pod %q runs on simulated node %q: simulated pods run no containers, so they have no logs", pod.Name, pod.Spec.NodeName)
+}
+
+// scaleManager tracks managed fields of autoscaling/v1 Scale objects. A
+// Scale has no lists or maps whose merge keys matter, so the structure is
+// deduced from the objects themselves.
+var scaleManager = sync.OnceValues(func() (*managedfields.FieldManager, error) {
+	return managedfields.NewDefaultFieldManager(managedfields.NewDeducedTypeConverter(), scheme, scheme, scheme,
+		autoscalingv1.SchemeGroupVersion.WithKind("Scale"), autoscalingv1.SchemeGroupVersion, "scale", nil)
+})
+
+// applyScale serves a server-side apply to /scale as upstream does: the
+// parent's managed fields for spec.replicas are mapped onto the Scale, the
+// apply is merged there (409 on conflicts unless force), and the result is
+// mapped back onto the parent, whose replicas and managedFields it sets.
+func applyScale(rq *request, rs *resourceStore, parent runtime.Object, cur *autoscalingv1.Scale, body []byte, manager string) (*autoscalingv1.Scale, error) {
+	patch, err := decodeApplyPatch(body)
+	if err != nil {
+		return nil, err
+	}
+	if patch.GetAPIVersion() != "autoscaling/v1" || patch.GetKind() != "Scale" {
+		return nil, badRequest("the apply patch to a scale subresource must be an autoscaling/v1 Scale, not %s %s", patch.GetAPIVersion(), patch.GetKind())
+	}
+	if patch.GetName() != "" && patch.GetName() != rq.info.Name {
+		return nil, badRequest("the name of the object (%s) does not match the name on the URL (%s)", patch.GetName(), rq.info.Name)
+	}
+	gv := rs.res.Kind.GroupVersion()
+	handler := managedfields.NewScaleHandler(metaOf(parent).GetManagedFields(), gv,
+		managedfields.ResourcePathMappings{gv.String(): fieldpath.MakePathOrDie("spec", "replicas")})
+	entries, err := handler.ToSubresource()
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	cur.ManagedFields = entries
+	fm, err := scaleManager()
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	obj, err := fm.Apply(cur, patch, manager, isTrue(rq.r.URL.Query().Get("force")))
+	if err != nil {
+		var status apierrors.APIStatus
+		if errors.As(err, &status) {
+			return nil, err
+		}
+		return nil, newStatusError(http.StatusUnprocessableEntity, "Invalid", err.Error())
+	}
+	want := obj.(*autoscalingv1.Scale)
+	parentEntries, err := handler.ToParent(want.ManagedFields)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	metaOf(parent).SetManagedFields(parentEntries)
+	if patch.GetResourceVersion() == "" {
+		want.ResourceVersion = ""
+	}
+	return want, nil
 }
