@@ -199,3 +199,28 @@ func TestApplyToScale(t *testing.T) {
 		t.Fatalf("deployment after scale apply: %s", rec.Body)
 	}
 }
+
+// TestSubresourcePatches: every patch type reaches /status, and
+// /ephemeralcontainers takes the strategic merge patch kubectl debug sends.
+func TestSubresourcePatches(t *testing.T) {
+	h := newTestServer(t)
+	do(h, "POST", "/apis/apps/v1/namespaces/default/deployments", "application/json", "", `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d"},"spec":{"selector":{"matchLabels":{"a":"b"}},"template":{"metadata":{"labels":{"a":"b"}},"spec":{"containers":[{"name":"c","image":"i"}]}}}}`)
+	for _, c := range []struct{ ct, body string }{
+		{"application/json-patch+json", `[{"op":"add","path":"/status/replicas","value":1}]`},
+		{"application/merge-patch+json", `{"status":{"replicas":2}}`},
+		{"application/strategic-merge-patch+json", `{"status":{"replicas":3}}`},
+	} {
+		if rec := do(h, "PATCH", "/apis/apps/v1/namespaces/default/deployments/d/status", c.ct, "", c.body); rec.Code != 200 {
+			t.Fatalf("%s on status: %d %s", c.ct, rec.Code, rec.Body)
+		}
+	}
+	rec := do(h, "PATCH", "/apis/apps/v1/namespaces/default/deployments/d/status?fieldManager=ctl&force=true", "application/apply-patch+yaml", "", `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d"},"status":{"replicas":4}}`)
+	if rec.Code != 200 || !strings.Contains(rec.Body.String(), `"replicas":4`) {
+		t.Fatalf("apply on status: %d %s", rec.Code, rec.Body)
+	}
+	do(h, "POST", "/api/v1/namespaces/default/pods", "application/json", "", `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"c","image":"i"}]}}`)
+	rec = do(h, "PATCH", "/api/v1/namespaces/default/pods/p/ephemeralcontainers", "application/strategic-merge-patch+json", "", `{"spec":{"ephemeralContainers":[{"name":"debugger","image":"busybox","stdin":true,"tty":true,"terminationMessagePolicy":"File"}]}}`)
+	if rec.Code != 200 || !strings.Contains(rec.Body.String(), `"name":"debugger"`) {
+		t.Fatalf("ephemeral container: %d %s", rec.Code, rec.Body)
+	}
+}
