@@ -243,14 +243,16 @@ func (s *Server) waitForCache(ctx context.Context, rs *resourceStore, rv string)
 // has a limit), the list's revision and the next page's continue token.
 func (s *Server) listMatching(ctx context.Context, rs *resourceStore, ns string, lo *listOptions) ([]runtime.Object, *metav1.ListMeta, error) {
 	prefix := rs.keyPrefix(ns)
-	// A metadata.name selector in one namespace needs one key only.
+	filtered := !lo.labels.Empty() || !lo.fields.Empty()
+	if lo.cont != nil && lo.limit > 0 && !filtered {
+		return s.nextPage(ctx, rs, prefix, lo)
+	}
 	kvs, rev, err := s.snapshot(ctx, rs, prefix, lo)
 	if err != nil {
 		return nil, nil, err
 	}
 	sort.Slice(kvs, func(i, j int) bool { return kvs[i].Key < kvs[j].Key })
 	lm := &metav1.ListMeta{ResourceVersion: strconv.FormatInt(rev, 10)}
-	filtered := !lo.labels.Empty() || !lo.fields.Empty()
 	var out []runtime.Object
 	for i, kv := range kvs {
 		if lo.cont != nil && kv.Key < rs.prefix+lo.cont.StartKey {
@@ -295,4 +297,32 @@ func (s *Server) handleList(rq *request) error {
 	}
 	s.writeResult(rq, http.StatusOK, list)
 	return nil
+}
+
+// nextPage serves a continued, unfiltered list: one page read from storage
+// at the first page's revision, starting at the token's key.
+func (s *Server) nextPage(ctx context.Context, rs *resourceStore, prefix string, lo *listOptions) ([]runtime.Object, *metav1.ListMeta, error) {
+	res, err := rs.store.List(ctx, prefix, storage.ListOptions{Revision: lo.cont.Revision, StartKey: rs.prefix + lo.cont.StartKey, Limit: lo.limit})
+	if errors.Is(err, storage.ErrCompacted) {
+		return nil, nil, apierrors.NewResourceExpired(continueTooOld)
+	}
+	if err != nil {
+		return nil, nil, storageError(err, rs.gr, "")
+	}
+	lm := &metav1.ListMeta{ResourceVersion: strconv.FormatInt(res.Revision, 10)}
+	out := make([]runtime.Object, 0, len(res.Items))
+	for _, kv := range res.Items {
+		obj, err := rs.decode(kv.Key, kv.Value, kv.ModRevision)
+		if err != nil {
+			return nil, nil, apierrors.NewInternalError(err)
+		}
+		out = append(out, obj)
+	}
+	if res.More && len(res.Items) > 0 {
+		last := res.Items[len(res.Items)-1].Key
+		lm.Continue = encodeContinue(res.Revision, strings.TrimPrefix(last, rs.prefix)+"\x00")
+		remaining := res.RemainingCount
+		lm.RemainingItemCount = &remaining
+	}
+	return out, lm, nil
 }
