@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -97,6 +98,7 @@ func runServer(args []string) error {
 	disableControllers := fs.Bool("disable-controllers", false, "do not run the controller manager in this process")
 	disableScheduler := fs.Bool("disable-scheduler", false, "do not run the scheduler in this process")
 	enableNode := fs.Bool("enable-node", false, "experimental: run a node agent on this host, with containerd (root; hostNetwork pods only for now)")
+	clusterCIDR := fs.String("cluster-cidr", "10.42.0.0/16", "range of pod IPs; each node gets a /24 of it")
 	nodeGrace := fs.Duration("node-monitor-grace-period", 40*time.Second, "how long a node may miss heartbeats before it is marked unreachable and its pods evicted")
 	simNodes := fs.Int("sim-nodes", 0, "run this many simulated nodes in this process (labelled plainkube.dev/simulated=true)")
 	fs.Parse(args)
@@ -110,9 +112,14 @@ func runServer(args []string) error {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	slog.SetDefault(log)
 	opts.Logger = log
+	podRange, err := netip.ParsePrefix(*clusterCIDR)
+	if err != nil {
+		return fmt.Errorf("--cluster-cidr: %w", err)
+	}
 	if !*disableControllers {
 		opts.Components = append(opts.Components, func(ctx context.Context, env server.ComponentEnv) error {
-			return controllermanager.Run(ctx, env.Config, controllermanager.Options{RootCA: env.CAPEM, LeaderElect: true, NodeMonitorGracePeriod: *nodeGrace})
+			return controllermanager.Run(ctx, env.Config, controllermanager.Options{RootCA: env.CAPEM, LeaderElect: true,
+				NodeMonitorGracePeriod: *nodeGrace, ClusterCIDR: podRange})
 		})
 	}
 	if !*disableScheduler {

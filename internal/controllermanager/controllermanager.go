@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 	"plainkube.dev/plainkube/internal/controller/garbagecollector"
 	"plainkube.dev/plainkube/internal/controller/job"
 	"plainkube.dev/plainkube/internal/controller/namespace"
+	"plainkube.dev/plainkube/internal/controller/nodeipam"
 	"plainkube.dev/plainkube/internal/controller/nodelifecycle"
 	"plainkube.dev/plainkube/internal/controller/podgc"
 	"plainkube.dev/plainkube/internal/controller/replicaset"
@@ -41,6 +43,9 @@ type Options struct {
 	LeaderElect bool
 	// Identity names this candidate in the Lease (default: hostname_random).
 	Identity string
+	// ClusterCIDR is the range node pod CIDRs (/24 each) come from
+	// (zero: 10.42.0.0/16).
+	ClusterCIDR netip.Prefix
 	// NodeMonitorGracePeriod is how long a node may go without a heartbeat
 	// before it is marked unreachable (0: 40 s, upstream's default).
 	NodeMonitorGracePeriod time.Duration
@@ -106,6 +111,13 @@ func New(cfg *rest.Config, o Options) ([]controller.Controller, error) {
 	if o.NodeMonitorGracePeriod > 0 {
 		nl.GracePeriod = o.NodeMonitorGracePeriod
 		nl.StartupGracePeriod = max(nl.StartupGracePeriod, o.NodeMonitorGracePeriod)
+	}
+	ipam, err := nodeipam.New(cfg)
+	if err := add("node IPAM controller", ipam, err); err != nil {
+		return nil, err
+	}
+	if o.ClusterCIDR.IsValid() {
+		ipam.ClusterCIDR = o.ClusterCIDR
 	}
 	pg, err := podgc.New(cfg)
 	if err := add("pod GC", pg, err); err != nil {

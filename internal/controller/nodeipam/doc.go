@@ -1,0 +1,8 @@
+// Package nodeipam gives each Node a pod CIDR from the cluster CIDR, as
+// upstream's node IPAM controller (range allocator) does: a node without
+// spec.podCIDR gets the first free /24 (by default) of --cluster-cidr, and
+// the CIDRs nodes already hold, assigned by anyone, are never handed out
+// again. The choice is a pure function (Allocate); the controller patches
+// spec.podCIDR and spec.podCIDRs, one node at a time so that two nodes never
+// get the same range.
+package nodeipam
