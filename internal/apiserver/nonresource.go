@@ -3,6 +3,7 @@ package apiserver
 import (
 	"encoding/json"
 	"net/http"
+	"net/http/pprof"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -32,6 +33,22 @@ func (s *Server) serveNonResource(w http.ResponseWriter, r *http.Request, info r
 			"gitTreeState": "clean", "buildDate": "", "goVersion": v.GoVersion, "compiler": "gc", "platform": v.Platform,
 			"emulationMajor": v.Major, "emulationMinor": v.Minor, "minCompatibilityMajor": v.Major, "minCompatibilityMinor": v.Minor,
 		})
+		return
+	case strings.HasPrefix(path, "/debug/pprof"):
+		// Go's profiler, as upstream's --profiling (authorized like any
+		// non-resource path: the admin group only, today).
+		switch strings.TrimPrefix(path, "/debug/pprof/") {
+		case "cmdline":
+			pprof.Cmdline(w, r)
+		case "profile":
+			pprof.Profile(w, r)
+		case "symbol":
+			pprof.Symbol(w, r)
+		case "trace":
+			pprof.Trace(w, r)
+		default:
+			pprof.Index(w, r)
+		}
 		return
 	case strings.HasPrefix(path, "/openapi/"):
 		if s.cfg.OpenAPI != nil {

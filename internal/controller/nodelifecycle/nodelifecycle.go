@@ -73,6 +73,12 @@ type Controller struct {
 	health       map[string]*health
 	buckets      map[string]*bucket
 	allDisrupted bool
+	// zones is the last zone computation, reused for zoneRefresh while no
+	// node's readiness is seen to change (knownReady): computing it visits
+	// every node, and every heartbeat reconciles a node.
+	zones      map[string]zoneStats
+	zonesAt    time.Time
+	knownReady map[string]corev1.ConditionStatus
 	// taintSeen is when a NoExecute taint was first seen (node/key/effect).
 	taintSeen map[string]time.Time
 	// staleNodes and stalePods hold the resourceVersions this controller's
@@ -390,12 +396,24 @@ func (c *Controller) reconcile(ctx context.Context, log *slog.Logger, l listers,
 	return controller.Result{RequeueAfter: slices.Min(after)}, nil
 }
 
+// zoneRefresh is how long a zone computation is reused (upstream recomputes
+// every node-monitor-period, 5 s).
+const zoneRefresh = time.Second
+
 // updateDisruption computes zone states from the cached nodes (with node,
 // if given, as just written), records whether every zone is fully
 // disrupted and acts on a change: all nodes are looked at again, and when
 // leaving full disruption every node gets a fresh grace period (as
 // upstream: the silence was most likely the control plane's).
 func (c *Controller) updateDisruption(l listers, node *corev1.Node, now time.Time, enqueueAll func()) (map[string]zoneStats, bool) {
+	c.mu.Lock()
+	if c.zones != nil && now.Sub(c.zonesAt) < zoneRefresh && now.Sub(c.zonesAt) >= 0 &&
+		(node == nil || c.knownReady[node.Name] == readyStatus(node)) {
+		zones, all := c.zones, c.allDisrupted
+		c.mu.Unlock()
+		return zones, all
+	}
+	c.mu.Unlock()
 	nodes, _ := l.nodes.List(labels.Everything())
 	if node != nil {
 		for i, n := range nodes {
@@ -405,7 +423,12 @@ func (c *Controller) updateDisruption(l listers, node *corev1.Node, now time.Tim
 		}
 	}
 	zones, all := zoneStates(nodes, c.UnhealthyZoneThreshold)
+	known := make(map[string]corev1.ConditionStatus, len(nodes))
+	for _, n := range nodes {
+		known[n.Name] = readyStatus(n)
+	}
 	c.mu.Lock()
+	c.zones, c.zonesAt, c.knownReady = zones, now, known
 	was := c.allDisrupted
 	c.allDisrupted = all
 	if was && !all {
