@@ -147,41 +147,54 @@ func (s *Server) handleWatch(rq *request) error {
 // watchEvent turns a storage event into the event a client with lo's
 // selectors sees: an object that starts or stops matching is ADDED or DELETED.
 func (s *Server) watchEvent(rs *resourceStore, ev storage.Event, lo *listOptions) (watch.EventType, runtime.Object) {
-	var cur, prev runtime.Object
-	var err error
-	if len(ev.Value) > 0 {
-		if cur, err = rs.decode(ev.Key, ev.Value, ev.Revision); err != nil {
+	selective := !lo.labels.Empty() || !lo.fields.Empty()
+	if ev.Type == storage.EventDelete {
+		if len(ev.PrevValue) == 0 {
 			return "", nil
 		}
-	}
-	if len(ev.PrevValue) > 0 {
-		if prev, err = rs.decodeObject(ev.PrevValue, ev.Revision); err != nil {
+		// Every watcher sees the same deleted object: decode it once.
+		prev, err := rs.decode(ev.Key+deletedKeySuffix, ev.PrevValue, ev.Revision)
+		if err != nil || !rs.matches(prev, lo) {
 			return "", nil
 		}
+		return watch.Deleted, prev
 	}
+	if len(ev.Value) == 0 {
+		return "", nil
+	}
+	cur, err := rs.decode(ev.Key, ev.Value, ev.Revision)
+	if err != nil {
+		return "", nil
+	}
+	// Without selectors the previous state does not matter.
+	if ev.IsCreate || len(ev.PrevValue) == 0 || !selective {
+		if !rs.matches(cur, lo) {
+			return "", nil
+		}
+		if ev.IsCreate || len(ev.PrevValue) == 0 {
+			return watch.Added, cur
+		}
+		return watch.Modified, cur
+	}
+	prev, err := rs.decodeObject(ev.PrevValue, ev.Revision)
+	if err != nil {
+		return "", nil
+	}
+	now, before := rs.matches(cur, lo), rs.matches(prev, lo)
 	switch {
-	case ev.Type == storage.EventDelete:
-		if prev != nil && rs.matches(prev, lo) {
-			return watch.Deleted, prev
-		}
-	case cur == nil:
-	case prev == nil || ev.IsCreate:
-		if rs.matches(cur, lo) {
-			return watch.Added, cur
-		}
-	default:
-		now, before := rs.matches(cur, lo), rs.matches(prev, lo)
-		switch {
-		case now && before:
-			return watch.Modified, cur
-		case now:
-			return watch.Added, cur
-		case before:
-			return watch.Deleted, cur
-		}
+	case now && before:
+		return watch.Modified, cur
+	case now:
+		return watch.Added, cur
+	case before:
+		return watch.Deleted, cur
 	}
 	return "", nil
 }
+
+// deletedKeySuffix keys the decoded last state of a deleted object apart
+// from the live object of the same name; sweepDecoded drops it later.
+const deletedKeySuffix = "\x00deleted"
 
 func (s *Server) bookmark(rs *resourceStore, rev int64, initialEnd bool) runtime.Object {
 	obj := rs.newObject()
