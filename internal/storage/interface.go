@@ -40,6 +40,10 @@ const (
 	EventDelete
 	// EventError ends a watch; Err says why (ErrCompacted for a revision too old).
 	EventError
+	// EventProgress says the watch has delivered every change under its
+	// prefix up to Revision; it is sent only when asked for with
+	// ProgressRequester.RequestProgress.
+	EventProgress
 )
 
 // Event is one change seen by a watch.
@@ -113,4 +117,14 @@ type Interface interface {
 	Compact(ctx context.Context, revision int64) error
 	// Close releases the store's resources.
 	Close() error
+}
+
+// ProgressRequester is implemented by stores whose watches can report how
+// far they have got without a change to report (etcd's progress notify).
+// The watch cache uses it to confirm that a quiet prefix is up to date
+// without listing it.
+type ProgressRequester interface {
+	// RequestProgress asks every watch that has caught up to send an
+	// EventProgress with the store's current revision.
+	RequestProgress(ctx context.Context) error
 }

@@ -144,7 +144,8 @@ func (c *Cache) applyLocked(ev storage.Event) error {
 
 // confirmLoop serves WaitForRevision calls that wait for a revision the
 // watch has not brought, which happens when nothing under the prefix
-// changed: it confirms the store's revision by listing at it.
+// changed: it asks the store's watches for progress, and failing that
+// confirms the store's revision by listing at it.
 func (c *Cache) confirmLoop(ctx context.Context) {
 	for {
 		select {
@@ -152,11 +153,17 @@ func (c *Cache) confirmLoop(ctx context.Context) {
 			return
 		case <-c.confirmReq:
 		}
-		for delay := confirmGrace; c.behind(); delay = min(2*delay, maxBackoff) {
+		// Ask the watch to report its progress first; list the prefix to
+		// confirm it only if that does not bring the cache up to date.
+		pr, canAsk := c.store.(storage.ProgressRequester)
+		for delay, attempt := confirmGrace, 0; c.behind(); delay, attempt = min(2*delay, maxBackoff), attempt+1 {
+			if canAsk {
+				pr.RequestProgress(ctx)
+			}
 			if wait(ctx, delay); ctx.Err() != nil {
 				return
 			}
-			if c.behind() {
+			if c.behind() && (!canAsk || attempt > 0) {
 				c.confirm(ctx)
 			}
 		}

@@ -51,6 +51,14 @@ func (s *state) reset(items []storage.KeyValue, rev int64) {
 // after confirm vouched for rev: it is buffered and delivered, but the items
 // already reflect rev, so they are left alone.
 func (s *state) apply(ev storage.Event) (bool, error) {
+	if ev.Type == storage.EventProgress {
+		// Nothing under the prefix changed up to ev.Revision.
+		if s.ready && ev.Revision > s.seen {
+			s.seen = ev.Revision
+			s.rev = max(s.rev, ev.Revision)
+		}
+		return false, nil
+	}
 	if ev.Type == storage.EventError {
 		return false, fmt.Errorf("cache: error event applied: %w", ev.Err)
 	}

@@ -63,6 +63,12 @@ func (s *Store) Watch(ctx context.Context, prefix string, fromRevision int64) (<
 				}
 				return
 			}
+			if resp.IsProgressNotify() {
+				if !send(storage.Event{Type: storage.EventProgress, Revision: resp.Header.Revision}) {
+					return
+				}
+				continue
+			}
 			for _, e := range resp.Events {
 				if !send(event(e)) {
 					return
@@ -90,4 +96,10 @@ func event(e *clientv3.Event) storage.Event {
 		ev.IsCreate = e.IsCreate()
 	}
 	return ev
+}
+
+// RequestProgress implements storage.ProgressRequester with etcd's progress
+// notify, on the watch stream every Watch of this store shares.
+func (s *Store) RequestProgress(ctx context.Context) error {
+	return convert(s.client.RequestProgress(clientv3.WithRequireLeader(ctx)))
 }

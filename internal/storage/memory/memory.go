@@ -38,8 +38,10 @@ type Store struct {
 	// wake is closed (and replaced) on every write to wake the watchers.
 	wake   chan struct{}
 	closed chan struct{}
-	done   bool
-	wg     sync.WaitGroup
+	// progress is closed (and replaced) by RequestProgress.
+	progress chan struct{}
+	done     bool
+	wg       sync.WaitGroup
 }
 
 var _ storage.Interface = (*Store)(nil)
@@ -73,12 +75,13 @@ func New(opts Options) *Store {
 		n = DefaultHistory
 	}
 	return &Store{
-		items:  make(map[string]storage.KeyValue),
-		rev:    1,
-		floor:  1,
-		ring:   make([]change, n),
-		wake:   make(chan struct{}),
-		closed: make(chan struct{}),
+		items:    make(map[string]storage.KeyValue),
+		rev:      1,
+		floor:    1,
+		ring:     make([]change, n),
+		wake:     make(chan struct{}),
+		progress: make(chan struct{}),
+		closed:   make(chan struct{}),
 	}
 }
 
@@ -291,4 +294,17 @@ func clone(b []byte) []byte {
 		return []byte{}
 	}
 	return append([]byte(nil), b...)
+}
+
+// RequestProgress implements storage.ProgressRequester: every watch that
+// has caught up sends an EventProgress with the current revision.
+func (s *Store) RequestProgress(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done {
+		return ErrClosed
+	}
+	close(s.progress)
+	s.progress = make(chan struct{})
+	return nil
 }

@@ -46,7 +46,7 @@ func (s *Store) follow(ctx context.Context, prefix string, pos int64, out chan<-
 			}
 		}
 		caughtUp := pos >= s.rev
-		wake := s.wake
+		wake, progress := s.wake, s.progress
 		s.mu.RUnlock()
 
 		if compacted {
@@ -64,9 +64,23 @@ func (s *Store) follow(ctx context.Context, prefix string, pos int64, out chan<-
 		if compacted {
 			return
 		}
-		if caughtUp {
+		for caughtUp {
 			select {
 			case <-wake:
+				caughtUp = false
+			case <-progress:
+				// Everything up to pos was sent: say so.
+				select {
+				case out <- storage.Event{Type: storage.EventProgress, Revision: pos}:
+				case <-ctx.Done():
+					return
+				case <-s.closed:
+					return
+				}
+				s.mu.RLock()
+				progress = s.progress
+				caughtUp = pos >= s.rev
+				s.mu.RUnlock()
 			case <-ctx.Done():
 				return
 			case <-s.closed:

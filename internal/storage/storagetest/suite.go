@@ -38,6 +38,7 @@ func RunSuite(t *testing.T, newStore func(t *testing.T) storage.Interface) {
 		{"FutureRevision", testFutureRevision},
 		{"ConcurrentCAS", testConcurrentCAS},
 		{"WatchClosesOnCancel", testWatchClosesOnCancel},
+		{"WatchProgress", testWatchProgress},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -608,5 +609,39 @@ func checkStrings(t *testing.T, got, want []string) {
 	t.Helper()
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("got keys %q, want %q", got, want)
+	}
+}
+
+// testWatchProgress: a store that can report progress sends a quiet
+// watch an EventProgress at (at least) the revision of a write elsewhere.
+func testWatchProgress(t *testing.T, s storage.Interface) {
+	pr, ok := s.(storage.ProgressRequester)
+	if !ok {
+		t.Skip("store does not implement storage.ProgressRequester")
+	}
+	ctx := t.Context()
+	r0 := mustCreate(t, s, "/quiet/a", "a")
+	ch, err := s.Watch(ctx, "/quiet/", r0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r1 := mustCreate(t, s, "/busy/b", "b")
+	deadline := time.After(Timeout)
+	for {
+		if err := pr.RequestProgress(ctx); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case ev := <-ch:
+			if ev.Type != storage.EventProgress {
+				t.Fatalf("quiet watch got %+v, want only progress", ev)
+			}
+			if ev.Revision >= r1 {
+				return
+			}
+		case <-time.After(50 * time.Millisecond):
+		case <-deadline:
+			t.Fatalf("no progress event at revision %d", r1)
+		}
 	}
 }
