@@ -33,6 +33,10 @@ type Config struct {
 	// Hooks run around writes of particular resources (e.g. allocating a
 	// Service's cluster IP); keyed by group/resource.
 	Hooks map[schema.GroupResource]Hooks
+	// KubeletClient reaches node agents' APIs (pods/log); it presents the
+	// API server's client certificate and trusts the cluster CA. Nil: logs
+	// of pods on real nodes answer 501.
+	KubeletClient *http.Client
 	// OpenAPI serves /openapi/v2 and /openapi/v3 (nil: 404). If it can
 	// also be told the resource set (openapi.Builder can), custom
 	// resources are published in it, and their field managers read

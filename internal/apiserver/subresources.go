@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -65,9 +64,7 @@ func (s *Server) serveSubresource(rq *request) error {
 		return apierrors.NewNotFound(rq.rs.gr, rq.info.Name)
 	}
 	if sub == "log" && rq.rs.gr.Resource == "pods" {
-		if err := s.simulatedPodLog(rq); err != nil {
-			return err
-		}
+		return s.servePodLog(rq)
 	}
 	if streamingSubresources[sub] {
 		return notImplemented(fmt.Sprintf("%s/%s is not implemented yet: plainkube's node agent does not serve it", rq.rs.gr.Resource, sub))
@@ -369,29 +366,6 @@ func patchTypeOf(r *http.Request) types.PatchType {
 
 func fieldErrors(path string, value interface{}, msg string) field.ErrorList {
 	return field.ErrorList{field.Invalid(field.NewPath(path), value, msg)}
-}
-
-// simulatedLabel marks nodes run by plainkube's node simulator.
-const simulatedLabel = "plainkube.dev/simulated"
-
-// simulatedPodLog answers a log request for a pod on a simulated node (which
-// has no containers, so no logs) with a clear 400 instead of an empty log.
-func (s *Server) simulatedPodLog(rq *request) error {
-	ctx := rq.r.Context()
-	obj, _, err := rq.rs.get(ctx, rq.info.Namespace, rq.info.Name)
-	if err != nil {
-		return err
-	}
-	pod := obj.(*corev1.Pod)
-	nodes := s.stores[schema.GroupVersionResource{Version: "v1", Resource: "nodes"}]
-	if pod.Spec.NodeName == "" || nodes == nil {
-		return nil
-	}
-	node, _, err := nodes.get(ctx, "", pod.Spec.NodeName)
-	if err != nil || metaOf(node).GetLabels()[simulatedLabel] != "true" {
-		return nil
-	}
-	return badRequest("pod %q runs on simulated node %q: simulated pods run no containers, so they have no logs", pod.Name, pod.Spec.NodeName)
 }
 
 // scaleManager tracks managed fields of autoscaling/v1 Scale objects. A

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -64,6 +65,9 @@ type ComponentEnv struct {
 	CAPEM []byte
 	// URL is the API server's HTTPS address.
 	URL string
+	// IssueServingCert signs a serving certificate with the cluster CA (for
+	// a node agent's API).
+	IssueServingCert func(dnsNames []string, ips []net.IP) (certPEM, keyPEM []byte, err error)
 }
 
 // DefaultDataDir is /var/lib/plainkube for root and ~/.plainkube otherwise.
@@ -135,6 +139,11 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	}
 	alloc = allocator.New(s.store, cidr, allocator.DefaultNodePorts)
 
+	kubeletClient, err := kubeletClientFor(bundle)
+	if err != nil {
+		s.stop()
+		return nil, err
+	}
 	resources := all.Resources()
 	scheme := apiserver.Scheme()
 	api, err := apiserver.New(apiserver.Config{
@@ -143,9 +152,10 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		Authenticator: auth.Union{auth.ClientCertAuthenticator{}},
 		Version: apiserver.VersionInfo{Major: version.Major, Minor: version.Minor, GitVersion: version.GitVersion(),
 			GitCommit: version.GitCommit, GoVersion: runtime.Version(), Platform: version.Platform()},
-		Hooks:   map[schema.GroupResource]apiserver.Hooks{{Resource: "services"}: alloc.Hooks()},
-		OpenAPI: openapi.New(resources, scheme),
-		Logger:  log,
+		Hooks:         map[schema.GroupResource]apiserver.Hooks{{Resource: "services"}: alloc.Hooks()},
+		KubeletClient: kubeletClient,
+		OpenAPI:       openapi.New(resources, scheme),
+		Logger:        log,
 	})
 	if err != nil {
 		s.stop()
@@ -211,7 +221,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		return nil, err
 	}
 	go startCompactor(ctx, s.store, log)
-	env := ComponentEnv{Config: s.LoopbackConfig(), CAPEM: bundle.CAPEM, URL: s.URL}
+	env := ComponentEnv{Config: s.LoopbackConfig(), CAPEM: bundle.CAPEM, URL: s.URL, IssueServingCert: bundle.IssueServingCert}
 	for _, run := range opts.Components {
 		go func() {
 			if err := run(ctx, env); err != nil && ctx.Err() == nil {
@@ -292,3 +302,22 @@ func startCompactor(ctx context.Context, st storage.Interface, log *slog.Logger)
 
 // Wait blocks until the server has stopped after its context ended.
 func (s *Server) Wait() { <-s.stopped }
+
+// kubeletClientFor is the API server's client for node agents' APIs: a
+// client certificate in system:masters, trusting only the cluster CA.
+func kubeletClientFor(b *pki.Bundle) (*http.Client, error) {
+	certPEM, keyPEM, err := b.IssueClientCert("kube-apiserver-kubelet-client", []string{auth.GroupMasters})
+	if err != nil {
+		return nil, err
+	}
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(b.CACert)
+	return &http.Client{Transport: &http.Transport{
+		TLSClientConfig:     &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool, MinVersion: tls.VersionTLS12},
+		MaxIdleConnsPerHost: 16,
+	}}, nil
+}
