@@ -401,7 +401,7 @@ func (s *Server) updateObject(ctx context.Context, rs *resourceStore, ns, name, 
 			m.SetResourceVersion(strconv.FormatInt(rev, 10))
 			return obj, nil
 		}
-		if m.GetDeletionTimestamp() != nil && !hasPendingFinalizers(obj) {
+		if deletionComplete(obj, current) {
 			// The last finalizer is gone: the object's deletion completes.
 			if _, _, err := rs.store.Delete(ctx, rs.key(ns, name), rev); err != nil {
 				if errors.Is(err, storage.ErrConflict) && clientRV == "" {
@@ -497,6 +497,16 @@ func (rs *resourceStore) specChanged(obj, old runtime.Object) bool {
 	return specChanged(obj, old)
 }
 
+// deletionComplete reports whether an update finishes a deletion: the
+// object was only waiting for its finalizers (grace period 0) and the
+// update removed the last one. A pod in graceful termination (grace > 0)
+// stays until its kubelet deletes it, whatever updates it gets meanwhile.
+func deletionComplete(obj, old runtime.Object) bool {
+	om := metaOf(old)
+	grace := om.GetDeletionGracePeriodSeconds()
+	return om.GetDeletionTimestamp() != nil && grace != nil && *grace == 0 && !hasPendingFinalizers(obj)
+}
+
 // hasPendingFinalizers reports whether obj still waits for a finalizer:
 // metadata.finalizers, or for a namespace its spec.finalizers.
 func hasPendingFinalizers(obj runtime.Object) bool {
@@ -575,11 +585,16 @@ func (s *Server) deleteObject(ctx context.Context, rs *resourceStore, ns, name s
 				changed = true
 			}
 		} else if hasPendingFinalizers(obj) {
+			zero := int64(0)
 			if om.GetDeletionTimestamp() == nil {
 				om.SetDeletionTimestamp(&now)
-				zero := int64(0)
 				om.SetDeletionGracePeriodSeconds(&zero)
 				markNamespaceTerminating(obj)
+				changed = true
+			} else if g := om.GetDeletionGracePeriodSeconds(); g == nil || *g != 0 {
+				// A delete after graceful termination (the kubelet's
+				// last one) leaves only the finalizers to wait for.
+				om.SetDeletionGracePeriodSeconds(&zero)
 				changed = true
 			}
 		} else {

@@ -565,3 +565,59 @@ func TestEventsInBothAPIs(t *testing.T) {
 		t.Fatalf("core list: %d items, %v", len(list.Items), err)
 	}
 }
+
+// TestUpdateDuringGracefulDeletion: a status update of a pod in graceful
+// termination (what its kubelet sends while stopping it) does not delete it.
+func TestUpdateDuringGracefulDeletion(t *testing.T) {
+	_, cfg := startServer(t)
+	cs := clientset(t, cfg)
+	ctx := context.Background()
+	pods := cs.CoreV1().Pods("default")
+	if _, err := pods.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "g"}, Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := pods.Delete(ctx, "g", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := pods.Get(ctx, "g", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Status.Phase = corev1.PodRunning
+	if _, err := pods.UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pods.Get(ctx, "g", metav1.GetOptions{}); err != nil {
+		t.Fatalf("status update deleted a terminating pod: %v", err)
+	}
+}
+
+// TestFinalizerAfterGracefulDeletion: a pod with a finalizer, deleted
+// gracefully and then by its kubelet with grace 0, goes away once the
+// finalizer is removed.
+func TestFinalizerAfterGracefulDeletion(t *testing.T) {
+	_, cfg := startServer(t)
+	cs := clientset(t, cfg)
+	ctx := context.Background()
+	pods := cs.CoreV1().Pods("default")
+	if _, err := pods.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "f", Finalizers: []string{"example.com/keep"}}, Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := pods.Delete(ctx, "f", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	zero := int64(0)
+	if err := pods.Delete(ctx, "f", metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := pods.Get(ctx, "f", metav1.GetOptions{})
+	if err != nil || p.DeletionGracePeriodSeconds == nil || *p.DeletionGracePeriodSeconds != 0 {
+		t.Fatalf("after the kubelet's delete: %v %v", err, p.DeletionGracePeriodSeconds)
+	}
+	if _, err := pods.Patch(ctx, "f", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pods.Get(ctx, "f", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("pod after its finalizer went: %v", err)
+	}
+}
