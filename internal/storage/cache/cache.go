@@ -84,6 +84,7 @@ type watcher struct {
 	// yet put into out.
 	inflight atomic.Int64
 	final    *storage.Event // sent once the queue is drained, then out closes
+	closed   bool           // out is closed: the consumer is gone
 }
 
 // watcherChannel is the buffer of each watcher's channel: events go
@@ -95,6 +96,9 @@ const watcherChannel = 16
 func (w *watcher) push(ev storage.Event, limit int) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.closed {
+		return true // the consumer went away; its context callback unregisters it
+	}
 	if len(w.queue)+len(w.out)+int(w.inflight.Load()) >= limit {
 		return false
 	}
@@ -128,7 +132,13 @@ func (w *watcher) signal() {
 // forward delivers queued events until the final one, or until ctx ends;
 // then it closes out.
 func (w *watcher) forward(ctx context.Context) {
-	defer close(w.out)
+	defer func() {
+		// Under the lock: push sends to out directly while holding it.
+		w.mu.Lock()
+		w.closed = true
+		close(w.out)
+		w.mu.Unlock()
+	}()
 	for {
 		w.mu.Lock()
 		batch, final := w.queue, w.final
