@@ -18,6 +18,7 @@ import (
 
 	"plainkube.dev/plainkube/internal/controller"
 	"plainkube.dev/plainkube/internal/controller/cronjob"
+	"plainkube.dev/plainkube/internal/controller/daemonset"
 	"plainkube.dev/plainkube/internal/controller/deployment"
 	"plainkube.dev/plainkube/internal/controller/endpoints"
 	"plainkube.dev/plainkube/internal/controller/endpointslice"
@@ -30,6 +31,7 @@ import (
 	"plainkube.dev/plainkube/internal/controller/replicaset"
 	"plainkube.dev/plainkube/internal/controller/rootcacert"
 	"plainkube.dev/plainkube/internal/controller/serviceaccount"
+	"plainkube.dev/plainkube/internal/controller/statefulset"
 )
 
 // Options configure the controllers.
@@ -74,6 +76,14 @@ func New(cfg *rest.Config, o Options) ([]controller.Controller, error) {
 	}
 	rs, err := replicaset.New(cfg)
 	if err := add("replicaset controller", rs, err); err != nil {
+		return nil, err
+	}
+	ds, err := daemonset.New(cfg)
+	if err := add("daemonset controller", ds, err); err != nil {
+		return nil, err
+	}
+	sts, err := statefulset.New(cfg)
+	if err := add("statefulset controller", sts, err); err != nil {
 		return nil, err
 	}
 	job, err := job.New(cfg)

@@ -1,0 +1,471 @@
+package daemonset
+
+import (
+	"context"
+	"sort"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/client-go/tools/cache"
+
+	"plainkube.dev/plainkube/internal/controller"
+)
+
+var controllerKind = appsv1.SchemeGroupVersion.WithKind("DaemonSet")
+
+func (c *Controller) sync(ctx context.Context, key string) (controller.Result, error) {
+	res, err := c.syncDaemonSet(ctx, key)
+	if apierrors.IsConflict(err) {
+		return controller.Result{Requeue: true}, nil
+	}
+	return res, err
+}
+
+func (c *Controller) syncDaemonSet(ctx context.Context, key string) (controller.Result, error) {
+	namespace, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return controller.Result{}, nil
+	}
+	ds, err := c.dsLister.DaemonSets(namespace).Get(name)
+	if apierrors.IsNotFound(err) {
+		c.exp.forget(key)
+		return controller.Result{}, nil
+	}
+	if err != nil {
+		return controller.Result{}, err
+	}
+	sel, err := metav1.LabelSelectorAsSelector(ds.Spec.Selector)
+	if err != nil || sel.Empty() {
+		c.log.Error("invalid selector; not syncing", "namespace", namespace, "name", name)
+		return controller.Result{}, nil
+	}
+	all, err := c.podLister.Pods(namespace).List(labels.Everything())
+	if err != nil {
+		return controller.Result{}, err
+	}
+	satisfied := c.exp.satisfied(key, all)
+	if ds.DeletionTimestamp != nil {
+		return controller.Result{}, nil
+	}
+	hash, err := c.syncRevisions(ctx, ds)
+	if err != nil {
+		return controller.Result{}, err
+	}
+	pods, err := c.claimPods(ctx, ds, sel, all)
+	if err != nil {
+		return controller.Result{}, err
+	}
+	nodes, err := c.nodes.List(labels.Everything())
+	if err != nil {
+		return controller.Result{}, err
+	}
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
+	byNode := map[string][]*corev1.Pod{}
+	for _, p := range pods {
+		if n := TargetNode(p); n != "" {
+			byNode[n] = append(byNode[n], p)
+		}
+	}
+	spec := ds.Spec.Template.Spec.DeepCopy()
+	AddDefaultTolerations(spec)
+	var create []string
+	var del []*corev1.Pod
+	var rolling []NodePods
+	runs := map[string]bool{}
+	for _, node := range nodes {
+		shouldRun, shouldContinue := ShouldRun(node, spec)
+		runs[node.Name] = shouldRun
+		plan := PlanNode(shouldRun, shouldContinue, byNode[node.Name], hash)
+		if plan.Create {
+			create = append(create, node.Name)
+		}
+		del = append(del, plan.Delete...)
+		if shouldContinue && shouldRun {
+			np := NodePods{Node: node.Name}
+			deleting := map[*corev1.Pod]bool{}
+			for _, p := range plan.Delete {
+				deleting[p] = true
+			}
+			for _, p := range byNode[node.Name] {
+				if p.DeletionTimestamp != nil || deleting[p] || p.Status.Phase == corev1.PodFailed {
+					continue
+				}
+				if p.Labels[appsv1.DefaultDaemonSetUniqueLabelKey] == hash {
+					np.New = append(np.New, p)
+				} else {
+					np.Old = append(np.Old, p)
+				}
+			}
+			rolling = append(rolling, np)
+		}
+	}
+	// Pods pinned to nodes that no longer exist go too.
+	known := map[string]bool{}
+	for _, n := range nodes {
+		known[n.Name] = true
+	}
+	for n, ps := range byNode {
+		if known[n] {
+			continue
+		}
+		for _, p := range ps {
+			if p.DeletionTimestamp == nil {
+				del = append(del, p)
+			}
+		}
+	}
+	desired := 0
+	for _, r := range runs {
+		if r {
+			desired++
+		}
+	}
+	var res controller.Result
+	var manageErr error
+	if satisfied {
+		if ds.Spec.UpdateStrategy.Type != appsv1.OnDeleteDaemonSetStrategyType {
+			mu, ms := MaxUnavailableSurge(ds, desired)
+			rp := PlanRollingUpdate(rolling, mu, ms, ds.Spec.MinReadySeconds, c.now())
+			del = append(del, rp.Delete...)
+			create = append(create, rp.SurgeNodes...)
+		}
+		manageErr = c.manage(ctx, ds, key, hash, dedupe(del), create)
+	}
+	if ds.Spec.MinReadySeconds > 0 {
+		// Ready pods become available later: look again then.
+		res.RequeueAfter = (time.Duration(ds.Spec.MinReadySeconds) + 1) * time.Second
+	}
+	if err := c.writeStatus(ctx, ds, nodes, runs, byNode, hash); err != nil {
+		return res, err
+	}
+	return res, manageErr
+}
+
+func dedupe(pods []*corev1.Pod) []*corev1.Pod {
+	seen := map[types.UID]bool{}
+	var out []*corev1.Pod
+	for _, p := range pods {
+		if !seen[p.UID] {
+			seen[p.UID] = true
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func (c *Controller) manage(ctx context.Context, ds *appsv1.DaemonSet, key, hash string, del []*corev1.Pod, create []string) error {
+	if len(create) > BurstReplicas {
+		create = create[:BurstReplicas]
+	}
+	if len(del) > BurstReplicas {
+		del = del[:BurstReplicas]
+	}
+	var mu sync.Mutex
+	var errs []error
+	var created, deleted []string
+	var wg sync.WaitGroup
+	for _, node := range create {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pod := NewPod(ds, node, hash)
+			out, err := c.client.CoreV1().Pods(ds.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+					return
+				}
+				c.rec.Eventf(ds, corev1.EventTypeWarning, "FailedCreate", "Error creating: %v", err)
+				errs = append(errs, err)
+				return
+			}
+			created = append(created, out.Name)
+			c.log.Debug("created daemon pod", "namespace", ds.Namespace, "name", ds.Name, "pod", out.Name, "node", node)
+			c.rec.Eventf(ds, corev1.EventTypeNormal, "SuccessfulCreate", "Created pod: %v", out.Name)
+		}()
+	}
+	for _, p := range del {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := c.client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name,
+				metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &p.UID}})
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+					return
+				}
+				c.rec.Eventf(ds, corev1.EventTypeWarning, "FailedDelete", "Error deleting: %v", err)
+				errs = append(errs, err)
+				return
+			}
+			deleted = append(deleted, string(p.UID))
+			c.log.Debug("deleted daemon pod", "namespace", ds.Namespace, "name", ds.Name, "pod", p.Name)
+			c.rec.Eventf(ds, corev1.EventTypeNormal, "SuccessfulDelete", "Deleted pod: %v", p.Name)
+		}()
+	}
+	wg.Wait()
+	c.exp.record(key, created, deleted)
+	return utilerrors.NewAggregate(errs)
+}
+
+// NewPod is the daemon pod of ds for node: the template with the revision
+// hash and template generation labels, the default tolerations, pinned to
+// node by node affinity, controlled by ds.
+func NewPod(ds *appsv1.DaemonSet, node, hash string) *corev1.Pod {
+	t := ds.Spec.Template.DeepCopy()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			GenerateName:    ds.Name + "-",
+			Namespace:       ds.Namespace,
+			Labels:          map[string]string{},
+			Annotations:     t.Annotations,
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(ds, controllerKind)},
+		},
+		Spec: t.Spec,
+	}
+	for k, v := range t.Labels {
+		pod.Labels[k] = v
+	}
+	pod.Labels[appsv1.DefaultDaemonSetUniqueLabelKey] = hash
+	if g := ds.Annotations[appsv1.DeprecatedTemplateGeneration]; g != "" {
+		pod.Labels[TemplateGenerationLabel] = g
+	}
+	AddDefaultTolerations(&pod.Spec)
+	PinToNode(&pod.Spec, node)
+	return pod
+}
+
+// claimPods adopts and releases pods per controller.DecideClaim and returns
+// those ds controls.
+func (c *Controller) claimPods(ctx context.Context, ds *appsv1.DaemonSet, sel labels.Selector, all []*corev1.Pod) ([]*corev1.Pod, error) {
+	var out []*corev1.Pod
+	var errs []error
+	var adoptOK *bool
+	for _, p := range all {
+		switch controller.DecideClaim(ds, p, sel.Matches(labels.Set(p.Labels))) {
+		case controller.KeepObject:
+			out = append(out, p)
+		case controller.AdoptObject:
+			if adoptOK == nil {
+				fresh, err := c.client.AppsV1().DaemonSets(ds.Namespace).Get(ctx, ds.Name, metav1.GetOptions{})
+				ok := err == nil && fresh.UID == ds.UID && fresh.DeletionTimestamp == nil
+				adoptOK = &ok
+			}
+			if !*adoptOK {
+				continue
+			}
+			_, err := c.client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType,
+				controller.AdoptPatch(controllerKind, ds, p.UID), metav1.PatchOptions{})
+			if err != nil {
+				if !apierrors.IsNotFound(err) {
+					errs = append(errs, err)
+				}
+				continue
+			}
+			out = append(out, p)
+		case controller.ReleaseObject:
+			_, err := c.client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType,
+				controller.ReleasePatch(ds.UID, p.UID), metav1.PatchOptions{})
+			if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsInvalid(err) {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return out, utilerrors.NewAggregate(errs)
+}
+
+// syncRevisions makes sure a ControllerRevision holds ds's template and
+// returns its hash; it trims old revisions no pod uses.
+func (c *Controller) syncRevisions(ctx context.Context, ds *appsv1.DaemonSet) (string, error) {
+	data, err := RevisionData(&ds.Spec.Template)
+	if err != nil {
+		return "", err
+	}
+	sel, _ := metav1.LabelSelectorAsSelector(ds.Spec.Selector)
+	all, err := c.revisions.ControllerRevisions(ds.Namespace).List(sel)
+	if err != nil {
+		return "", err
+	}
+	var revs []*appsv1.ControllerRevision
+	for _, r := range all {
+		if metav1.IsControlledBy(r, ds) {
+			revs = append(revs, r)
+		}
+	}
+	maxRev := MaxRevision(revs)
+	var cur *appsv1.ControllerRevision
+	for _, r := range revs {
+		if SameRevisionData(r.Data.Raw, data) {
+			cur = r
+			break
+		}
+	}
+	if cur != nil && cur.Revision < maxRev {
+		// Rolled back to an older template: it becomes the newest revision.
+		upd := cur.DeepCopy()
+		upd.Revision = maxRev + 1
+		if cur, err = c.client.AppsV1().ControllerRevisions(ds.Namespace).Update(ctx, upd, metav1.UpdateOptions{}); err != nil {
+			return "", err
+		}
+	}
+	if cur == nil {
+		collision := ds.Status.CollisionCount
+		for {
+			hash := HashRevision(data, collision)
+			lbls := map[string]string{}
+			for k, v := range ds.Spec.Template.Labels {
+				lbls[k] = v
+			}
+			lbls[appsv1.DefaultDaemonSetUniqueLabelKey] = hash
+			rev := &appsv1.ControllerRevision{
+				ObjectMeta: metav1.ObjectMeta{Name: ds.Name + "-" + hash, Namespace: ds.Namespace, Labels: lbls,
+					Annotations:     ds.Annotations,
+					OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(ds, controllerKind)}},
+				Data:     runtime.RawExtension{Raw: data},
+				Revision: maxRev + 1,
+			}
+			cur, err = c.client.AppsV1().ControllerRevisions(ds.Namespace).Create(ctx, rev, metav1.CreateOptions{})
+			if apierrors.IsAlreadyExists(err) {
+				existing, gerr := c.client.AppsV1().ControllerRevisions(ds.Namespace).Get(ctx, rev.Name, metav1.GetOptions{})
+				if gerr != nil {
+					return "", gerr
+				}
+				if metav1.IsControlledBy(existing, ds) && SameRevisionData(existing.Data.Raw, data) {
+					cur = existing
+					break
+				}
+				// A hash collision: count it in the status and try the next name.
+				n := int32(0)
+				if collision != nil {
+					n = *collision
+				}
+				n++
+				collision = &n
+				upd := ds.DeepCopy()
+				upd.Status.CollisionCount = collision
+				if _, err := c.client.AppsV1().DaemonSets(ds.Namespace).UpdateStatus(ctx, upd, metav1.UpdateOptions{}); err != nil {
+					return "", err
+				}
+				continue
+			}
+			if err != nil {
+				return "", err
+			}
+			revs = append(revs, cur)
+			break
+		}
+	}
+	hash := cur.Labels[appsv1.DefaultDaemonSetUniqueLabelKey]
+	if hash == "" {
+		hash = HashRevision(data, ds.Status.CollisionCount)
+	}
+	c.truncateHistory(ctx, ds, revs, cur)
+	return hash, nil
+}
+
+func (c *Controller) truncateHistory(ctx context.Context, ds *appsv1.DaemonSet, revs []*appsv1.ControllerRevision, cur *appsv1.ControllerRevision) {
+	limit := 10
+	if ds.Spec.RevisionHistoryLimit != nil {
+		limit = int(*ds.Spec.RevisionHistoryLimit)
+	}
+	sel, _ := metav1.LabelSelectorAsSelector(ds.Spec.Selector)
+	pods, _ := c.podLister.Pods(ds.Namespace).List(sel)
+	used := map[string]bool{}
+	for _, p := range pods {
+		used[p.Labels[appsv1.DefaultDaemonSetUniqueLabelKey]] = true
+	}
+	var old []*appsv1.ControllerRevision
+	for _, r := range revs {
+		if r.Name != cur.Name && !used[r.Labels[appsv1.DefaultDaemonSetUniqueLabelKey]] {
+			old = append(old, r)
+		}
+	}
+	if len(old) <= limit {
+		return
+	}
+	sort.Slice(old, func(i, j int) bool { return old[i].Revision < old[j].Revision })
+	for _, r := range old[:len(old)-limit] {
+		if err := c.client.AppsV1().ControllerRevisions(ds.Namespace).Delete(ctx, r.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			c.log.Warn("deleting old revision", "namespace", ds.Namespace, "name", ds.Name, "revision", r.Name, "err", err)
+		}
+	}
+}
+
+// Status is the status ds should have given nodes, whether the daemon
+// should run on each, and its pods by target node.
+func Status(ds *appsv1.DaemonSet, nodes []*corev1.Node, runs map[string]bool, byNode map[string][]*corev1.Pod, hash string, now time.Time) appsv1.DaemonSetStatus {
+	st := appsv1.DaemonSetStatus{ObservedGeneration: ds.Generation, CollisionCount: ds.Status.CollisionCount,
+		Conditions: ds.Status.Conditions}
+	for _, node := range nodes {
+		var live []*corev1.Pod
+		for _, p := range byNode[node.Name] {
+			if p.DeletionTimestamp == nil {
+				live = append(live, p)
+			}
+		}
+		if !runs[node.Name] {
+			if len(live) > 0 {
+				st.NumberMisscheduled++
+			}
+			continue
+		}
+		st.DesiredNumberScheduled++
+		if len(live) == 0 {
+			continue
+		}
+		st.CurrentNumberScheduled++
+		sortOldestFirst(live)
+		// The oldest pod counts; an updated pod counts for "updated".
+		pod := live[0]
+		for _, p := range live {
+			if p.Labels[appsv1.DefaultDaemonSetUniqueLabelKey] == hash {
+				st.UpdatedNumberScheduled++
+				if IsAvailable(p, ds.Spec.MinReadySeconds, now) {
+					pod = p
+				}
+				break
+			}
+		}
+		if IsReady(pod) {
+			st.NumberReady++
+			if IsAvailable(pod, ds.Spec.MinReadySeconds, now) {
+				st.NumberAvailable++
+			}
+		}
+	}
+	st.NumberUnavailable = max(st.DesiredNumberScheduled-st.NumberAvailable, 0)
+	return st
+}
+
+func (c *Controller) writeStatus(ctx context.Context, ds *appsv1.DaemonSet, nodes []*corev1.Node, runs map[string]bool,
+	byNode map[string][]*corev1.Pod, hash string) error {
+	st := Status(ds, nodes, runs, byNode, hash, c.now())
+	if equalStatus(ds.Status, st) {
+		return nil
+	}
+	upd := ds.DeepCopy()
+	upd.Status = st
+	_, err := c.client.AppsV1().DaemonSets(ds.Namespace).UpdateStatus(ctx, upd, metav1.UpdateOptions{})
+	return err
+}
+
+func equalStatus(a, b appsv1.DaemonSetStatus) bool {
+	return a.ObservedGeneration == b.ObservedGeneration && a.DesiredNumberScheduled == b.DesiredNumberScheduled &&
+		a.CurrentNumberScheduled == b.CurrentNumberScheduled && a.NumberMisscheduled == b.NumberMisscheduled &&
+		a.NumberReady == b.NumberReady && a.NumberAvailable == b.NumberAvailable &&
+		a.NumberUnavailable == b.NumberUnavailable && a.UpdatedNumberScheduled == b.UpdatedNumberScheduled
+}
+
+// TemplateGenerationLabel is the pod label upstream sets to the template generation.
+const TemplateGenerationLabel = "pod-template-generation"

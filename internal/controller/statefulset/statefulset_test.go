@@ -1,0 +1,384 @@
+package statefulset_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+
+	"plainkube.dev/plainkube/internal/controller/statefulset"
+	"plainkube.dev/plainkube/pkg/testenv"
+)
+
+type tWriter struct{ t *testing.T }
+
+func (w tWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSuffix(string(p), "\n"))
+	return len(p), nil
+}
+
+var kubeconfig string // of the last start; tests are not parallel
+
+func start(t *testing.T) kubernetes.Interface {
+	t.Helper()
+	env := testenv.Start(t, testenv.WithScheduler(), testenv.WithSimNodes(3))
+	kubeconfig = env.KubeconfigPath
+	c, err := statefulset.New(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Logger = slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx, 2) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("statefulset controller: %v", err)
+		}
+	})
+	return kubernetes.NewForConfigOrDie(env.Config)
+}
+
+// rolloutStatus runs kubectl rollout status (if kubectl is installed),
+// which must report the rollout finished.
+func rolloutStatus(t *testing.T, what string) {
+	t.Helper()
+	kubectl, err := exec.LookPath("kubectl")
+	if err != nil {
+		t.Log("no kubectl; skipping kubectl rollout status")
+		return
+	}
+	out, err := exec.Command(kubectl, "--kubeconfig", kubeconfig, "-n", "default", "rollout", "status", what, "--timeout=30s").CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl rollout status %s: %v\n%s", what, err, out)
+	}
+	t.Logf("kubectl rollout status: %s", out)
+}
+
+func eventually(t *testing.T, what string, cond func() (bool, error)) {
+	t.Helper()
+	var last error
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 30*time.Second, true,
+		func(context.Context) (bool, error) {
+			ok, err := cond()
+			last = err
+			return ok, nil
+		})
+	if err != nil {
+		t.Fatalf("waiting for %s: %v (last error: %v)", what, err, last)
+	}
+}
+
+func newSet(name string, replicas int32) *appsv1.StatefulSet {
+	lbls := map[string]string{"app": name}
+	return &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: appsv1.StatefulSetSpec{
+			Replicas:    ptr.To(replicas),
+			ServiceName: name,
+			Selector:    &metav1.LabelSelector{MatchLabels: lbls},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: lbls},
+				Spec: corev1.PodSpec{TerminationGracePeriodSeconds: ptr.To[int64](0),
+					Containers: []corev1.Container{{Name: "c", Image: "busybox:1.36"}}},
+			},
+		},
+	}
+}
+
+// recorder watches the set's pods and records, in order, each pod's
+// creation ("+name") and the start of its deletion ("-name"), and, at each
+// creation, which other pods were ready then.
+type recorder struct {
+	mu      sync.Mutex
+	log     []string
+	ready   map[string]bool
+	readyAt map[string][]string // pod -> pods ready when it was created
+}
+
+func record(t *testing.T, cs kubernetes.Interface, app string) *recorder {
+	w, err := cs.CoreV1().Pods("default").Watch(context.Background(), metav1.ListOptions{LabelSelector: "app=" + app})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	r := &recorder{ready: map[string]bool{}, readyAt: map[string][]string{}}
+	deleting := map[string]bool{}
+	go func() {
+		for ev := range w.ResultChan() {
+			p, ok := ev.Object.(*corev1.Pod)
+			if !ok {
+				continue
+			}
+			r.mu.Lock()
+			switch ev.Type {
+			case watch.Added:
+				r.log = append(r.log, "+"+p.Name)
+				var rd []string
+				for n, ok := range r.ready {
+					if ok {
+						rd = append(rd, n)
+					}
+				}
+				r.readyAt[p.Name] = rd
+				deleting[p.Name] = false
+			case watch.Modified:
+				if p.DeletionTimestamp != nil && !deleting[p.Name] {
+					deleting[p.Name] = true
+					r.log = append(r.log, "-"+p.Name)
+				}
+			case watch.Deleted:
+				if !deleting[p.Name] {
+					r.log = append(r.log, "-"+p.Name)
+				}
+				deleting[p.Name] = true
+			}
+			r.ready[p.Name] = ev.Type != watch.Deleted && p.DeletionTimestamp == nil && statefulset.RunningAndReady(p)
+			r.mu.Unlock()
+		}
+	}()
+	return r
+}
+
+func (r *recorder) events() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.log...)
+}
+
+func waitSet(t *testing.T, cs kubernetes.Interface, name string, cond func(s *appsv1.StatefulSet) bool) *appsv1.StatefulSet {
+	t.Helper()
+	var got *appsv1.StatefulSet
+	eventually(t, "statefulset "+name, func() (bool, error) {
+		s, err := cs.AppsV1().StatefulSets("default").Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		got = s
+		return cond(s), fmt.Errorf("status %+v", s.Status)
+	})
+	return got
+}
+
+// mutate updates the set with f, retrying on conflicts with status writes.
+func mutate(t *testing.T, cs kubernetes.Interface, name string, f func(*appsv1.StatefulSet)) {
+	t.Helper()
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		s, err := cs.AppsV1().StatefulSets("default").Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		f(s)
+		_, err = cs.AppsV1().StatefulSets("default").Update(context.Background(), s, metav1.UpdateOptions{})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// rolledOut is kubectl rollout status's test for a StatefulSet.
+func rolledOut(s *appsv1.StatefulSet) bool {
+	st := s.Status
+	if st.ObservedGeneration < s.Generation || st.ReadyReplicas < *s.Spec.Replicas || st.Replicas != *s.Spec.Replicas {
+		return false
+	}
+	if ru := s.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil && *ru.Partition > 0 {
+		return st.UpdatedReplicas >= *s.Spec.Replicas-*ru.Partition
+	}
+	return st.UpdateRevision == st.CurrentRevision && st.UpdatedReplicas == *s.Spec.Replicas
+}
+
+func TestOrderedReadyScaleAndRollingUpdate(t *testing.T) {
+	cs := start(t)
+	ctx := context.Background()
+	r := record(t, cs, "web")
+	set := newSet("web", 3)
+	set.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{{
+		ObjectMeta: metav1.ObjectMeta{Name: "www"},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}},
+	}}
+	if _, err := cs.AppsV1().StatefulSets("default").Create(ctx, set, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s := waitSet(t, cs, "web", rolledOut)
+	if got, want := strings.Join(r.events(), " "), "+web-0 +web-1 +web-2"; got != want {
+		t.Fatalf("creations: %s, want %s", got, want)
+	}
+	r.mu.Lock()
+	for _, c := range []struct {
+		pod  string
+		want int
+	}{{"web-0", 0}, {"web-1", 1}, {"web-2", 2}} {
+		if len(r.readyAt[c.pod]) != c.want {
+			t.Errorf("%s created with %v ready", c.pod, r.readyAt[c.pod])
+		}
+	}
+	r.mu.Unlock()
+	for i := range 3 {
+		name := fmt.Sprintf("web-%d", i)
+		p, err := cs.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Spec.Hostname != name || p.Spec.Subdomain != "web" || p.Labels[appsv1.StatefulSetPodNameLabel] != name ||
+			p.Labels[appsv1.PodIndexLabel] != fmt.Sprint(i) || p.Labels[appsv1.ControllerRevisionHashLabelKey] != s.Status.UpdateRevision {
+			t.Errorf("pod %s: hostname %q subdomain %q labels %v", name, p.Spec.Hostname, p.Spec.Subdomain, p.Labels)
+		}
+		claim := "www-" + name
+		if _, err := cs.CoreV1().PersistentVolumeClaims("default").Get(ctx, claim, metav1.GetOptions{}); err != nil {
+			t.Errorf("claim %s: %v", claim, err)
+		}
+		found := false
+		for _, v := range p.Spec.Volumes {
+			found = found || v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == claim
+		}
+		if !found {
+			t.Errorf("pod %s does not use claim %s: %v", name, claim, p.Spec.Volumes)
+		}
+	}
+	if s.Status.CurrentRevision == "" || s.Status.CurrentRevision != s.Status.UpdateRevision || s.Status.CurrentReplicas != 3 {
+		t.Errorf("status: %+v", s.Status)
+	}
+
+	eventually(t, "events", func() (bool, error) {
+		evs, err := cs.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=web"})
+		if err != nil {
+			return false, err
+		}
+		var msgs []string
+		for _, e := range evs.Items {
+			if e.Reason == "SuccessfulCreate" && e.Source.Component == statefulset.Component {
+				msgs = append(msgs, e.Message)
+			}
+		}
+		want := []string{"create Pod web-0 in StatefulSet web successful", "create Claim www-web-0 Pod web-0 in StatefulSet web success"}
+		for _, w := range want {
+			found := false
+			for _, m := range msgs {
+				found = found || m == w
+			}
+			if !found {
+				return false, fmt.Errorf("events %q", msgs)
+			}
+		}
+		return true, nil
+	})
+
+	// A template change rolls the pods from the highest ordinal down.
+	n := len(r.events())
+	mutate(t, cs, s.Name, func(s *appsv1.StatefulSet) { s.Spec.Template.Spec.Containers[0].Image = "busybox:1.37" })
+	rolloutStatus(t, "statefulset/web")
+	s = waitSet(t, cs, "web", func(s *appsv1.StatefulSet) bool { return rolledOut(s) && s.Status.UpdatedReplicas == 3 })
+	if got, want := strings.Join(r.events()[n:], " "), "-web-2 +web-2 -web-1 +web-1 -web-0 +web-0"; got != want {
+		t.Fatalf("rolling update: %s, want %s", got, want)
+	}
+	pods, _ := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
+	for _, p := range pods.Items {
+		if p.Spec.Containers[0].Image != "busybox:1.37" || p.Labels[appsv1.ControllerRevisionHashLabelKey] != s.Status.UpdateRevision {
+			t.Errorf("pod %s not updated", p.Name)
+		}
+	}
+
+	// Scale down deletes from the highest ordinal, one at a time.
+	n = len(r.events())
+	mutate(t, cs, s.Name, func(s *appsv1.StatefulSet) { s.Spec.Replicas = ptr.To[int32](1) })
+	waitSet(t, cs, "web", func(s *appsv1.StatefulSet) bool { return rolledOut(s) && s.Status.Replicas == 1 })
+	if got, want := strings.Join(r.events()[n:], " "), "-web-2 -web-1"; got != want {
+		t.Fatalf("scale down: %s, want %s", got, want)
+	}
+	// Claims are retained by default.
+	if _, err := cs.CoreV1().PersistentVolumeClaims("default").Get(ctx, "www-web-2", metav1.GetOptions{}); err != nil {
+		t.Errorf("claim www-web-2: %v", err)
+	}
+}
+
+func TestParallelAndPartition(t *testing.T) {
+	cs := start(t)
+	ctx := context.Background()
+	set := newSet("par", 3)
+	set.Spec.PodManagementPolicy = appsv1.ParallelPodManagement
+	set.Spec.UpdateStrategy = appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType,
+		RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{Partition: ptr.To[int32](2)}}
+	if _, err := cs.AppsV1().StatefulSets("default").Create(ctx, set, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s := waitSet(t, cs, "par", func(s *appsv1.StatefulSet) bool { return s.Status.ReadyReplicas == 3 })
+	old := s.Status.UpdateRevision
+	mutate(t, cs, s.Name, func(s *appsv1.StatefulSet) { s.Spec.Template.Spec.Containers[0].Image = "busybox:1.37" })
+	s = waitSet(t, cs, "par", func(s *appsv1.StatefulSet) bool {
+		return rolledOut(s) && s.Status.UpdateRevision != old && s.Status.UpdatedReplicas == 1 && s.Status.ReadyReplicas == 3
+	})
+	if s.Status.CurrentRevision != old {
+		t.Errorf("current revision %s, want %s", s.Status.CurrentRevision, old)
+	}
+	for i, want := range []string{old, old, s.Status.UpdateRevision} {
+		p, err := cs.CoreV1().Pods("default").Get(ctx, fmt.Sprintf("par-%d", i), metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.Labels[appsv1.ControllerRevisionHashLabelKey]; got != want {
+			t.Errorf("par-%d on %s, want %s", i, got, want)
+		}
+	}
+}
+
+func TestClaimRetentionPolicy(t *testing.T) {
+	cs := start(t)
+	ctx := context.Background()
+	set := newSet("db", 2)
+	set.Spec.PodManagementPolicy = appsv1.ParallelPodManagement
+	set.Spec.PersistentVolumeClaimRetentionPolicy = &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{
+		WhenDeleted: appsv1.DeletePersistentVolumeClaimRetentionPolicyType, WhenScaled: appsv1.DeletePersistentVolumeClaimRetentionPolicyType}
+	set.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{{
+		ObjectMeta: metav1.ObjectMeta{Name: "data"},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}},
+	}}
+	created, err := cs.AppsV1().StatefulSets("default").Create(ctx, set, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitSet(t, cs, "db", func(s *appsv1.StatefulSet) bool { return s.Status.ReadyReplicas == 2 })
+	claim, err := cs.CoreV1().PersistentVolumeClaims("default").Get(ctx, "data-db-1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(claim.OwnerReferences) != 1 || claim.OwnerReferences[0].UID != created.UID || claim.Labels["app"] != "db" {
+		t.Fatalf("claim owners %v labels %v", claim.OwnerReferences, claim.Labels)
+	}
+	pod, err := cs.CoreV1().Pods("default").Get(ctx, "db-1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mutate(t, cs, "db", func(s *appsv1.StatefulSet) { s.Spec.Replicas = ptr.To[int32](1) })
+	eventually(t, "claim of the scaled-away pod owned by it", func() (bool, error) {
+		c, err := cs.CoreV1().PersistentVolumeClaims("default").Get(ctx, "data-db-1", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		if len(c.OwnerReferences) == 1 && c.OwnerReferences[0].UID == pod.UID {
+			return true, nil
+		}
+		return false, fmt.Errorf("owners %v", c.OwnerReferences)
+	})
+	c0, err := cs.CoreV1().PersistentVolumeClaims("default").Get(ctx, "data-db-0", metav1.GetOptions{})
+	if err != nil || len(c0.OwnerReferences) != 1 {
+		t.Fatalf("claim data-db-0: %v %v", c0, err)
+	}
+}
