@@ -97,7 +97,7 @@ func runServer(args []string) error {
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	disableControllers := fs.Bool("disable-controllers", false, "do not run the controller manager in this process")
 	disableScheduler := fs.Bool("disable-scheduler", false, "do not run the scheduler in this process")
-	enableNode := fs.Bool("enable-node", false, "experimental: run a node agent on this host, with containerd (root; hostNetwork pods only for now)")
+	enableNode := fs.Bool("enable-node", false, "experimental: run a node agent on this host with containerd (root); its API listens on port 10250")
 	clusterCIDR := fs.String("cluster-cidr", "10.42.0.0/16", "range of pod IPs; each node gets a /24 of it")
 	nodeGrace := fs.Duration("node-monitor-grace-period", 40*time.Second, "how long a node may miss heartbeats before it is marked unreachable and its pods evicted")
 	simNodes := fs.Int("sim-nodes", 0, "run this many simulated nodes in this process (labelled plainkube.dev/simulated=true)")
@@ -128,7 +128,8 @@ func runServer(args []string) error {
 	if *enableNode {
 		dataDir := opts.DataDir
 		opts.Components = append(opts.Components, func(ctx context.Context, env server.ComponentEnv) error {
-			a, err := kubelet.New(env.Config, kubelet.Options{DataDir: filepath.Join(dataDir, "node"), ControlPlane: true, Logger: log})
+			a, err := kubelet.New(env.Config, kubelet.Options{DataDir: filepath.Join(dataDir, "node"), ControlPlane: true, Logger: log,
+				IssueServingCert: env.IssueServingCert, ClientCA: env.CAPEM})
 			if err != nil {
 				return err
 			}
@@ -304,7 +305,7 @@ func runScheduler(args []string) error {
 // 'plainkube server --enable-node' runs.
 func runImage(args []string) error {
 	const usage = `usage:
-  plainkube image build --tag NAME (--dir DIR | --binary FILE) [--entrypoint "CMD ARGS"] [--data-dir D]
+  plainkube image build --tag NAME (--dir DIR | --binary FILE [--links a,b]) [--entrypoint "CMD ARGS"] [--data-dir D]
   plainkube image load FILE.tar [--data-dir D]
   plainkube image ls [--data-dir D]
   plainkube image rm NAME... [--data-dir D]`
@@ -317,6 +318,7 @@ func runImage(args []string) error {
 	dir := fs.String("dir", "", "build: a folder to use as the image's file system")
 	binary := fs.String("binary", "", "build: one static binary to run as the image's entrypoint")
 	entrypoint := fs.String("entrypoint", "", "build: the entrypoint command (space-separated)")
+	links := fs.String("links", "", "build --binary: comma-separated names to link to the binary in /bin (for busybox: sh,echo,sleep)")
 	fs.Parse(args[1:])
 	socket := containerd.Socket(filepath.Join(*dataDir, "node", "containerd"))
 	ctx := context.Background()
@@ -328,7 +330,13 @@ func runImage(args []string) error {
 		var img v1.Image
 		var err error
 		if *binary != "" {
-			img, err = image.FromBinary(*binary, "/"+filepath.Base(*binary))
+			var paths []string
+			for _, l := range strings.Split(*links, ",") {
+				if l = strings.TrimSpace(l); l != "" {
+					paths = append(paths, "/bin/"+l)
+				}
+			}
+			img, err = image.FromBinary(*binary, "/bin/"+filepath.Base(*binary), paths...)
 		} else {
 			img, err = image.FromDir(*dir, image.Config{Entrypoint: strings.Fields(*entrypoint)})
 		}

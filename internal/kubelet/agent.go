@@ -2,9 +2,14 @@ package kubelet
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"time"
 
@@ -24,6 +29,7 @@ import (
 	"plainkube.dev/plainkube/internal/controller"
 	"plainkube.dev/plainkube/internal/image/pause"
 	"plainkube.dev/plainkube/internal/kubelet/containerd"
+	kubeletserver "plainkube.dev/plainkube/internal/kubelet/server"
 )
 
 // Agent is the node agent of one node whose pods run in containerd.
@@ -34,6 +40,9 @@ type Agent struct {
 	rt      *containerd.Process
 	host    host
 	nodeUID types.UID
+	netMu   sync.Mutex
+	podCIDR string // the Node's spec.podCIDR, once configured
+	probes  probes
 	pods    listersv1.PodLister
 }
 
@@ -82,6 +91,9 @@ func (a *Agent) Run(ctx context.Context) error {
 		return err
 	}
 	a.host = readHost(a.opts, version)
+	if err := a.serveAPI(ctx); err != nil {
+		return fmt.Errorf("agent API: %w", err)
+	}
 	if err := a.register(ctx); err != nil {
 		return err
 	}
@@ -119,6 +131,7 @@ func (a *Agent) Run(ctx context.Context) error {
 
 	var wg sync.WaitGroup
 	wg.Go(func() { a.heartbeat(ctx) })
+	wg.Go(func() { a.awaitPodCIDR(ctx) })
 	wg.Go(func() { controller.ProcessQueue(ctx, q, a.opts.Workers, a.log, a.syncPod) })
 	wg.Go(func() { a.relist(ctx, q) })
 	<-ctx.Done()
@@ -148,6 +161,7 @@ func (a *Agent) relist(ctx context.Context, q interface{ Add(types.NamespacedNam
 			q.Add(types.NamespacedName{Namespace: p.Namespace, Name: p.Name})
 		}
 		a.removeOrphans(ctx, live)
+		a.probes.forget(live)
 	}
 }
 
@@ -171,6 +185,7 @@ func (a *Agent) syncPod(ctx context.Context, key types.NamespacedName) (controll
 		if obs, err = a.observe(ctx, pod); err != nil {
 			return controller.Result{}, err
 		}
+		a.probe(ctx, pod, &obs)
 		var acts []action
 		acts, next = plan(pod, obs, time.Now())
 		deleted = len(acts) > 0 && acts[len(acts)-1].Kind == actDeletePod
@@ -182,6 +197,9 @@ func (a *Agent) syncPod(ctx context.Context, key types.NamespacedName) (controll
 		}
 		if err := a.apply(ctx, pod, acts); err != nil {
 			a.log.Warn("pod sync", "pod", key.String(), "err", err)
+			if se := (*startError)(nil); errors.As(err, &se) {
+				obs.StartErrors = map[string]corev1.ContainerStateWaiting{se.Container: {Reason: se.Reason, Message: se.Err.Error()}}
+			}
 			a.updateStatus(ctx, pod, obs)
 			return controller.Result{}, err
 		}
@@ -190,6 +208,10 @@ func (a *Agent) syncPod(ctx context.Context, key types.NamespacedName) (controll
 		return controller.Result{}, err
 	}
 	if deleted {
+		a.probes.set(pod.UID, nil)
+		if err := a.cleanupVolumes(pod.UID); err != nil {
+			return controller.Result{}, err
+		}
 		zero := int64(0)
 		err := a.cs.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
 			GracePeriodSeconds: &zero,
@@ -223,4 +245,50 @@ func (a *Agent) updateStatus(ctx context.Context, pod *corev1.Pod, obs observed)
 		return nil
 	}
 	return err // a conflict requeues: the informer is behind
+}
+
+// apiPort is the port the Node reports for the agent API (0: none).
+func (a *Agent) apiPort() int32 {
+	if a.opts.IssueServingCert == nil {
+		return 0
+	}
+	if a.opts.APIPort == 0 {
+		return kubeletserver.DefaultPort
+	}
+	return int32(a.opts.APIPort)
+}
+
+// serveAPI starts the agent's HTTPS API when it is configured.
+func (a *Agent) serveAPI(ctx context.Context) error {
+	port := a.apiPort()
+	if port == 0 {
+		return nil
+	}
+	ips := []net.IP{net.ParseIP("127.0.0.1")}
+	if ip := net.ParseIP(a.host.ip); ip != nil {
+		ips = append(ips, ip)
+	}
+	certPEM, keyPEM, err := a.opts.IssueServingCert([]string{a.opts.NodeName, "localhost"}, ips)
+	if err != nil {
+		return err
+	}
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(a.opts.ClientCA) {
+		return errors.New("no client CA certificate given")
+	}
+	tlsConfig := &tls.Config{Certificates: []tls.Certificate{cert}, ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pool, MinVersion: tls.VersionTLS12}
+	ln, err := net.Listen("tcp", net.JoinHostPort("", strconv.Itoa(int(port))))
+	if err != nil {
+		return err
+	}
+	go func() {
+		if err := kubeletserver.ServeListener(ctx, ln, tlsConfig, &kubeletserver.Handler{DataDir: a.opts.DataDir}, a.log); err != nil {
+			a.log.Error("agent API stopped", "err", err)
+		}
+	}()
+	return nil
 }

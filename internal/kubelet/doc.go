@@ -35,12 +35,54 @@
 //     container states with containerd:// IDs, image IDs, restart counts,
 //     last termination states, host and pod IPs, start time).
 //     Sandboxes of pods that no longer exist are stopped and removed.
+//   - Init containers run one at a time, in order, each to success, before
+//     the others start (a failed one restarts with back-off, or with
+//     restartPolicy Never fails the pod); the pod is Pending and not
+//     Initialized meanwhile, its containers waiting in PodInitializing.
+//     A sidecar (an init container with restartPolicy Always) lets the
+//     next one start once it has started, is restarted whatever its exit,
+//     is ready while it runs, and is stopped once the pod's containers are
+//     done (startup probes, and the ordered stop of sidecars after the
+//     others on deletion, are not there yet).
+//   - Pod network (cni.go). The Node's spec.podCIDR — set at registration
+//     from Options.PodCIDR when given and the Node has none, else
+//     allocated by the node IPAM controller, which the agent waits for,
+//     checking every second — becomes a CNI configuration list in
+//     containerd's CNI directory: bridge plainkube0 (gateway, IP masquerade,
+//     hairpin) with host-local addresses over the pod CIDR (state under
+//     <DataDir>/cni/ipam), portmap for hostPorts (the sandbox's port
+//     mappings) and loopback. A pod not on the host network gets its own
+//     address, reported as podIP/podIPs. Without a pod CIDR only
+//     hostNetwork pods can start.
+//   - Volumes (volumes.go): emptyDir (a directory under
+//     <DataDir>/volumes/<pod uid>/, a tmpfs for medium Memory, with
+//     sizeLimit), hostPath (with its type checks and the OrCreate types),
+//     configMap and secret (read through the API when a container starts;
+//     every key or the items, at their paths, with defaultMode and item
+//     modes; optional ones may be missing; always mounted read-only),
+//     mounted as CRI bind mounts with readOnly and subPath. A pod's
+//     volume directories go when the pod is deleted.
+//   - Environment (env.go): envFrom (configMap, secret, prefix), env with
+//     value, configMapKeyRef, secretKeyRef (optional ones may be missing)
+//     and fieldRef (metadata name, namespace, uid, labels, annotations and
+//     their ['key'] forms, spec.nodeName, spec.serviceAccountName,
+//     status.podIP(s), status.hostIP(s)), with upstream's $(VAR)
+//     expansion in env values, command and args. A container whose
+//     environment or volumes refer to something missing waits in
+//     CreateContainerConfigError (with the reason as message) and starts
+//     once it is there.
+//   - Probes (probe.go): readiness and liveness probes (exec, httpGet,
+//     tcpSocket) of running containers run during syncs when due
+//     (initialDelaySeconds, periodSeconds, timeoutSeconds, success and
+//     failure thresholds). A container is ready once its readiness probe
+//     succeeds; one whose liveness probe fails is stopped and restarted as
+//     its restart policy says.
 //
-// What is not there yet: pod networking other than hostNetwork (a pod
-// without it needs a CNI configuration in containerd's CNI directory, which
-// the agent does not write yet, so its sandbox fails to start), volumes
-// (including the service-account token), init containers, probes,
-// resources and security contexts, env valueFrom and $(VAR) expansion,
-// logs/exec/port-forward through the API server, and images pulled from
-// registries.
+// What is not there yet: startup probes, and probes of sidecars;
+// projected, downwardAPI and persistent volumes (including the
+// service-account token); subPathExpr; resourceFieldRef; service
+// environment variables; configMap and secret updates reaching running
+// containers (files are written when a container starts); resources and
+// security contexts; logs/exec/port-forward through the API server; and
+// images pulled from registries.
 package kubelet

@@ -28,8 +28,6 @@ import (
 // LabelControlPlane marks a control-plane node.
 const LabelControlPlane = "node-role.kubernetes.io/control-plane"
 
-const kubeletPort = 10250
-
 // host is what the node reports of the machine it runs on.
 type host struct {
 	cpu, memory, storage resource.Quantity
@@ -148,18 +146,23 @@ func (a *Agent) node(now time.Time) *corev1.Node {
 	if h.hostname != "" {
 		addrs = append(addrs, corev1.NodeAddress{Type: corev1.NodeHostName, Address: h.hostname})
 	}
+	var spec corev1.NodeSpec
+	if o.PodCIDR != "" {
+		spec.PodCIDR, spec.PodCIDRs = o.PodCIDR, []string{o.PodCIDR}
+	}
 	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        o.NodeName,
 			Labels:      labels,
 			Annotations: map[string]string{"volumes.kubernetes.io/controller-managed-attach-detach": "true"},
 		},
+		Spec: spec,
 		Status: corev1.NodeStatus{
 			Capacity:        capacity,
 			Allocatable:     capacity.DeepCopy(),
 			Conditions:      nodeConditions(nil, now),
 			Addresses:       addrs,
-			DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: kubeletPort}},
+			DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: a.apiPort()}},
 			NodeInfo:        h.info,
 		},
 	}
@@ -195,7 +198,7 @@ func (a *Agent) register(ctx context.Context) error {
 	got, err := nodes.Create(ctx, want, metav1.CreateOptions{})
 	if err == nil {
 		a.nodeUID = got.UID
-		return nil
+		return a.ensureNetwork(got.Spec.PodCIDR)
 	}
 	if !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("registering node %s: %w", want.Name, err)
@@ -214,6 +217,9 @@ func (a *Agent) register(ctx context.Context) error {
 			upd.Annotations = map[string]string{}
 		}
 		maps.Copy(upd.Annotations, want.Annotations)
+		if upd.Spec.PodCIDR == "" && len(upd.Spec.PodCIDRs) == 0 && want.Spec.PodCIDR != "" {
+			upd.Spec.PodCIDR, upd.Spec.PodCIDRs = want.Spec.PodCIDR, want.Spec.PodCIDRs
+		}
 		if upd, err = nodes.Update(ctx, upd, metav1.UpdateOptions{}); err != nil {
 			return err
 		}
@@ -222,10 +228,11 @@ func (a *Agent) register(ctx context.Context) error {
 		upd.Status.DaemonEndpoints = want.Status.DaemonEndpoints
 		upd.Status.Conditions = nodeConditions(upd.Status.Conditions, time.Now())
 		got, err := nodes.UpdateStatus(ctx, upd, metav1.UpdateOptions{})
-		if err == nil {
-			a.nodeUID = got.UID
+		if err != nil {
+			return err
 		}
-		return err
+		a.nodeUID = got.UID
+		return a.ensureNetwork(got.Spec.PodCIDR)
 	})
 }
 

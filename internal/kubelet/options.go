@@ -3,6 +3,7 @@ package kubelet
 import (
 	"errors"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,6 +26,22 @@ type Options struct {
 	// NodeIP is the InternalIP reported (default: the host's first
 	// global unicast IPv4 address, else 127.0.0.1).
 	NodeIP string
+	// IssueServingCert, when set, turns on the agent's HTTPS API (container
+	// logs for the API server) on APIPort: it signs the API's serving
+	// certificate with the cluster CA. Clients must present a certificate
+	// signed by ClientCA (PEM).
+	IssueServingCert func(dnsNames []string, ips []net.IP) (certPEM, keyPEM []byte, err error)
+	ClientCA         []byte
+	// APIPort is the agent API's port (default 10250, upstream's).
+	APIPort int
+	// PodCIDR is set as the Node's pod CIDR at registration when it has
+	// none. Leave it empty where the controller manager's node IPAM
+	// controller allocates pod CIDRs (it never hands out one a node
+	// already holds, but a range set here may already be another node's);
+	// the agent then waits for spec.podCIDR to be set. Pods not on the
+	// host network get their addresses from the Node's pod CIDR; until it
+	// has one, their sandboxes cannot start.
+	PodCIDR string
 	// Runtime is a containerd already started (tests start their own to
 	// import images first); when nil, Run starts one under DataDir and
 	// stops it when it returns.

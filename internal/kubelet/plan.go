@@ -55,6 +55,14 @@ type observed struct {
 	Containers map[string][]containerRun
 	// MissingImages are the spec images the runtime does not have.
 	MissingImages map[string]bool
+	// Ready has the readiness probe result of each running container
+	// that has a readiness probe; Unhealthy is true for a running
+	// container whose liveness probe failed.
+	Ready, Unhealthy map[string]bool
+	// StartErrors says why a container could not be started, by name:
+	// Reason CreateContainerConfigError (its environment or volumes
+	// refer to what is missing) or CreateContainerError.
+	StartErrors map[string]corev1.ContainerStateWaiting
 }
 
 // actionKind is what the driver does to the runtime or the API.
@@ -152,7 +160,8 @@ func plan(pod *corev1.Pod, obs observed, now time.Time) (acts []action, next tim
 	if pod.DeletionTimestamp != nil {
 		return planDeletion(pod, obs), time.Time{}
 	}
-	done := terminal(pod.Status.Phase) || allDone(pod, obs)
+	_, initFailed := initProgress(pod, obs)
+	done := terminal(pod.Status.Phase) || allDone(pod, obs) || initFailed
 	if done {
 		// Finished pods keep their (exited) containers for their status
 		// and logs, but not a running sandbox.
@@ -180,45 +189,128 @@ func plan(pod *corev1.Pod, obs observed, now time.Time) (acts []action, next tim
 		}
 		return append(acts, action{Kind: actRunSandbox, Attempt: attempt}), time.Time{}
 	}
-	for _, c := range pod.Spec.Containers {
-		runs := obs.Containers[c.Name]
-		// Keep the newest run and the one before it (lastState); older
-		// runs are garbage.
-		for _, r := range runs[min(len(runs), 2):] {
-			acts = append(acts, action{Kind: actRemoveContainer, ID: r.ID})
+	// Init containers run one at a time, in order, each to success,
+	// before any of the others.
+	for _, c := range pod.Spec.InitContainers {
+		acts = append(acts, garbage(obs.Containers[c.Name])...)
+	}
+	always := func(int32) bool { return true }
+	i, _ := initProgress(pod, obs)
+	// Sidecars that have started keep running, whatever their exit.
+	for j := range pod.Spec.InitContainers[:i] {
+		if c := &pod.Spec.InitContainers[j]; sidecar(c) {
+			a, n := planContainer(c, obs, now, gracePeriod(pod), always)
+			acts, next = append(acts, a...), earliest(next, n)
 		}
-		if len(runs) == 0 {
-			if !obs.MissingImages[c.Image] {
-				acts = append(acts, action{Kind: actStartContainer, Container: c.Name, Attempt: 0})
-			} else {
-				next = earliest(next, now.Add(imageRecheck))
-			}
-			continue
+	}
+	if i < len(pod.Spec.InitContainers) {
+		c := &pod.Spec.InitContainers[i]
+		restart := func(code int32) bool { return initRestarts(pod.Spec.RestartPolicy, code) }
+		if sidecar(c) {
+			restart = always
 		}
-		last := runs[0]
-		switch last.State {
-		case stateRunning:
-		case stateCreated:
-			// Created but never started (the agent stopped in between):
-			// start afresh.
-			acts = append(acts, action{Kind: actRemoveContainer, ID: last.ID},
-				action{Kind: actStartContainer, Container: c.Name, Attempt: last.Attempt})
-		default: // exited or unknown
-			if !restarts(pod.Spec.RestartPolicy, last.ExitCode) {
-				continue
-			}
-			at := last.FinishedAt.Add(restartDelay(last))
-			switch {
-			case now.Before(at):
-				next = earliest(next, at)
-			case obs.MissingImages[c.Image]:
-				next = earliest(next, now.Add(imageRecheck))
-			default:
-				acts = append(acts, action{Kind: actStartContainer, Container: c.Name, Attempt: last.Attempt + 1})
-			}
+		a, n := planContainer(c, obs, now, gracePeriod(pod), restart)
+		return append(acts, a...), earliest(next, n)
+	}
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		acts = append(acts, garbage(obs.Containers[c.Name])...)
+		a, n := planContainer(c, obs, now, gracePeriod(pod), func(code int32) bool { return restarts(pod.Spec.RestartPolicy, code) })
+		acts, next = append(acts, a...), earliest(next, n)
+	}
+	return acts, next
+}
+
+// garbage are the runs of a container to remove: all but the newest and
+// the one before it (its lastState).
+func garbage(runs []containerRun) []action {
+	var acts []action
+	for _, r := range runs[min(len(runs), 2):] {
+		acts = append(acts, action{Kind: actRemoveContainer, ID: r.ID})
+	}
+	return acts
+}
+
+// planContainer is what to do for one container of a ready sandbox, and
+// when to look again: start it, start it afresh, or restart it (when
+// restart says so of its exit code) once its back-off has passed.
+func planContainer(c *corev1.Container, obs observed, now time.Time, grace int64, restart func(code int32) bool) (acts []action, next time.Time) {
+	runs := obs.Containers[c.Name]
+	if len(runs) == 0 {
+		if obs.MissingImages[c.Image] {
+			return nil, now.Add(imageRecheck)
+		}
+		return []action{{Kind: actStartContainer, Container: c.Name, Attempt: 0}}, time.Time{}
+	}
+	last := runs[0]
+	switch last.State {
+	case stateRunning:
+		if obs.Unhealthy[c.Name] {
+			// Its liveness probe failed: stop it; it restarts as its
+			// policy says.
+			acts = append(acts, action{Kind: actStopContainer, ID: last.ID, Grace: grace})
+		}
+	case stateCreated:
+		// Created but never started (the agent stopped in between):
+		// start afresh.
+		acts = append(acts, action{Kind: actRemoveContainer, ID: last.ID},
+			action{Kind: actStartContainer, Container: c.Name, Attempt: last.Attempt})
+	default: // exited or unknown
+		if !restart(last.ExitCode) {
+			return nil, time.Time{}
+		}
+		at := last.FinishedAt.Add(restartDelay(last))
+		switch {
+		case now.Before(at):
+			next = at
+		case obs.MissingImages[c.Image]:
+			next = now.Add(imageRecheck)
+		default:
+			acts = append(acts, action{Kind: actStartContainer, Container: c.Name, Attempt: last.Attempt + 1})
 		}
 	}
 	return acts, next
+}
+
+// initRestarts reports whether an init container that exited with code
+// runs again: after a failure, unless the pod's policy is Never.
+func initRestarts(policy corev1.RestartPolicy, code int32) bool {
+	return code != 0 && policy != corev1.RestartPolicyNever
+}
+
+// sidecar reports whether init container c is a sidecar: it runs, and is
+// restarted whatever its exit, alongside the others until they finish.
+func sidecar(c *corev1.Container) bool {
+	return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
+}
+
+// initProgress is the index of the first init container that has not
+// completed (len(InitContainers) once all have, or once any of the
+// other containers has run: the pod was initialized), and whether it
+// failed for good, which fails the pod.
+func initProgress(pod *corev1.Pod, obs observed) (next int, failed bool) {
+	for _, c := range pod.Spec.Containers {
+		if len(obs.Containers[c.Name]) > 0 {
+			return len(pod.Spec.InitContainers), false
+		}
+	}
+	for i, c := range pod.Spec.InitContainers {
+		runs := obs.Containers[c.Name]
+		if sidecar(&c) {
+			// A sidecar lets the next one start once it has started.
+			if !slices.ContainsFunc(runs, func(r containerRun) bool { return !r.StartedAt.IsZero() }) {
+				return i, false
+			}
+			continue
+		}
+		if len(runs) == 0 || runs[0].State != stateExited {
+			return i, false
+		}
+		if runs[0].ExitCode != 0 {
+			return i, !initRestarts(pod.Spec.RestartPolicy, runs[0].ExitCode)
+		}
+	}
+	return len(pod.Spec.InitContainers), false
 }
 
 // imageRecheck is how often a pod waiting for a missing image looks again.
@@ -230,7 +322,7 @@ const imageRecheck = 10 * time.Second
 func planDeletion(pod *corev1.Pod, obs observed) []action {
 	var acts []action
 	grace := gracePeriod(pod)
-	for _, c := range pod.Spec.Containers {
+	for _, c := range slices.Concat(pod.Spec.InitContainers, pod.Spec.Containers) {
 		for _, r := range obs.Containers[c.Name] {
 			if r.State == stateRunning || r.State == stateCreated || r.State == stateUnknown {
 				acts = append(acts, action{Kind: actStopContainer, ID: r.ID, Grace: grace})
@@ -312,26 +404,69 @@ func podStatus(pod *corev1.Pod, obs observed, env nodeEnv, now time.Time) corev1
 	}
 
 	prev := map[string]corev1.ContainerStatus{}
-	for _, cs := range pod.Status.ContainerStatuses {
+	for _, cs := range slices.Concat(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses) {
 		prev[cs.Name] = cs
 	}
+	next, initFailed := initProgress(pod, obs)
+	initialized := next == len(pod.Spec.InitContainers)
+	// Containers that have not run yet wait for the init containers.
+	initializing := func(c *corev1.Container, cs *corev1.ContainerStatus) {
+		if w := cs.State.Waiting; w != nil && w.Reason == "ContainerCreating" && len(obs.Containers[c.Name]) == 0 {
+			w.Reason = "PodInitializing"
+		}
+	}
+	st.InitContainerStatuses = nil
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		restart := func(code int32) bool { return initRestarts(pod.Spec.RestartPolicy, code) }
+		if sidecar(c) {
+			// Restarted whatever its exit, until the pod is done.
+			restart = func(int32) bool { return !terminal(pod.Status.Phase) && !allDone(pod, obs) }
+		}
+		cs := containerStatus(pod, c, obs, prev[c.Name], now, restart)
+		initializing(c, &cs)
+		// An init container is ready once it has completed, a sidecar
+		// while it runs.
+		cs.Ready = cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0
+		if sidecar(c) {
+			cs.Ready = cs.State.Running != nil
+		}
+		st.InitContainerStatuses = append(st.InitContainerStatuses, cs)
+	}
 	st.ContainerStatuses = nil
-	for _, c := range pod.Spec.Containers {
-		st.ContainerStatuses = append(st.ContainerStatuses, containerStatus(pod, &c, obs, prev[c.Name], now))
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		cs := containerStatus(pod, c, obs, prev[c.Name], now, func(code int32) bool { return restarts(pod.Spec.RestartPolicy, code) })
+		if !initialized {
+			initializing(c, &cs)
+		}
+		st.ContainerStatuses = append(st.ContainerStatuses, cs)
 	}
 
 	if !terminal(pod.Status.Phase) {
-		st.Phase = phase(pod, st.ContainerStatuses)
+		switch {
+		case initFailed:
+			st.Phase = corev1.PodFailed
+		case !initialized:
+			st.Phase = corev1.PodPending
+		default:
+			st.Phase = phase(pod, st.ContainerStatuses)
+		}
 	}
 	setConditions(pod, &st, obs, now)
 	return st
 }
 
-func containerStatus(pod *corev1.Pod, c *corev1.Container, obs observed, prev corev1.ContainerStatus, now time.Time) corev1.ContainerStatus {
+// containerStatus is the status of c; restart says whether it runs
+// again after exiting with a code.
+func containerStatus(pod *corev1.Pod, c *corev1.Container, obs observed, prev corev1.ContainerStatus, now time.Time, restart func(code int32) bool) corev1.ContainerStatus {
 	cs := corev1.ContainerStatus{Name: c.Name, Image: c.Image, Started: new(bool)}
 	runs := obs.Containers[c.Name]
 	if len(runs) == 0 {
 		cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}
+		if w, ok := obs.StartErrors[c.Name]; ok {
+			cs.State.Waiting = &w
+		}
 		if obs.MissingImages[c.Image] {
 			cs.State.Waiting = missingImage(c, prev)
 		}
@@ -347,12 +482,12 @@ func containerStatus(pod *corev1.Pod, c *corev1.Container, obs observed, prev co
 	switch last.State {
 	case stateRunning:
 		cs.State.Running = &corev1.ContainerStateRunning{StartedAt: stamp(last.StartedAt)}
-		cs.Ready, *cs.Started = true, true
+		cs.Ready, *cs.Started = c.ReadinessProbe == nil || obs.Ready[c.Name], true
 	case stateCreated:
 		cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}
 	default:
 		t := terminated(last)
-		if pod.DeletionTimestamp == nil && restarts(pod.Spec.RestartPolicy, last.ExitCode) {
+		if pod.DeletionTimestamp == nil && restart(last.ExitCode) {
 			if wait := last.FinishedAt.Add(restartDelay(last)).Sub(now); wait > 0 {
 				cs.LastTerminationState.Terminated = t
 				cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff",
@@ -451,7 +586,18 @@ func setConditions(pod *corev1.Pod, st *corev1.PodStatus, obs observed, now time
 	done := terminal(st.Phase)
 	set(corev1.PodCondition{Type: corev1.PodReadyToStartContainers,
 		Status: boolCond(!done && obs.Sandbox != nil && obs.Sandbox.Ready)})
-	set(corev1.PodCondition{Type: corev1.PodInitialized, Status: corev1.ConditionTrue})
+	initialized := corev1.PodCondition{Type: corev1.PodInitialized, Status: corev1.ConditionTrue}
+	if next, _ := initProgress(pod, obs); next < len(pod.Spec.InitContainers) {
+		var incomplete []string
+		for _, cs := range st.InitContainerStatuses {
+			if !cs.Ready {
+				incomplete = append(incomplete, cs.Name)
+			}
+		}
+		initialized = corev1.PodCondition{Type: corev1.PodInitialized, Status: corev1.ConditionFalse, Reason: "ContainersNotInitialized",
+			Message: fmt.Sprintf("containers with incomplete status: %v", incomplete)}
+	}
+	set(initialized)
 	var unready []string
 	for _, cs := range st.ContainerStatuses {
 		if !cs.Ready {

@@ -1,7 +1,9 @@
 package kubelet
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -155,6 +157,9 @@ func TestPodStatus(t *testing.T) {
 		{name: "succeeded", pod: testPod(corev1.RestartPolicyOnFailure),
 			obs:   observed{Sandbox: &sandbox{ID: "sb"}, Containers: runs(exited("c1", 0, 0, t0))},
 			phase: corev1.PodSucceeded, state: "terminated:0", podReady: corev1.ConditionFalse},
+		{name: "cannot be created", pod: testPod(corev1.RestartPolicyAlways), obs: observed{Sandbox: ready(),
+			StartErrors: map[string]corev1.ContainerStateWaiting{"a": {Reason: "CreateContainerConfigError", Message: "configmap \"x\" not found"}}},
+			phase: corev1.PodPending, state: "waiting:CreateContainerConfigError", podReady: corev1.ConditionFalse},
 		{name: "missing image", pod: testPod(corev1.RestartPolicyAlways), obs: observed{Sandbox: ready(), MissingImages: map[string]bool{"img": true}},
 			phase: corev1.PodPending, state: "waiting:ErrImagePull", podReady: corev1.ConditionFalse},
 		{name: "missing image, seen before", pod: testPod(corev1.RestartPolicyAlways, func(p *corev1.Pod) {
@@ -216,5 +221,183 @@ func TestPodStatusKeepsTransitionTimes(t *testing.T) {
 		if !c.LastTransitionTime.Equal(&pod.Status.Conditions[i].LastTransitionTime) {
 			t.Errorf("%s moved from %v to %v", c.Type, pod.Status.Conditions[i].LastTransitionTime, c.LastTransitionTime)
 		}
+	}
+}
+
+// withInit adds init containers i1 and i2 before container a.
+func withInit(p *corev1.Pod) {
+	p.Spec.InitContainers = []corev1.Container{{Name: "i1", Image: "img"}, {Name: "i2", Image: "img"}}
+}
+
+func initRun(name, id string, attempt uint32, state runState, code int32, finished time.Time) containerRun {
+	return containerRun{ID: id, Name: name, Attempt: attempt, State: state, ExitCode: code, StartedAt: finished.Add(-time.Second), FinishedAt: finished}
+}
+
+func obsOf(rs ...containerRun) observed {
+	o := observed{Sandbox: ready(), Containers: map[string][]containerRun{}}
+	for _, r := range rs {
+		o.Containers[r.Name] = append(o.Containers[r.Name], r)
+	}
+	return o
+}
+
+func TestPlanInitContainers(t *testing.T) {
+	tests := []struct {
+		name     string
+		policy   corev1.RestartPolicy
+		obs      observed
+		want     []string
+		wantNext time.Time
+	}{
+		{name: "first init container starts first", policy: corev1.RestartPolicyAlways, obs: obsOf(),
+			want: []string{"StartContainer i1 #0"}},
+		{name: "waits while it runs", policy: corev1.RestartPolicyAlways,
+			obs: obsOf(initRun("i1", "x1", 0, stateRunning, 0, t0))},
+		{name: "then the second", policy: corev1.RestartPolicyAlways,
+			obs:  obsOf(initRun("i1", "x1", 0, stateExited, 0, t0)),
+			want: []string{"StartContainer i2 #0"}},
+		{name: "then the containers", policy: corev1.RestartPolicyAlways,
+			obs:  obsOf(initRun("i1", "x1", 0, stateExited, 0, t0), initRun("i2", "x2", 0, stateExited, 0, t0)),
+			want: []string{"StartContainer a #0"}},
+		{name: "a failed init container restarts (Always)", policy: corev1.RestartPolicyAlways,
+			obs:  obsOf(initRun("i1", "x1", 0, stateExited, 3, t0)),
+			want: []string{"StartContainer i1 #1"}},
+		{name: "with back-off", policy: corev1.RestartPolicyOnFailure,
+			obs:      obsOf(initRun("i1", "x2", 1, stateExited, 3, t0.Add(-4*time.Second)), initRun("i1", "x1", 0, stateExited, 3, t0.Add(-6*time.Second))),
+			wantNext: t0.Add(6 * time.Second)},
+		{name: "Never: the pod fails, the sandbox stops", policy: corev1.RestartPolicyNever,
+			obs:  obsOf(initRun("i1", "x1", 0, stateExited, 3, t0)),
+			want: []string{"StopSandbox sb"}},
+		{name: "initialized once the containers ran, whatever the init runs", policy: corev1.RestartPolicyAlways,
+			obs: obsOf(running("c1", 0))},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			acts, next := plan(testPod(tt.policy, withInit), tt.obs, t0)
+			var got []string
+			for _, a := range acts {
+				got = append(got, a.String())
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("actions = %q, want %q", got, tt.want)
+			}
+			if !next.Equal(tt.wantNext) {
+				t.Errorf("next = %v, want %v", next, tt.wantNext)
+			}
+		})
+	}
+}
+
+func TestPodStatusInitContainers(t *testing.T) {
+	state := func(cs corev1.ContainerStatus) string {
+		switch {
+		case cs.State.Running != nil:
+			return "running"
+		case cs.State.Waiting != nil:
+			return "waiting:" + cs.State.Waiting.Reason
+		case cs.State.Terminated != nil:
+			return fmt.Sprintf("terminated:%d", cs.State.Terminated.ExitCode)
+		}
+		return ""
+	}
+	tests := []struct {
+		name        string
+		policy      corev1.RestartPolicy
+		obs         observed
+		phase       corev1.PodPhase
+		states      string // i1 i2 a
+		initialized string
+	}{
+		{name: "nothing ran", policy: corev1.RestartPolicyAlways, obs: obsOf(), phase: corev1.PodPending,
+			states: "waiting:PodInitializing waiting:PodInitializing waiting:PodInitializing", initialized: "False: containers with incomplete status: [i1 i2]"},
+		{name: "first running", policy: corev1.RestartPolicyAlways, obs: obsOf(initRun("i1", "x1", 0, stateRunning, 0, t0)), phase: corev1.PodPending,
+			states: "running waiting:PodInitializing waiting:PodInitializing", initialized: "False: containers with incomplete status: [i1 i2]"},
+		{name: "first done", policy: corev1.RestartPolicyAlways, obs: obsOf(initRun("i1", "x1", 0, stateExited, 0, t0)), phase: corev1.PodPending,
+			states: "terminated:0 waiting:PodInitializing waiting:PodInitializing", initialized: "False: containers with incomplete status: [i2]"},
+		{name: "all done", policy: corev1.RestartPolicyAlways,
+			obs:   obsOf(initRun("i1", "x1", 0, stateExited, 0, t0), initRun("i2", "x2", 0, stateExited, 0, t0)),
+			phase: corev1.PodPending, states: "terminated:0 terminated:0 waiting:ContainerCreating", initialized: "True"},
+		{name: "init crash loop", policy: corev1.RestartPolicyAlways,
+			obs:   obsOf(initRun("i1", "x2", 1, stateExited, 3, t0.Add(-time.Second)), initRun("i1", "x1", 0, stateExited, 3, t0.Add(-2*time.Second))),
+			phase: corev1.PodPending, states: "waiting:CrashLoopBackOff waiting:PodInitializing waiting:PodInitializing", initialized: "False: containers with incomplete status: [i1 i2]"},
+		{name: "init failed, Never", policy: corev1.RestartPolicyNever,
+			obs:   obsOf(initRun("i1", "x1", 0, stateExited, 3, t0)),
+			phase: corev1.PodFailed, states: "terminated:3 waiting:PodInitializing waiting:PodInitializing", initialized: "False: containers with incomplete status: [i1 i2]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := podStatus(testPod(tt.policy, withInit), tt.obs, nodeEnv{}, t0)
+			if st.Phase != tt.phase {
+				t.Errorf("phase = %s, want %s", st.Phase, tt.phase)
+			}
+			var states []string
+			for _, cs := range slices.Concat(st.InitContainerStatuses, st.ContainerStatuses) {
+				states = append(states, state(cs))
+			}
+			if got := strings.Join(states, " "); got != tt.states {
+				t.Errorf("states = %s, want %s", got, tt.states)
+			}
+			for _, c := range st.Conditions {
+				if c.Type != corev1.PodInitialized {
+					continue
+				}
+				got := string(c.Status)
+				if c.Message != "" {
+					got += ": " + c.Message
+				}
+				if got != tt.initialized {
+					t.Errorf("Initialized = %s, want %s", got, tt.initialized)
+				}
+			}
+		})
+	}
+}
+
+func TestPlanSidecars(t *testing.T) {
+	always := corev1.ContainerRestartPolicyAlways
+	withSidecar := func(p *corev1.Pod) {
+		p.Spec.InitContainers = []corev1.Container{{Name: "side", Image: "img", RestartPolicy: &always}, {Name: "i2", Image: "img"}}
+	}
+	started := func(r containerRun) containerRun { r.StartedAt = t0.Add(-time.Minute); return r }
+	tests := []struct {
+		name   string
+		policy corev1.RestartPolicy
+		obs    observed
+		want   []string
+	}{
+		{name: "the sidecar starts first", obs: obsOf(), want: []string{"StartContainer side #0"}},
+		{name: "once it has started, the next init container runs",
+			obs: obsOf(started(initRun("side", "s1", 0, stateRunning, 0, time.Time{}))), want: []string{"StartContainer i2 #0"}},
+		{name: "then the containers, the sidecar still running",
+			obs:  obsOf(started(initRun("side", "s1", 0, stateRunning, 0, time.Time{})), initRun("i2", "x2", 0, stateExited, 0, t0)),
+			want: []string{"StartContainer a #0"}},
+		{name: "a sidecar that exits restarts, even with success and policy Never", policy: corev1.RestartPolicyNever,
+			obs:  obsOf(initRun("side", "s1", 0, stateExited, 0, t0), initRun("i2", "x2", 0, stateExited, 0, t0), running("c1", 0)),
+			want: []string{"StartContainer side #1"}},
+		{name: "when the containers are done, the sidecar and sandbox stop", policy: corev1.RestartPolicyNever,
+			obs:  obsOf(started(initRun("side", "s1", 0, stateRunning, 0, time.Time{})), initRun("i2", "x2", 0, stateExited, 0, t0), exited("c1", 0, 0, t0)),
+			want: []string{"StopContainer s1 grace=30s", "StopSandbox sb"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			policy := tt.policy
+			if policy == "" {
+				policy = corev1.RestartPolicyAlways
+			}
+			acts, _ := plan(testPod(policy, withSidecar), tt.obs, t0)
+			var got []string
+			for _, a := range acts {
+				got = append(got, a.String())
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("actions = %q, want %q", got, tt.want)
+			}
+		})
+	}
+	// Status: the sidecar is ready while it runs; the pod is initialized.
+	st := podStatus(testPod(corev1.RestartPolicyAlways, withSidecar),
+		obsOf(started(initRun("side", "s1", 0, stateRunning, 0, time.Time{})), initRun("i2", "x2", 0, stateExited, 0, t0), running("c1", 0)), nodeEnv{}, t0)
+	if !st.InitContainerStatuses[0].Ready || !st.InitContainerStatuses[1].Ready || st.Phase != corev1.PodRunning {
+		t.Errorf("status = %+v", st)
 	}
 }

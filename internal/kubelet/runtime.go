@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -90,7 +93,7 @@ func (a *Agent) observe(ctx context.Context, pod *corev1.Pod) (observed, error) 
 			sort.Slice(runs, func(i, j int) bool { return runs[i].Attempt > runs[j].Attempt })
 		}
 	}
-	for _, c := range pod.Spec.Containers {
+	for _, c := range slices.Concat(pod.Spec.InitContainers, pod.Spec.Containers) {
 		st, err := a.rt.Images.ImageStatus(ctx, &runtimeapi.ImageSpec{Image: c.Image}, false)
 		if err != nil {
 			return obs, err
@@ -196,19 +199,62 @@ func (a *Agent) sandboxConfig(pod *corev1.Pod, attempt uint32) *runtimeapi.PodSa
 		LogDirectory: a.logDir(pod),
 		Labels:       podLabels(pod),
 		Annotations:  pod.Annotations,
+		PortMappings: portMappings(pod),
 		Linux: &runtimeapi.LinuxPodSandboxConfig{
 			SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{NamespaceOptions: namespaces(pod)},
 		},
 	}
 }
 
-func (a *Agent) startContainer(ctx context.Context, pod *corev1.Pod, act action) error {
-	var c *corev1.Container
-	for i := range pod.Spec.Containers {
-		if pod.Spec.Containers[i].Name == act.Container {
-			c = &pod.Spec.Containers[i]
+// startError is why a container could not be created: Reason is the
+// waiting reason its status shows.
+type startError struct {
+	Container, Reason string
+	Err               error
+}
+
+func (e *startError) Error() string { return "container " + e.Container + ": " + e.Err.Error() }
+func (e *startError) Unwrap() error { return e.Err }
+
+// specContainer is the init or other container of pod called name.
+func specContainer(pod *corev1.Pod, name string) *corev1.Container {
+	for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range list {
+			if list[i].Name == name {
+				return &list[i]
+			}
 		}
 	}
+	return nil
+}
+
+// portMappings are the pod's hostPorts, for the CNI portmap plugin (a
+// hostNetwork pod listens on the host itself).
+func portMappings(pod *corev1.Pod) []*runtimeapi.PortMapping {
+	if pod.Spec.HostNetwork {
+		return nil
+	}
+	var pms []*runtimeapi.PortMapping
+	for _, c := range pod.Spec.Containers {
+		for _, p := range c.Ports {
+			if p.HostPort == 0 {
+				continue
+			}
+			proto := runtimeapi.Protocol_TCP
+			switch p.Protocol {
+			case corev1.ProtocolUDP:
+				proto = runtimeapi.Protocol_UDP
+			case corev1.ProtocolSCTP:
+				proto = runtimeapi.Protocol_SCTP
+			}
+			pms = append(pms, &runtimeapi.PortMapping{Protocol: proto, ContainerPort: p.ContainerPort, HostPort: p.HostPort, HostIp: p.HostIP})
+		}
+	}
+	return pms
+}
+
+func (a *Agent) startContainer(ctx context.Context, pod *corev1.Pod, act action) error {
+	c := specContainer(pod, act.Container)
 	if c == nil {
 		return fmt.Errorf("no container %q in the pod spec", act.Container)
 	}
@@ -226,19 +272,38 @@ func (a *Agent) startContainer(ctx context.Context, pod *corev1.Pod, act action)
 	}
 	labels := podLabels(pod)
 	labels[labelContainerName] = c.Name
+	env, err := a.containerEnv(ctx, pod, c, obs)
+	if err != nil {
+		return &startError{c.Name, "CreateContainerConfigError", err}
+	}
 	var envs []*runtimeapi.KeyValue
-	for _, e := range c.Env {
-		if e.ValueFrom == nil {
-			envs = append(envs, &runtimeapi.KeyValue{Key: e.Name, Value: []byte(e.Value)})
+	for _, e := range env {
+		envs = append(envs, &runtimeapi.KeyValue{Key: e.Name, Value: []byte(e.Value)})
+	}
+	vols, err := a.setupVolumes(ctx, pod)
+	if err != nil {
+		return &startError{c.Name, "CreateContainerConfigError", err}
+	}
+	mounts, err := containerMounts(pod, c, vols)
+	if err != nil {
+		return &startError{c.Name, "CreateContainerConfigError", err}
+	}
+	for _, m := range mounts {
+		if _, err := os.Stat(m.HostPath); errors.Is(err, os.ErrNotExist) {
+			// A subPath that does not exist yet is made a directory.
+			if err := os.MkdirAll(m.HostPath, 0o777); err != nil {
+				return err
+			}
 		}
 	}
 	cfg := &runtimeapi.ContainerConfig{
 		Metadata:   &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: act.Attempt},
 		Image:      &runtimeapi.ImageSpec{Image: c.Image},
-		Command:    c.Command,
-		Args:       c.Args,
+		Command:    expandAll(c.Command, env),
+		Args:       expandAll(c.Args, env),
 		WorkingDir: c.WorkingDir,
 		Envs:       envs,
+		Mounts:     mounts,
 		Labels:     labels,
 		Annotations: map[string]string{
 			"io.kubernetes.container.restartCount": strconv.Itoa(int(act.Attempt)),
@@ -251,10 +316,42 @@ func (a *Agent) startContainer(ctx context.Context, pod *corev1.Pod, act action)
 	}
 	id, err := a.rt.Runtime.CreateContainer(ctx, obs.Sandbox.ID, cfg, sbCfg)
 	if err != nil {
-		return err
+		return &startError{c.Name, "CreateContainerError", err}
 	}
 	a.log.Info("starting container", "pod", pod.Namespace+"/"+pod.Name, "container", c.Name, "id", shortID(id), "attempt", act.Attempt)
 	return a.rt.Runtime.StartContainer(ctx, id)
+}
+
+// containerEnv reads the ConfigMaps and Secrets c's environment refers
+// to and resolves it.
+func (a *Agent) containerEnv(ctx context.Context, pod *corev1.Pod, c *corev1.Container, obs observed) ([]envVar, error) {
+	src := envSource{ConfigMaps: map[string]*corev1.ConfigMap{}, Secrets: map[string]*corev1.Secret{}, HostIP: a.host.ip}
+	switch {
+	case pod.Spec.HostNetwork:
+		src.PodIP = a.host.ip
+	case obs.Sandbox != nil:
+		src.PodIP = obs.Sandbox.IP
+	}
+	cms, secrets := envRefs(c)
+	for _, name := range cms {
+		cm, err := a.cs.CoreV1().ConfigMaps(pod.Namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return nil, err
+		}
+		if err == nil {
+			src.ConfigMaps[name] = cm
+		}
+	}
+	for _, name := range secrets {
+		s, err := a.cs.CoreV1().Secrets(pod.Namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return nil, err
+		}
+		if err == nil {
+			src.Secrets[name] = s
+		}
+	}
+	return containerEnv(pod, c, src)
 }
 
 // removeOrphans stops and removes the sandboxes of pods no longer bound to
@@ -274,4 +371,5 @@ func (a *Agent) removeOrphans(ctx context.Context, live map[types.UID]bool) {
 			_ = a.rt.Runtime.RemovePodSandbox(ctx, sb.Id)
 		}
 	}
+	a.cleanupOrphanVolumes(live)
 }

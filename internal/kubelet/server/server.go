@@ -140,13 +140,9 @@ func (f *flushWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// Serve serves h on addr with TLS until ctx ends; tlsConfig must require
-// and verify client certificates.
-func Serve(ctx context.Context, addr string, tlsConfig *tls.Config, h http.Handler, log *slog.Logger) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return err
-	}
+// ServeListener serves h on ln with TLS until ctx ends; tlsConfig must
+// require and verify client certificates.
+func ServeListener(ctx context.Context, ln net.Listener, tlsConfig *tls.Config, h http.Handler, log *slog.Logger) error {
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
 	go func() {
 		<-ctx.Done()

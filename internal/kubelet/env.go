@@ -1,0 +1,298 @@
+package kubelet
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// This file resolves a container's environment, as upstream's kubelet
+// does: envFrom first, then env in order, each value expanded with the
+// variables before it; then $(VAR) in command and args with all of them.
+// It is pure: the ConfigMaps and Secrets referred to are read by the
+// driver first (envRefs says which).
+
+// envSource is what a container's environment may refer to.
+type envSource struct {
+	// ConfigMaps and Secrets of the pod's namespace, by name; a name that
+	// is absent was not found.
+	ConfigMaps map[string]*corev1.ConfigMap
+	Secrets    map[string]*corev1.Secret
+	PodIP      string
+	HostIP     string
+}
+
+// envVar is one resolved variable.
+type envVar struct{ Name, Value string }
+
+// envRefs are the names of the ConfigMaps and Secrets c's environment
+// refers to.
+func envRefs(c *corev1.Container) (configMaps, secrets []string) {
+	add := func(list []string, name string) []string {
+		if name == "" || slices.Contains(list, name) {
+			return list
+		}
+		return append(list, name)
+	}
+	for _, f := range c.EnvFrom {
+		if f.ConfigMapRef != nil {
+			configMaps = add(configMaps, f.ConfigMapRef.Name)
+		}
+		if f.SecretRef != nil {
+			secrets = add(secrets, f.SecretRef.Name)
+		}
+	}
+	for _, e := range c.Env {
+		if e.ValueFrom == nil {
+			continue
+		}
+		if r := e.ValueFrom.ConfigMapKeyRef; r != nil {
+			configMaps = add(configMaps, r.Name)
+		}
+		if r := e.ValueFrom.SecretKeyRef; r != nil {
+			secrets = add(secrets, r.Name)
+		}
+	}
+	return configMaps, secrets
+}
+
+// containerEnv is c's environment in pod. An error (a ConfigMap, Secret
+// or key that is missing and not optional, an unsupported field) means
+// the container cannot be created: upstream's CreateContainerConfigError.
+func containerEnv(pod *corev1.Pod, c *corev1.Container, src envSource) ([]envVar, error) {
+	var order []string
+	vals := map[string]string{}
+	set := func(k, v string) {
+		if _, ok := vals[k]; !ok {
+			order = append(order, k)
+		}
+		vals[k] = v
+	}
+	for _, f := range c.EnvFrom {
+		var data map[string]string
+		switch {
+		case f.ConfigMapRef != nil:
+			cm := src.ConfigMaps[f.ConfigMapRef.Name]
+			if cm == nil {
+				if optional(f.ConfigMapRef.Optional) {
+					continue
+				}
+				return nil, fmt.Errorf("configmap %q not found", f.ConfigMapRef.Name)
+			}
+			data = cm.Data
+		case f.SecretRef != nil:
+			s := src.Secrets[f.SecretRef.Name]
+			if s == nil {
+				if optional(f.SecretRef.Optional) {
+					continue
+				}
+				return nil, fmt.Errorf("secret %q not found", f.SecretRef.Name)
+			}
+			data = map[string]string{}
+			for k, v := range s.Data {
+				data[k] = string(v)
+			}
+		}
+		for _, k := range slices.Sorted(maps.Keys(data)) {
+			name := f.Prefix + k
+			if len(validation.IsRelaxedEnvVarName(name)) > 0 {
+				continue // upstream skips (and reports) invalid names
+			}
+			set(name, data[k])
+		}
+	}
+	for _, e := range c.Env {
+		if e.ValueFrom == nil {
+			set(e.Name, expand(e.Value, lookup(vals)))
+			continue
+		}
+		v, ok, err := valueFrom(pod, e.ValueFrom, src)
+		if err != nil {
+			return nil, fmt.Errorf("env %s: %w", e.Name, err)
+		}
+		if ok {
+			set(e.Name, v)
+		}
+	}
+	out := make([]envVar, 0, len(order))
+	for _, k := range order {
+		out = append(out, envVar{k, vals[k]})
+	}
+	return out, nil
+}
+
+func optional(p *bool) bool { return p != nil && *p }
+
+// valueFrom resolves one env valueFrom; ok is false for an optional
+// reference to something absent (the variable is then not set).
+func valueFrom(pod *corev1.Pod, from *corev1.EnvVarSource, src envSource) (string, bool, error) {
+	switch {
+	case from.ConfigMapKeyRef != nil:
+		r := from.ConfigMapKeyRef
+		cm := src.ConfigMaps[r.Name]
+		if cm == nil {
+			if optional(r.Optional) {
+				return "", false, nil
+			}
+			return "", false, fmt.Errorf("configmap %q not found", r.Name)
+		}
+		if v, ok := cm.Data[r.Key]; ok {
+			return v, true, nil
+		}
+		if v, ok := cm.BinaryData[r.Key]; ok {
+			return string(v), true, nil
+		}
+		if optional(r.Optional) {
+			return "", false, nil
+		}
+		return "", false, fmt.Errorf("couldn't find key %s in ConfigMap %s/%s", r.Key, pod.Namespace, r.Name)
+	case from.SecretKeyRef != nil:
+		r := from.SecretKeyRef
+		s := src.Secrets[r.Name]
+		if s == nil {
+			if optional(r.Optional) {
+				return "", false, nil
+			}
+			return "", false, fmt.Errorf("secret %q not found", r.Name)
+		}
+		if v, ok := s.Data[r.Key]; ok {
+			return string(v), true, nil
+		}
+		if optional(r.Optional) {
+			return "", false, nil
+		}
+		return "", false, fmt.Errorf("couldn't find key %s in Secret %s/%s", r.Key, pod.Namespace, r.Name)
+	case from.FieldRef != nil:
+		v, err := podField(pod, from.FieldRef.FieldPath, src)
+		return v, err == nil, err
+	case from.ResourceFieldRef != nil:
+		return "", false, fmt.Errorf("resourceFieldRef %q is not supported yet", from.ResourceFieldRef.Resource)
+	}
+	return "", false, fmt.Errorf("empty valueFrom")
+}
+
+// podField is the value of a downward-API field path.
+func podField(pod *corev1.Pod, path string, src envSource) (string, error) {
+	if k, ok := subscript(path, "metadata.labels"); ok {
+		return pod.Labels[k], nil
+	}
+	if k, ok := subscript(path, "metadata.annotations"); ok {
+		return pod.Annotations[k], nil
+	}
+	switch path {
+	case "metadata.name":
+		return pod.Name, nil
+	case "metadata.namespace":
+		return pod.Namespace, nil
+	case "metadata.uid":
+		return string(pod.UID), nil
+	case "metadata.labels":
+		return formatMap(pod.Labels), nil
+	case "metadata.annotations":
+		return formatMap(pod.Annotations), nil
+	case "spec.nodeName":
+		return pod.Spec.NodeName, nil
+	case "spec.serviceAccountName":
+		return pod.Spec.ServiceAccountName, nil
+	case "status.podIP", "status.podIPs":
+		return src.PodIP, nil
+	case "status.hostIP", "status.hostIPs":
+		return src.HostIP, nil
+	}
+	return "", fmt.Errorf("unsupported fieldPath %q", path)
+}
+
+// subscript splits "field['key']" into key.
+func subscript(path, field string) (string, bool) {
+	rest, ok := strings.CutPrefix(path, field+"['")
+	if !ok {
+		return "", false
+	}
+	return strings.CutSuffix(rest, "']")
+}
+
+// formatMap is upstream's downward-API rendering of labels or
+// annotations: key="value" lines, sorted by key.
+func formatMap(m map[string]string) string {
+	var b strings.Builder
+	for i, k := range slices.Sorted(maps.Keys(m)) {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		fmt.Fprintf(&b, "%s=%q", k, m[k])
+	}
+	return b.String()
+}
+
+// expandAll expands $(VAR) in each of list with env.
+func expandAll(list []string, env []envVar) []string {
+	if list == nil {
+		return nil
+	}
+	m := map[string]string{}
+	for _, e := range env {
+		m[e.Name] = e.Value
+	}
+	out := make([]string, len(list))
+	for i, s := range list {
+		out[i] = expand(s, lookup(m))
+	}
+	return out
+}
+
+// lookup maps a variable to its value, or leaves a reference to an
+// unknown one as it was.
+func lookup(m map[string]string) func(string) string {
+	return func(name string) string {
+		if v, ok := m[name]; ok {
+			return v
+		}
+		return "$(" + name + ")"
+	}
+}
+
+// expand is upstream's $(VAR) expansion: $(NAME) is replaced by
+// mapping(NAME), $$ is an escaped $, and anything else (a lone $, an
+// unclosed "$(") stays as written.
+func expand(input string, mapping func(string) string) string {
+	var b strings.Builder
+	checkpoint := 0
+	for cursor := 0; cursor < len(input); cursor++ {
+		if input[cursor] != '$' || cursor+1 >= len(input) {
+			continue
+		}
+		b.WriteString(input[checkpoint:cursor])
+		read, isVar, advance := readVariable(input[cursor+1:])
+		if isVar {
+			b.WriteString(mapping(read))
+		} else {
+			b.WriteString(read)
+		}
+		cursor += advance
+		checkpoint = cursor + 1
+	}
+	return b.String() + input[checkpoint:]
+}
+
+// readVariable reads what follows a $: the name of a $(NAME) reference
+// (isVar), or the text to write instead; advance is how many bytes of
+// input it took.
+func readVariable(input string) (read string, isVar bool, advance int) {
+	switch input[0] {
+	case '$':
+		return "$", false, 1
+	case '(':
+		for i := 1; i < len(input); i++ {
+			if input[i] == ')' {
+				return input[1:i], true, i + 1
+			}
+		}
+		return "$(", false, 1
+	default:
+		return "$" + input[:1], false, 1
+	}
+}

@@ -1,0 +1,161 @@
+package kubelet
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestExpand(t *testing.T) {
+	vars := map[string]string{"A": "a", "B": "b", "EMPTY": ""}
+	tests := []struct{ in, want string }{
+		{"", ""},
+		{"plain", "plain"},
+		{"$(A)", "a"},
+		{"x$(A)y$(B)z", "xaybz"},
+		{"$(EMPTY)", ""},
+		{"$(UNKNOWN)", "$(UNKNOWN)"},
+		{"$$(A)", "$(A)"},
+		{"$$$(A)", "$a"},
+		{"$A", "$A"},
+		{"$", "$"},
+		{"a$", "a$"},
+		{"$(A", "$(A"},
+		{"$()", "$()"},
+		{"$(A)$(B", "a$(B"},
+	}
+	for _, tt := range tests {
+		if got := expand(tt.in, lookup(vars)); got != tt.want {
+			t.Errorf("expand(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestContainerEnv(t *testing.T) {
+	yes := true
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u1",
+			Labels: map[string]string{"app": "web", "tier": "fe"}, Annotations: map[string]string{"note": "x"}},
+		Spec: corev1.PodSpec{NodeName: "n1", ServiceAccountName: "sa"},
+	}
+	src := envSource{
+		ConfigMaps: map[string]*corev1.ConfigMap{"cm": {Data: map[string]string{"k": "v", "k2": "v2", "bad-name": "x"}, BinaryData: map[string][]byte{"bin": []byte("b")}}},
+		Secrets:    map[string]*corev1.Secret{"s": {Data: map[string][]byte{"pw": []byte("hunter2")}}},
+		PodIP:      "10.42.0.5", HostIP: "192.0.2.1",
+	}
+	cmKey := func(name, key string, opt bool) *corev1.EnvVarSource {
+		s := &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: name}, Key: key}
+		if opt {
+			s.Optional = &yes
+		}
+		return &corev1.EnvVarSource{ConfigMapKeyRef: s}
+	}
+	secKey := func(name, key string, opt bool) *corev1.EnvVarSource {
+		s := &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: name}, Key: key}
+		if opt {
+			s.Optional = &yes
+		}
+		return &corev1.EnvVarSource{SecretKeyRef: s}
+	}
+	field := func(p string) *corev1.EnvVarSource {
+		return &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: p}}
+	}
+	cmFrom := func(name, prefix string, opt bool) corev1.EnvFromSource {
+		r := &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: name}}
+		if opt {
+			r.Optional = &yes
+		}
+		return corev1.EnvFromSource{Prefix: prefix, ConfigMapRef: r}
+	}
+	tests := []struct {
+		name    string
+		c       corev1.Container
+		want    string // NAME=value;…
+		wantErr string
+	}{
+		{name: "plain and expanded",
+			c:    corev1.Container{Env: []corev1.EnvVar{{Name: "A", Value: "1"}, {Name: "B", Value: "$(A)-$(C)"}, {Name: "C", Value: "3"}, {Name: "D", Value: "$(C)"}}},
+			want: "A=1;B=1-$(C);C=3;D=3"},
+		{name: "redefinition keeps the first position",
+			c:    corev1.Container{Env: []corev1.EnvVar{{Name: "A", Value: "1"}, {Name: "B", Value: "2"}, {Name: "A", Value: "$(A)$(B)"}}},
+			want: "A=12;B=2"},
+		{name: "key refs",
+			c:    corev1.Container{Env: []corev1.EnvVar{{Name: "K", ValueFrom: cmKey("cm", "k", false)}, {Name: "BIN", ValueFrom: cmKey("cm", "bin", false)}, {Name: "PW", ValueFrom: secKey("s", "pw", false)}}},
+			want: "K=v;BIN=b;PW=hunter2"},
+		{name: "optional refs to what is absent are unset",
+			c: corev1.Container{Env: []corev1.EnvVar{{Name: "A", ValueFrom: cmKey("nope", "k", true)}, {Name: "B", ValueFrom: cmKey("cm", "nokey", true)},
+				{Name: "C", ValueFrom: secKey("nope", "k", true)}, {Name: "D", ValueFrom: secKey("s", "nokey", true)}, {Name: "E", Value: "$(A)"}}},
+			want: "E=$(A)"},
+		{name: "missing configmap", c: corev1.Container{Env: []corev1.EnvVar{{Name: "A", ValueFrom: cmKey("nope", "k", false)}}},
+			wantErr: `env A: configmap "nope" not found`},
+		{name: "missing configmap key", c: corev1.Container{Env: []corev1.EnvVar{{Name: "A", ValueFrom: cmKey("cm", "nokey", false)}}},
+			wantErr: `env A: couldn't find key nokey in ConfigMap ns/cm`},
+		{name: "missing secret key", c: corev1.Container{Env: []corev1.EnvVar{{Name: "A", ValueFrom: secKey("s", "nokey", false)}}},
+			wantErr: `env A: couldn't find key nokey in Secret ns/s`},
+		{name: "field refs",
+			c: corev1.Container{Env: []corev1.EnvVar{
+				{Name: "NAME", ValueFrom: field("metadata.name")}, {Name: "NS", ValueFrom: field("metadata.namespace")},
+				{Name: "UID", ValueFrom: field("metadata.uid")}, {Name: "APP", ValueFrom: field("metadata.labels['app']")},
+				{Name: "NOTE", ValueFrom: field("metadata.annotations['note']")}, {Name: "NODE", ValueFrom: field("spec.nodeName")},
+				{Name: "SA", ValueFrom: field("spec.serviceAccountName")},
+				{Name: "IP", ValueFrom: field("status.podIP")}, {Name: "HOST", ValueFrom: field("status.hostIP")},
+				{Name: "LABELS", ValueFrom: field("metadata.labels")}}},
+			want: "NAME=p;NS=ns;UID=u1;APP=web;NOTE=x;NODE=n1;SA=sa;IP=10.42.0.5;HOST=192.0.2.1;LABELS=app=\"web\"\ntier=\"fe\""},
+		{name: "unsupported field", c: corev1.Container{Env: []corev1.EnvVar{{Name: "A", ValueFrom: field("spec.nope")}}},
+			wantErr: `env A: unsupported fieldPath "spec.nope"`},
+		{name: "envFrom, then env overriding",
+			c: corev1.Container{
+				EnvFrom: []corev1.EnvFromSource{cmFrom("cm", "", false), cmFrom("cm", "P_", false), cmFrom("cm", "BAD=", false), cmFrom("nope", "", true),
+					{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "s"}}}},
+				Env: []corev1.EnvVar{{Name: "k", Value: "over-$(k2)"}}},
+			want: "bad-name=x;k=over-v2;k2=v2;P_bad-name=x;P_k=v;P_k2=v2;pw=hunter2"},
+		{name: "envFrom missing", c: corev1.Container{EnvFrom: []corev1.EnvFromSource{cmFrom("nope", "", false)}},
+			wantErr: `configmap "nope" not found`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env, err := containerEnv(pod, &tt.c, src)
+			if tt.wantErr != "" {
+				if err == nil || err.Error() != tt.wantErr {
+					t.Fatalf("err = %v, want %s", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var parts []string
+			for _, e := range env {
+				parts = append(parts, e.Name+"="+e.Value)
+			}
+			if got := strings.Join(parts, ";"); got != tt.want {
+				t.Errorf("env = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestEnvRefsAndArgs(t *testing.T) {
+	c := &corev1.Container{
+		EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "a"}}},
+			{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "s"}}}},
+		Env: []corev1.EnvVar{
+			{Name: "X", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "b"}}}},
+			{Name: "Y", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "a"}}}},
+		},
+	}
+	cms, secrets := envRefs(c)
+	if !cmp.Equal(cms, []string{"a", "b"}) || !cmp.Equal(secrets, []string{"s"}) {
+		t.Errorf("refs = %v %v", cms, secrets)
+	}
+	got := expandAll([]string{"echo", "$(X)", "$$(X)", "$(Z)"}, []envVar{{"X", "x"}})
+	if want := []string{"echo", "x", "$(X)", "$(Z)"}; !cmp.Equal(got, want) {
+		t.Errorf("args = %q", got)
+	}
+	if expandAll(nil, nil) != nil {
+		t.Error("nil args must stay nil (the image's)")
+	}
+}

@@ -1,0 +1,244 @@
+package kubelet
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// Probes. The readiness and liveness probes of running containers run
+// during pod syncs (which happen at least every SyncInterval), each when
+// it is due. What a result means is pure (probeDue, probeRecord); the
+// results reach plan and podStatus through observed: a container whose
+// readiness probe has not succeeded is not ready, and one whose liveness
+// probe failed failureThreshold times is stopped, then restarted as its
+// restart policy says. Startup probes are not supported yet.
+
+// probeState is what the agent remembers of one probe of one container
+// run.
+type probeState struct {
+	ContainerID         string
+	LastRun             time.Time
+	Successes, Failures int32
+	// Failed is the probe's result once it has one: Failures reached
+	// failureThreshold (and no success since).
+	Failed bool
+	// Succeeded: Successes reached successThreshold (and no failure
+	// since).
+	Succeeded bool
+}
+
+func seconds(n int32, def int32) time.Duration {
+	if n <= 0 {
+		n = def
+	}
+	return time.Duration(n) * time.Second
+}
+
+func threshold(n int32, def int32) int32 {
+	if n <= 0 {
+		return def
+	}
+	return n
+}
+
+// probeDue reports whether p of a container started at started is due at
+// now, given its state.
+func probeDue(p *corev1.Probe, s probeState, started, now time.Time) bool {
+	if now.Before(started.Add(time.Duration(p.InitialDelaySeconds) * time.Second)) {
+		return false
+	}
+	return s.LastRun.IsZero() || !now.Before(s.LastRun.Add(seconds(p.PeriodSeconds, 10)))
+}
+
+// probeRecord is s after a probe run at now that succeeded or not.
+func probeRecord(p *corev1.Probe, s probeState, ok bool, now time.Time) probeState {
+	s.LastRun = now
+	if ok {
+		s.Successes, s.Failures = s.Successes+1, 0
+		if s.Successes >= threshold(p.SuccessThreshold, 1) {
+			s.Succeeded, s.Failed = true, false
+		}
+	} else {
+		s.Failures, s.Successes = s.Failures+1, 0
+		if s.Failures >= threshold(p.FailureThreshold, 3) {
+			s.Failed, s.Succeeded = true, false
+		}
+	}
+	return s
+}
+
+// probes holds the probe states of every pod, by pod UID and then by
+// probe kind and container ID.
+type probes struct {
+	mu sync.Mutex
+	m  map[types.UID]map[string]probeState
+}
+
+func (ps *probes) get(uid types.UID, key string) probeState {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	return ps.m[uid][key]
+}
+
+// set records states as the whole of pod uid's probe states.
+func (ps *probes) set(uid types.UID, states map[string]probeState) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if ps.m == nil {
+		ps.m = map[types.UID]map[string]probeState{}
+	}
+	if len(states) == 0 {
+		delete(ps.m, uid)
+		return
+	}
+	ps.m[uid] = states
+}
+
+// forget drops the states of pods that are not live.
+func (ps *probes) forget(live map[types.UID]bool) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	for uid := range ps.m {
+		if !live[uid] {
+			delete(ps.m, uid)
+		}
+	}
+}
+
+// probe runs the due readiness and liveness probes of pod's running
+// containers and records their results in obs.
+func (a *Agent) probe(ctx context.Context, pod *corev1.Pod, obs *observed) {
+	states := map[string]probeState{}
+	obs.Ready, obs.Unhealthy = map[string]bool{}, map[string]bool{}
+	now := time.Now()
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		runs := obs.Containers[c.Name]
+		if len(runs) == 0 || runs[0].State != stateRunning || pod.DeletionTimestamp != nil {
+			continue
+		}
+		run := runs[0]
+		for _, k := range []struct {
+			kind  string
+			probe *corev1.Probe
+		}{{"readiness", c.ReadinessProbe}, {"liveness", c.LivenessProbe}} {
+			if k.probe == nil {
+				continue
+			}
+			key := k.kind + "/" + run.ID
+			s := a.probes.get(pod.UID, key)
+			s.ContainerID = run.ID
+			if probeDue(k.probe, s, run.StartedAt, now) {
+				err := a.runProbe(ctx, pod, obs, run.ID, k.probe)
+				s = probeRecord(k.probe, s, err == nil, now)
+				if err != nil {
+					a.log.Debug("probe failed", "pod", pod.Namespace+"/"+pod.Name, "container", c.Name, "probe", k.kind, "err", err)
+				}
+				if err != nil && s.Failed && k.kind == "liveness" {
+					a.log.Info("liveness probe failed: restarting the container", "pod", pod.Namespace+"/"+pod.Name, "container", c.Name, "err", err)
+				}
+			}
+			states[key] = s
+			switch k.kind {
+			case "readiness":
+				obs.Ready[c.Name] = s.Succeeded
+			case "liveness":
+				obs.Unhealthy[c.Name] = s.Failed
+			}
+		}
+	}
+	a.probes.set(pod.UID, states)
+}
+
+// runProbe runs one probe of container id once: nil means success.
+func (a *Agent) runProbe(ctx context.Context, pod *corev1.Pod, obs *observed, id string, p *corev1.Probe) error {
+	timeout := seconds(p.TimeoutSeconds, 1)
+	ip := a.host.ip
+	if !pod.Spec.HostNetwork && obs.Sandbox != nil && obs.Sandbox.IP != "" {
+		ip = obs.Sandbox.IP
+	}
+	switch {
+	case p.Exec != nil:
+		_, _, err := a.rt.Runtime.ExecSync(ctx, id, p.Exec.Command, timeout)
+		return err
+	case p.HTTPGet != nil:
+		g := p.HTTPGet
+		port, err := probePort(pod, g.Port)
+		if err != nil {
+			return err
+		}
+		host := ip
+		if g.Host != "" {
+			host = g.Host
+		}
+		scheme := "http"
+		if g.Scheme == corev1.URISchemeHTTPS {
+			scheme = "https"
+		}
+		u := url.URL{Scheme: scheme, Host: net.JoinHostPort(host, strconv.Itoa(port)), Path: g.Path}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+		if err != nil {
+			return err
+		}
+		req.Header.Set("User-Agent", "kube-probe/plainkube")
+		for _, h := range g.HTTPHeaders {
+			req.Header.Add(h.Name, h.Value)
+		}
+		// As upstream: no proxy, no keep-alive, certificates not checked.
+		client := &http.Client{Timeout: timeout, Transport: &http.Transport{
+			Proxy: nil, DisableKeepAlives: true,
+			TLSClientConfig: &tls.Config{InsecureSkipVerify: true},
+		}}
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode < 200 || resp.StatusCode >= 400 {
+			return fmt.Errorf("HTTP probe failed with statuscode: %d", resp.StatusCode)
+		}
+		return nil
+	case p.TCPSocket != nil:
+		port, err := probePort(pod, p.TCPSocket.Port)
+		if err != nil {
+			return err
+		}
+		host := ip
+		if p.TCPSocket.Host != "" {
+			host = p.TCPSocket.Host
+		}
+		conn, err := net.DialTimeout("tcp", net.JoinHostPort(host, strconv.Itoa(port)), timeout)
+		if err != nil {
+			return err
+		}
+		return conn.Close()
+	}
+	return fmt.Errorf("probe handler not supported")
+}
+
+// probePort resolves a probe's port, by number or by a container port's
+// name.
+func probePort(pod *corev1.Pod, port intstr.IntOrString) (int, error) {
+	if port.Type == intstr.Int {
+		return port.IntValue(), nil
+	}
+	for _, c := range pod.Spec.Containers {
+		for _, p := range c.Ports {
+			if p.Name == port.StrVal {
+				return int(p.ContainerPort), nil
+			}
+		}
+	}
+	return 0, fmt.Errorf("no port named %q", port.StrVal)
+}

@@ -1,0 +1,135 @@
+package kubelet
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+func TestKeyFiles(t *testing.T) {
+	data := map[string][]byte{"b": []byte("B"), "a": []byte("A")}
+	m := func(v int32) *int32 { return &v }
+	tests := []struct {
+		name     string
+		items    []corev1.KeyToPath
+		mode     *int32
+		optional bool
+		want     []volumeFile
+		wantErr  string
+	}{
+		{name: "every key, default mode",
+			want: []volumeFile{{"a", []byte("A"), 0o644}, {"b", []byte("B"), 0o644}}},
+		{name: "defaultMode", mode: m(0o400),
+			want: []volumeFile{{"a", []byte("A"), 0o400}, {"b", []byte("B"), 0o400}}},
+		{name: "items with paths and modes", mode: m(0o440),
+			items: []corev1.KeyToPath{{Key: "b", Path: "dir/b.txt", Mode: m(0o600)}, {Key: "a", Path: "./a"}},
+			want:  []volumeFile{{"dir/b.txt", []byte("B"), 0o600}, {"a", []byte("A"), 0o440}}},
+		{name: "missing key", items: []corev1.KeyToPath{{Key: "c", Path: "c"}},
+			wantErr: `configmap x has no key "c"`},
+		{name: "missing key, optional", optional: true, items: []corev1.KeyToPath{{Key: "c", Path: "c"}, {Key: "a", Path: "a"}},
+			want: []volumeFile{{"a", []byte("A"), 0o644}}},
+		{name: "escaping path", items: []corev1.KeyToPath{{Key: "a", Path: "../a"}},
+			wantErr: `configmap x item "a": path "../a" must not contain '..'`},
+		{name: "absolute path", items: []corev1.KeyToPath{{Key: "a", Path: "/etc/a"}},
+			wantErr: `configmap x item "a": path "/etc/a" must be relative`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := keyFiles(data, tt.items, tt.mode, tt.optional, "configmap x")
+			if tt.wantErr != "" {
+				if err == nil || err.Error() != tt.wantErr {
+					t.Fatalf("err = %v, want %s", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(tt.want, got); d != "" {
+				t.Errorf("(-want +got):\n%s", d)
+			}
+		})
+	}
+	if files, err := keyFiles(nil, nil, nil, true, "configmap absent"); err != nil || len(files) != 0 {
+		t.Errorf("absent optional: %v %v", files, err)
+	}
+}
+
+func TestContainerMounts(t *testing.T) {
+	pod := &corev1.Pod{Spec: corev1.PodSpec{Volumes: []corev1.Volume{
+		{Name: "cache", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{}}},
+		{Name: "sec", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{}}},
+		{Name: "host", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/srv"}}},
+		{Name: "nfs", VolumeSource: corev1.VolumeSource{NFS: &corev1.NFSVolumeSource{}}},
+	}}}
+	paths := map[string]string{"cache": "/d/cache", "cfg": "/d/cfg", "sec": "/d/sec", "host": "/srv"}
+	tests := []struct {
+		name    string
+		mounts  []corev1.VolumeMount
+		want    []*runtimeapi.Mount
+		wantErr string
+	}{
+		{name: "read-write, read-only, API volumes always read-only",
+			mounts: []corev1.VolumeMount{{Name: "cache", MountPath: "/cache"}, {Name: "host", MountPath: "/h", ReadOnly: true},
+				{Name: "cfg", MountPath: "/etc/cfg"}, {Name: "sec", MountPath: "/s"}},
+			want: []*runtimeapi.Mount{{ContainerPath: "/cache", HostPath: "/d/cache"}, {ContainerPath: "/h", HostPath: "/srv", Readonly: true},
+				{ContainerPath: "/etc/cfg", HostPath: "/d/cfg", Readonly: true}, {ContainerPath: "/s", HostPath: "/d/sec", Readonly: true}}},
+		{name: "subPath", mounts: []corev1.VolumeMount{{Name: "cache", MountPath: "/x", SubPath: "a/b"}, {Name: "cfg", MountPath: "/etc/app.conf", SubPath: "app.conf"}},
+			want: []*runtimeapi.Mount{{ContainerPath: "/x", HostPath: "/d/cache/a/b"}, {ContainerPath: "/etc/app.conf", HostPath: "/d/cfg/app.conf", Readonly: true}}},
+		{name: "subPath escaping", mounts: []corev1.VolumeMount{{Name: "cache", MountPath: "/x", SubPath: "a/../../etc"}},
+			wantErr: `volume mount "cache" subPath: path "a/../../etc" must not contain '..'`},
+		{name: "no such volume", mounts: []corev1.VolumeMount{{Name: "nope", MountPath: "/x"}},
+			wantErr: `volume mount "nope": no such volume`},
+		{name: "unsupported volume type", mounts: []corev1.VolumeMount{{Name: "nfs", MountPath: "/x"}},
+			wantErr: `volume mount "nfs": no such volume`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := containerMounts(pod, &corev1.Container{VolumeMounts: tt.mounts}, paths)
+			if tt.wantErr != "" {
+				if err == nil || err.Error() != tt.wantErr {
+					t.Fatalf("err = %v, want %s", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(tt.want, got, cmp.Comparer(func(a, b *runtimeapi.Mount) bool {
+				return a.ContainerPath == b.ContainerPath && a.HostPath == b.HostPath && a.Readonly == b.Readonly
+			})); d != "" {
+				t.Errorf("(-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+func TestWriteFiles(t *testing.T) {
+	dir := t.TempDir()
+	if err := writeFiles(dir, []volumeFile{{"a", []byte("1"), 0o600}, {"sub/b", []byte("2"), 0o644}}); err != nil {
+		t.Fatal(err)
+	}
+	// A second write replaces the content and removes what is gone.
+	if err := writeFiles(dir, []volumeFile{{"a", []byte("one"), 0o640}}); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if !d.IsDir() {
+			b, _ := os.ReadFile(p)
+			fi, _ := d.Info()
+			got = append(got, strings.TrimPrefix(p, dir+"/")+"="+string(b)+" "+fi.Mode().String())
+		}
+		return nil
+	})
+	if want := []string{"a=one -rw-r-----"}; !cmp.Equal(got, want) {
+		t.Errorf("files = %v, want %v", got, want)
+	}
+}
