@@ -16,11 +16,9 @@ import (
 // containerd's CNI directory, and containerd's CRI (which watches that
 // directory) calls the plugins for every sandbox not on the host network.
 
-// CNINetworkName is the name of the network the agent configures;
-// BridgeName, the Linux bridge its pods are attached to.
+// CNINetworkName is the name of the network the agent configures.
 const (
 	CNINetworkName = "plainkube"
-	BridgeName     = "plainkube0"
 	// DefaultPodCIDR is the first range the node IPAM controller hands
 	// out (of 10.42.0.0/16): a one-node set-up without the controller
 	// manager may give it to its node through Options.PodCIDR.
@@ -28,6 +26,19 @@ const (
 	// cniConfFile sorts first, so that it is the one containerd uses.
 	cniConfFile = "10-plainkube.conflist"
 )
+
+// BridgeName is the Linux bridge of the pods of podCIDR: "pk" and the
+// range's network address in hex (pk0a2a0000 for 10.42.0.0/24). A bridge
+// per range means a host that served another range before (or two agents
+// on one host, as in tests) never finds its bridge holding a gateway
+// address of the wrong subnet, which the bridge plugin refuses.
+func BridgeName(podCIDR netip.Prefix) string {
+	b := podCIDR.Masked().Addr().AsSlice()
+	if len(b) > 6 {
+		b = b[:6] // an interface name has at most 15 characters
+	}
+	return fmt.Sprintf("pk%x", b)
+}
 
 // cniConfig renders the CNI configuration list for podCIDR: a bridge
 // (the gateway of the pods, masquerading their traffic to other networks,
@@ -50,7 +61,7 @@ func cniConfig(podCIDR, ipamDir string) ([]byte, error) {
 		"plugins": []any{
 			map[string]any{
 				"type":        "bridge",
-				"bridge":      BridgeName,
+				"bridge":      BridgeName(prefix),
 				"isGateway":   true,
 				"ipMasq":      true,
 				"hairpinMode": true,
@@ -104,7 +115,7 @@ func (a *Agent) ensureNetwork(podCIDR string) error {
 		return fmt.Errorf("writing the CNI configuration: %w", err)
 	}
 	a.podCIDR = podCIDR
-	a.log.Info("pod network configured", "podCIDR", podCIDR, "bridge", BridgeName)
+	a.log.Info("pod network configured", "podCIDR", podCIDR)
 	return nil
 }
 

@@ -2,6 +2,7 @@ package kubelet
 
 import (
 	"encoding/json"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"testing"
@@ -40,7 +41,7 @@ func TestCNIConfig(t *testing.T) {
 			"name":       "plainkube",
 			"plugins": []any{
 				map[string]any{
-					"type": "bridge", "bridge": "plainkube0", "isGateway": true, "ipMasq": true, "hairpinMode": true,
+					"type": "bridge", "bridge": BridgeName(netip.MustParsePrefix(tt.subnet)), "isGateway": true, "ipMasq": true, "hairpinMode": true,
 					"ipam": map[string]any{
 						"type":    "host-local",
 						"ranges":  []any{[]any{map[string]any{"subnet": tt.subnet}}},

@@ -48,7 +48,7 @@
 //     from Options.PodCIDR when given and the Node has none, else
 //     allocated by the node IPAM controller, which the agent waits for,
 //     checking every second — becomes a CNI configuration list in
-//     containerd's CNI directory: bridge plainkube0 (gateway, IP masquerade,
+//     containerd's CNI directory: a bridge per pod range (pk<network in hex>) (gateway, IP masquerade,
 //     hairpin) with host-local addresses over the pod CIDR (state under
 //     <DataDir>/cni/ipam), portmap for hostPorts (the sandbox's port
 //     mappings) and loopback. A pod not on the host network gets its own

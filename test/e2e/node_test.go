@@ -57,3 +57,88 @@ spec:
 	}
 	c.must("delete", "pod", "hello", "--timeout=30s")
 }
+
+// TestRealNodeDeploymentNetworking runs a Deployment of 3 busybox replicas
+// on the real node: each gets its own pod IP and reaches the others.
+func TestRealNodeDeploymentNetworking(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("skipping: running real containers needs root (CI runs as root)")
+	}
+	for _, bin := range []string{"containerd", "runc", "ctr"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			t.Skipf("skipping: %s is not installed (apt-get install containerd runc)", bin)
+		}
+	}
+	if _, err := os.Stat("/usr/lib/cni/bridge"); err != nil {
+		t.Skip("skipping: the CNI plugins (containernetworking-plugins) are not installed")
+	}
+	// A pod range of its own: the node agent's package tests may be using
+	// 10.42.0.0/24 on the same host bridge at the same time.
+	c := startCluster(t, "--enable-node", "--cluster-cidr", "10.99.0.0/16")
+	// Containers outlive the agent, so remove them before the server stops
+	// (cleanups run last first).
+	t.Cleanup(func() {
+		c.run("delete", "deployment", "web", "--wait=false")
+		c.run("delete", "pod", "prober", "--wait=false")
+		c.eventually([]string{"No resources found"}, "get", "pods")
+	})
+	c.eventually([]string{"Ready", "control-plane"}, "get", "nodes")
+	out, err := exec.Command(binary, "image", "build", "--data-dir", c.dataDir, "--tag", "busybox:e2e", "--binary", "/bin/busybox", "--links", "sh,echo,sleep,httpd,wget,mkdir,hostname").CombinedOutput()
+	if err != nil {
+		t.Fatalf("image build: %v\n%s", err, out)
+	}
+	c.must("apply", "-f", writeFile(t, t.TempDir(), "web.yaml", `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 3
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      terminationGracePeriodSeconds: 1
+      containers:
+      - name: web
+        image: busybox:e2e
+        imagePullPolicy: Never
+        command: ["sh", "-c", "mkdir -p /www && hostname > /www/index.html && httpd -f -p 8080 -h /www"]
+        readinessProbe: {tcpSocket: {port: 8080}, periodSeconds: 1}
+`))
+	c.must("rollout", "status", "deployment/web", "--timeout=90s")
+	ips := strings.Fields(c.must("get", "pods", "-l", "app=web", "-o", "jsonpath={.items[*].status.podIP}"))
+	if len(ips) != 3 || ips[0] == ips[1] || ips[1] == ips[2] || ips[0] == ips[2] {
+		t.Fatalf("pod IPs %v, want 3 distinct", ips)
+	}
+	for _, ip := range ips {
+		if !strings.HasPrefix(ip, "10.99.") {
+			t.Fatalf("pod IP %s outside the cluster CIDR", ip)
+		}
+	}
+	// From another pod, fetch the page every replica serves.
+	c.must("apply", "-f", writeFile(t, t.TempDir(), "probe.yaml", `apiVersion: v1
+kind: Pod
+metadata: {name: prober}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: p
+    image: busybox:e2e
+    imagePullPolicy: Never
+    command: ["sh", "-c", "wget -qO- http://`+ips[0]+`:8080/ && wget -qO- http://`+ips[1]+`:8080/ && wget -qO- http://`+ips[2]+`:8080/"]
+`))
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		phase := c.must("get", "pod", "prober", "-o", "jsonpath={.status.phase}")
+		if phase == "Succeeded" {
+			break
+		}
+		if phase == "Failed" || time.Now().After(deadline) {
+			logs, _ := c.run("logs", "prober")
+			t.Fatalf("prober %s: %s", phase, logs)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	if logs := c.must("logs", "prober"); len(strings.Fields(logs)) != 3 {
+		t.Fatalf("prober fetched %q, want the 3 pods' host names", logs)
+	}
+}
