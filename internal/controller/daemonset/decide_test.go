@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+	"plainkube.dev/plainkube/internal/controller/history"
 )
 
 func node(name string, labels map[string]string, taints ...corev1.Taint) *corev1.Node {
@@ -188,12 +189,12 @@ func TestMaxUnavailableSurge(t *testing.T) {
 }
 
 func TestRevisionHash(t *testing.T) {
-	a, _ := RevisionData(&corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x:1"}}}})
-	b, _ := RevisionData(&corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x:2"}}}})
-	if HashRevision(a, nil) == HashRevision(b, nil) || HashRevision(a, nil) == HashRevision(a, ptr.To[int32](1)) {
+	a, _ := history.RevisionData(&corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x:1"}}}})
+	b, _ := history.RevisionData(&corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x:2"}}}})
+	if history.HashRevision(a, nil) == history.HashRevision(b, nil) || history.HashRevision(a, nil) == history.HashRevision(a, ptr.To[int32](1)) {
 		t.Error("hashes collide")
 	}
-	if !SameRevisionData(a, a) || SameRevisionData(a, b) {
+	if !history.SameRevisionData(a, a) || history.SameRevisionData(a, b) {
 		t.Error("SameRevisionData")
 	}
 }

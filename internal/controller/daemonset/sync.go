@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"plainkube.dev/plainkube/internal/controller"
+	"plainkube.dev/plainkube/internal/controller/history"
 )
 
 var controllerKind = appsv1.SchemeGroupVersion.WithKind("DaemonSet")
@@ -288,7 +289,7 @@ func (c *Controller) claimPods(ctx context.Context, ds *appsv1.DaemonSet, sel la
 // syncRevisions makes sure a ControllerRevision holds ds's template and
 // returns its hash; it trims old revisions no pod uses.
 func (c *Controller) syncRevisions(ctx context.Context, ds *appsv1.DaemonSet) (string, error) {
-	data, err := RevisionData(&ds.Spec.Template)
+	data, err := history.RevisionData(&ds.Spec.Template)
 	if err != nil {
 		return "", err
 	}
@@ -303,10 +304,10 @@ func (c *Controller) syncRevisions(ctx context.Context, ds *appsv1.DaemonSet) (s
 			revs = append(revs, r)
 		}
 	}
-	maxRev := MaxRevision(revs)
+	maxRev := history.MaxRevision(revs)
 	var cur *appsv1.ControllerRevision
 	for _, r := range revs {
-		if SameRevisionData(r.Data.Raw, data) {
+		if history.SameRevisionData(r.Data.Raw, data) {
 			cur = r
 			break
 		}
@@ -322,7 +323,7 @@ func (c *Controller) syncRevisions(ctx context.Context, ds *appsv1.DaemonSet) (s
 	if cur == nil {
 		collision := ds.Status.CollisionCount
 		for {
-			hash := HashRevision(data, collision)
+			hash := history.HashRevision(data, collision)
 			lbls := map[string]string{}
 			for k, v := range ds.Spec.Template.Labels {
 				lbls[k] = v
@@ -341,7 +342,7 @@ func (c *Controller) syncRevisions(ctx context.Context, ds *appsv1.DaemonSet) (s
 				if gerr != nil {
 					return "", gerr
 				}
-				if metav1.IsControlledBy(existing, ds) && SameRevisionData(existing.Data.Raw, data) {
+				if metav1.IsControlledBy(existing, ds) && history.SameRevisionData(existing.Data.Raw, data) {
 					cur = existing
 					break
 				}
@@ -368,7 +369,7 @@ func (c *Controller) syncRevisions(ctx context.Context, ds *appsv1.DaemonSet) (s
 	}
 	hash := cur.Labels[appsv1.DefaultDaemonSetUniqueLabelKey]
 	if hash == "" {
-		hash = HashRevision(data, ds.Status.CollisionCount)
+		hash = history.HashRevision(data, ds.Status.CollisionCount)
 	}
 	c.truncateHistory(ctx, ds, revs, cur)
 	return hash, nil

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"plainkube.dev/plainkube/internal/controller"
+	"plainkube.dev/plainkube/internal/controller/history"
 )
 
 var controllerKind = appsv1.SchemeGroupVersion.WithKind("StatefulSet")
@@ -192,7 +193,7 @@ func retention(set *appsv1.StatefulSet) (whenDeleted, whenScaled appsv1.Persiste
 func (c *Controller) createPod(ctx context.Context, set *appsv1.StatefulSet, ordinal int, rev *appsv1.ControllerRevision) error {
 	template := &set.Spec.Template
 	if rev != nil {
-		if t, err := TemplateFromRevision(rev); err == nil {
+		if t, err := history.TemplateFromRevision(rev); err == nil {
 			template = t
 		}
 	}
@@ -363,7 +364,7 @@ func (c *Controller) claimPods(ctx context.Context, set *appsv1.StatefulSet, sel
 // update revision if the template is new) and the collision count.
 func (c *Controller) syncRevisions(ctx context.Context, set *appsv1.StatefulSet, pods []*corev1.Pod) (current, update *appsv1.ControllerRevision, collision *int32, err error) {
 	collision = set.Status.CollisionCount
-	data, err := RevisionData(&set.Spec.Template)
+	data, err := history.RevisionData(&set.Spec.Template)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -378,9 +379,9 @@ func (c *Controller) syncRevisions(ctx context.Context, set *appsv1.StatefulSet,
 			revs = append(revs, r)
 		}
 	}
-	maxRev := MaxRevision(revs)
+	maxRev := history.MaxRevision(revs)
 	for _, r := range revs {
-		if SameRevisionData(r.Data.Raw, data) {
+		if history.SameRevisionData(r.Data.Raw, data) {
 			update = r
 			break
 		}
@@ -393,7 +394,7 @@ func (c *Controller) syncRevisions(ctx context.Context, set *appsv1.StatefulSet,
 		}
 	}
 	for update == nil {
-		hash := HashRevision(data, collision)
+		hash := history.HashRevision(data, collision)
 		lbls := map[string]string{}
 		for k, v := range set.Spec.Template.Labels {
 			lbls[k] = v
@@ -411,7 +412,7 @@ func (c *Controller) syncRevisions(ctx context.Context, set *appsv1.StatefulSet,
 			if gerr != nil {
 				return nil, nil, nil, gerr
 			}
-			if metav1.IsControlledBy(existing, set) && SameRevisionData(existing.Data.Raw, data) {
+			if metav1.IsControlledBy(existing, set) && history.SameRevisionData(existing.Data.Raw, data) {
 				update = existing
 				break
 			}

@@ -1,4 +1,4 @@
-package statefulset
+package history
 
 import (
 	"bytes"
@@ -13,7 +13,7 @@ import (
 )
 
 // RevisionData is the ControllerRevision data upstream stores for a
-// StatefulSet: a patch replacing spec.template.
+// DaemonSet or StatefulSet: a patch replacing spec.template.
 func RevisionData(template *corev1.PodTemplateSpec) ([]byte, error) {
 	raw, err := json.Marshal(template)
 	if err != nil {
