@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"plainkube.dev/plainkube/internal/kubelet/podstatus"
 )
 
 // This file is the pure core of the agent: what to do for one pod, and what
@@ -538,38 +539,7 @@ func terminated(r containerRun) *corev1.ContainerStateTerminated {
 // phase is upstream's phase rule: Pending while a container has not yet
 // run, Running while one runs or will restart, then Succeeded or Failed.
 func phase(pod *corev1.Pod, statuses []corev1.ContainerStatus) corev1.PodPhase {
-	var running, waiting, stopped, succeeded int
-	for _, cs := range statuses {
-		switch {
-		case cs.State.Running != nil:
-			running++
-		case cs.State.Terminated != nil:
-			stopped++
-			if cs.State.Terminated.ExitCode == 0 {
-				succeeded++
-			}
-		case cs.LastTerminationState.Terminated != nil:
-			stopped++
-		default:
-			waiting++
-		}
-	}
-	switch {
-	case waiting > 0:
-		return corev1.PodPending
-	case running > 0:
-		return corev1.PodRunning
-	case stopped == 0:
-		return corev1.PodPending
-	case pod.Spec.RestartPolicy == corev1.RestartPolicyAlways:
-		return corev1.PodRunning
-	case stopped == succeeded:
-		return corev1.PodSucceeded
-	case pod.Spec.RestartPolicy == corev1.RestartPolicyOnFailure:
-		return corev1.PodRunning
-	default:
-		return corev1.PodFailed
-	}
+	return podstatus.Phase(pod, statuses)
 }
 
 func setConditions(pod *corev1.Pod, st *corev1.PodStatus, obs observed, now time.Time) {

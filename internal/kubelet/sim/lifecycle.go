@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"plainkube.dev/plainkube/internal/kubelet/podstatus"
 )
 
 // Upstream's container restart back-off: none the first time, then 10s
@@ -375,38 +376,7 @@ func phase(pod *corev1.Pod, st *corev1.PodStatus, initDone bool) corev1.PodPhase
 	if !initDone {
 		return corev1.PodPending
 	}
-	var running, waiting, stopped, succeeded int
-	for _, cs := range st.ContainerStatuses {
-		switch {
-		case cs.State.Running != nil:
-			running++
-		case cs.State.Terminated != nil:
-			stopped++
-			if cs.State.Terminated.ExitCode == 0 {
-				succeeded++
-			}
-		case cs.LastTerminationState.Terminated != nil:
-			stopped++
-		default:
-			waiting++
-		}
-	}
-	switch {
-	case waiting > 0:
-		return corev1.PodPending
-	case running > 0:
-		return corev1.PodRunning
-	case stopped == 0:
-		return corev1.PodPending
-	case pod.Spec.RestartPolicy == corev1.RestartPolicyAlways:
-		return corev1.PodRunning
-	case stopped == succeeded:
-		return corev1.PodSucceeded
-	case pod.Spec.RestartPolicy == corev1.RestartPolicyOnFailure:
-		return corev1.PodRunning
-	default:
-		return corev1.PodFailed
-	}
+	return podstatus.Phase(pod, st.ContainerStatuses)
 }
 
 // decideDeletion handles a pod marked for graceful deletion: its
