@@ -1,11 +1,17 @@
 package controller
 
 import (
+	"context"
 	"encoding/json"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 )
 
 // Claim is what a controller does with an object its selector may cover.
@@ -66,4 +72,62 @@ func ReleasePatch(ownerUID, objUID types.UID) []byte {
 		"uid":             objUID,
 	}})
 	return b
+}
+
+// PodClaimer adopts and releases the pods of one owner, as upstream's
+// ControllerRefManager does for a workload controller.
+type PodClaimer struct {
+	Pods  corev1client.PodsGetter
+	Owner metav1.Object
+	Kind  schema.GroupVersionKind
+	// Selector is the owner's pod selector.
+	Selector labels.Selector
+	// CanAdopt, if set, filters the orphans the owner may take (a
+	// StatefulSet only takes pods named after it).
+	CanAdopt func(*corev1.Pod) bool
+	// Recheck reads the owner afresh and reports whether it may still adopt
+	// (it exists with the same UID and is not being deleted); it is called
+	// once, before the first adoption.
+	Recheck func(ctx context.Context) bool
+}
+
+// Claim adopts matching orphans, releases pods that stopped matching, and
+// returns the pods the owner controls.
+func (c PodClaimer) Claim(ctx context.Context, all []*corev1.Pod) ([]*corev1.Pod, error) {
+	var out []*corev1.Pod
+	var errs []error
+	var adoptOK *bool
+	for _, p := range all {
+		switch DecideClaim(c.Owner, p, c.Selector.Matches(labels.Set(p.Labels))) {
+		case KeepObject:
+			out = append(out, p)
+		case AdoptObject:
+			if c.CanAdopt != nil && !c.CanAdopt(p) {
+				continue
+			}
+			if adoptOK == nil {
+				ok := c.Recheck == nil || c.Recheck(ctx)
+				adoptOK = &ok
+			}
+			if !*adoptOK {
+				continue
+			}
+			_, err := c.Pods.Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType,
+				AdoptPatch(c.Kind, c.Owner, p.UID), metav1.PatchOptions{})
+			if err != nil {
+				if !apierrors.IsNotFound(err) {
+					errs = append(errs, err)
+				}
+				continue
+			}
+			out = append(out, p)
+		case ReleaseObject:
+			_, err := c.Pods.Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType,
+				ReleasePatch(c.Owner.GetUID(), p.UID), metav1.PatchOptions{})
+			if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsInvalid(err) {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return out, utilerrors.NewAggregate(errs)
 }

@@ -250,40 +250,13 @@ func NewPod(ds *appsv1.DaemonSet, node, hash string) *corev1.Pod {
 // claimPods adopts and releases pods per controller.DecideClaim and returns
 // those ds controls.
 func (c *Controller) claimPods(ctx context.Context, ds *appsv1.DaemonSet, sel labels.Selector, all []*corev1.Pod) ([]*corev1.Pod, error) {
-	var out []*corev1.Pod
-	var errs []error
-	var adoptOK *bool
-	for _, p := range all {
-		switch controller.DecideClaim(ds, p, sel.Matches(labels.Set(p.Labels))) {
-		case controller.KeepObject:
-			out = append(out, p)
-		case controller.AdoptObject:
-			if adoptOK == nil {
-				fresh, err := c.client.AppsV1().DaemonSets(ds.Namespace).Get(ctx, ds.Name, metav1.GetOptions{})
-				ok := err == nil && fresh.UID == ds.UID && fresh.DeletionTimestamp == nil
-				adoptOK = &ok
-			}
-			if !*adoptOK {
-				continue
-			}
-			_, err := c.client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType,
-				controller.AdoptPatch(controllerKind, ds, p.UID), metav1.PatchOptions{})
-			if err != nil {
-				if !apierrors.IsNotFound(err) {
-					errs = append(errs, err)
-				}
-				continue
-			}
-			out = append(out, p)
-		case controller.ReleaseObject:
-			_, err := c.client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType,
-				controller.ReleasePatch(ds.UID, p.UID), metav1.PatchOptions{})
-			if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsInvalid(err) {
-				errs = append(errs, err)
-			}
-		}
-	}
-	return out, utilerrors.NewAggregate(errs)
+	return controller.PodClaimer{
+		Pods: c.client.CoreV1(), Owner: ds, Kind: controllerKind, Selector: sel,
+		Recheck: func(ctx context.Context) bool {
+			fresh, err := c.client.AppsV1().DaemonSets(ds.Namespace).Get(ctx, ds.Name, metav1.GetOptions{})
+			return err == nil && fresh.UID == ds.UID && fresh.DeletionTimestamp == nil
+		},
+	}.Claim(ctx, all)
 }
 
 // syncRevisions makes sure a ControllerRevision holds ds's template and

@@ -321,43 +321,14 @@ func (c *Controller) deletePod(ctx context.Context, set *appsv1.StatefulSet, pod
 // claimPods adopts and releases pods per controller.DecideClaim and returns
 // those the set controls.
 func (c *Controller) claimPods(ctx context.Context, set *appsv1.StatefulSet, sel labels.Selector, all []*corev1.Pod) ([]*corev1.Pod, error) {
-	var out []*corev1.Pod
-	var errs []error
-	var adoptOK *bool
-	for _, p := range all {
-		switch controller.DecideClaim(set, p, sel.Matches(labels.Set(p.Labels))) {
-		case controller.KeepObject:
-			out = append(out, p)
-		case controller.AdoptObject:
-			if _, ok := Ordinal(set.Name, p.Name); !ok {
-				continue
-			}
-			if adoptOK == nil {
-				fresh, err := c.client.AppsV1().StatefulSets(set.Namespace).Get(ctx, set.Name, metav1.GetOptions{})
-				ok := err == nil && fresh.UID == set.UID && fresh.DeletionTimestamp == nil
-				adoptOK = &ok
-			}
-			if !*adoptOK {
-				continue
-			}
-			_, err := c.client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType,
-				controller.AdoptPatch(controllerKind, set, p.UID), metav1.PatchOptions{})
-			if err != nil {
-				if !apierrors.IsNotFound(err) {
-					errs = append(errs, err)
-				}
-				continue
-			}
-			out = append(out, p)
-		case controller.ReleaseObject:
-			_, err := c.client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType,
-				controller.ReleasePatch(set.UID, p.UID), metav1.PatchOptions{})
-			if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsInvalid(err) {
-				errs = append(errs, err)
-			}
-		}
-	}
-	return out, utilerrors.NewAggregate(errs)
+	return controller.PodClaimer{
+		Pods: c.client.CoreV1(), Owner: set, Kind: controllerKind, Selector: sel,
+		CanAdopt: func(p *corev1.Pod) bool { _, ok := Ordinal(set.Name, p.Name); return ok },
+		Recheck: func(ctx context.Context) bool {
+			fresh, err := c.client.AppsV1().StatefulSets(set.Namespace).Get(ctx, set.Name, metav1.GetOptions{})
+			return err == nil && fresh.UID == set.UID && fresh.DeletionTimestamp == nil
+		},
+	}.Claim(ctx, all)
 }
 
 // syncRevisions returns the current and update revisions (creating the
