@@ -152,10 +152,10 @@ func (c *cluster) must(args ...string) string {
 }
 
 // eventually runs kubectl until its output contains all of wants, for up to
-// a minute.
+// two minutes.
 func (c *cluster) eventually(wants []string, args ...string) string {
 	c.t.Helper()
-	deadline := time.Now().Add(time.Minute)
+	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		out, _ := c.run(args...)
 		ok := true
