@@ -28,7 +28,7 @@ func TestKubectlVersions(t *testing.T) {
 			contains(t, c.must("apply", "-f", f), "deployment.apps/web configured")
 			contains(t, c.must("apply", "--server-side", "--force-conflicts", "-f", f), "serverside-applied")
 			contains(t, c.must("get", "deploy,svc"), "UP-TO-DATE", "CLUSTER-IP", "web")
-			contains(t, c.must("get", "po", "-A"), "NAMESPACE", "web-") // the deployment's pods, Pending without nodes
+			c.eventually([]string{"NAMESPACE", "web-"}, "get", "po", "-A") // the deployment's pods, Pending without nodes
 			contains(t, c.must("api-resources"), "deployments", "deploy")
 			contains(t, c.must("explain", "deployment.spec.strategy"), "rollingUpdate")
 			contains(t, c.must("auth", "can-i", "delete", "nodes"), "yes")
