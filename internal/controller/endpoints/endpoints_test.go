@@ -2,10 +2,7 @@ package endpoints
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -16,46 +13,19 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
-	"plainkube.dev/plainkube/internal/server"
+	"plainkube.dev/plainkube/internal/controller/controllertest"
 )
 
 func startController(t *testing.T) kubernetes.Interface {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	s, err := server.Start(ctx, server.Options{DataDir: t.TempDir(), BindAddress: "127.0.0.1", Port: 0, InMemory: true,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		cancel()
-		t.Fatalf("start server: %v", err)
-	}
-	cfg := s.LoopbackConfig()
+	cfg := controllertest.StartServer(t)
 	c, err := New(cfg)
 	if err != nil {
-		cancel()
 		t.Fatal(err)
 	}
-	c.Logger = slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx, 2) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("endpoints controller: %v", err)
-		}
-		s.Wait()
-	})
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cs
-}
-
-type tWriter struct{ t *testing.T }
-
-func (w tWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
+	c.Logger = controllertest.Logger(t)
+	controllertest.Run(t, c, 2)
+	return controllertest.Clientset(t, cfg)
 }
 
 func runPod(t *testing.T, cs kubernetes.Interface, ns, name, ip string, isReady bool) {

@@ -3,10 +3,7 @@ package namespace
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -16,43 +13,23 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
-	"plainkube.dev/plainkube/internal/server"
+	"plainkube.dev/plainkube/internal/controller/controllertest"
 )
 
 // startController runs an in-memory control plane and the namespace
 // controller against it for one test.
 func startController(t *testing.T) kubernetes.Interface {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	s, err := server.Start(ctx, server.Options{DataDir: t.TempDir(), BindAddress: "127.0.0.1", Port: 0, InMemory: true,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		cancel()
-		t.Fatalf("start server: %v", err)
-	}
-	cfg := s.LoopbackConfig()
+	cfg := controllertest.StartServer(t)
 	c, err := New(cfg)
 	if err != nil {
-		cancel()
 		t.Fatal(err)
 	}
 	c.DeletionDelay = 0
 	c.del.finalizerEstimate = 1
-	c.Logger = slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx, 2) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("namespace controller: %v", err)
-		}
-		s.Wait()
-	})
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cs
+	c.Logger = controllertest.Logger(t)
+	controllertest.Run(t, c, 2)
+	return controllertest.Clientset(t, cfg)
 }
 
 // eventually polls cond every 20 ms for up to 10 s.
@@ -172,13 +149,4 @@ func TestNamespaceWaitsForFinalizers(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "the namespace to be removed", namespaceGone(cs, "held"))
-}
-
-// tWriter logs through t, so that a failing test shows what the controller
-// did.
-type tWriter struct{ t *testing.T }
-
-func (w tWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
 }
