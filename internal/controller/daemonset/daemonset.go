@@ -127,13 +127,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		return errors.New("daemonset informers did not sync")
 	}
 	c.log.Info("daemonset controller synced")
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		controller.ProcessQueue(ctx, c.queue, workers, c.log, c.sync)
-	}()
-	wg.Wait()
+	controller.ProcessQueue(ctx, c.queue, workers, c.log, c.sync)
 	return nil
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -106,13 +105,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		return errors.New("statefulset informers did not sync")
 	}
 	c.log.Info("statefulset controller synced")
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		controller.ProcessQueue(ctx, c.queue, workers, c.log, c.sync)
-	}()
-	wg.Wait()
+	controller.ProcessQueue(ctx, c.queue, workers, c.log, c.sync)
 	return nil
 }
 
