@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -727,5 +726,3 @@ func (s *Server) handleDeleteCollection(rq *request) error {
 	s.codecs.writeObject(rq.w, rq.out, http.StatusOK, list)
 	return nil
 }
-
-var _ = types.UID("")

@@ -2,12 +2,10 @@ package apiserver
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"mime"
 	"net/http"
-	"strconv"
 	"sync"
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
@@ -355,9 +353,6 @@ func (s *Server) serveEviction(rq *request) error {
 	s.codecs.writeObject(rq.w, rq.out, http.StatusCreated, &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess, Code: http.StatusCreated})
 	return nil
 }
-
-var _ = context.Background
-var _ = strconv.Itoa
 
 func patchTypeOf(r *http.Request) types.PatchType {
 	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
