@@ -4,9 +4,10 @@
 build:
 	go build -o bin/plainkube ./cmd/plainkube
 
-# Runs a cluster in the foreground; KUBECONFIG is printed when it is ready.
-run: build
-	./bin/plainkube server $(ARGS)
+# Runs a cluster in the foreground (with a node agent as root, installing
+# containerd if missing); KUBECONFIG is printed when it is ready.
+run:
+	./hack/run.sh $(ARGS)
 
 # Installs what the tests need (as root, with apt-get) and runs every test.
 test:

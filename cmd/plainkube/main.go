@@ -97,7 +97,8 @@ func runServer(args []string) error {
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	disableControllers := fs.Bool("disable-controllers", false, "do not run the controller manager in this process")
 	disableScheduler := fs.Bool("disable-scheduler", false, "do not run the scheduler in this process")
-	enableNode := fs.Bool("enable-node", false, "experimental: run a node agent on this host with containerd (root); its API listens on port 10250")
+	disableNode := fs.Bool("disable-node", false, "do not run a node agent on this host (by default one runs, with containerd, as root; its API listens on port 10250)")
+	fs.Bool("enable-node", true, "deprecated, the default: a node agent runs unless --disable-node is given")
 	clusterCIDR := fs.String("cluster-cidr", "10.42.0.0/16", "range of pod IPs; each node gets a /24 of it")
 	nodeGrace := fs.Duration("node-monitor-grace-period", 40*time.Second, "how long a node may miss heartbeats before it is marked unreachable and its pods evicted")
 	simNodes := fs.Int("sim-nodes", 0, "run this many simulated nodes in this process (labelled plainkube.dev/simulated=true)")
@@ -125,7 +126,10 @@ func runServer(args []string) error {
 	if !*disableScheduler {
 		opts.Components = append(opts.Components, schedulerComponent(scheduler.Options{Logger: log}))
 	}
-	if *enableNode {
+	if !*disableNode {
+		if err := nodePreflight(); err != nil {
+			return err
+		}
 		dataDir := opts.DataDir
 		opts.Components = append(opts.Components, func(ctx context.Context, env server.ComponentEnv) error {
 			a, err := kubelet.New(env.Config, kubelet.Options{DataDir: filepath.Join(dataDir, "node"), ControlPlane: true, Logger: log,
@@ -150,6 +154,18 @@ func runServer(args []string) error {
 	<-ctx.Done()
 	log.Info("shutting down")
 	srv.Wait()
+	return nil
+}
+
+// nodePreflight says what is missing for the node agent that 'plainkube
+// server' runs by default, and how to go without it.
+func nodePreflight() error {
+	if os.Geteuid() != 0 {
+		return errors.New("the node agent needs root (it runs containerd and sets up pod networking); run as root, or pass --disable-node for a control plane without a node")
+	}
+	if err := containerd.CheckInstalled(containerd.DefaultCNIBinDir); err != nil {
+		return fmt.Errorf("%w (or pass --disable-node for a control plane without a node)", err)
+	}
 	return nil
 }
 

@@ -21,13 +21,18 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 )
 
-// DefaultServerCommand starts this binary's server on a fresh data dir.
+// DefaultServerCommand starts this binary's server on a fresh data dir,
+// with its node agent when run as root (the agent needs root).
 func DefaultServerCommand() []string {
 	self, err := os.Executable()
 	if err != nil {
 		self = "plainkube"
 	}
-	return []string{self, "server", "--data-dir", "{dataDir}", "--port", "{port}", "--bind-address", "127.0.0.1", "--log-level", "error"}
+	cmd := []string{self, "server", "--data-dir", "{dataDir}", "--port", "{port}", "--bind-address", "127.0.0.1", "--log-level", "error"}
+	if os.Geteuid() != 0 {
+		cmd = append(cmd, "--disable-node")
+	}
+	return cmd
 }
 
 func runStartup(ctx context.Context, o *Options, r *Result) error {

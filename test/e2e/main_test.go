@@ -68,7 +68,22 @@ func freePort(t *testing.T) int {
 
 // startCluster starts plainkube server on a fresh data dir and waits until
 // kubectl can reach it.
+// startCluster runs 'plainkube server' without a node agent unless
+// serverArgs has "--enable-node" (then the server runs its default node).
 func startCluster(t *testing.T, serverArgs ...string) *cluster {
+	withNode := false
+	var args []string
+	for _, a := range serverArgs {
+		if a == "--enable-node" {
+			withNode = true
+			continue
+		}
+		args = append(args, a)
+	}
+	if !withNode {
+		args = append(args, "--disable-node")
+	}
+	serverArgs = args
 	c := &cluster{t: t, dataDir: t.TempDir(), port: freePort(t), kubectl: kubectlPath(t), args: serverArgs}
 	c.start()
 	t.Cleanup(c.stop)
