@@ -65,6 +65,9 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info requ
 		return
 	}
 	out, err := s.codecs.negotiateFor(r, info.Subresource == "" && (info.Verb == "get" || info.Verb == "list" || info.Verb == "watch"), rs.cr != nil)
+	if err != nil && streamingSubresources[info.Subresource] {
+		err = nil // proxied: the backend's answer is not ours to negotiate
+	}
 	if err != nil {
 		s.codecs.writeError(w, r, err)
 		return

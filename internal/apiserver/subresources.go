@@ -53,7 +53,8 @@ func statusUpdate(obj, old runtime.Object) runtime.Object {
 	return out
 }
 
-// streamingSubresources are served by the node agent (a later milestone).
+// streamingSubresources are served by proxying to a node agent, pod or
+// service (stream.go, proxy.go, podlog.go).
 var streamingSubresources = map[string]bool{"log": true, "exec": true, "attach": true, "portforward": true, "proxy": true}
 
 func (s *Server) serveSubresource(rq *request) error {
@@ -63,6 +64,12 @@ func (s *Server) serveSubresource(rq *request) error {
 	}
 	if sub == "log" && rq.rs.gr.Resource == "pods" {
 		return s.servePodLog(rq)
+	}
+	switch {
+	case sub == "proxy":
+		return s.serveProxy(rq)
+	case rq.rs.gr.Resource == "pods" && (sub == "exec" || sub == "attach" || sub == "portforward"):
+		return s.servePodStream(rq)
 	}
 	if streamingSubresources[sub] {
 		return notImplemented(fmt.Sprintf("%s/%s is not implemented yet: plainkube's node agent does not serve it", rq.rs.gr.Resource, sub))

@@ -286,7 +286,7 @@ func (a *Agent) serveAPI(ctx context.Context) error {
 		return err
 	}
 	go func() {
-		if err := kubeletserver.ServeListener(ctx, ln, tlsConfig, &kubeletserver.Handler{DataDir: a.opts.DataDir}, a.log); err != nil {
+		if err := kubeletserver.ServeListener(ctx, ln, tlsConfig, &kubeletserver.Handler{DataDir: a.opts.DataDir, Streams: streams{a}}, a.log); err != nil {
 			a.log.Error("agent API stopped", "err", err)
 		}
 	}()

@@ -24,6 +24,8 @@ const DefaultPort = 10250
 // dataDir/pods (named <namespace>_<pod>_<uid>).
 type Handler struct {
 	DataDir string
+	// Streams serves /exec, /attach and /portForward (nil: 501).
+	Streams Streamer
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -33,7 +35,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case strings.HasPrefix(r.URL.Path, "/containerLogs/"):
 		h.containerLogs(w, r)
 	default:
-		http.NotFound(w, r)
+		if !h.serveStream(w, r) {
+			http.NotFound(w, r)
+		}
 	}
 }
 

@@ -1,0 +1,235 @@
+package apiserver
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/proxy"
+	apiproxy "k8s.io/apiserver/pkg/util/proxy"
+	"k8s.io/streaming/pkg/httpstream/wsstream"
+
+	"plainkube.dev/plainkube/internal/auth"
+)
+
+// streamOptions are the pods/exec and pods/attach query parameters.
+type streamOptions struct {
+	container                  string
+	command                    []string
+	stdin, stdout, stderr, tty bool
+}
+
+// queryBool reads a boolean query parameter as upstream's parameter codec
+// does: absent is def, "false" or "0" (any case) is false, anything else
+// (even empty) is true.
+func queryBool(q url.Values, name string, def bool) bool {
+	v, ok := q[name]
+	if !ok || len(v) == 0 {
+		return def
+	}
+	switch strings.ToLower(v[0]) {
+	case "false", "0":
+		return false
+	}
+	return true
+}
+
+// parseStreamOptions reads PodExecOptions or PodAttachOptions from the
+// query: stdout and stderr default to true, stdin and tty to false.
+func parseStreamOptions(q url.Values, exec bool) (streamOptions, error) {
+	o := streamOptions{container: q.Get("container"), command: q["command"],
+		stdin: queryBool(q, "stdin", false), stdout: queryBool(q, "stdout", true),
+		stderr: queryBool(q, "stderr", true), tty: queryBool(q, "tty", false)}
+	if exec && len(o.command) == 0 {
+		return o, badRequest("you must specify at least 1 command")
+	}
+	if !o.stdin && !o.stdout && !o.stderr {
+		return o, badRequest("you must specify at least 1 of stdin, stdout, stderr")
+	}
+	return o, nil
+}
+
+// streamingNode finds where a pod's streams are served: the agent's
+// address on the pod's node. Pods not yet scheduled, pods of simulated
+// nodes and nodes whose agent has no API answer 400 or 501.
+func (s *Server) streamingNode(ctx context.Context, pod *corev1.Pod, what string) (string, error) {
+	if pod.Spec.NodeName == "" {
+		return "", badRequest("pod %s does not have a host assigned", pod.Name)
+	}
+	node, err := s.node(ctx, pod.Spec.NodeName)
+	if err != nil {
+		return "", err
+	}
+	if node.Labels[simulatedLabel] == "true" {
+		return "", badRequest("pod %q runs on simulated node %q: simulated pods run no containers, so they cannot %s", pod.Name, node.Name, what)
+	}
+	addr := nodeAddress(node)
+	if s.cfg.KubeletClient == nil || addr == "" {
+		return "", notImplemented(fmt.Sprintf("node %q does not serve %s (its agent has no API endpoint)", node.Name, what))
+	}
+	return addr, nil
+}
+
+// kubeletTransport is the transport of the client for node agents; its TLS
+// configuration (the API server's client certificate, the cluster CA) is
+// also used to dial upgraded connections.
+func (s *Server) kubeletTransport() http.RoundTripper {
+	if s.cfg.KubeletClient.Transport != nil {
+		return s.cfg.KubeletClient.Transport
+	}
+	return http.DefaultTransport
+}
+
+// servePodStream serves pods/exec, pods/attach and pods/portforward by
+// proxying the upgraded connection to the node agent, which hands it to
+// the container runtime's streaming server:
+//
+//   - SPDY (and WebSocket protocols before v5, which the runtime speaks)
+//     pass through unchanged;
+//   - WebSocket v5.channel.k8s.io exec and attach are translated to SPDY
+//     toward the agent (exit codes come back on the error channel);
+//   - WebSocket port forwarding tunnels SPDY/3.1+portforward.k8s.io
+//     through the WebSocket.
+func (s *Server) servePodStream(rq *request) error {
+	sub := rq.info.Subresource
+	if rq.r.Method != http.MethodGet && rq.r.Method != http.MethodPost {
+		return methodNotAllowed(rq.r.Method, rq.rs.gr)
+	}
+	ctx := rq.r.Context()
+	// A GET upgrade (WebSockets) also needs create, as upstream.
+	if rq.r.Method == http.MethodGet {
+		if err := s.authorizeAlso(rq, "create"); err != nil {
+			return err
+		}
+	}
+	q := rq.r.URL.Query()
+	var opts streamOptions
+	var ports []string
+	var err error
+	if sub == "portforward" {
+		if ports, err = parseForwardPorts(q["ports"]); err != nil {
+			return err
+		}
+	} else if opts, err = parseStreamOptions(q, sub == "exec"); err != nil {
+		return err
+	}
+	obj, _, err := rq.rs.get(ctx, rq.info.Namespace, rq.info.Name)
+	if err != nil {
+		return err
+	}
+	pod := obj.(*corev1.Pod)
+	what := map[string]string{"exec": "run commands", "attach": "be attached to", "portforward": "forward ports"}[sub]
+	if sub != "portforward" {
+		if opts.container, err = streamContainer(pod, opts.container); err != nil {
+			return err
+		}
+	}
+	addr, err := s.streamingNode(ctx, pod, what)
+	if err != nil {
+		return err
+	}
+	loc := &url.URL{Scheme: "https", Host: addr}
+	params := url.Values{}
+	switch sub {
+	case "exec", "attach":
+		loc.Path = "/" + sub + "/" + pod.Namespace + "/" + pod.Name + "/" + opts.container
+		for k, on := range map[string]bool{"input": opts.stdin, "output": opts.stdout, "error": opts.stderr, "tty": opts.tty} {
+			if on {
+				params.Set(k, "1")
+			}
+		}
+		for _, c := range opts.command {
+			params.Add("command", c)
+		}
+	case "portforward":
+		loc.Path = "/portForward/" + pod.Namespace + "/" + pod.Name
+		if len(ports) > 0 {
+			params.Set("port", strings.Join(ports, ","))
+		}
+	}
+	loc.RawQuery = params.Encode()
+	transport := s.kubeletTransport()
+	upgrade := proxy.NewUpgradeAwareHandler(loc, transport, false, true, statusResponder{s})
+	upgrade.RejectForwardingRedirects = true
+	var h http.Handler = upgrade
+	switch {
+	case sub != "portforward" && wsstream.IsWebSocketRequestWithStreamCloseProtocol(rq.r):
+		h = apiproxy.NewStreamTranslatorHandler(loc, transport, 0, apiproxy.Options{Stdin: opts.stdin, Stdout: opts.stdout, Stderr: opts.stderr && !opts.tty, Tty: opts.tty})
+	case sub == "portforward" && wsstream.IsWebSocketRequestWithTunnelingProtocol(rq.r):
+		h = apiproxy.NewTunnelingHandler(upgrade)
+	}
+	h.ServeHTTP(rq.w, rq.r)
+	return nil
+}
+
+// parseForwardPorts reads PodPortForwardOptions.ports: each a port number
+// from 1 to 65535.
+func parseForwardPorts(vals []string) ([]string, error) {
+	var ports []string
+	for _, v := range vals {
+		for _, p := range strings.Split(v, ",") {
+			n, err := strconv.ParseUint(strings.TrimSpace(p), 10, 16)
+			if err != nil || n == 0 {
+				return nil, badRequest("invalid port %q: must be a number from 1 to 65535", p)
+			}
+			ports = append(ports, strconv.FormatUint(n, 10))
+		}
+	}
+	return ports, nil
+}
+
+// streamContainer picks the container of an exec or attach session as
+// upstream: the named one (any kind), else the only one.
+func streamContainer(pod *corev1.Pod, name string) (string, error) {
+	var all []string
+	for _, c := range pod.Spec.InitContainers {
+		all = append(all, c.Name)
+	}
+	for _, c := range pod.Spec.Containers {
+		all = append(all, c.Name)
+	}
+	for _, c := range pod.Spec.EphemeralContainers {
+		all = append(all, c.Name)
+	}
+	if name == "" {
+		switch len(pod.Spec.Containers) {
+		case 1:
+			return pod.Spec.Containers[0].Name, nil
+		case 0:
+			return "", badRequest("a container name must be specified for pod %s", pod.Name)
+		}
+		return "", badRequest("a container name must be specified for pod %s, choose one of: %v", pod.Name, all)
+	}
+	for _, n := range all {
+		if n == name {
+			return name, nil
+		}
+	}
+	return "", badRequest("container %s is not valid for pod %s", name, pod.Name)
+}
+
+// authorizeAlso checks that the request's user may also do verb on the
+// request's resource and subresource.
+func (s *Server) authorizeAlso(rq *request, verb string) error {
+	user := auth.UserFrom(rq.r.Context())
+	attrs := auth.Attributes{User: user, Verb: verb, IsResource: true, Path: rq.r.URL.Path,
+		APIGroup: rq.info.Group, APIVersion: rq.info.Version, Namespace: rq.info.Namespace,
+		Resource: rq.info.Resource, Subresource: rq.info.Subresource, Name: rq.info.Name}
+	decision, reason, err := s.cfg.Authorizer.Authorize(rq.r.Context(), attrs)
+	if err != nil || decision != auth.Allow {
+		return forbidden(attrs, reason)
+	}
+	return nil
+}
+
+// statusResponder writes errors met while setting up a proxied
+// connection as Status objects.
+type statusResponder struct{ s *Server }
+
+func (sr statusResponder) Error(w http.ResponseWriter, r *http.Request, err error) {
+	sr.s.codecs.writeError(w, r, err)
+}
