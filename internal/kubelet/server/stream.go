@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/proxy"
 )
 
@@ -142,9 +143,15 @@ func forwardPorts(r *http.Request) ([]int32, error) {
 	return ports, nil
 }
 
-// plainResponder reports proxy set-up errors as plain text.
+// plainResponder reports proxy set-up errors as plain text, with the
+// status code of those that carry one.
 type plainResponder struct{}
 
 func (plainResponder) Error(w http.ResponseWriter, _ *http.Request, err error) {
-	http.Error(w, err.Error(), http.StatusInternalServerError)
+	code := http.StatusInternalServerError
+	var st apierrors.APIStatus
+	if errors.As(err, &st) && st.Status().Code != 0 {
+		code = int(st.Status().Code)
+	}
+	http.Error(w, err.Error(), code)
 }
