@@ -17,6 +17,16 @@
 // resourceStore of its own; the versions of one resource share a watch
 // cache. Discovery and OpenAPI are rebuilt when the set changes.
 //
+// Some subresources are served by proxying (podlog.go, stream.go,
+// proxy.go): pods/log, exec, attach and portforward go to the node agent
+// of the pod's node over HTTPS with Config.KubeletClient. SPDY and pre-v5
+// WebSocket exec/attach upgrades pass through to the agent, v5.channel.k8s.io
+// WebSockets are translated to SPDY toward it (k8s.io/apiserver's stream
+// translator), and WebSocket port forwarding tunnels SPDY. nodes/proxy goes
+// to the agent, pods/proxy to podIP:port, services/proxy to a ready endpoint
+// of its EndpointSlices; names may be name, name:port or scheme:name:port.
+// Pods on simulated nodes answer 400: they run nothing.
+//
 // Errors leave the handlers as apimachinery StatusErrors; storage's sentinel
 // errors are translated to them in one place (storageError). A panic in a
 // handler becomes a 500 for that request only.

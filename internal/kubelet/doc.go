@@ -77,12 +77,17 @@
 //     failure thresholds). A container is ready once its readiness probe
 //     succeeds; one whose liveness probe fails is stopped and restarted as
 //     its restart policy says.
+//   - Agent API (package server, when Options.IssueServingCert is set):
+//     container logs, and exec, attach and port forwarding (stream.go:
+//     the running container or ready sandbox is found by the pod's
+//     namespace and name labels, and CRI hands out a URL of containerd's
+//     streaming server, which listens on 127.0.0.1 only).
 //
 // What is not there yet: startup probes, and probes of sidecars;
 // projected, downwardAPI and persistent volumes (including the
 // service-account token); subPathExpr; resourceFieldRef; service
 // environment variables; configMap and secret updates reaching running
 // containers (files are written when a container starts); resources and
-// security contexts; logs/exec/port-forward through the API server; and
+// security contexts; and
 // images pulled from registries.
 package kubelet
