@@ -148,3 +148,36 @@ func TestPodStreamsAndProxies(t *testing.T) {
 		t.Errorf("echo through the upgraded connection: %q %v", buf, err)
 	}
 }
+
+// getOnly allows get on everything and nothing else.
+type getOnly struct{}
+
+func (getOnly) Authorize(_ context.Context, a auth.Attributes) (auth.Decision, string, error) {
+	if a.Verb == "get" {
+		return auth.Allow, "", nil
+	}
+	return auth.NoOpinion, "", nil
+}
+
+// TestWebSocketExecNeedsCreate: a GET (WebSocket) exec, attach or port
+// forward needs create on the subresource as well, as upstream.
+func TestWebSocketExecNeedsCreate(t *testing.T) {
+	s, err := New(Config{Storage: memory.New(memory.Options{}), Resources: all.Resources(), Authorizer: getOnly{}, Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go s.Run(ctx)
+	<-s.Ready()
+	user := &auth.User{Name: "viewer"}
+	for _, sub := range []string{"exec?command=ls", "attach", "portforward"} {
+		req := httptest.NewRequest("GET", "/api/v1/namespaces/default/pods/p/"+sub, nil)
+		rec := httptest.NewRecorder()
+		s.ServeHTTP(rec, req.WithContext(auth.WithUser(req.Context(), user)))
+		name, _, _ := strings.Cut(sub, "?")
+		if rec.Code != http.StatusForbidden || !strings.Contains(rec.Body.String(), `cannot create resource \"pods/`+name+`\"`) {
+			t.Errorf("GET %s: %d %s", sub, rec.Code, rec.Body)
+		}
+	}
+}
