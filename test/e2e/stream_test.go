@@ -44,7 +44,7 @@ func TestRealNodeStreams(t *testing.T) {
 	if _, err := os.Stat("/bin/busybox"); err != nil {
 		t.Skip("skipping: /bin/busybox (busybox-static) is not installed")
 	}
-	c := startCluster(t, "--enable-node", "--cluster-cidr", "10.98.0.0/16")
+	c := startCluster(t, "--enable-node", "--cluster-cidr", "10.45.0.0/16")
 	t.Cleanup(func() {
 		c.run("delete", "pod", "--all", "--wait=false", "--grace-period=0")
 		c.eventually([]string{"No resources found"}, "get", "pods")
