@@ -18,6 +18,9 @@ func TestConfig(t *testing.T) {
 		`snapshotter = "overlayfs"`,
 		`bin_dir = "/cni"`,
 		`conf_dir = "/d/cni/net.d"`,
+		// exec/attach/port-forward URLs: reachable from this host only
+		// (the agent API proxies to them).
+		`stream_server_address = "127.0.0.1"`,
 	} {
 		if !strings.Contains(cfg, want) {
 			t.Errorf("config lacks %s:\n%s", want, cfg)
