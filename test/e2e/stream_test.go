@@ -102,7 +102,7 @@ spec:
 			if !websockets {
 				env = []string{"KUBECTL_REMOTE_COMMAND_WEBSOCKETS=false", "KUBECTL_PORT_FORWARD_WEBSOCKETS=false"}
 			}
-			k := &kubectlRun{c: c, bin: kubectl, env: env}
+			k := &kubectlRun{c: c, bin: kubectl, env: env, websockets: websockets}
 			name := clientVersion(t, kubectl) + "/websockets"
 			if !websockets {
 				name = clientVersion(t, kubectl) + "/spdy"
@@ -139,9 +139,10 @@ spec:
 }
 
 type kubectlRun struct {
-	c   *cluster
-	bin string
-	env []string
+	c          *cluster
+	bin        string
+	env        []string
+	websockets bool
 }
 
 // run runs kubectl with stdin and returns its combined output and exit code.
@@ -184,6 +185,16 @@ func testStreamsWith(t *testing.T, k *kubectlRun) {
 			t.Errorf("exit %d, output %q; want 3 with out and err", code, out)
 		}
 	})
+	if k.websockets {
+		// kubectl falls back to SPDY quietly when a WebSocket upgrade
+		// fails; at -v=4 it says so.
+		t.Run("exec without SPDY fallback", func(t *testing.T) {
+			out, code := k.run(nil, "exec", "-v=4", "web", "--", "sh", "-c", "true")
+			if code != 0 || strings.Contains(strings.ToLower(out), "fallback") {
+				t.Errorf("exit %d, output %q", code, out)
+			}
+		})
+	}
 	t.Run("exec stdin", func(t *testing.T) {
 		out, code := k.run(strings.NewReader("line one\nline two\n"), "exec", "-i", "web", "--", "cat")
 		if code != 0 || out != "line one\nline two\n" {
@@ -218,7 +229,7 @@ func testStreamsWith(t *testing.T, k *kubectlRun) {
 		port := strconv.Itoa(freePort(t))
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		cmd := exec.CommandContext(ctx, k.bin, "port-forward", "pod/web", port+":8080")
+		cmd := exec.CommandContext(ctx, k.bin, "port-forward", "-v=4", "pod/web", port+":8080")
 		cmd.Env = append(append(os.Environ(), "KUBECONFIG="+k.c.kubeconfig(), "HOME="+k.c.dataDir), k.env...)
 		stdout, _ := cmd.StdoutPipe()
 		var stderr bytes.Buffer
@@ -242,6 +253,11 @@ func testStreamsWith(t *testing.T, k *kubectlRun) {
 			if string(body) != "hello-web\n" {
 				t.Errorf("GET through the forward: %q", body)
 			}
+		}
+		cancel()
+		cmd.Wait()
+		if k.websockets && strings.Contains(strings.ToLower(stderr.String()), "fallback") {
+			t.Errorf("port-forward fell back to SPDY: %s", stderr.String())
 		}
 	})
 }
