@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -39,6 +40,21 @@ func (s streams) AttachURL(ctx context.Context, ns, pod, container string, o kub
 	}
 	return url.Parse(resp.Url)
 }
+
+func (s streams) Run(ctx context.Context, ns, pod, container string, cmd []string) ([]byte, error) {
+	id, err := s.container(ctx, ns, pod, container)
+	if err != nil {
+		return nil, err
+	}
+	stdout, stderr, err := s.a.rt.Runtime.ExecSync(ctx, id, cmd, runTimeout)
+	if err != nil {
+		return nil, err
+	}
+	return append(stdout, stderr...), nil
+}
+
+// runTimeout bounds a command run through the agent's /run.
+const runTimeout = time.Minute
 
 func (s streams) PortForwardURL(ctx context.Context, ns, pod string, ports []int32) (*url.URL, error) {
 	sbs, err := s.a.rt.Runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{

@@ -115,6 +115,10 @@ spec:
 		if out := c.must("get", "--raw", "/api/v1/nodes/"+node+"/proxy/healthz"); out != "ok" {
 			t.Errorf("nodes/proxy/healthz: %q", out)
 		}
+		empty := writeFile(t, t.TempDir(), "empty", "")
+		if out := c.must("create", "--raw", "/api/v1/nodes/"+node+"/proxy/run/default/web/web?cmd=cat+/www/index.html", "-f", empty); out != "hello-web\n" {
+			t.Errorf("nodes/proxy/run: %q", out)
+		}
 		for _, p := range []string{"pods/web:8080/proxy/", "pods/http:web:8080/proxy/index.html", "pods/web/proxy/"} {
 			if out := c.must("get", "--raw", "/api/v1/namespaces/default/"+p); out != "hello-web\n" {
 				t.Errorf("%s: %q", p, out)

@@ -10,5 +10,7 @@
 //     /portForward/{namespace}/{pod} (port=…), upstream's paths and
 //     parameters: a Streamer (the agent) asks the container runtime for the
 //     session's streaming URL, and the upgraded (SPDY or WebSocket)
-//     connection is proxied to it unchanged.
+//     connection is proxied to it unchanged;
+//   - POST /run/{namespace}/{pod}/{container}?cmd=…, which runs a command
+//     to its end and answers its output.
 package server

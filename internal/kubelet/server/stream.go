@@ -31,10 +31,13 @@ type Streamer interface {
 	ExecURL(ctx context.Context, namespace, pod, container string, cmd []string, opts StreamOptions) (*url.URL, error)
 	AttachURL(ctx context.Context, namespace, pod, container string, opts StreamOptions) (*url.URL, error)
 	PortForwardURL(ctx context.Context, namespace, pod string, ports []int32) (*url.URL, error)
+	// Run runs cmd in the container to its end and returns its output
+	// (stdout, then stderr).
+	Run(ctx context.Context, namespace, pod, container string, cmd []string) ([]byte, error)
 }
 
-// serveStream serves /exec, /attach and /portForward when the path is one
-// of theirs, and says whether it was.
+// serveStream serves /exec, /attach, /portForward and /run when the path
+// is one of theirs, and says whether it was.
 func (h *Handler) serveStream(w http.ResponseWriter, r *http.Request) bool {
 	kind, rest, ok := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
 	if !ok {
@@ -42,7 +45,7 @@ func (h *Handler) serveStream(w http.ResponseWriter, r *http.Request) bool {
 	}
 	var want int
 	switch kind {
-	case "exec", "attach":
+	case "exec", "attach", "run":
 		want = 3
 	case "portForward":
 		want = 2
@@ -70,6 +73,10 @@ func (h *Handler) serveStream(w http.ResponseWriter, r *http.Request) bool {
 		return true
 	}
 	ctx := r.Context()
+	if kind == "run" {
+		h.run(w, r, parts)
+		return true
+	}
 	var u *url.URL
 	var err error
 	switch kind {
@@ -110,6 +117,32 @@ func (h *Handler) serveStream(w http.ResponseWriter, r *http.Request) bool {
 	p := proxy.NewUpgradeAwareHandler(u, nil, false, true, plainResponder{})
 	p.ServeHTTP(w, r)
 	return true
+}
+
+// run serves POST /run/{namespace}/{pod}/{container}?cmd=…: the command
+// (split at spaces, as upstream) runs to its end and its output is the
+// answer.
+func (h *Handler) run(w http.ResponseWriter, r *http.Request, parts []string) {
+	if r.Method != http.MethodPost {
+		http.Error(w, "run takes POST", http.StatusMethodNotAllowed)
+		return
+	}
+	cmd := strings.Fields(r.URL.Query().Get("cmd"))
+	if len(cmd) == 0 {
+		http.Error(w, "you must specify a command (cmd=…)", http.StatusBadRequest)
+		return
+	}
+	out, err := h.Streams.Run(r.Context(), parts[0], parts[1], parts[2], cmd)
+	if errors.Is(err, ErrNotFound) {
+		http.Error(w, err.Error(), http.StatusNotFound)
+		return
+	}
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain")
+	w.Write(out)
 }
 
 // streamOptions reads upstream's exec and attach stream parameters

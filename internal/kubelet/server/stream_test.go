@@ -39,6 +39,11 @@ func (f *fakeStreamer) PortForwardURL(_ context.Context, ns, pod string, ports [
 	return f.backend, nil
 }
 
+func (f *fakeStreamer) Run(_ context.Context, ns, pod, c string, cmd []string) ([]byte, error) {
+	f.asked = append(f.asked, fmt.Sprintf("run %s/%s/%s %q", ns, pod, c, cmd))
+	return []byte("ran"), nil
+}
+
 func echoUpgrader(t *testing.T) *url.URL {
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		conn, buf, err := w.(http.Hijacker).Hijack()
@@ -76,7 +81,18 @@ func TestStreamEndpoints(t *testing.T) {
 			t.Errorf("%s: %d %q, want %d %q", c.path, rec.Code, rec.Body, c.code, c.body)
 		}
 	}
+	f.asked = nil
 	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("POST", "/run/default/web/c?cmd=cat+/etc/hostname", nil))
+	if rec.Code != 200 || rec.Body.String() != "ran" || len(f.asked) != 1 || f.asked[0] != `run default/web/c ["cat" "/etc/hostname"]` {
+		t.Errorf("run: %d %q, runtime asked %q", rec.Code, rec.Body, f.asked)
+	}
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("POST", "/run/default/web/c", nil))
+	if rec.Code != 400 {
+		t.Errorf("run without cmd: %d %s", rec.Code, rec.Body)
+	}
+	rec = httptest.NewRecorder()
 	(&Handler{}).ServeHTTP(rec, httptest.NewRequest("POST", "/attach/default/web/c?output=1", nil))
 	if rec.Code != http.StatusNotImplemented {
 		t.Errorf("without a runtime: %d %s", rec.Code, rec.Body)
