@@ -205,6 +205,19 @@ func testStreamsWith(t *testing.T, k *kubectlRun) {
 			t.Errorf("exit %d, output %q", code, out)
 		}
 	})
+	t.Run("exec -it", func(t *testing.T) {
+		script, err := exec.LookPath("script")
+		if err != nil {
+			t.Skip("script (util-linux) is not installed")
+		}
+		// script gives kubectl a terminal; -e passes the exit code on.
+		line := k.bin + " exec -it web -- sh -c 'tty; exit 4'"
+		sk := &kubectlRun{c: k.c, bin: script, env: k.env}
+		out, code := sk.run(nil, "-qec", line, "/dev/null")
+		if code != 4 || !strings.Contains(out, "/dev/pts/") {
+			t.Errorf("exit %d, output %q; want 4 and a pts", code, out)
+		}
+	})
 	t.Run("attach", func(t *testing.T) {
 		word := "w" + strconv.FormatInt(time.Now().UnixNano(), 36)
 		out, code := k.run(&slowEOF{r: strings.NewReader(word + "\n"), wait: 1500 * time.Millisecond}, "attach", "-i", "echoer")
