@@ -90,7 +90,7 @@ func TestPlan(t *testing.T) {
 			want: []string{"RemoveContainer c1", "StartContainer a #0"}},
 		{name: "deletion stops with the grace period, then deletes", pod: testPod(corev1.RestartPolicyAlways, deleting(7)),
 			obs:  observed{Sandbox: ready(), Containers: runs(running("c1", 0))},
-			want: []string{"StopContainer c1 grace=7s", "StopSandbox sb", "RemoveSandbox sb", "DeletePod"}},
+			want: []string{"StopContainer a c1 grace=7s", "StopSandbox sb", "RemoveSandbox sb", "DeletePod"}},
 		{name: "deletion of a pod never started", pod: testPod(corev1.RestartPolicyAlways, deleting(30)),
 			want: []string{"DeletePod"}},
 		{name: "old sandboxes are removed", pod: testPod(corev1.RestartPolicyAlways),
@@ -376,7 +376,7 @@ func TestPlanSidecars(t *testing.T) {
 			want: []string{"StartContainer side #1"}},
 		{name: "when the containers are done, the sidecar and sandbox stop", policy: corev1.RestartPolicyNever,
 			obs:  obsOf(started(initRun("side", "s1", 0, stateRunning, 0, time.Time{})), initRun("i2", "x2", 0, stateExited, 0, t0), exited("c1", 0, 0, t0)),
-			want: []string{"StopContainer s1 grace=30s", "StopSandbox sb"}},
+			want: []string{"StopContainer side s1 grace=30s", "StopSandbox sb"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
