@@ -140,10 +140,10 @@ func verifyNonRoot(pod *corev1.Pod, c *corev1.Container, img imageUser) error {
 
 // cgroup CPU constants, upstream's.
 const (
-	minShares     = 2
-	sharesPerCPU  = 1024
-	quotaPeriod   = 100000 // µs
-	minQuota = 1000
+	minShares    = 2
+	sharesPerCPU = 1024
+	quotaPeriod  = 100000 // µs
+	minQuota     = 1000
 )
 
 // containerResources is the CRI resources of c: cpu shares from its cpu
