@@ -123,6 +123,19 @@ func (a *Agent) exitMessage(uid types.UID, st *runtimeapi.ContainerStatus) strin
 	return st.Message + ": " + msg
 }
 
+// isRunning reports whether container id runs, as obs shows: only a
+// running container gets its preStop hook.
+func isRunning(obs observed, id string) bool {
+	for _, runs := range obs.Containers {
+		for _, r := range runs {
+			if r.ID == id {
+				return r.State == stateRunning
+			}
+		}
+	}
+	return false
+}
+
 func unixNano(n int64) time.Time {
 	if n <= 0 {
 		return time.Time{}
@@ -144,7 +157,7 @@ func (a *Agent) apply(ctx context.Context, pod *corev1.Pod, obs observed, acts [
 		var wg sync.WaitGroup
 		errs := make([]error, len(stops))
 		for i, act := range stops {
-			wg.Go(func() { errs[i] = a.killContainer(ctx, pod, act, a.podIP(pod, obs), true) })
+			wg.Go(func() { errs[i] = a.killContainer(ctx, pod, act, a.podIP(pod, obs), isRunning(obs, act.ID)) })
 		}
 		wg.Wait()
 		if err := errors.Join(errs...); err != nil {
