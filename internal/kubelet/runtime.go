@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	grpcstatus "google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -121,6 +122,15 @@ func (a *Agent) exitMessage(uid types.UID, st *runtimeapi.ContainerStatus) strin
 		return msg
 	}
 	return st.Message + ": " + msg
+}
+
+// runtimeMessage is err as upstream shows a runtime's error: the gRPC
+// status's message, without the "rpc error: code = … desc =" prefix.
+func runtimeMessage(err error) error {
+	if st, ok := grpcstatus.FromError(err); ok {
+		return errors.New(st.Message())
+	}
+	return err
 }
 
 // isRunning reports whether container id runs, as obs shows: only a
@@ -394,12 +404,12 @@ func (a *Agent) startContainer(ctx context.Context, pod *corev1.Pod, act action)
 	a.event(pod, c.Name, corev1.EventTypeNormal, evPulled, "Container image %q already present on machine", c.Image)
 	id, err := a.rt.Runtime.CreateContainer(ctx, obs.Sandbox.ID, cfg, sbCfg)
 	if err != nil {
-		return &startError{c.Name, "CreateContainerError", err}
+		return &startError{c.Name, "CreateContainerError", runtimeMessage(err)}
 	}
 	a.event(pod, c.Name, corev1.EventTypeNormal, evCreated, "Created container: %s", c.Name)
 	a.log.Info("starting container", "pod", pod.Namespace+"/"+pod.Name, "container", c.Name, "id", shortID(id), "attempt", act.Attempt)
 	if err := a.rt.Runtime.StartContainer(ctx, id); err != nil {
-		return &startError{c.Name, "RunContainerError", err}
+		return &startError{c.Name, "RunContainerError", runtimeMessage(err)}
 	}
 	a.event(pod, c.Name, corev1.EventTypeNormal, evStarted, "Started container %s", c.Name)
 	return a.postStart(ctx, pod, c, id, a.podIP(pod, obs))
