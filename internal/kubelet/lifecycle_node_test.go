@@ -193,16 +193,21 @@ func TestLifecycle(t *testing.T) {
 	})
 
 	t.Run("startup probe", func(t *testing.T) {
-		var sawUnstarted bool
 		p := wait(t, "slow-start", "started", func(p *corev1.Pod) bool {
 			st := status(p, 0)
-			if st.State.Running != nil && st.Started != nil && !*st.Started {
-				sawUnstarted = true
-			}
 			return st.Started != nil && *st.Started && st.Ready
 		})
-		if !sawUnstarted || status(p, 0).RestartCount != 0 {
-			t.Errorf("saw it running unstarted: %v; status %+v", sawUnstarted, status(p, 0))
+		// Ready only once the startup probe succeeded, 2s after the start,
+		// and without a restart by the liveness probe meanwhile.
+		st := status(p, 0)
+		var readyAt time.Time
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.ContainersReady {
+				readyAt = c.LastTransitionTime.Time
+			}
+		}
+		if st.RestartCount != 0 || st.State.Running == nil || readyAt.Sub(st.State.Running.StartedAt.Time) < 2*time.Second {
+			t.Errorf("ready at %s; status %+v", readyAt, st)
 		}
 		wait(t, "never-starts", "restarted by its startup probe", func(p *corev1.Pod) bool { return status(p, 0).RestartCount >= 1 })
 		expectEvent(t, cs, "never-starts", "Killing", "Container main failed startup probe, will be restarted")
@@ -254,7 +259,7 @@ func TestLifecycle(t *testing.T) {
 		p := wait(t, "hosts", "finished", finished)
 		log := logOf(p, "main")
 		for _, want := range []string{"127.0.0.1\tlocalhost", p.Status.PodIP + "\th1.sub.default.svc.cluster.local\th1",
-			"10.9.8.7\talias-one\talias-two", "nameserver 10.0.0.53", "search example.test", "\nh1\n"} {
+			"10.9.8.7\talias-one\talias-two", "nameserver 10.0.0.53", "search example.test", " F h1\n"} {
 			if !strings.Contains(log, want) {
 				t.Errorf("output lacks %q:\n%s", want, log)
 			}

@@ -134,7 +134,9 @@ const (
 
 // restartDelay is how long after run exited its container may start again.
 func restartDelay(run containerRun) time.Duration {
-	if run.Attempt == 0 || run.FinishedAt.Sub(run.StartedAt) >= backoffReset {
+	// A run that never started (its start failed) ran for no time.
+	ranLong := !run.StartedAt.IsZero() && run.FinishedAt.Sub(run.StartedAt) >= backoffReset
+	if run.Attempt == 0 || ranLong {
 		return 0
 	}
 	d := backoffInitial

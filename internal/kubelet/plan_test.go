@@ -125,6 +125,12 @@ func TestRestartDelay(t *testing.T) {
 	if got := restartDelay(long); got != 0 {
 		t.Errorf("after a long run: delay %s, want 0", got)
 	}
+	// A run whose start failed never ran: its back-off grows.
+	failed := exited("c", 2, 128, t0)
+	failed.StartedAt = time.Time{}
+	if got := restartDelay(failed); got != 20*time.Second {
+		t.Errorf("after a failed start: delay %s, want 20s", got)
+	}
 }
 
 func TestPodStatus(t *testing.T) {
