@@ -42,8 +42,9 @@
 //     A sidecar (an init container with restartPolicy Always) lets the
 //     next one start once it has started, is restarted whatever its exit,
 //     is ready while it runs, and is stopped once the pod's containers are
-//     done (startup probes, and the ordered stop of sidecars after the
-//     others on deletion, are not there yet).
+//     done. Sidecars are probed as the others; one with a startup probe
+//     lets the next start once that has succeeded. On deletion, sidecars
+//     stop after the others, with what is left of the grace period.
 //   - Pod network (cni.go). The Node's spec.podCIDR — set at registration
 //     from Options.PodCIDR when given and the Node has none, else
 //     allocated by the node IPAM controller, which the agent waits for,
@@ -119,8 +120,7 @@
 //   - Node status lists the images containerd holds (names and sizes,
 //     largest first, at most 50).
 //
-// What is not there yet: probes of sidecars, and the ordered stop of
-// sidecars after the others on deletion; projected, downwardAPI and
+// What is not there yet: projected, downwardAPI and
 // persistent volumes (including the service-account token); subPathExpr;
 // resourceFieldRef; service environment variables; configMap and secret
 // updates reaching running containers (files are written when a

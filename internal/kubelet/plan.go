@@ -169,7 +169,7 @@ const defaultGrace = 30
 // again converges, and an empty plan means the pod is where it should be.
 func plan(pod *corev1.Pod, obs observed, now time.Time) (acts []action, next time.Time) {
 	if pod.DeletionTimestamp != nil {
-		return planDeletion(pod, obs), time.Time{}
+		return planDeletion(pod, obs, now), time.Time{}
 	}
 	_, initFailed := initProgress(pod, obs)
 	overdue, deadline := deadlineExceeded(pod, now)
@@ -329,8 +329,14 @@ func initProgress(pod *corev1.Pod, obs observed) (next int, failed bool) {
 	for i, c := range pod.Spec.InitContainers {
 		runs := obs.Containers[c.Name]
 		if sidecar(&c) {
-			// A sidecar lets the next one start once it has started.
-			if !slices.ContainsFunc(runs, func(r containerRun) bool { return !r.StartedAt.IsZero() }) {
+			// A sidecar lets the next one start once it has started (and
+			// passed its startup probe, if it has one).
+			passed := slices.ContainsFunc(pod.Spec.InitContainers[i+1:], func(n corev1.Container) bool { return len(obs.Containers[n.Name]) > 0 })
+			started := slices.ContainsFunc(runs, func(r containerRun) bool { return !r.StartedAt.IsZero() })
+			if c.StartupProbe != nil {
+				started = len(runs) > 0 && runs[0].State == stateRunning && obs.Started[c.Name]
+			}
+			if !started && !passed {
 				return i, false
 			}
 			continue
@@ -349,18 +355,44 @@ func initProgress(pod *corev1.Pod, obs observed) (next int, failed bool) {
 const imageRecheck = 10 * time.Second
 
 // planDeletion stops everything of a pod marked for deletion, each
-// container with the pod's grace period, then removes the sandbox and
-// deletes the pod object.
-func planDeletion(pod *corev1.Pod, obs observed) []action {
+// container with the pod's grace period, sidecars only once the others
+// have stopped (with what is left of the grace period, at least
+// minStopGrace), then removes the sandbox and deletes the pod object.
+func planDeletion(pod *corev1.Pod, obs observed, now time.Time) []action {
 	var acts []action
 	grace := gracePeriod(pod)
+	live := func(r containerRun) bool {
+		return r.State == stateRunning || r.State == stateCreated || r.State == stateUnknown
+	}
+	var sidecars []corev1.Container
 	for _, c := range slices.Concat(pod.Spec.InitContainers, pod.Spec.Containers) {
+		if sidecar(&c) {
+			sidecars = append(sidecars, c)
+			continue
+		}
 		for _, r := range obs.Containers[c.Name] {
-			if r.State == stateRunning || r.State == stateCreated || r.State == stateUnknown {
+			if live(r) {
 				acts = append(acts, action{Kind: actStopContainer, ID: r.ID, Container: c.Name, Grace: grace})
 			}
 		}
 	}
+	left := grace
+	if pod.DeletionTimestamp != nil && grace > 0 {
+		left = max(int64(pod.DeletionTimestamp.Sub(now).Seconds()), minStopGrace)
+		left = min(left, grace)
+	}
+	var sideStops []action
+	for _, c := range sidecars {
+		for _, r := range obs.Containers[c.Name] {
+			if live(r) {
+				sideStops = append(sideStops, action{Kind: actStopContainer, ID: r.ID, Container: c.Name, Grace: left})
+			}
+		}
+	}
+	if len(acts) > 0 && len(sideStops) > 0 {
+		return acts // the sidecars next, once these have stopped
+	}
+	acts = append(acts, sideStops...)
 	for _, id := range append(slices.Clone(obs.Others), sandboxID(obs.Sandbox)...) {
 		acts = append(acts, action{Kind: actStopSandbox, ID: id}, action{Kind: actRemoveSandbox, ID: id})
 	}
@@ -476,10 +508,9 @@ func podStatus(pod *corev1.Pod, obs observed, env nodeEnv, now time.Time) corev1
 		cs := containerStatus(pod, c, obs, prev[c.Name], now, restart)
 		initializing(c, &cs)
 		// An init container is ready once it has completed, a sidecar
-		// while it runs.
-		cs.Ready = cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0
-		if sidecar(c) {
-			cs.Ready = cs.State.Running != nil
+		// while it runs, has started and passes its readiness probe.
+		if !sidecar(c) {
+			cs.Ready = cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0
 		}
 		st.InitContainerStatuses = append(st.InitContainerStatuses, cs)
 	}

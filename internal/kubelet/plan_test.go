@@ -400,6 +400,34 @@ func TestPlanSidecars(t *testing.T) {
 			}
 		})
 	}
+	// With a startup probe, the next init container waits for it.
+	probed := func(p *corev1.Pod) {
+		withSidecar(p)
+		p.Spec.InitContainers[0].StartupProbe = &corev1.Probe{}
+	}
+	obs := obsOf(started(initRun("side", "s1", 0, stateRunning, 0, time.Time{})))
+	if acts, _ := plan(testPod(corev1.RestartPolicyAlways, probed), obs, t0); len(acts) != 0 {
+		t.Errorf("before the sidecar's startup probe succeeded: %v", acts)
+	}
+	obs.Started = map[string]bool{"side": true}
+	if acts, _ := plan(testPod(corev1.RestartPolicyAlways, probed), obs, t0); len(acts) != 1 || acts[0].Container != "i2" {
+		t.Errorf("after: %v", acts)
+	}
+	// On deletion the sidecar stops after the others, with what is left
+	// of the grace period.
+	del := func(p *corev1.Pod) {
+		withSidecar(p)
+		deleting(10)(p)
+		p.DeletionTimestamp = &metav1.Time{Time: t0.Add(6 * time.Second)}
+	}
+	obs = obsOf(started(initRun("side", "s1", 0, stateRunning, 0, time.Time{})), initRun("i2", "x2", 0, stateExited, 0, t0), running("c1", 0))
+	if acts, _ := plan(testPod(corev1.RestartPolicyAlways, del), obs, t0); len(acts) != 1 || acts[0].String() != "StopContainer a c1 grace=10s" {
+		t.Errorf("deletion, first: %v", acts)
+	}
+	obs = obsOf(started(initRun("side", "s1", 0, stateRunning, 0, time.Time{})), initRun("i2", "x2", 0, stateExited, 0, t0), exited("c1", 0, 0, t0))
+	if acts, _ := plan(testPod(corev1.RestartPolicyAlways, del), obs, t0); len(acts) < 1 || acts[0].String() != "StopContainer side s1 grace=6s" {
+		t.Errorf("deletion, then: %v", acts)
+	}
 	// Status: the sidecar is ready while it runs; the pod is initialized.
 	st := podStatus(testPod(corev1.RestartPolicyAlways, withSidecar),
 		obsOf(started(initRun("side", "s1", 0, stateRunning, 0, time.Time{})), initRun("i2", "x2", 0, stateExited, 0, t0), running("c1", 0)), nodeEnv{}, t0)

@@ -134,8 +134,16 @@ func (a *Agent) probe(ctx context.Context, pod *corev1.Pod, obs *observed) {
 	states := map[string]probeState{}
 	obs.Ready, obs.Started, obs.Unhealthy = map[string]bool{}, map[string]bool{}, map[string]string{}
 	now := time.Now()
+	var probed []*corev1.Container // sidecars and the others
+	for i := range pod.Spec.InitContainers {
+		if sidecar(&pod.Spec.InitContainers[i]) {
+			probed = append(probed, &pod.Spec.InitContainers[i])
+		}
+	}
 	for i := range pod.Spec.Containers {
-		c := &pod.Spec.Containers[i]
+		probed = append(probed, &pod.Spec.Containers[i])
+	}
+	for _, c := range probed {
 		runs := obs.Containers[c.Name]
 		if len(runs) == 0 || runs[0].State != stateRunning || pod.DeletionTimestamp != nil {
 			continue
