@@ -99,7 +99,9 @@ func (a *Agent) postStart(ctx context.Context, pod *corev1.Pod, c *corev1.Contai
 	if err == nil {
 		return nil
 	}
-	a.event(pod, c.Name, corev1.EventTypeWarning, evFailedPostStartHook, "%s", err.Error())
+	// As upstream, the event does not carry the hook's output (it may
+	// hold secrets); the container's waiting message does.
+	a.event(pod, c.Name, corev1.EventTypeWarning, evFailedPostStartHook, "PostStartHook failed")
 	a.log.Info("postStart hook failed: killing the container", "pod", pod.Namespace+"/"+pod.Name, "container", c.Name, "err", err)
 	a.killContainer(ctx, pod, action{Kind: actStopContainer, ID: id, Container: c.Name, Grace: gracePeriod(pod),
 		Message: evFailedPostStartHook}, podIP, false)

@@ -189,7 +189,8 @@ func TestLifecycle(t *testing.T) {
 		expectEvent(t, cs, "hooked", "Killing", "Stopping container main")
 
 		wait(t, "bad-hook", "restarted after the postStart hook failed", func(p *corev1.Pod) bool { return status(p, 0).RestartCount >= 1 })
-		expectEvent(t, cs, "bad-hook", "FailedPostStartHook", "Exec lifecycle hook ([busybox false]) for Container \"main\"")
+		expectEvent(t, cs, "bad-hook", "FailedPostStartHook", "PostStartHook failed")
+		expectEvent(t, cs, "bad-hook", "Killing", "FailedPostStartHook")
 	})
 
 	t.Run("startup probe", func(t *testing.T) {

@@ -224,7 +224,7 @@ func TestLogTail(t *testing.T) {
 	if n := strings.Count(got, "\n"); n != 80 || !strings.HasSuffix(got, "part-end\n") {
 		t.Errorf("%d lines:\n%s", n, got)
 	}
-	if got := logTail(p, 80, 10); got != "line v\nlin" {
+	if got := logTail(p, 80, 10); got != "\npart-end\n" {
 		t.Errorf("limited: %q", got)
 	}
 }

@@ -121,38 +121,45 @@ func (t *termMessages) forget(live map[types.UID]bool) {
 }
 
 // terminationMessage is what an exited container left as its message, as
-// upstream reads it: the file at its terminationMessagePath (up to 4 KiB)
-// or, with FallbackToLogsOnError when that is empty and the container
-// failed, the tail of its log (80 lines, 2 KiB).
+// upstream reads it: the end of the file at its terminationMessagePath (4
+// KiB at most) or, with FallbackToLogsOnError when that is empty and the
+// container failed (but did run), the tail of its log (80 lines, the last
+// 2 KiB of them).
 func terminationMessage(st *runtimeapi.ContainerStatus) string {
 	path := st.GetAnnotations()[annotationTerminationPath]
 	policy := corev1.TerminationMessagePolicy(st.GetAnnotations()[annotationTerminationPolicy])
 	var msg string
 	for _, m := range st.GetMounts() {
 		if path != "" && m.ContainerPath == path {
-			msg = readHead(m.HostPath, maxTerminationMessage)
+			msg = readTail(m.HostPath, maxTerminationMessage)
 			break
 		}
 	}
-	if msg == "" && policy == corev1.TerminationMessageFallbackToLogsOnError && st.ExitCode != 0 && st.LogPath != "" {
+	if msg == "" && policy == corev1.TerminationMessageFallbackToLogsOnError && st.ExitCode != 0 &&
+		st.Reason != "ContainerCannotRun" && st.LogPath != "" {
 		msg = logTail(st.LogPath, fallbackLogLines, fallbackLogBytes)
 	}
 	return msg
 }
 
-func readHead(path string, n int64) string {
+// readTail is the last n bytes of the file at path.
+func readTail(path string, n int64) string {
 	f, err := os.Open(path)
 	if err != nil {
 		return ""
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.Size() > n {
+		if _, err := f.Seek(fi.Size()-n, io.SeekStart); err != nil {
+			return ""
+		}
+	}
 	b, _ := io.ReadAll(io.LimitReader(f, n))
 	return string(b)
 }
 
 // logTail is the messages of the last lines lines of a CRI log file, at
-// most limit bytes of them (the first, as upstream's log reader stops
-// there).
+// most the last limit bytes of them.
 func logTail(path string, lines int, limit int) string {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -179,7 +186,7 @@ func logTail(path string, lines int, limit int) string {
 	}
 	out := bytes.Join(msgs, nil)
 	if len(out) > limit {
-		out = out[:limit]
+		out = out[len(out)-limit:]
 	}
 	return string(out)
 }

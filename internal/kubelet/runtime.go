@@ -78,6 +78,11 @@ func (a *Agent) observe(ctx context.Context, pod *corev1.Pod) (observed, error) 
 				CreatedAt: unixNano(s.CreatedAt), StartedAt: unixNano(s.StartedAt), FinishedAt: unixNano(s.FinishedAt),
 				ImageRef: s.ImageRef,
 			}
+			if s.ImageId != "" {
+				// Newer runtimes say the image's ID apart from the
+				// reference; upstream reports it when there.
+				run.ImageRef = s.ImageId
+			}
 			switch s.State {
 			case runtimeapi.ContainerState_CONTAINER_CREATED:
 				run.State = stateCreated
