@@ -268,22 +268,17 @@ func TestLifecycle(t *testing.T) {
 	})
 
 	t.Run("command not found", func(t *testing.T) {
-		var msg string
-		wait(t, "no-command", "a start error", func(p *corev1.Pod) bool {
-			st := status(p, 0)
-			if w := st.State.Waiting; w != nil && (w.Reason == "RunContainerError" || w.Reason == "CreateContainerError") {
-				msg = w.Message
-				return true
-			}
-			return false
-		})
-		if !strings.Contains(msg, "/no/such/binary") {
-			t.Errorf("message %q", msg)
-		}
-		wait(t, "no-command", "CrashLoopBackOff", func(p *corev1.Pod) bool {
+		// The start error (RunContainerError, with the runtime's message)
+		// shows until the next sync; then the back-off, the failed start
+		// as the last state, and a Failed event with the message.
+		p := wait(t, "no-command", "CrashLoopBackOff", func(p *corev1.Pod) bool {
 			st := status(p, 0)
 			return st.State.Waiting != nil && st.State.Waiting.Reason == "CrashLoopBackOff" && st.LastTerminationState.Terminated != nil
 		})
+		if term := status(p, 0).LastTerminationState.Terminated; !strings.Contains(term.Message, "/no/such/binary") || term.ExitCode != 128 {
+			t.Errorf("last state %+v", term)
+		}
+		expectEvent(t, cs, "no-command", "Failed", `Error: failed to create containerd task: failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: exec: "/no/such/binary"`)
 	})
 
 	t.Run("events", func(t *testing.T) {
