@@ -131,6 +131,16 @@ func TestLifecycle(t *testing.T) {
 	hosts.Spec.DNSConfig = &corev1.PodDNSConfig{Nameservers: []string{"10.0.0.53"}, Searches: []string{"example.test"}}
 	create(hosts)
 
+	// Containers sharing the pod's process namespace see each other.
+	shared := podNet(busyboxPod("shared-pid", corev1.RestartPolicyNever, "exec busybox sleep 30"))
+	shared.Spec.ShareProcessNamespace = new(true)
+	shared.Spec.TerminationGracePeriodSeconds = new(int64(1))
+	peek := shared.Spec.Containers[0]
+	peek.Name = "peek"
+	peek.Command = []string{"busybox", "sh", "-c", "busybox sleep 1; busybox ps -o args"}
+	shared.Spec.Containers = append(shared.Spec.Containers, peek)
+	create(shared)
+
 	// A command that does not exist.
 	noCmd := busyboxPod("no-command", corev1.RestartPolicyAlways, "")
 	noCmd.Spec.Containers[0].Command = []string{"/no/such/binary"}
@@ -264,6 +274,13 @@ func TestLifecycle(t *testing.T) {
 			if !strings.Contains(log, want) {
 				t.Errorf("output lacks %q:\n%s", want, log)
 			}
+		}
+	})
+
+	t.Run("shared process namespace", func(t *testing.T) {
+		p := wait(t, "shared-pid", "peek finished", func(p *corev1.Pod) bool { return status(p, 1).State.Terminated != nil })
+		if log := logOf(p, "peek"); !strings.Contains(log, "busybox sleep 30") {
+			t.Errorf("peek saw:\n%s", log)
 		}
 	})
 
