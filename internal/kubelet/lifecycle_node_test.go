@@ -137,7 +137,7 @@ func TestLifecycle(t *testing.T) {
 	shared.Spec.TerminationGracePeriodSeconds = new(int64(1))
 	peek := shared.Spec.Containers[0]
 	peek.Name = "peek"
-	peek.Command = []string{"busybox", "sh", "-c", "busybox sleep 1; busybox ps -o args"}
+	peek.Command = []string{"busybox", "sh", "-c", "busybox sleep 1; busybox ps"}
 	shared.Spec.Containers = append(shared.Spec.Containers, peek)
 	create(shared)
 
