@@ -114,6 +114,15 @@ func TestLifecycle(t *testing.T) {
 	user := busyboxPod("user", corev1.RestartPolicyNever, "echo uid=$(busybox id -u) gid=$(busybox id -g) groups=$(busybox id -G)")
 	user.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsUser: new(int64(1234)), RunAsGroup: new(int64(2345)), SupplementalGroups: []int64{3456}}
 	create(user)
+	locked := busyboxPod("locked", corev1.RestartPolicyNever,
+		"(busybox touch /x 2>/dev/null && echo rootfs=rw) || echo rootfs=ro; "+
+			"(busybox chown 1 /dev/termination-log 2>/dev/null && echo chown=yes) || echo chown=no; busybox grep NoNewPrivs /proc/self/status")
+	locked.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{ReadOnlyRootFilesystem: new(true), AllowPrivilegeEscalation: new(false),
+		Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}}
+	create(locked)
+	hostPID := busyboxPod("host-pid", corev1.RestartPolicyNever, "busybox ps")
+	hostPID.Spec.HostPID = true
+	create(hostPID)
 	nonRoot := busyboxPod("non-root", corev1.RestartPolicyNever, "true")
 	nonRoot.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsNonRoot: new(true)}
 	create(nonRoot)
@@ -249,6 +258,14 @@ func TestLifecycle(t *testing.T) {
 		p := wait(t, "user", "finished", finished)
 		if log := logOf(p, "main"); !strings.Contains(log, "uid=1234 gid=2345 groups=2345 3456") {
 			t.Errorf("log: %s", log)
+		}
+		p = wait(t, "locked", "finished", finished)
+		if log := logOf(p, "main"); !strings.Contains(log, "rootfs=ro") || !strings.Contains(log, "chown=no") || !strings.Contains(log, "NoNewPrivs:\t1") {
+			t.Errorf("locked log: %s", log)
+		}
+		p = wait(t, "host-pid", "finished", finished)
+		if log := logOf(p, "main"); !strings.Contains(log, "containerd") {
+			t.Errorf("host-pid does not see the host's processes: %s", log)
 		}
 		wait(t, "non-root", "refused", func(p *corev1.Pod) bool {
 			w := status(p, 0).State.Waiting
