@@ -25,6 +25,7 @@ import (
 	listersv1 "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 
 	"plainkube.dev/plainkube/internal/controller"
 	"plainkube.dev/plainkube/internal/image/pause"
@@ -44,6 +45,10 @@ type Agent struct {
 	podCIDR string // the Node's spec.podCIDR, once configured
 	probes  probes
 	pods    listersv1.PodLister
+	// recorder records events (nil until Run starts it).
+	recorder     record.EventRecorder
+	hostDNS      resolvConf // the node's resolver configuration
+	termMessages termMessages
 }
 
 // New makes an agent that talks to the API server at cfg. Nothing starts
@@ -91,6 +96,8 @@ func (a *Agent) Run(ctx context.Context) error {
 		return err
 	}
 	a.host = readHost(a.opts, version)
+	a.hostDNS = hostResolvConf()
+	a.startRecorder(ctx)
 	if err := a.serveAPI(ctx); err != nil {
 		return fmt.Errorf("agent API: %w", err)
 	}
@@ -162,6 +169,7 @@ func (a *Agent) relist(ctx context.Context, q interface{ Add(types.NamespacedNam
 		}
 		a.removeOrphans(ctx, live)
 		a.probes.forget(live)
+		a.termMessages.forget(live)
 	}
 }
 
@@ -195,7 +203,7 @@ func (a *Agent) syncPod(ctx context.Context, key types.NamespacedName) (controll
 		if len(acts) == 0 || round == 4 {
 			break
 		}
-		if err := a.apply(ctx, pod, acts); err != nil {
+		if err := a.apply(ctx, pod, obs, acts); err != nil {
 			a.log.Warn("pod sync", "pod", key.String(), "err", err)
 			if se := (*startError)(nil); errors.As(err, &se) {
 				obs.StartErrors = map[string]corev1.ContainerStateWaiting{se.Container: {Reason: se.Reason, Message: se.Err.Error()}}
@@ -210,6 +218,9 @@ func (a *Agent) syncPod(ctx context.Context, key types.NamespacedName) (controll
 	if deleted {
 		a.probes.set(pod.UID, nil)
 		if err := a.cleanupVolumes(pod.UID); err != nil {
+			return controller.Result{}, err
+		}
+		if err := a.removePodFiles(pod.UID); err != nil {
 			return controller.Result{}, err
 		}
 		zero := int64(0)
@@ -243,6 +254,9 @@ func (a *Agent) updateStatus(ctx context.Context, pod *corev1.Pod, obs observed)
 	_, err := a.cs.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, upd, metav1.UpdateOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
+	}
+	if err == nil {
+		a.statusEvents(pod, pod.Status, st)
 	}
 	return err // a conflict requeues: the informer is behind
 }

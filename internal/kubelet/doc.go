@@ -42,8 +42,9 @@
 //     A sidecar (an init container with restartPolicy Always) lets the
 //     next one start once it has started, is restarted whatever its exit,
 //     is ready while it runs, and is stopped once the pod's containers are
-//     done (startup probes, and the ordered stop of sidecars after the
-//     others on deletion, are not there yet).
+//     done. Sidecars are probed as the others; one with a startup probe
+//     lets the next start once that has succeeded. On deletion, sidecars
+//     stop after the others, with what is left of the grace period.
 //   - Pod network (cni.go). The Node's spec.podCIDR — set at registration
 //     from Options.PodCIDR when given and the Node has none, else
 //     allocated by the node IPAM controller, which the agent waits for,
@@ -71,23 +72,62 @@
 //     environment or volumes refer to something missing waits in
 //     CreateContainerConfigError (with the reason as message) and starts
 //     once it is there.
-//   - Probes (probe.go): readiness and liveness probes (exec, httpGet,
-//     tcpSocket) of running containers run during syncs when due
-//     (initialDelaySeconds, periodSeconds, timeoutSeconds, success and
-//     failure thresholds). A container is ready once its readiness probe
-//     succeeds; one whose liveness probe fails is stopped and restarted as
-//     its restart policy says.
+//   - Probes (probe.go): startup, readiness and liveness probes (exec,
+//     httpGet, tcpSocket, grpc — the grpc.health.v1 service) of running
+//     containers run during syncs when due (initialDelaySeconds,
+//     periodSeconds, timeoutSeconds, success and failure thresholds).
+//     Readiness and liveness probes wait for the startup probe to
+//     succeed; the container is started then, and ready once its
+//     readiness probe succeeds. One whose liveness or startup probe fails
+//     is stopped (Killing "Container X failed liveness probe, will be
+//     restarted") and restarted as its restart policy says. Each failed
+//     run records an Unhealthy event ("Liveness probe failed: …").
+//   - Hooks (hooks.go): postStart (exec, httpGet, sleep) runs right after
+//     the container starts, which counts as started only once it is done;
+//     a failed one (FailedPostStartHook) kills the container. Every stop
+//     (deletion, probe failure, a finished pod's sidecars, the active
+//     deadline) runs the preStop hook first, within the grace period,
+//     then SIGTERM and, at the end of what is left (at least 2s),
+//     SIGKILL, with a Killing event.
+//   - Termination messages (podfiles.go): a file per container attempt
+//     under <DataDir>/pod-files/<pod uid>/ is bind-mounted at
+//     terminationMessagePath (default /dev/termination-log); what the
+//     container leaves there (up to 4 KiB), or with
+//     FallbackToLogsOnError and a failure the tail of its log (80 lines,
+//     2 KiB), becomes state.terminated.message.
+//   - activeDeadlineSeconds: past it (from status.startTime) the pod is
+//     Failed, reason DeadlineExceeded, and its containers are stopped.
+//   - Security and resources (security.go): runAsUser/runAsGroup (pod
+//     defaults, container overrides), supplementalGroups and fsGroup,
+//     runAsNonRoot (checked against the image's user: a refusal is a
+//     CreateContainerConfigError), readOnlyRootFilesystem, capabilities,
+//     privileged (the sandbox too), allowPrivilegeEscalation false as
+//     no_new_privs; cpu shares from requests, CFS quota from cpu limits,
+//     the memory limit, and upstream's OOM score by QoS class. hostPID,
+//     hostIPC and shareProcessNamespace are CRI namespace options.
+//   - Names (dns.go): the sandbox's DNS config follows dnsPolicy and
+//     dnsConfig as upstream (ClusterFirst uses Options.ClusterDNS, and
+//     without it falls back to Default — the node's resolv.conf — with a
+//     MissingClusterDNS event); pods not on the host network get an
+//     /etc/hosts the agent writes (localhost lines, the pod's IP and
+//     hostname, or hostname.subdomain.<ns>.svc.<domain>, and
+//     hostAliases).
+//   - Events (events.go): Pulled, Created, Started, Killing, Unhealthy,
+//     BackOff, Failed, FailedPostStartHook, FailedPreStopHook,
+//     FailedCreatePodSandBox, DeadlineExceeded, from component "kubelet"
+//     with the node as host; those of waiting states are recorded when a
+//     container's status changes to them.
+//   - Node status lists the images containerd holds (names and sizes,
+//     largest first, at most 50).
 //   - Agent API (package server, when Options.IssueServingCert is set):
 //     container logs, and exec, attach and port forwarding (stream.go:
 //     the running container or ready sandbox is found by the pod's
 //     namespace and name labels, and CRI hands out a URL of containerd's
 //     streaming server, which listens on 127.0.0.1 only).
 //
-// What is not there yet: startup probes, and probes of sidecars;
-// projected, downwardAPI and persistent volumes (including the
-// service-account token); subPathExpr; resourceFieldRef; service
-// environment variables; configMap and secret updates reaching running
-// containers (files are written when a container starts); resources and
-// security contexts; and
-// images pulled from registries.
+// What is not there yet: projected, downwardAPI and
+// persistent volumes (including the service-account token); subPathExpr;
+// resourceFieldRef; service environment variables; configMap and secret
+// updates reaching running containers (files are written when a
+// container starts); seccomp and AppArmor profiles; and images pulled from registries.
 package kubelet

@@ -9,6 +9,8 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -21,6 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"plainkube.dev/plainkube/internal/version"
 )
@@ -190,11 +193,38 @@ func nodeConditions(have []corev1.NodeCondition, now time.Time) []corev1.NodeCon
 	return conds
 }
 
+// Upstream's limits on the images a Node's status lists.
+const (
+	maxNodeImages        = 50
+	maxNamesPerNodeImage = 5
+)
+
+// nodeImages are the images the runtime holds, largest first, as the
+// Node's status.images lists them: digests, then tags.
+func (a *Agent) nodeImages(ctx context.Context) []corev1.ContainerImage {
+	imgs, err := a.rt.Images.ListImages(ctx, &runtimeapi.ImageFilter{})
+	if err != nil {
+		a.log.Warn("listing images", "err", err)
+		return nil
+	}
+	out := make([]corev1.ContainerImage, 0, len(imgs))
+	for _, img := range imgs {
+		names := append(slices.Clone(img.RepoDigests), img.RepoTags...)
+		if len(names) == 0 {
+			continue
+		}
+		out = append(out, corev1.ContainerImage{Names: names[:min(len(names), maxNamesPerNodeImage)], SizeBytes: int64(img.Size)})
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].SizeBytes > out[j].SizeBytes })
+	return out[:min(len(out), maxNodeImages)]
+}
+
 // register creates the Node, or updates an existing one's labels and
 // status to what this agent reports.
 func (a *Agent) register(ctx context.Context) error {
 	nodes := a.cs.CoreV1().Nodes()
 	want := a.node(time.Now())
+	want.Status.Images = a.nodeImages(ctx)
 	got, err := nodes.Create(ctx, want, metav1.CreateOptions{})
 	if err == nil {
 		a.nodeUID = got.UID
@@ -226,6 +256,7 @@ func (a *Agent) register(ctx context.Context) error {
 		upd.Status.Capacity, upd.Status.Allocatable = want.Status.Capacity, want.Status.Allocatable
 		upd.Status.Addresses, upd.Status.NodeInfo = want.Status.Addresses, want.Status.NodeInfo
 		upd.Status.DaemonEndpoints = want.Status.DaemonEndpoints
+		upd.Status.Images = want.Status.Images
 		upd.Status.Conditions = nodeConditions(upd.Status.Conditions, time.Now())
 		got, err := nodes.UpdateStatus(ctx, upd, metav1.UpdateOptions{})
 		if err != nil {
@@ -266,13 +297,17 @@ func (a *Agent) renewLease(ctx context.Context) error {
 }
 
 // updateNodeStatus refreshes the node's conditions (a strategic merge by
-// type, so conditions others own stay).
+// type, so conditions others own stay) and the images it holds.
 func (a *Agent) updateNodeStatus(ctx context.Context) error {
 	var have []corev1.NodeCondition
 	if cur, err := a.cs.CoreV1().Nodes().Get(ctx, a.opts.NodeName, metav1.GetOptions{}); err == nil {
 		have = cur.Status.Conditions
 	}
-	patch, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": nodeConditions(have, time.Now())}})
+	status := map[string]any{"conditions": nodeConditions(have, time.Now())}
+	if imgs := a.nodeImages(ctx); imgs != nil {
+		status["images"] = imgs // no merge key: the list is replaced
+	}
+	patch, err := json.Marshal(map[string]any{"status": status})
 	if err != nil {
 		return err
 	}

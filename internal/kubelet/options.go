@@ -54,6 +54,13 @@ type Options struct {
 	// Workers is how many pods are synced at once (default 4); a pod
 	// being stopped holds a worker for up to its grace period.
 	Workers int
+	// ClusterDNS are the cluster DNS servers pods with dnsPolicy
+	// ClusterFirst use; without any, such pods fall back to the node's
+	// resolver configuration (dnsPolicy Default), as upstream's kubelet
+	// does. ClusterDomain is the cluster's DNS domain (default
+	// "cluster.local").
+	ClusterDNS    []string
+	ClusterDomain string
 	// Logger (default slog.Default()).
 	Logger *slog.Logger
 }
@@ -85,6 +92,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Workers <= 0 {
 		o.Workers = 4
+	}
+	if o.ClusterDomain == "" {
+		o.ClusterDomain = "cluster.local"
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"plainkube.dev/plainkube/internal/kubelet/podstatus"
+	"plainkube.dev/plainkube/internal/registry/podspec"
 )
 
 // This file is the pure core of the agent: what to do for one pod, and what
@@ -57,12 +58,16 @@ type observed struct {
 	// MissingImages are the spec images the runtime does not have.
 	MissingImages map[string]bool
 	// Ready has the readiness probe result of each running container
-	// that has a readiness probe; Unhealthy is true for a running
-	// container whose liveness probe failed.
-	Ready, Unhealthy map[string]bool
+	// that has a readiness probe; Started, the startup probe result of
+	// each that has a startup probe. Unhealthy has, for a running
+	// container whose liveness or startup probe failed, the message of
+	// the Killing event that stops it.
+	Ready, Started map[string]bool
+	Unhealthy      map[string]string
 	// StartErrors says why a container could not be started, by name:
-	// Reason CreateContainerConfigError (its environment or volumes
-	// refer to what is missing) or CreateContainerError.
+	// Reason CreateContainerConfigError (its environment, volumes or
+	// security context do not allow it), CreateContainerError,
+	// RunContainerError or PostStartHookError.
 	StartErrors map[string]corev1.ContainerStateWaiting
 }
 
@@ -89,6 +94,9 @@ type action struct {
 	Container string // spec container name
 	Attempt   uint32
 	Grace     int64
+	// Message is the Killing event's message of a stop ("": upstream's
+	// "Stopping container <name>").
+	Message string
 }
 
 func (a action) String() string {
@@ -126,7 +134,9 @@ const (
 
 // restartDelay is how long after run exited its container may start again.
 func restartDelay(run containerRun) time.Duration {
-	if run.Attempt == 0 || run.FinishedAt.Sub(run.StartedAt) >= backoffReset {
+	// A run that never started (its start failed) ran for no time.
+	ranLong := !run.StartedAt.IsZero() && run.FinishedAt.Sub(run.StartedAt) >= backoffReset
+	if run.Attempt == 0 || ranLong {
 		return 0
 	}
 	d := backoffInitial
@@ -159,17 +169,18 @@ const defaultGrace = 30
 // again converges, and an empty plan means the pod is where it should be.
 func plan(pod *corev1.Pod, obs observed, now time.Time) (acts []action, next time.Time) {
 	if pod.DeletionTimestamp != nil {
-		return planDeletion(pod, obs), time.Time{}
+		return planDeletion(pod, obs, now), time.Time{}
 	}
 	_, initFailed := initProgress(pod, obs)
-	done := terminal(pod.Status.Phase) || allDone(pod, obs) || initFailed
+	overdue, deadline := deadlineExceeded(pod, now)
+	done := terminal(pod.Status.Phase) || allDone(pod, obs) || initFailed || overdue
 	if done {
 		// Finished pods keep their (exited) containers for their status
 		// and logs, but not a running sandbox.
-		for _, runs := range obs.Containers {
+		for name, runs := range obs.Containers {
 			for _, r := range runs {
 				if r.State == stateRunning {
-					acts = append(acts, action{Kind: actStopContainer, ID: r.ID, Grace: gracePeriod(pod)})
+					acts = append(acts, action{Kind: actStopContainer, ID: r.ID, Container: name, Grace: gracePeriod(pod)})
 				}
 			}
 		}
@@ -219,7 +230,27 @@ func plan(pod *corev1.Pod, obs observed, now time.Time) (acts []action, next tim
 		a, n := planContainer(c, obs, now, gracePeriod(pod), func(code int32) bool { return restarts(pod.Spec.RestartPolicy, code) })
 		acts, next = append(acts, a...), earliest(next, n)
 	}
-	return acts, next
+	return acts, earliest(next, deadline)
+}
+
+// Upstream's reason and message for a pod past its activeDeadlineSeconds.
+const (
+	reasonDeadlineExceeded  = "DeadlineExceeded"
+	messageDeadlineExceeded = "Pod was active on the node longer than the specified deadline"
+)
+
+// deadlineExceeded reports whether pod has been active longer than its
+// activeDeadlineSeconds at now (counted from status.startTime), and
+// otherwise when it will be (zero without a deadline).
+func deadlineExceeded(pod *corev1.Pod, now time.Time) (bool, time.Time) {
+	if pod.Spec.ActiveDeadlineSeconds == nil || pod.Status.StartTime == nil {
+		return false, time.Time{}
+	}
+	at := pod.Status.StartTime.Add(time.Duration(*pod.Spec.ActiveDeadlineSeconds) * time.Second)
+	if !now.Before(at) {
+		return true, time.Time{}
+	}
+	return false, at
 }
 
 // garbage are the runs of a container to remove: all but the newest and
@@ -246,10 +277,10 @@ func planContainer(c *corev1.Container, obs observed, now time.Time, grace int64
 	last := runs[0]
 	switch last.State {
 	case stateRunning:
-		if obs.Unhealthy[c.Name] {
-			// Its liveness probe failed: stop it; it restarts as its
-			// policy says.
-			acts = append(acts, action{Kind: actStopContainer, ID: last.ID, Grace: grace})
+		if msg, ok := obs.Unhealthy[c.Name]; ok {
+			// Its liveness or startup probe failed: stop it; it restarts
+			// as its policy says.
+			acts = append(acts, action{Kind: actStopContainer, ID: last.ID, Container: c.Name, Grace: probeGrace(c, grace), Message: msg})
 		}
 	case stateCreated:
 		// Created but never started (the agent stopped in between):
@@ -298,8 +329,14 @@ func initProgress(pod *corev1.Pod, obs observed) (next int, failed bool) {
 	for i, c := range pod.Spec.InitContainers {
 		runs := obs.Containers[c.Name]
 		if sidecar(&c) {
-			// A sidecar lets the next one start once it has started.
-			if !slices.ContainsFunc(runs, func(r containerRun) bool { return !r.StartedAt.IsZero() }) {
+			// A sidecar lets the next one start once it has started (and
+			// passed its startup probe, if it has one).
+			passed := slices.ContainsFunc(pod.Spec.InitContainers[i+1:], func(n corev1.Container) bool { return len(obs.Containers[n.Name]) > 0 })
+			started := slices.ContainsFunc(runs, func(r containerRun) bool { return !r.StartedAt.IsZero() })
+			if c.StartupProbe != nil {
+				started = len(runs) > 0 && runs[0].State == stateRunning && obs.Started[c.Name]
+			}
+			if !started && !passed {
 				return i, false
 			}
 			continue
@@ -318,18 +355,44 @@ func initProgress(pod *corev1.Pod, obs observed) (next int, failed bool) {
 const imageRecheck = 10 * time.Second
 
 // planDeletion stops everything of a pod marked for deletion, each
-// container with the pod's grace period, then removes the sandbox and
-// deletes the pod object.
-func planDeletion(pod *corev1.Pod, obs observed) []action {
+// container with the pod's grace period, sidecars only once the others
+// have stopped (with what is left of the grace period, at least
+// minStopGrace), then removes the sandbox and deletes the pod object.
+func planDeletion(pod *corev1.Pod, obs observed, now time.Time) []action {
 	var acts []action
 	grace := gracePeriod(pod)
+	live := func(r containerRun) bool {
+		return r.State == stateRunning || r.State == stateCreated || r.State == stateUnknown
+	}
+	var sidecars []corev1.Container
 	for _, c := range slices.Concat(pod.Spec.InitContainers, pod.Spec.Containers) {
+		if sidecar(&c) {
+			sidecars = append(sidecars, c)
+			continue
+		}
 		for _, r := range obs.Containers[c.Name] {
-			if r.State == stateRunning || r.State == stateCreated || r.State == stateUnknown {
-				acts = append(acts, action{Kind: actStopContainer, ID: r.ID, Grace: grace})
+			if live(r) {
+				acts = append(acts, action{Kind: actStopContainer, ID: r.ID, Container: c.Name, Grace: grace})
 			}
 		}
 	}
+	left := grace
+	if pod.DeletionTimestamp != nil && grace > 0 {
+		left = max(int64(pod.DeletionTimestamp.Sub(now).Seconds()), minStopGrace)
+		left = min(left, grace)
+	}
+	var sideStops []action
+	for _, c := range sidecars {
+		for _, r := range obs.Containers[c.Name] {
+			if live(r) {
+				sideStops = append(sideStops, action{Kind: actStopContainer, ID: r.ID, Container: c.Name, Grace: left})
+			}
+		}
+	}
+	if len(acts) > 0 && len(sideStops) > 0 {
+		return acts // the sidecars next, once these have stopped
+	}
+	acts = append(acts, sideStops...)
 	for _, id := range append(slices.Clone(obs.Others), sandboxID(obs.Sandbox)...) {
 		acts = append(acts, action{Kind: actStopSandbox, ID: id}, action{Kind: actRemoveSandbox, ID: id})
 	}
@@ -341,6 +404,18 @@ func sandboxID(sb *sandbox) []string {
 		return nil
 	}
 	return []string{sb.ID}
+}
+
+// probeGrace is the grace period of a container stopped by a failed
+// liveness or startup probe: the probe's own terminationGracePeriodSeconds
+// when it sets one, else the pod's.
+func probeGrace(c *corev1.Container, grace int64) int64 {
+	for _, p := range []*corev1.Probe{c.LivenessProbe, c.StartupProbe} {
+		if p != nil && p.TerminationGracePeriodSeconds != nil {
+			return *p.TerminationGracePeriodSeconds
+		}
+	}
+	return grace
 }
 
 func gracePeriod(pod *corev1.Pod) int64 {
@@ -366,6 +441,12 @@ func allDone(pod *corev1.Pod, obs observed) bool {
 		}
 	}
 	return true
+}
+
+// overdue reports whether pod is past its activeDeadlineSeconds at now.
+func overdue(pod *corev1.Pod, now time.Time) bool {
+	ok, _ := deadlineExceeded(pod, now)
+	return ok
 }
 
 func earliest(a, b time.Time) time.Time {
@@ -427,10 +508,9 @@ func podStatus(pod *corev1.Pod, obs observed, env nodeEnv, now time.Time) corev1
 		cs := containerStatus(pod, c, obs, prev[c.Name], now, restart)
 		initializing(c, &cs)
 		// An init container is ready once it has completed, a sidecar
-		// while it runs.
-		cs.Ready = cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0
-		if sidecar(c) {
-			cs.Ready = cs.State.Running != nil
+		// while it runs, has started and passes its readiness probe.
+		if !sidecar(c) {
+			cs.Ready = cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0
 		}
 		st.InitContainerStatuses = append(st.InitContainerStatuses, cs)
 	}
@@ -444,8 +524,13 @@ func podStatus(pod *corev1.Pod, obs observed, env nodeEnv, now time.Time) corev1
 		st.ContainerStatuses = append(st.ContainerStatuses, cs)
 	}
 
+	if st.QOSClass == "" {
+		st.QOSClass = podspec.ComputePodQOS(pod)
+	}
 	if !terminal(pod.Status.Phase) {
 		switch {
+		case overdue(pod, now):
+			st.Phase, st.Reason, st.Message = corev1.PodFailed, reasonDeadlineExceeded, messageDeadlineExceeded
 		case initFailed:
 			st.Phase = corev1.PodFailed
 		case !initialized:
@@ -480,10 +565,22 @@ func containerStatus(pod *corev1.Pod, c *corev1.Container, obs observed, prev co
 	if len(runs) > 1 && runs[1].State == stateExited {
 		cs.LastTerminationState.Terminated = terminated(runs[1])
 	}
+	if w, ok := obs.StartErrors[c.Name]; ok && last.State != stateRunning {
+		// This sync's attempt to start it failed (RunContainerError,
+		// PostStartHookError): say so until the next sync.
+		cs.State.Waiting = &w
+		if last.State == stateExited {
+			cs.LastTerminationState.Terminated = terminated(last)
+		}
+		return cs
+	}
 	switch last.State {
 	case stateRunning:
 		cs.State.Running = &corev1.ContainerStateRunning{StartedAt: stamp(last.StartedAt)}
-		cs.Ready, *cs.Started = c.ReadinessProbe == nil || obs.Ready[c.Name], true
+		// Started once its startup probe (if any) has succeeded; ready
+		// once started and its readiness probe (if any) succeeds.
+		*cs.Started = c.StartupProbe == nil || obs.Started[c.Name]
+		cs.Ready = *cs.Started && (c.ReadinessProbe == nil || obs.Ready[c.Name])
 	case stateCreated:
 		cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}
 	default:

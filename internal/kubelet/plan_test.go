@@ -90,7 +90,7 @@ func TestPlan(t *testing.T) {
 			want: []string{"RemoveContainer c1", "StartContainer a #0"}},
 		{name: "deletion stops with the grace period, then deletes", pod: testPod(corev1.RestartPolicyAlways, deleting(7)),
 			obs:  observed{Sandbox: ready(), Containers: runs(running("c1", 0))},
-			want: []string{"StopContainer c1 grace=7s", "StopSandbox sb", "RemoveSandbox sb", "DeletePod"}},
+			want: []string{"StopContainer a c1 grace=7s", "StopSandbox sb", "RemoveSandbox sb", "DeletePod"}},
 		{name: "deletion of a pod never started", pod: testPod(corev1.RestartPolicyAlways, deleting(30)),
 			want: []string{"DeletePod"}},
 		{name: "old sandboxes are removed", pod: testPod(corev1.RestartPolicyAlways),
@@ -124,6 +124,12 @@ func TestRestartDelay(t *testing.T) {
 	long.StartedAt = t0.Add(-time.Hour)
 	if got := restartDelay(long); got != 0 {
 		t.Errorf("after a long run: delay %s, want 0", got)
+	}
+	// A run whose start failed never ran: its back-off grows.
+	failed := exited("c", 2, 128, t0)
+	failed.StartedAt = time.Time{}
+	if got := restartDelay(failed); got != 20*time.Second {
+		t.Errorf("after a failed start: delay %s, want 20s", got)
 	}
 }
 
@@ -376,7 +382,7 @@ func TestPlanSidecars(t *testing.T) {
 			want: []string{"StartContainer side #1"}},
 		{name: "when the containers are done, the sidecar and sandbox stop", policy: corev1.RestartPolicyNever,
 			obs:  obsOf(started(initRun("side", "s1", 0, stateRunning, 0, time.Time{})), initRun("i2", "x2", 0, stateExited, 0, t0), exited("c1", 0, 0, t0)),
-			want: []string{"StopContainer s1 grace=30s", "StopSandbox sb"}},
+			want: []string{"StopContainer side s1 grace=30s", "StopSandbox sb"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -393,6 +399,34 @@ func TestPlanSidecars(t *testing.T) {
 				t.Errorf("actions = %q, want %q", got, tt.want)
 			}
 		})
+	}
+	// With a startup probe, the next init container waits for it.
+	probed := func(p *corev1.Pod) {
+		withSidecar(p)
+		p.Spec.InitContainers[0].StartupProbe = &corev1.Probe{}
+	}
+	obs := obsOf(started(initRun("side", "s1", 0, stateRunning, 0, time.Time{})))
+	if acts, _ := plan(testPod(corev1.RestartPolicyAlways, probed), obs, t0); len(acts) != 0 {
+		t.Errorf("before the sidecar's startup probe succeeded: %v", acts)
+	}
+	obs.Started = map[string]bool{"side": true}
+	if acts, _ := plan(testPod(corev1.RestartPolicyAlways, probed), obs, t0); len(acts) != 1 || acts[0].Container != "i2" {
+		t.Errorf("after: %v", acts)
+	}
+	// On deletion the sidecar stops after the others, with what is left
+	// of the grace period.
+	del := func(p *corev1.Pod) {
+		withSidecar(p)
+		deleting(10)(p)
+		p.DeletionTimestamp = &metav1.Time{Time: t0.Add(6 * time.Second)}
+	}
+	obs = obsOf(started(initRun("side", "s1", 0, stateRunning, 0, time.Time{})), initRun("i2", "x2", 0, stateExited, 0, t0), running("c1", 0))
+	if acts, _ := plan(testPod(corev1.RestartPolicyAlways, del), obs, t0); len(acts) != 1 || acts[0].String() != "StopContainer a c1 grace=10s" {
+		t.Errorf("deletion, first: %v", acts)
+	}
+	obs = obsOf(started(initRun("side", "s1", 0, stateRunning, 0, time.Time{})), initRun("i2", "x2", 0, stateExited, 0, t0), exited("c1", 0, 0, t0))
+	if acts, _ := plan(testPod(corev1.RestartPolicyAlways, del), obs, t0); len(acts) < 1 || acts[0].String() != "StopContainer side s1 grace=6s" {
+		t.Errorf("deletion, then: %v", acts)
 	}
 	// Status: the sidecar is ready while it runs; the pod is initialized.
 	st := podStatus(testPod(corev1.RestartPolicyAlways, withSidecar),

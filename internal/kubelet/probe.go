@@ -3,13 +3,21 @@ package kubelet
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -22,7 +30,8 @@ import (
 // results reach plan and podStatus through observed: a container whose
 // readiness probe has not succeeded is not ready, and one whose liveness
 // probe failed failureThreshold times is stopped, then restarted as its
-// restart policy says. Startup probes are not supported yet.
+// restart policy says; so is one whose startup probe failed
+// failureThreshold times. gRPC probes use the grpc.health.v1 service.
 
 // probeState is what the agent remembers of one probe of one container
 // run.
@@ -116,14 +125,25 @@ func (ps *probes) forget(live map[types.UID]bool) {
 	}
 }
 
-// probe runs the due readiness and liveness probes of pod's running
-// containers and records their results in obs.
+// probe runs the due startup, readiness and liveness probes of pod's
+// running containers and records their results in obs. As upstream,
+// readiness and liveness probes wait until the startup probe has
+// succeeded, and the startup probe stops once it has. Every failed run
+// records an Unhealthy event.
 func (a *Agent) probe(ctx context.Context, pod *corev1.Pod, obs *observed) {
 	states := map[string]probeState{}
-	obs.Ready, obs.Unhealthy = map[string]bool{}, map[string]bool{}
+	obs.Ready, obs.Started, obs.Unhealthy = map[string]bool{}, map[string]bool{}, map[string]string{}
 	now := time.Now()
+	var probed []*corev1.Container // sidecars and the others
+	for i := range pod.Spec.InitContainers {
+		if sidecar(&pod.Spec.InitContainers[i]) {
+			probed = append(probed, &pod.Spec.InitContainers[i])
+		}
+	}
 	for i := range pod.Spec.Containers {
-		c := &pod.Spec.Containers[i]
+		probed = append(probed, &pod.Spec.Containers[i])
+	}
+	for _, c := range probed {
 		runs := obs.Containers[c.Name]
 		if len(runs) == 0 || runs[0].State != stateRunning || pod.DeletionTimestamp != nil {
 			continue
@@ -132,36 +152,51 @@ func (a *Agent) probe(ctx context.Context, pod *corev1.Pod, obs *observed) {
 		for _, k := range []struct {
 			kind  string
 			probe *corev1.Probe
-		}{{"readiness", c.ReadinessProbe}, {"liveness", c.LivenessProbe}} {
+		}{{"Startup", c.StartupProbe}, {"Readiness", c.ReadinessProbe}, {"Liveness", c.LivenessProbe}} {
 			if k.probe == nil {
 				continue
 			}
 			key := k.kind + "/" + run.ID
 			s := a.probes.get(pod.UID, key)
 			s.ContainerID = run.ID
-			if probeDue(k.probe, s, run.StartedAt, now) {
+			started := c.StartupProbe == nil || obs.Started[c.Name]
+			due := probeDue(k.probe, s, run.StartedAt, now) &&
+				(k.kind == "Startup" && !s.Succeeded || k.kind != "Startup" && started)
+			if due {
 				err := a.runProbe(ctx, pod, obs, run.ID, k.probe)
 				s = probeRecord(k.probe, s, err == nil, now)
 				if err != nil {
-					a.log.Debug("probe failed", "pod", pod.Namespace+"/"+pod.Name, "container", c.Name, "probe", k.kind, "err", err)
+					a.event(pod, c.Name, corev1.EventTypeWarning, evUnhealthy, "%s probe failed: %s", k.kind, err.Error())
 				}
-				if err != nil && s.Failed && k.kind == "liveness" {
-					a.log.Info("liveness probe failed: restarting the container", "pod", pod.Namespace+"/"+pod.Name, "container", c.Name, "err", err)
+				if err != nil && s.Failed && k.kind != "Readiness" {
+					msg := fmt.Sprintf("Container %s failed %s probe, will be restarted", c.Name, strings.ToLower(k.kind))
+					a.log.Info(msg, "pod", pod.Namespace+"/"+pod.Name, "err", err)
+					obs.Unhealthy[c.Name] = msg
 				}
 			}
 			states[key] = s
 			switch k.kind {
-			case "readiness":
+			case "Startup":
+				obs.Started[c.Name] = s.Succeeded
+			case "Readiness":
 				obs.Ready[c.Name] = s.Succeeded
-			case "liveness":
-				obs.Unhealthy[c.Name] = s.Failed
 			}
 		}
 	}
 	a.probes.set(pod.UID, states)
 }
 
-// runProbe runs one probe of container id once: nil means success.
+// probeClient is an HTTP client for probes and hooks: as upstream, no
+// proxy, no keep-alive, certificates not checked.
+func probeClient(timeout time.Duration) *http.Client {
+	return &http.Client{Timeout: timeout, Transport: &http.Transport{
+		Proxy: nil, DisableKeepAlives: true,
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true},
+	}}
+}
+
+// runProbe runs one probe of container id once: nil means success; an
+// error's text is what the Unhealthy event shows.
 func (a *Agent) runProbe(ctx context.Context, pod *corev1.Pod, obs *observed, id string, p *corev1.Probe) error {
 	timeout := seconds(p.TimeoutSeconds, 1)
 	ip := a.host.ip
@@ -170,8 +205,14 @@ func (a *Agent) runProbe(ctx context.Context, pod *corev1.Pod, obs *observed, id
 	}
 	switch {
 	case p.Exec != nil:
-		_, _, err := a.rt.Runtime.ExecSync(ctx, id, p.Exec.Command, timeout)
-		return err
+		stdout, stderr, err := a.rt.Runtime.ExecSync(ctx, id, p.Exec.Command, timeout)
+		if err != nil {
+			if out := string(stdout) + string(stderr); out != "" {
+				return errors.New(out)
+			}
+			return err
+		}
+		return nil
 	case p.HTTPGet != nil:
 		g := p.HTTPGet
 		port, err := probePort(pod, g.Port)
@@ -195,12 +236,7 @@ func (a *Agent) runProbe(ctx context.Context, pod *corev1.Pod, obs *observed, id
 		for _, h := range g.HTTPHeaders {
 			req.Header.Add(h.Name, h.Value)
 		}
-		// As upstream: no proxy, no keep-alive, certificates not checked.
-		client := &http.Client{Timeout: timeout, Transport: &http.Transport{
-			Proxy: nil, DisableKeepAlives: true,
-			TLSClientConfig: &tls.Config{InsecureSkipVerify: true},
-		}}
-		resp, err := client.Do(req)
+		resp, err := probeClient(timeout).Do(req)
 		if err != nil {
 			return err
 		}
@@ -223,8 +259,41 @@ func (a *Agent) runProbe(ctx context.Context, pod *corev1.Pod, obs *observed, id
 			return err
 		}
 		return conn.Close()
+	case p.GRPC != nil:
+		service := ""
+		if p.GRPC.Service != nil {
+			service = *p.GRPC.Service
+		}
+		return grpcProbe(ctx, net.JoinHostPort(ip, strconv.Itoa(int(p.GRPC.Port))), service, timeout)
 	}
 	return fmt.Errorf("probe handler not supported")
+}
+
+// grpcProbe asks the gRPC health service (grpc.health.v1) at addr whether
+// service is serving, as upstream's gRPC prober does (plaintext).
+func grpcProbe(ctx context.Context, addr, service string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithUserAgent("kube-probe/plainkube"))
+	if err != nil {
+		return fmt.Errorf("failed to connect service %q: %w", addr, err)
+	}
+	defer conn.Close()
+	resp, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{Service: service})
+	if err != nil {
+		switch status.Code(err) {
+		case codes.Unimplemented:
+			return fmt.Errorf("this server does not implement the grpc health protocol (grpc.health.v1.Health): %s", status.Convert(err).Message())
+		case codes.DeadlineExceeded:
+			return fmt.Errorf("timeout: health rpc did not complete within %v", timeout)
+		}
+		return fmt.Errorf("error: health rpc probe failed: %v", err)
+	}
+	if resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+		return fmt.Errorf("service unhealthy (responded with %q)", resp.GetStatus().String())
+	}
+	return nil
 }
 
 // probePort resolves a probe's port, by number or by a container port's

@@ -85,13 +85,13 @@ func TestProbesInPlanAndStatus(t *testing.T) {
 	}
 
 	// A failed liveness probe stops the container with the grace period.
-	obs.Unhealthy = map[string]bool{"a": true}
+	obs.Unhealthy = map[string]string{"a": "Container a failed liveness probe, will be restarted"}
 	acts, _ := plan(pod, obs, t0)
 	var got []string
 	for _, a := range acts {
 		got = append(got, a.String())
 	}
-	if want := []string{"StopContainer c1 grace=30s"}; !slices.Equal(got, want) {
+	if want := []string{"StopContainer a c1 grace=30s"}; !slices.Equal(got, want) {
 		t.Errorf("actions = %q, want %q", got, want)
 	}
 }

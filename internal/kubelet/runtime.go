@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	grpcstatus "google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -77,6 +78,11 @@ func (a *Agent) observe(ctx context.Context, pod *corev1.Pod) (observed, error) 
 				CreatedAt: unixNano(s.CreatedAt), StartedAt: unixNano(s.StartedAt), FinishedAt: unixNano(s.FinishedAt),
 				ImageRef: s.ImageRef,
 			}
+			if s.ImageId != "" {
+				// Newer runtimes say the image's ID apart from the
+				// reference; upstream reports it when there.
+				run.ImageRef = s.ImageId
+			}
 			switch s.State {
 			case runtimeapi.ContainerState_CONTAINER_CREATED:
 				run.State = stateCreated
@@ -84,6 +90,7 @@ func (a *Agent) observe(ctx context.Context, pod *corev1.Pod) (observed, error) 
 				run.State = stateRunning
 			case runtimeapi.ContainerState_CONTAINER_EXITED:
 				run.State = stateExited
+				run.Message = a.exitMessage(pod.UID, s)
 			default:
 				run.State = stateUnknown
 			}
@@ -105,6 +112,45 @@ func (a *Agent) observe(ctx context.Context, pod *corev1.Pod) (observed, error) 
 	return obs, nil
 }
 
+// exitMessage is the message of an exited container's status: the
+// runtime's, followed by the termination message the container left.
+func (a *Agent) exitMessage(uid types.UID, st *runtimeapi.ContainerStatus) string {
+	msg, ok := a.termMessages.get(uid, st.Id)
+	if !ok {
+		msg = terminationMessage(st)
+		a.termMessages.put(uid, st.Id, msg)
+	}
+	switch {
+	case msg == "":
+		return st.Message
+	case st.Message == "":
+		return msg
+	}
+	return st.Message + ": " + msg
+}
+
+// runtimeMessage is err as upstream shows a runtime's error: the gRPC
+// status's message, without the "rpc error: code = … desc =" prefix.
+func runtimeMessage(err error) error {
+	if st, ok := grpcstatus.FromError(err); ok {
+		return errors.New(st.Message())
+	}
+	return err
+}
+
+// isRunning reports whether container id runs, as obs shows: only a
+// running container gets its preStop hook.
+func isRunning(obs observed, id string) bool {
+	for _, runs := range obs.Containers {
+		for _, r := range runs {
+			if r.ID == id {
+				return r.State == stateRunning
+			}
+		}
+	}
+	return false
+}
+
 func unixNano(n int64) time.Time {
 	if n <= 0 {
 		return time.Time{}
@@ -113,8 +159,8 @@ func unixNano(n int64) time.Time {
 }
 
 // apply carries out acts in order, except that container stops run
-// together (each may take its whole grace period).
-func (a *Agent) apply(ctx context.Context, pod *corev1.Pod, acts []action) error {
+// together (each may take its whole grace period, preStop hook included).
+func (a *Agent) apply(ctx context.Context, pod *corev1.Pod, obs observed, acts []action) error {
 	rt := a.rt.Runtime
 	var stops []action
 	for _, act := range acts {
@@ -126,10 +172,7 @@ func (a *Agent) apply(ctx context.Context, pod *corev1.Pod, acts []action) error
 		var wg sync.WaitGroup
 		errs := make([]error, len(stops))
 		for i, act := range stops {
-			wg.Go(func() {
-				a.log.Info("stopping container", "pod", pod.Namespace+"/"+pod.Name, "container", shortID(act.ID), "grace", act.Grace)
-				errs[i] = rt.StopContainer(ctx, act.ID, act.Grace)
-			})
+			wg.Go(func() { errs[i] = a.killContainer(ctx, pod, act, a.podIP(pod, obs), isRunning(obs, act.ID)) })
 		}
 		wg.Wait()
 		if err := errors.Join(errs...); err != nil {
@@ -146,6 +189,13 @@ func (a *Agent) apply(ctx context.Context, pod *corev1.Pod, acts []action) error
 			sandboxCfg = a.sandboxConfig(pod, act.Attempt)
 			if err = os.MkdirAll(sandboxCfg.LogDirectory, 0o755); err == nil {
 				_, err = rt.RunPodSandbox(ctx, sandboxCfg, "")
+			}
+			if err != nil {
+				a.event(pod, "", corev1.EventTypeWarning, evFailedCreatePodSandBox, "Failed to create pod sandbox: %v", err)
+			} else if _, fellBack := a.podDNS(pod); fellBack && !pod.Spec.HostNetwork {
+				a.event(pod, "", corev1.EventTypeWarning, evMissingClusterDNS,
+					"pod: %q. kubelet does not have ClusterDNS IP configured and cannot create Pod using %q policy. Falling back to %q policy.",
+					podDesc(pod), corev1.DNSClusterFirst, corev1.DNSDefault)
 			}
 		case actStartContainer:
 			err = a.startContainer(ctx, pod, act)
@@ -186,24 +236,37 @@ func namespaces(pod *corev1.Pod) *runtimeapi.NamespaceOption {
 }
 
 func (a *Agent) sandboxConfig(pod *corev1.Pod, attempt uint32) *runtimeapi.PodSandboxConfig {
-	hostname := pod.Name
-	if pod.Spec.Hostname != "" {
-		hostname = pod.Spec.Hostname
-	}
+	hostname, _ := podHostname(pod, a.opts.ClusterDomain)
 	if pod.Spec.HostNetwork {
 		hostname = ""
 	}
+	dns, _ := a.podDNS(pod)
 	return &runtimeapi.PodSandboxConfig{
 		Metadata:     &runtimeapi.PodSandboxMetadata{Name: pod.Name, Namespace: pod.Namespace, Uid: string(pod.UID), Attempt: attempt},
 		Hostname:     hostname,
 		LogDirectory: a.logDir(pod),
+		DnsConfig:    dns.criDNS(),
 		Labels:       podLabels(pod),
 		Annotations:  pod.Annotations,
 		PortMappings: portMappings(pod),
 		Linux: &runtimeapi.LinuxPodSandboxConfig{
-			SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{NamespaceOptions: namespaces(pod)},
+			SecurityContext: sandboxSecurity(pod),
 		},
 	}
+}
+
+// podDNS is pod's resolver configuration on this node.
+func (a *Agent) podDNS(pod *corev1.Pod) (resolvConf, bool) {
+	return podDNS(pod, a.opts.ClusterDNS, a.opts.ClusterDomain, a.hostDNS)
+}
+
+// podIP is the address of pod: its sandbox's, or the node's on the host
+// network.
+func (a *Agent) podIP(pod *corev1.Pod, obs observed) string {
+	if !pod.Spec.HostNetwork && obs.Sandbox != nil && obs.Sandbox.IP != "" {
+		return obs.Sandbox.IP
+	}
+	return a.host.ip
 }
 
 // startError is why a container could not be created: Reason is the
@@ -265,6 +328,20 @@ func (a *Agent) startContainer(ctx context.Context, pod *corev1.Pod, act action)
 	if obs.Sandbox == nil || !obs.Sandbox.Ready {
 		return errors.New("pod sandbox is not ready")
 	}
+	img, err := a.rt.Images.ImageStatus(ctx, &runtimeapi.ImageSpec{Image: c.Image}, false)
+	if err != nil {
+		return err
+	}
+	if img.Image == nil {
+		return &startError{c.Name, "ErrImagePull", fmt.Errorf("image %q is not present on the node", c.Image)}
+	}
+	user := imageUser{Name: img.Image.Username}
+	if img.Image.Uid != nil {
+		user.UID = &img.Image.Uid.Value
+	}
+	if err := verifyNonRoot(pod, c, user); err != nil {
+		return &startError{c.Name, "CreateContainerConfigError", err}
+	}
 	// The sandbox config must be the one the sandbox was made with.
 	sbCfg := a.sandboxConfig(pod, obs.Sandbox.Attempt)
 	if err := os.MkdirAll(filepath.Join(sbCfg.LogDirectory, c.Name), 0o755); err != nil {
@@ -296,6 +373,18 @@ func (a *Agent) startContainer(ctx context.Context, pod *corev1.Pod, act action)
 			}
 		}
 	}
+	mounts, err = a.podFileMounts(pod, c, act.Attempt, obs, mounts)
+	if err != nil {
+		return err
+	}
+	termPath := c.TerminationMessagePath
+	if termPath == "" {
+		termPath = defaultTerminationPath
+	}
+	termPolicy := c.TerminationMessagePolicy
+	if termPolicy == "" {
+		termPolicy = corev1.TerminationMessageReadFile
+	}
 	cfg := &runtimeapi.ContainerConfig{
 		Metadata:   &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: act.Attempt},
 		Image:      &runtimeapi.ImageSpec{Image: c.Image},
@@ -307,19 +396,56 @@ func (a *Agent) startContainer(ctx context.Context, pod *corev1.Pod, act action)
 		Labels:     labels,
 		Annotations: map[string]string{
 			"io.kubernetes.container.restartCount": strconv.Itoa(int(act.Attempt)),
+			annotationTerminationPath:              termPath,
+			annotationTerminationPolicy:            string(termPolicy),
 		},
 		LogPath: filepath.Join(c.Name, strconv.Itoa(int(act.Attempt))+".log"),
 		Stdin:   c.Stdin, StdinOnce: c.StdinOnce, Tty: c.TTY,
 		Linux: &runtimeapi.LinuxContainerConfig{
-			SecurityContext: &runtimeapi.LinuxContainerSecurityContext{NamespaceOptions: namespaces(pod)},
+			Resources:       containerResources(pod, c, a.host.memory.Value()),
+			SecurityContext: containerSecurity(pod, c),
 		},
 	}
+	a.event(pod, c.Name, corev1.EventTypeNormal, evPulled, "Container image %q already present on machine", c.Image)
 	id, err := a.rt.Runtime.CreateContainer(ctx, obs.Sandbox.ID, cfg, sbCfg)
 	if err != nil {
-		return &startError{c.Name, "CreateContainerError", err}
+		return &startError{c.Name, "CreateContainerError", runtimeMessage(err)}
 	}
+	a.event(pod, c.Name, corev1.EventTypeNormal, evCreated, "Created container: %s", c.Name)
 	a.log.Info("starting container", "pod", pod.Namespace+"/"+pod.Name, "container", c.Name, "id", shortID(id), "attempt", act.Attempt)
-	return a.rt.Runtime.StartContainer(ctx, id)
+	if err := a.rt.Runtime.StartContainer(ctx, id); err != nil {
+		return &startError{c.Name, "RunContainerError", runtimeMessage(err)}
+	}
+	a.event(pod, c.Name, corev1.EventTypeNormal, evStarted, "Started container %s", c.Name)
+	return a.postStart(ctx, pod, c, id, a.podIP(pod, obs))
+}
+
+// podFileMounts adds to mounts the files the agent provides a container:
+// its termination message file and, off the host network, the pod's
+// /etc/hosts (unless the container mounts something there itself).
+func (a *Agent) podFileMounts(pod *corev1.Pod, c *corev1.Container, attempt uint32, obs observed, mounts []*runtimeapi.Mount) ([]*runtimeapi.Mount, error) {
+	has := func(p string) bool {
+		return slices.ContainsFunc(mounts, func(m *runtimeapi.Mount) bool { return m.ContainerPath == p })
+	}
+	termPath := c.TerminationMessagePath
+	if termPath == "" {
+		termPath = defaultTerminationPath
+	}
+	if !has(termPath) {
+		p, err := a.terminationFile(pod, c, attempt)
+		if err != nil {
+			return nil, err
+		}
+		mounts = append(mounts, &runtimeapi.Mount{HostPath: p, ContainerPath: termPath})
+	}
+	if !pod.Spec.HostNetwork && !has("/etc/hosts") {
+		p, err := a.writeHostsFile(pod, a.podIP(pod, obs))
+		if err != nil {
+			return nil, err
+		}
+		mounts = append(mounts, &runtimeapi.Mount{HostPath: p, ContainerPath: "/etc/hosts"})
+	}
+	return mounts, nil
 }
 
 // containerEnv reads the ConfigMaps and Secrets c's environment refers
@@ -372,4 +498,5 @@ func (a *Agent) removeOrphans(ctx context.Context, live map[types.UID]bool) {
 		}
 	}
 	a.cleanupOrphanVolumes(live)
+	a.removeOrphanPodFiles(live)
 }

@@ -1,0 +1,230 @@
+package kubelet
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+func TestParseResolvConf(t *testing.T) {
+	rc := parseResolvConf([]byte("# comment\nnameserver 10.0.0.1\nnameserver 10.0.0.2 ; x\ndomain old\nsearch a.example b.example\noptions ndots:2 edns0\n"))
+	if !slices.Equal(rc.Servers, []string{"10.0.0.1", "10.0.0.2"}) || !slices.Equal(rc.Searches, []string{"a.example", "b.example"}) ||
+		!slices.Equal(rc.Options, []string{"ndots:2", "edns0"}) {
+		t.Errorf("parsed %+v", rc)
+	}
+}
+
+func TestPodDNS(t *testing.T) {
+	host := resolvConf{Servers: []string{"192.0.2.53"}, Searches: []string{"corp.example"}, Options: []string{"edns0"}}
+	two := "2"
+	pod := func(policy corev1.DNSPolicy, hostNet bool, cfg *corev1.PodDNSConfig) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"},
+			Spec: corev1.PodSpec{DNSPolicy: policy, HostNetwork: hostNet, DNSConfig: cfg}}
+	}
+	for _, tc := range []struct {
+		name       string
+		pod        *corev1.Pod
+		clusterDNS []string
+		want       resolvConf
+		fellBack   bool
+	}{
+		{"ClusterFirst", pod(corev1.DNSClusterFirst, false, nil), []string{"10.43.0.10"},
+			resolvConf{Servers: []string{"10.43.0.10"}, Searches: []string{"ns.svc.cluster.local", "svc.cluster.local", "cluster.local", "corp.example"}, Options: []string{"ndots:5"}}, false},
+		{"ClusterFirst without cluster DNS falls back to Default", pod("", false, nil), nil, host, true},
+		{"ClusterFirst on the host network is Default", pod(corev1.DNSClusterFirst, true, nil), []string{"10.43.0.10"}, host, false},
+		{"ClusterFirstWithHostNet", pod(corev1.DNSClusterFirstWithHostNet, true, nil), []string{"10.43.0.10"},
+			resolvConf{Servers: []string{"10.43.0.10"}, Searches: []string{"ns.svc.cluster.local", "svc.cluster.local", "cluster.local", "corp.example"}, Options: []string{"ndots:5"}}, false},
+		{"None with dnsConfig", pod(corev1.DNSNone, false, &corev1.PodDNSConfig{Nameservers: []string{"1.1.1.1"}, Searches: []string{"x.example"},
+			Options: []corev1.PodDNSConfigOption{{Name: "ndots", Value: &two}}}), nil,
+			resolvConf{Servers: []string{"1.1.1.1"}, Searches: []string{"x.example"}, Options: []string{"ndots:2"}}, false},
+		{"dnsConfig merges", pod(corev1.DNSClusterFirst, false, &corev1.PodDNSConfig{Nameservers: []string{"10.43.0.10", "1.1.1.1"},
+			Searches: []string{"svc.cluster.local", "y.example"}, Options: []corev1.PodDNSConfigOption{{Name: "ndots", Value: &two}, {Name: "rotate"}}}),
+			[]string{"10.43.0.10"},
+			resolvConf{Servers: []string{"10.43.0.10", "1.1.1.1"}, Searches: []string{"ns.svc.cluster.local", "svc.cluster.local", "cluster.local", "corp.example", "y.example"},
+				Options: []string{"ndots:2", "rotate"}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, fellBack := podDNS(tc.pod, tc.clusterDNS, "cluster.local", host)
+			if !slices.Equal(got.Servers, tc.want.Servers) || !slices.Equal(got.Searches, tc.want.Searches) ||
+				!slices.Equal(got.Options, tc.want.Options) || fellBack != tc.fellBack {
+				t.Errorf("got %+v (fell back %v), want %+v (%v)", got, fellBack, tc.want, tc.fellBack)
+			}
+		})
+	}
+	// No more than three servers.
+	many := pod(corev1.DNSNone, false, &corev1.PodDNSConfig{Nameservers: []string{"1.0.0.1", "1.0.0.2", "1.0.0.3", "1.0.0.4"}})
+	if got, _ := podDNS(many, nil, "cluster.local", host); len(got.Servers) != 3 {
+		t.Errorf("servers = %v", got.Servers)
+	}
+}
+
+func TestHostsFile(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-0", Namespace: "ns"}, Spec: corev1.PodSpec{
+		Hostname: "web", Subdomain: "svc",
+		HostAliases: []corev1.HostAlias{{IP: "10.1.2.3", Hostnames: []string{"foo.local", "bar.local"}}},
+	}}
+	got := string(hostsFile(pod, "10.42.0.7", "cluster.local"))
+	for _, want := range []string{
+		"# Kubernetes-managed hosts file.\n127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n",
+		"10.42.0.7\tweb.svc.ns.svc.cluster.local\tweb\n",
+		"\n# Entries added by HostAliases.\n10.1.2.3\tfoo.local\tbar.local\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("hosts file lacks %q:\n%s", want, got)
+		}
+	}
+	pod.Spec.Hostname, pod.Spec.Subdomain, pod.Spec.HostAliases = "", "", nil
+	if got := string(hostsFile(pod, "10.42.0.7", "cluster.local")); !strings.HasSuffix(got, "10.42.0.7\tweb-0\n") {
+		t.Errorf("hosts file:\n%s", got)
+	}
+}
+
+func TestContainerSecurity(t *testing.T) {
+	uid, gid, fs, other := int64(1000), int64(2000), int64(3000), int64(1001)
+	no, yes := false, true
+	pod := &corev1.Pod{Spec: corev1.PodSpec{
+		SecurityContext: &corev1.PodSecurityContext{RunAsUser: &uid, RunAsGroup: &gid, FSGroup: &fs, SupplementalGroups: []int64{5}},
+		Containers: []corev1.Container{{Name: "a", SecurityContext: &corev1.SecurityContext{
+			RunAsUser: &other, ReadOnlyRootFilesystem: &yes, AllowPrivilegeEscalation: &no,
+			Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"NET_ADMIN"}, Drop: []corev1.Capability{"ALL"}},
+		}}, {Name: "b", SecurityContext: &corev1.SecurityContext{Privileged: &yes}}},
+	}}
+	sc := containerSecurity(pod, &pod.Spec.Containers[0])
+	if sc.RunAsUser.GetValue() != 1001 || sc.RunAsGroup.GetValue() != 2000 || !sc.ReadonlyRootfs || !sc.NoNewPrivs || sc.Privileged ||
+		!slices.Equal(sc.SupplementalGroups, []int64{5, 3000}) ||
+		!slices.Equal(sc.Capabilities.AddCapabilities, []string{"NET_ADMIN"}) || !slices.Equal(sc.Capabilities.DropCapabilities, []string{"ALL"}) {
+		t.Errorf("container a: %+v", sc)
+	}
+	if sc := containerSecurity(pod, &pod.Spec.Containers[1]); !sc.Privileged || sc.NoNewPrivs || sc.RunAsUser.GetValue() != 1000 {
+		t.Errorf("container b: %+v", sc)
+	}
+	if sb := sandboxSecurity(pod); !sb.Privileged || sb.RunAsUser.GetValue() != 1000 {
+		t.Errorf("sandbox: %+v", sb)
+	}
+}
+
+func TestVerifyNonRoot(t *testing.T) {
+	zero, uid := int64(0), int64(1000)
+	yes := true
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u"},
+		Spec: corev1.PodSpec{SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: &yes}}}
+	c := &corev1.Container{Name: "c"}
+	for _, tc := range []struct {
+		name    string
+		runAs   *int64
+		img     imageUser
+		wantErr string
+	}{
+		{"image without a user runs as root", nil, imageUser{}, "container has runAsNonRoot and image will run as root"},
+		{"image user 0", nil, imageUser{UID: &zero}, "image will run as root"},
+		{"image user 1000", nil, imageUser{UID: &uid}, ""},
+		{"image user by name", nil, imageUser{Name: "app"}, "image has non-numeric user (app)"},
+		{"runAsUser 1000", &uid, imageUser{}, ""},
+		{"runAsUser 0", &zero, imageUser{UID: &uid}, "container's runAsUser breaks non-root policy"},
+	} {
+		c.SecurityContext = &corev1.SecurityContext{RunAsUser: tc.runAs}
+		err := verifyNonRoot(pod, c, tc.img)
+		if (err == nil) != (tc.wantErr == "") || err != nil && !strings.Contains(err.Error(), tc.wantErr) {
+			t.Errorf("%s: err = %v, want %q", tc.name, err, tc.wantErr)
+		}
+	}
+}
+
+func TestContainerResources(t *testing.T) {
+	res := func(req, lim corev1.ResourceList) corev1.ResourceRequirements {
+		return corev1.ResourceRequirements{Requests: req, Limits: lim}
+	}
+	cpuMem := func(cpu, mem string) corev1.ResourceList {
+		return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem)}
+	}
+	node := int64(8 << 30)
+	for _, tc := range []struct {
+		name string
+		r    corev1.ResourceRequirements
+		want *runtimeapi.LinuxContainerResources
+	}{
+		{"best effort", res(nil, nil), &runtimeapi.LinuxContainerResources{CpuShares: 2, OomScoreAdj: 1000}},
+		{"guaranteed", res(cpuMem("500m", "64Mi"), cpuMem("500m", "64Mi")),
+			&runtimeapi.LinuxContainerResources{CpuShares: 512, CpuPeriod: 100000, CpuQuota: 50000, MemoryLimitInBytes: 64 << 20, OomScoreAdj: -997}},
+		{"burstable", res(cpuMem("250m", "1Gi"), corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("2Gi")}),
+			&runtimeapi.LinuxContainerResources{CpuShares: 256, MemoryLimitInBytes: 2 << 30, OomScoreAdj: 875}},
+	} {
+		pod := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: tc.r}}}}
+		got := containerResources(pod, &pod.Spec.Containers[0], node)
+		if got.CpuShares != tc.want.CpuShares || got.CpuPeriod != tc.want.CpuPeriod || got.CpuQuota != tc.want.CpuQuota ||
+			got.MemoryLimitInBytes != tc.want.MemoryLimitInBytes || got.OomScoreAdj != tc.want.OomScoreAdj {
+			t.Errorf("%s: got %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestActiveDeadline(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	deadline := int64(30)
+	pod := testPod(corev1.RestartPolicyAlways, func(p *corev1.Pod) {
+		p.Spec.ActiveDeadlineSeconds = &deadline
+		p.Status.StartTime = &metav1.Time{Time: t0}
+	})
+	obs := observed{Sandbox: ready(), Containers: runs(running("c1", 0))}
+	acts, next := plan(pod, obs, t0.Add(10*time.Second))
+	if len(acts) != 0 || !next.Equal(t0.Add(30*time.Second)) {
+		t.Errorf("before the deadline: %v, next %v", acts, next)
+	}
+	acts, _ = plan(pod, obs, t0.Add(31*time.Second))
+	if len(acts) != 2 || acts[0].Kind != actStopContainer || acts[1].Kind != actStopSandbox {
+		t.Errorf("after the deadline: %v", acts)
+	}
+	st := podStatus(pod, obs, nodeEnv{}, t0.Add(31*time.Second))
+	if st.Phase != corev1.PodFailed || st.Reason != "DeadlineExceeded" || st.Message != "Pod was active on the node longer than the specified deadline" {
+		t.Errorf("status: %s %s %s", st.Phase, st.Reason, st.Message)
+	}
+}
+
+func TestStartupProbeGatesStartedAndReady(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	pod := testPod(corev1.RestartPolicyAlways, func(p *corev1.Pod) {
+		p.Spec.Containers[0].StartupProbe = &corev1.Probe{}
+	})
+	obs := observed{Sandbox: ready(), Containers: runs(running("c1", 0))}
+	st := podStatus(pod, obs, nodeEnv{}, t0).ContainerStatuses[0]
+	if *st.Started || st.Ready {
+		t.Errorf("before the startup probe succeeded: started %v ready %v", *st.Started, st.Ready)
+	}
+	obs.Started = map[string]bool{"a": true}
+	st = podStatus(pod, obs, nodeEnv{}, t0).ContainerStatuses[0]
+	if !*st.Started || !st.Ready {
+		t.Errorf("after: started %v ready %v", *st.Started, st.Ready)
+	}
+	obs.Unhealthy = map[string]string{"a": "Container a failed startup probe, will be restarted"}
+	acts, _ := plan(pod, obs, t0)
+	if len(acts) != 1 || acts[0].Kind != actStopContainer || acts[0].Message != obs.Unhealthy["a"] {
+		t.Errorf("actions: %+v", acts)
+	}
+}
+
+func TestLogTail(t *testing.T) {
+	var b strings.Builder
+	for i := range 100 {
+		b.WriteString("2026-01-01T00:00:00.000000000Z stdout F line " + string(rune('a'+i%26)) + "\n")
+	}
+	b.WriteString("2026-01-01T00:00:00.000000000Z stderr P part-\n2026-01-01T00:00:00.000000000Z stderr F end\n")
+	p := filepath.Join(t.TempDir(), "0.log")
+	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got := logTail(p, 80, 2048)
+	if n := strings.Count(got, "\n"); n != 80 || !strings.HasSuffix(got, "part-end\n") {
+		t.Errorf("%d lines:\n%s", n, got)
+	}
+	if got := logTail(p, 80, 10); got != "\npart-end\n" {
+		t.Errorf("limited: %q", got)
+	}
+}
