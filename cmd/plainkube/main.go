@@ -1,6 +1,7 @@
 // Command plainkube is Kubernetes, implemented plainly, in one binary.
 //
 //	plainkube server   run the control plane (API server over etcd)
+//	plainkube agent    join this host to a cluster as a node
 //	plainkube version  print the version
 package main
 
@@ -23,11 +24,14 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"plainkube.dev/plainkube/internal/bench"
+	"plainkube.dev/plainkube/internal/controller/certificates/csrsigning"
 	"plainkube.dev/plainkube/internal/controllermanager"
 	"plainkube.dev/plainkube/internal/image"
 	"plainkube.dev/plainkube/internal/kubelet"
 	"plainkube.dev/plainkube/internal/kubelet/containerd"
 	"plainkube.dev/plainkube/internal/kubelet/sim"
+	"plainkube.dev/plainkube/internal/kubelet/tlsbootstrap"
+	"plainkube.dev/plainkube/internal/pki"
 	"plainkube.dev/plainkube/internal/scheduler"
 	schedconfig "plainkube.dev/plainkube/internal/scheduler/config"
 	"plainkube.dev/plainkube/internal/server"
@@ -38,6 +42,8 @@ const usage = `plainkube: Kubernetes, implemented plainly.
 
 Usage:
   plainkube server [flags]   run the control plane
+  plainkube agent --server URL --token T --ca-cert-hash sha256:...
+                             join this host to a cluster as a node (root)
   plainkube controller-manager --kubeconfig FILE
                              run the controllers against any API server
   plainkube scheduler --kubeconfig FILE [--config FILE] [--leader-elect]
@@ -62,6 +68,8 @@ func main() {
 	switch os.Args[1] {
 	case "server":
 		err = runServer(os.Args[2:])
+	case "agent":
+		err = runAgent(os.Args[2:])
 	case "controller-manager":
 		err = runControllerManager(os.Args[2:])
 	case "scheduler":
@@ -120,7 +128,7 @@ func runServer(args []string) error {
 	if !*disableControllers {
 		opts.Components = append(opts.Components, func(ctx context.Context, env server.ComponentEnv) error {
 			return controllermanager.Run(ctx, env.Config, controllermanager.Options{RootCA: env.CAPEM, LeaderElect: true,
-				NodeMonitorGracePeriod: *nodeGrace, ClusterCIDR: podRange})
+				NodeMonitorGracePeriod: *nodeGrace, ClusterCIDR: podRange, SigningCA: &csrsigning.CA{Cert: env.CACert, Key: env.CAKey}})
 		})
 	}
 	if !*disableScheduler {
@@ -151,6 +159,7 @@ func runServer(args []string) error {
 		return err
 	}
 	fmt.Printf("plainkube %s is serving at %s; use it with: export KUBECONFIG=%s\n", version.GitVersion(), srv.URL, srv.KubeconfigPath)
+	fmt.Printf("join another host (as root) with:\n  %s\n", srv.JoinCommand())
 	<-ctx.Done()
 	log.Info("shutting down")
 	srv.Wait()
@@ -173,14 +182,82 @@ func runControllerManager(args []string) error {
 	fs := flag.NewFlagSet("controller-manager", flag.ExitOnError)
 	kubeconfig := fs.String("kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the API server to manage")
 	leaderElect := fs.Bool("leader-elect", true, "act only while holding the kube-system/kube-controller-manager Lease")
+	signingCert := fs.String("cluster-signing-cert-file", "", "PEM CA certificate that signs approved certificate signing requests (with --cluster-signing-key-file)")
+	signingKey := fs.String("cluster-signing-key-file", "", "PEM private key of --cluster-signing-cert-file")
 	fs.Parse(args)
 	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
 	if err != nil {
 		return err
 	}
+	o := controllermanager.Options{RootCA: rootCA(cfg), LeaderElect: *leaderElect}
+	if (*signingCert == "") != (*signingKey == "") {
+		return errors.New("--cluster-signing-cert-file and --cluster-signing-key-file go together")
+	}
+	if *signingCert != "" {
+		certPEM, err := os.ReadFile(*signingCert)
+		if err != nil {
+			return err
+		}
+		keyPEM, err := os.ReadFile(*signingKey)
+		if err != nil {
+			return err
+		}
+		cert, key, err := pki.ParseCA(certPEM, keyPEM)
+		if err != nil {
+			return err
+		}
+		o.SigningCA = &csrsigning.CA{Cert: cert, Key: key}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	return controllermanager.Run(ctx, cfg, controllermanager.Options{RootCA: rootCA(cfg), LeaderElect: *leaderElect})
+	return controllermanager.Run(ctx, cfg, o)
+}
+
+// runAgent joins this host to a cluster: TLS bootstrap with the token,
+// then the node agent on containerd as system:node:<name>.
+func runAgent(args []string) error {
+	fs := flag.NewFlagSet("agent", flag.ExitOnError)
+	serverURL := fs.String("server", "", "URL of the API server (https://host:port), as in the server's join command")
+	token := fs.String("token", "", "bootstrap token printed by the server (also in its DATA/join-token); not needed once the node has its certificate")
+	caHash := fs.String("ca-cert-hash", "", "sha256:<hex> pin of the cluster CA's public key, as in the server's join command")
+	caFile := fs.String("ca-file", "", "PEM file of the cluster CA (instead of --ca-cert-hash)")
+	dataDir := fs.String("data-dir", filepath.Join(server.DefaultDataDir(), "agent"), "directory for the node's credentials (pki/) and containerd, pods and logs (node/)")
+	nodeName := fs.String("node-name", "", "name of the Node (default: the host name, lower-cased)")
+	nodeIP := fs.String("node-ip", "", "InternalIP the node reports (default: the host's first global IPv4 address)")
+	port := fs.Int("port", 10250, "port of the node agent's HTTPS API (container logs for the API server)")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	fs.Parse(args)
+	if *serverURL == "" {
+		return errors.New("agent: --server is required")
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	slog.SetDefault(log)
+	if *nodeName == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			return err
+		}
+		*nodeName = strings.ToLower(h)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	creds, err := tlsbootstrap.Bootstrap(ctx, tlsbootstrap.Options{Server: *serverURL, Token: *token, CACertHash: *caHash, CAFile: *caFile,
+		DataDir: *dataDir, NodeName: *nodeName, Logger: log})
+	if err != nil {
+		return err
+	}
+	a, err := kubelet.New(creds.Config, kubelet.Options{DataDir: filepath.Join(*dataDir, "node"), NodeName: *nodeName, NodeIP: *nodeIP,
+		APIPort: *port, ClientCA: creds.CAPEM, Logger: log,
+		IssueServingCert: tlsbootstrap.ServingIssuer(creds.Config, creds.CAPEM, *dataDir, *nodeName, log)})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("plainkube agent %s: node %q joined %s\n", version.GitVersion(), *nodeName, *serverURL)
+	return a.Run(ctx)
 }
 
 // rootCA is the CA a kubeconfig trusts, for the kube-root-ca.crt ConfigMaps.

@@ -17,6 +17,8 @@ import (
 	"k8s.io/client-go/rest"
 
 	"plainkube.dev/plainkube/internal/controller"
+	"plainkube.dev/plainkube/internal/controller/certificates/csrapproving"
+	"plainkube.dev/plainkube/internal/controller/certificates/csrsigning"
 	"plainkube.dev/plainkube/internal/controller/cronjob"
 	"plainkube.dev/plainkube/internal/controller/daemonset"
 	"plainkube.dev/plainkube/internal/controller/deployment"
@@ -51,6 +53,10 @@ type Options struct {
 	// NodeMonitorGracePeriod is how long a node may go without a heartbeat
 	// before it is marked unreachable (0: 40 s, upstream's default).
 	NodeMonitorGracePeriod time.Duration
+	// SigningCA signs approved certificate signing requests (the cluster
+	// CA, as upstream's --cluster-signing-cert-file/--cluster-signing-key-file);
+	// without it the CSR signing controller does not run.
+	SigningCA *csrsigning.CA
 }
 
 // Lease timings, as upstream's defaults.
@@ -132,6 +138,16 @@ func New(cfg *rest.Config, o Options) ([]controller.Controller, error) {
 	pg, err := podgc.New(cfg)
 	if err := add("pod GC", pg, err); err != nil {
 		return nil, err
+	}
+	approver, err := csrapproving.New(cfg)
+	if err := add("CSR approving controller", approver, err); err != nil {
+		return nil, err
+	}
+	if o.SigningCA != nil {
+		signer, err := csrsigning.New(cfg, *o.SigningCA)
+		if err := add("CSR signing controller", signer, err); err != nil {
+			return nil, err
+		}
 	}
 	if len(o.RootCA) > 0 {
 		rc, err := rootcacert.New(cfg, o.RootCA)

@@ -98,11 +98,13 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.host = readHost(a.opts, version)
 	a.hostDNS = hostResolvConf()
 	a.startRecorder(ctx)
-	if err := a.serveAPI(ctx); err != nil {
-		return fmt.Errorf("agent API: %w", err)
-	}
 	if err := a.register(ctx); err != nil {
 		return err
+	}
+	// After registering: a serving certificate asked for through a CSR is
+	// approved for the addresses the Node reports.
+	if err := a.serveAPI(ctx); err != nil {
+		return fmt.Errorf("agent API: %w", err)
 	}
 	if err := a.renewLease(ctx); err != nil {
 		return err

@@ -29,7 +29,9 @@ type Options struct {
 	// IssueServingCert, when set, turns on the agent's HTTPS API (container
 	// logs for the API server) on APIPort: it signs the API's serving
 	// certificate with the cluster CA. Clients must present a certificate
-	// signed by ClientCA (PEM).
+	// signed by ClientCA (PEM). It is called once the Node is registered
+	// (a joined agent's issuer asks for a kubelet-serving CSR, which is
+	// approved for the Node's own addresses; see package tlsbootstrap).
 	IssueServingCert func(dnsNames []string, ips []net.IP) (certPEM, keyPEM []byte, err error)
 	ClientCA         []byte
 	// APIPort is the agent API's port (default 10250, upstream's).

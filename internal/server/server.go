@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -68,6 +69,10 @@ type ComponentEnv struct {
 	// IssueServingCert signs a serving certificate with the cluster CA (for
 	// a node agent's API).
 	IssueServingCert func(dnsNames []string, ips []net.IP) (certPEM, keyPEM []byte, err error)
+	// CACert and CAKey are the cluster CA, for the controller manager's
+	// CSR signer.
+	CACert *x509.Certificate
+	CAKey  crypto.Signer
 }
 
 // DefaultDataDir is /var/lib/plainkube for root and ~/.plainkube otherwise.
@@ -93,6 +98,10 @@ type Server struct {
 	stopped        chan struct{}
 	cancel         context.CancelFunc
 	stopOnce       sync.Once
+
+	// JoinURL, JoinToken and CAHash are what `plainkube agent` joins with
+	// (see JoinCommand).
+	JoinURL, JoinToken, CAHash string
 }
 
 // Start brings up a control plane and returns once it is ready to serve.
@@ -144,12 +153,15 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		s.stop()
 		return nil, err
 	}
+	bootstrapTokens := &auth.BootstrapTokenAuthenticator{Logger: log}
 	resources := all.Resources()
 	scheme := apiserver.Scheme()
 	api, err := apiserver.New(apiserver.Config{
 		Storage:       s.store,
 		Resources:     resources,
-		Authenticator: auth.Union{auth.ClientCertAuthenticator{}},
+		Authenticator: auth.Union{auth.ClientCertAuthenticator{}, bootstrapTokens},
+		Authorizer: auth.Chain{auth.MastersAuthorizer{}, auth.PublicInfoAuthorizer{},
+			auth.NodeAuthorizer{}, auth.BootstrapperAuthorizer{}, auth.ClusterInfoAuthorizer{}},
 		Version: apiserver.VersionInfo{Major: version.Major, Minor: version.Minor, GitVersion: version.GitVersion(),
 			GitCommit: version.GitCommit, GoVersion: runtime.Version(), Platform: version.Platform()},
 		Hooks:         map[schema.GroupResource]apiserver.Hooks{{Resource: "services"}: alloc.Hooks()},
@@ -162,6 +174,10 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.API = api
+	if bootstrapTokens.Get, err = secretGetter(s.LoopbackConfig()); err != nil {
+		s.stop()
+		return nil, err
+	}
 	// Custom resources: the CRD controllers run in-process as API clients;
 	// the server is ready once the CRDs stored are served.
 	crdsServed := make(chan struct{})
@@ -215,13 +231,24 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		s.stop()
 		return nil, fmt.Errorf("bootstrap: %w", err)
 	}
+	s.JoinURL = "https://" + net.JoinHostPort(advertiseHost(opts.BindAddress, advertise), strconv.Itoa(port))
+	s.CAHash = pki.CertHash(bundle.CACert)
+	if s.JoinToken, err = ensureJoinToken(ctx, s.LoopbackConfig(), opts.DataDir); err != nil {
+		s.stop()
+		return nil, fmt.Errorf("join token: %w", err)
+	}
+	if err := ensureClusterInfo(ctx, s.LoopbackConfig(), s.JoinURL, bundle.CAPEM); err != nil {
+		s.stop()
+		return nil, fmt.Errorf("cluster-info: %w", err)
+	}
 	s.KubeconfigPath = filepath.Join(opts.DataDir, "admin.kubeconfig")
 	if err := pki.WriteKubeconfig(s.KubeconfigPath, s.URL, bundle.CAPEM, bundle.AdminCertPEM, bundle.AdminKeyPEM); err != nil {
 		s.stop()
 		return nil, err
 	}
 	go startCompactor(ctx, s.store, log)
-	env := ComponentEnv{Config: s.LoopbackConfig(), CAPEM: bundle.CAPEM, URL: s.URL, IssueServingCert: bundle.IssueServingCert}
+	env := ComponentEnv{Config: s.LoopbackConfig(), CAPEM: bundle.CAPEM, URL: s.URL, IssueServingCert: bundle.IssueServingCert,
+		CACert: bundle.CACert, CAKey: bundle.CAKey}
 	for _, run := range opts.Components {
 		go func() {
 			if err := run(ctx, env); err != nil && ctx.Err() == nil {
@@ -274,6 +301,15 @@ func hostIP() string {
 		}
 	}
 	return "127.0.0.1"
+}
+
+// advertiseHost is the address other hosts reach the API server at: the
+// bind address unless it is a wildcard, else the host's address.
+func advertiseHost(bind, host string) string {
+	if ip := net.ParseIP(bind); bind == "" || (ip != nil && ip.IsUnspecified()) {
+		return host
+	}
+	return bind
 }
 
 // startCompactor keeps five minutes of history in storage, as upstream does.

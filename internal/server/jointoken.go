@@ -1,0 +1,154 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"plainkube.dev/plainkube/internal/auth"
+)
+
+// Joining nodes: the server keeps one bootstrap token (in DATA/join-token,
+// mode 0600, and as its Secret in kube-system) for `plainkube agent
+// --token`, and publishes the cluster's address and CA in the
+// kube-public/cluster-info ConfigMap, which a joining agent reads and checks
+// against the CA hash it was given.
+const (
+	// JoinTokenFile is the token's file under the data directory.
+	JoinTokenFile = "join-token"
+	// NodeBootstrapGroup is the extra group of the join token's user.
+	NodeBootstrapGroup = "system:bootstrappers:plainkube"
+	// ClusterInfoName is the ConfigMap in kube-public; its "kubeconfig"
+	// key holds a kubeconfig with the server and CA, and no user.
+	ClusterInfoName = "cluster-info"
+	ClusterInfoKey  = "kubeconfig"
+)
+
+// secretGetter reads kube-system Secrets through the API (as cfg's user).
+func secretGetter(cfg *rest.Config) (auth.SecretGetter, error) {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, name string) (*corev1.Secret, error) {
+		s, err := cs.CoreV1().Secrets("kube-system").Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return s, err
+	}, nil
+}
+
+// ensureJoinToken returns the token kept in dataDir (making one the first
+// time) and makes sure its Secret exists and matches. The token does not
+// expire: it lasts as long as the data directory.
+func ensureJoinToken(ctx context.Context, cfg *rest.Config, dataDir string) (string, error) {
+	path := filepath.Join(dataDir, JoinTokenFile)
+	b, err := os.ReadFile(path)
+	token := strings.TrimSpace(string(b))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if token, err = auth.NewBootstrapToken(); err != nil {
+			return "", err
+		}
+	case err != nil:
+		return "", err
+	}
+	want, err := auth.BootstrapTokenSecret(token, "the token `plainkube agent --token` joins nodes with", []string{NodeBootstrapGroup}, time.Time{})
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return "", err
+	}
+	secrets := cs.CoreV1().Secrets("kube-system")
+	cur, err := secrets.Get(ctx, want.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		if _, err := secrets.Create(ctx, want, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return "", fmt.Errorf("join token secret: %w", err)
+		}
+	case err != nil:
+		return "", fmt.Errorf("join token secret: %w", err)
+	case cur.Type != want.Type || !sameData(cur.Data, want.Data):
+		// Someone changed or replaced it: the file is the source of truth.
+		if err := secrets.Delete(ctx, want.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return "", fmt.Errorf("join token secret: %w", err)
+		}
+		if _, err := secrets.Create(ctx, want, metav1.CreateOptions{}); err != nil {
+			return "", fmt.Errorf("join token secret: %w", err)
+		}
+	}
+	if err := os.WriteFile(path, []byte(token+"\n"), 0o600); err != nil {
+		return "", err
+	}
+	return token, os.Chmod(path, 0o600)
+}
+
+func sameData(a, b map[string][]byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if !bytes.Equal(v, b[k]) {
+			return false
+		}
+	}
+	return true
+}
+
+// ensureClusterInfo publishes kube-public/cluster-info: a kubeconfig
+// naming the server at url and the cluster CA, as kubeadm does.
+func ensureClusterInfo(ctx context.Context, cfg *rest.Config, url string, caPEM []byte) error {
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters[""] = &clientcmdapi.Cluster{Server: url, CertificateAuthorityData: caPEM}
+	data, err := clientcmd.Write(*kc)
+	if err != nil {
+		return err
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	cms := cs.CoreV1().ConfigMaps("kube-public")
+	want := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: ClusterInfoName, Namespace: "kube-public"},
+		Data: map[string]string{ClusterInfoKey: string(data)}}
+	return createOrUpdate(ctx, func() error {
+		_, err := cms.Create(ctx, want, metav1.CreateOptions{})
+		return err
+	}, func() error {
+		cur, err := cms.Get(ctx, ClusterInfoName, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if cur.Data[ClusterInfoKey] == want.Data[ClusterInfoKey] {
+			return nil
+		}
+		if cur.Data == nil {
+			cur.Data = map[string]string{}
+		}
+		cur.Data[ClusterInfoKey] = want.Data[ClusterInfoKey]
+		_, err = cms.Update(ctx, cur, metav1.UpdateOptions{})
+		return err
+	})
+}
+
+// JoinCommand is the command that joins another host to this server.
+func (s *Server) JoinCommand() string {
+	return fmt.Sprintf("plainkube agent --server %s --token %s --ca-cert-hash %s", s.JoinURL, s.JoinToken, s.CAHash)
+}
