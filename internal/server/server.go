@@ -161,7 +161,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		Resources:     resources,
 		Authenticator: auth.Union{auth.ClientCertAuthenticator{}, bootstrapTokens},
 		Authorizer: auth.Chain{auth.MastersAuthorizer{}, auth.PublicInfoAuthorizer{},
-			auth.NodeAuthorizer{}, auth.BootstrapperAuthorizer{}, auth.ClusterInfoAuthorizer{}},
+			auth.BasicUserAuthorizer{}, auth.NodeAuthorizer{}, auth.BootstrapperAuthorizer{}, auth.ClusterInfoAuthorizer{}},
 		Version: apiserver.VersionInfo{Major: version.Major, Minor: version.Minor, GitVersion: version.GitVersion(),
 			GitCommit: version.GitCommit, GoVersion: runtime.Version(), Platform: version.Platform()},
 		Hooks:         map[schema.GroupResource]apiserver.Hooks{{Resource: "services"}: alloc.Hooks()},

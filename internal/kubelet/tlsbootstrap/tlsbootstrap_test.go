@@ -1,0 +1,161 @@
+package tlsbootstrap_test
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"plainkube.dev/plainkube/internal/controller/certificates/csrapproving"
+	"plainkube.dev/plainkube/internal/controller/certificates/csrsigning"
+	"plainkube.dev/plainkube/internal/controller/controllertest"
+	"plainkube.dev/plainkube/internal/kubelet/tlsbootstrap"
+	"plainkube.dev/plainkube/internal/server"
+)
+
+// startServer runs a control plane with the certificate controllers.
+func startServer(t *testing.T) *server.Server {
+	ctx, cancel := context.WithCancel(context.Background())
+	s, err := server.Start(ctx, server.Options{DataDir: t.TempDir(), BindAddress: "127.0.0.1", Port: 0, InMemory: true,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); s.Wait() })
+	approver, err := csrapproving.New(s.LoopbackConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := csrsigning.New(s.LoopbackConfig(), csrsigning.CA{Cert: s.PKI.CACert, Key: s.PKI.CAKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	controllertest.Run(t, approver, 1)
+	controllertest.Run(t, signer, 1)
+	return s
+}
+
+// TestJoin bootstraps a node against a real server over HTTPS: the CA
+// from cluster-info checked against the pin, a client certificate through
+// the bootstrap token, a serving certificate for the node's address, and
+// the kept credentials reused on a restart without the token.
+func TestJoin(t *testing.T) {
+	s := startServer(t)
+	if !strings.HasPrefix(s.JoinURL, "https://127.0.0.1:") || s.JoinToken == "" || !strings.HasPrefix(s.CAHash, "sha256:") {
+		t.Fatalf("join command %q", s.JoinCommand())
+	}
+	ctx := context.Background()
+	dir := t.TempDir()
+	o := tlsbootstrap.Options{Server: s.JoinURL, Token: s.JoinToken, CACertHash: s.CAHash, DataDir: dir, NodeName: "n2",
+		Logger: controllertest.Logger(t)}
+
+	// No pin and no CA file: refused rather than trusting the first CA seen.
+	noPin := o
+	noPin.CACertHash = ""
+	if _, err := tlsbootstrap.Bootstrap(ctx, noPin); err == nil || !strings.Contains(err.Error(), "--ca-cert-hash") {
+		t.Fatalf("bootstrap without a pin: %v", err)
+	}
+	wrongPin := o
+	wrongPin.CACertHash = "sha256:" + strings.Repeat("0", 64)
+	if _, err := tlsbootstrap.Bootstrap(ctx, wrongPin); err == nil || !strings.Contains(err.Error(), "hash") {
+		t.Fatalf("bootstrap with a wrong pin: %v", err)
+	}
+	badToken := o
+	badToken.Token = "abcdef.0000000000000000"
+	badToken.DataDir = t.TempDir()
+	if _, err := tlsbootstrap.Bootstrap(ctx, badToken); err == nil {
+		t.Fatal("bootstrap with a wrong token succeeded")
+	}
+
+	creds, err := tlsbootstrap.Bootstrap(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := kubernetes.NewForConfigOrDie(creds.Config)
+	who, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := who.Status.UserInfo; u.Username != "system:node:n2" || !contains(u.Groups, "system:nodes") {
+		t.Fatalf("joined as %+v", u)
+	}
+	// The node may register itself, and may not delete other nodes.
+	if _, err := cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n2"}, Status: corev1.NodeStatus{
+		Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "127.0.0.1"}}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.CoreV1().Nodes().Delete(ctx, "n2", metav1.DeleteOptions{}); err == nil {
+		t.Fatal("a node deleted a Node")
+	}
+	// Its serving certificate: only the SANs that are the node's.
+	issue := tlsbootstrap.ServingIssuer(creds.Config, creds.CAPEM, dir, "n2", nil)
+	certPEM, keyPEM, err := issue([]string{"n2", "localhost"}, []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("10.200.0.1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, _ := x509.ParseCertificate(pair.Certificate[0])
+	if len(leaf.DNSNames) != 1 || leaf.DNSNames[0] != "n2" || len(leaf.IPAddresses) != 1 || !leaf.IPAddresses[0].Equal(net.ParseIP("127.0.0.1")) {
+		t.Fatalf("serving certificate SANs %v %v", leaf.DNSNames, leaf.IPAddresses)
+	}
+	if leaf.CheckSignatureFrom(s.PKI.CACert) != nil {
+		t.Fatal("serving certificate not signed by the cluster CA")
+	}
+
+	// A restart reuses what is kept: no token, no new requests.
+	before, _ := kubernetes.NewForConfigOrDie(s.LoopbackConfig()).CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
+	again := o
+	again.Token, again.CACertHash = "", ""
+	creds2, err := tlsbootstrap.Bootstrap(ctx, again)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(creds2.Config.CertData) != string(creds.Config.CertData) {
+		t.Fatal("client certificate not reused")
+	}
+	certPEM2, _, err := tlsbootstrap.ServingIssuer(creds2.Config, creds2.CAPEM, dir, "n2", nil)([]string{"n2"}, []net.IP{net.ParseIP("127.0.0.1")})
+	if err != nil || string(certPEM2) != string(certPEM) {
+		t.Fatalf("serving certificate not reused (err %v)", err)
+	}
+	after, _ := kubernetes.NewForConfigOrDie(s.LoopbackConfig()).CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
+	if len(after.Items) != len(before.Items) || len(before.Items) != 2 {
+		t.Fatalf("CSRs before the restart %d, after %d; want 2 and 2", len(before.Items), len(after.Items))
+	}
+	// The key files are private.
+	for _, f := range []string{"kubelet-client.key", "kubelet-serving.key"} {
+		st, err := os.Stat(filepath.Join(dir, "pki", f))
+		if err != nil || st.Mode().Perm() != 0o600 {
+			t.Fatalf("%s: %v %v", f, st.Mode(), err)
+		}
+	}
+	// The CA kept must keep matching a pin given later.
+	if b, _ := os.ReadFile(filepath.Join(dir, "pki", "ca.crt")); !strings.Contains(string(b), "BEGIN CERTIFICATE") {
+		t.Fatal("CA not kept")
+	}
+	_ = pem.Decode
+}
+
+func contains(list []string, v string) bool {
+	for _, x := range list {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
