@@ -1,0 +1,146 @@
+package e2e
+
+import (
+	"bytes"
+	"crypto/x509"
+	"encoding/pem"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"plainkube.dev/plainkube/internal/kubelet"
+	"plainkube.dev/plainkube/internal/pki"
+)
+
+// TestJoinNode joins a second node with `plainkube agent` (TLS bootstrap
+// with the server's token and CA pin) on the same host, with its own data
+// directory, containerd and API port: both nodes are Ready with pod ranges
+// of their own, and a pod on the second node runs on its own bridge and
+// its log is read through the API server. Root only.
+func TestJoinNode(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("skipping: running real containers needs root (CI runs as root)")
+	}
+	for _, bin := range []string{"containerd", "runc", "ctr"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			t.Skipf("skipping: %s is not installed (apt-get install containerd runc)", bin)
+		}
+	}
+	if _, err := os.Stat("/bin/busybox"); err != nil {
+		t.Skip("skipping: /bin/busybox (busybox-static) is not installed")
+	}
+	if _, err := os.Stat("/usr/lib/cni/bridge"); err != nil {
+		t.Skip("skipping: the CNI plugins (containernetworking-plugins) are not installed")
+	}
+	// A pod range of its own, away from other tests' bridges.
+	c := startCluster(t, "--enable-node", "--cluster-cidr", "10.93.0.0/16")
+	token, err := os.ReadFile(filepath.Join(c.dataDir, "join-token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	caPEM, err := os.ReadFile(filepath.Join(c.dataDir, "pki", "ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, _ := pem.Decode(caPEM)
+	ca, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	const node2 = "e2e-joined"
+	agentDir := t.TempDir()
+	agentLog := &bytes.Buffer{}
+	agentArgs := []string{"agent", "--server", fmt.Sprintf("https://127.0.0.1:%d", c.port), "--token", strings.TrimSpace(string(token)),
+		"--ca-cert-hash", pki.CertHash(ca), "--data-dir", agentDir, "--node-name", node2, "--port", "10251"}
+	agent := exec.Command(binary, agentArgs...)
+	agent.Stdout, agent.Stderr = agentLog, agentLog
+	if err := agent.Start(); err != nil {
+		t.Fatal(err)
+	}
+	agentDone := make(chan struct{})
+	go func() { agent.Wait(); close(agentDone) }()
+	t.Cleanup(func() {
+		agent.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-agentDone:
+		case <-time.After(15 * time.Second):
+			agent.Process.Kill()
+			<-agentDone
+			t.Errorf("agent did not stop within 15s of SIGTERM")
+		}
+		if t.Failed() {
+			t.Logf("agent log:\n%s", agentLog.String())
+		}
+	})
+	// Containers outlive their agent: remove the pod first (cleanups run
+	// last first).
+	t.Cleanup(func() { c.run("delete", "pod", "on-joined", "--timeout=30s") })
+
+	c.eventually([]string{node2, "Ready"}, "get", "node", node2)
+	c.eventually([]string{"Ready", "control-plane"}, "get", "nodes")
+	// Its certificates came through CSRs that were approved and issued.
+	csrs := c.must("get", "csr", "-o", "custom-columns=REQUESTOR:.spec.username,SIGNER:.spec.signerName,STATUS:.status.conditions[0].type")
+	contains(t, csrs, "system:bootstrap:", "kubernetes.io/kube-apiserver-client-kubelet", "system:node:"+node2, "kubernetes.io/kubelet-serving", "Approved")
+	t.Logf("CSRs:\n%s", csrs)
+	if strings.Contains(csrs, "Pending") || strings.Contains(csrs, "Failed") {
+		t.Fatalf("CSRs:\n%s", csrs)
+	}
+	// Each node has a pod range of its own.
+	cidr := ""
+	deadline := time.Now().Add(30 * time.Second)
+	for cidr == "" && time.Now().Before(deadline) {
+		cidr = c.must("get", "node", node2, "-o", "jsonpath={.spec.podCIDR}")
+		time.Sleep(200 * time.Millisecond)
+	}
+	cidrs := strings.Fields(c.must("get", "nodes", "-o", "jsonpath={.items[*].spec.podCIDR}"))
+	t.Logf("pod CIDRs %v", cidrs)
+	if len(cidrs) != 2 || cidrs[0] == cidrs[1] || !strings.HasPrefix(cidr, "10.93.") {
+		t.Fatalf("pod CIDRs %v (joined node: %q)", cidrs, cidr)
+	}
+
+	out, err := exec.Command(binary, "image", "build", "--data-dir", agentDir, "--tag", "busybox:e2e", "--binary", "/bin/busybox", "--links", "sh,echo,sleep").CombinedOutput()
+	if err != nil {
+		t.Fatalf("image build into the joined node: %v\n%s", err, out)
+	}
+	c.must("apply", "-f", writeFile(t, t.TempDir(), "pod.yaml", `apiVersion: v1
+kind: Pod
+metadata: {name: on-joined}
+spec:
+  nodeName: `+node2+`
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: c
+    image: busybox:e2e
+    imagePullPolicy: Never
+    command: ["sh", "-c", "echo hello-from-the-joined-node; sleep 3600"]
+`))
+	c.eventually([]string{"Running"}, "get", "pod", "on-joined")
+	ip := c.must("get", "pod", "on-joined", "-o", "jsonpath={.status.podIP}")
+	prefix := netip.MustParsePrefix(cidr)
+	if addr, err := netip.ParseAddr(ip); err != nil || !prefix.Contains(addr) {
+		t.Fatalf("pod IP %q outside the joined node's range %s", ip, cidr)
+	}
+	if out, err := exec.Command("ip", "link", "show", kubelet.BridgeName(prefix)).CombinedOutput(); err != nil {
+		t.Fatalf("the joined node's bridge %s: %v %s", kubelet.BridgeName(prefix), err, out)
+	}
+	// kubectl logs: the API server reaches the joined agent on its port.
+	deadline = time.Now().Add(30 * time.Second)
+	for {
+		out, _ := c.run("logs", "on-joined")
+		if strings.Contains(out, "hello-from-the-joined-node") {
+			t.Logf("pod %s on %s, log: %s", ip, node2, out)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("kubectl logs: %s", out)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
