@@ -5,4 +5,10 @@
 //
 // The user is carried in the request's context from the authentication
 // filter to the handlers; nothing else in the request is trusted for it.
+//
+// Joining nodes (bootstraptoken.go, nodeauthorizer.go, basicuser.go):
+// bootstrap tokens authenticate against their kube-system Secrets as
+// system:bootstrap:<id>; until RBAC exists, fixed authorizers give
+// bootstrappers, nodes (system:node:<name> in system:nodes) and
+// authenticated users what upstream's default roles give them.
 package auth
