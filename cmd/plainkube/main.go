@@ -230,6 +230,12 @@ func runAgent(args []string) error {
 	if *serverURL == "" {
 		return errors.New("agent: --server is required")
 	}
+	if os.Geteuid() != 0 {
+		return errors.New("the node agent needs root (it runs containerd and sets up pod networking)")
+	}
+	if err := containerd.CheckInstalled(containerd.DefaultCNIBinDir); err != nil {
+		return err
+	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
 		return fmt.Errorf("--log-level: %w", err)
