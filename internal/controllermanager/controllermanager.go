@@ -18,6 +18,7 @@ import (
 
 	"plainkube.dev/plainkube/internal/controller"
 	"plainkube.dev/plainkube/internal/controller/certificates/csrapproving"
+	"plainkube.dev/plainkube/internal/controller/certificates/csrcleaner"
 	"plainkube.dev/plainkube/internal/controller/certificates/csrsigning"
 	"plainkube.dev/plainkube/internal/controller/cronjob"
 	"plainkube.dev/plainkube/internal/controller/daemonset"
@@ -141,6 +142,10 @@ func New(cfg *rest.Config, o Options) ([]controller.Controller, error) {
 	}
 	approver, err := csrapproving.New(cfg)
 	if err := add("CSR approving controller", approver, err); err != nil {
+		return nil, err
+	}
+	cleaner, err := csrcleaner.New(cfg)
+	if err := add("CSR cleaner", cleaner, err); err != nil {
 		return nil, err
 	}
 	if o.SigningCA != nil {
