@@ -262,6 +262,7 @@ func runAgent(args []string) error {
 	if err != nil {
 		return err
 	}
+	go tlsbootstrap.RotateClient(ctx, creds, *nodeName, nil, log)
 	fmt.Printf("plainkube agent %s: node %q joined %s\n", version.GitVersion(), *nodeName, *serverURL)
 	return a.Run(ctx)
 }

@@ -72,7 +72,7 @@ func TestJoinToken(t *testing.T) {
 	if _, err := boot.CoreV1().Secrets("kube-system").List(ctx, metav1.ListOptions{}); err == nil {
 		t.Fatal("a bootstrapper listed secrets")
 	}
-	if _, err := withToken(id + ".0000000000000000").CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{}); err == nil {
+	if _, err := withToken(id+".0000000000000000").CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{}); err == nil {
 		t.Fatal("a wrong token secret was accepted")
 	}
 	// cluster-info is readable without credentials and names the CA.

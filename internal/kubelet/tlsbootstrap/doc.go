@@ -11,9 +11,10 @@
 //     --ca-cert-hash pin (sha256 of its public key, kubeadm's format). With
 //     neither it refuses: trusting the first CA seen is not acceptable. The
 //     CA is then kept in <DataDir>/pki/ca.crt and must keep matching.
-//  2. Identity. A client certificate kept in <DataDir>/pki/kubelet-client.{crt,key}
-//     for system:node:<name> that chains to the CA and is valid for a day
-//     more is reused. Otherwise the agent, authenticated by the bootstrap
+//  2. Identity. A client certificate kept in
+//     <DataDir>/pki/kubelet-client-current.pem (certificate and key) for
+//     system:node:<name> that chains to the CA and is valid for a day more
+//     is reused. Otherwise the agent, authenticated by the bootstrap
 //     token, creates a kubernetes.io/kube-apiserver-client-kubelet CSR
 //     (CN system:node:<name>, O system:nodes, an ECDSA P-256 key made here
 //     that never leaves the host), waits for the controller manager to
@@ -25,6 +26,9 @@
 // or addresses (what the approver accepts), reusing the one kept in
 // <DataDir>/pki/kubelet-serving.{crt,key} when it still covers them.
 //
-// Renewal before expiry (upstream's certificate manager) is not done yet:
-// a certificate about to expire is replaced at the next start.
+// RotateClient renews the client certificate at 70-90% of its lifetime,
+// as upstream's certificate manager: as the node itself (a selfnodeclient
+// request), replacing the kept file, which the client config reads at each
+// new connection. The serving certificate is not rotated while running
+// yet: one about to expire is replaced at the next start.
 package tlsbootstrap

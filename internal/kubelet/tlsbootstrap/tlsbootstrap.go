@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"math/big"
 	"net"
 	"os"
 	"path/filepath"
@@ -34,9 +35,11 @@ import (
 
 // Files under <DataDir>/pki.
 const (
-	caFile          = "ca.crt"
-	clientCertFile  = "kubelet-client.crt"
-	clientKeyFile   = "kubelet-client.key"
+	caFile = "ca.crt"
+	// clientFile holds the client certificate and its key (as upstream's
+	// kubelet-client-current.pem), replaced whole on rotation; client-go
+	// reads it at each new connection.
+	clientFile      = "kubelet-client-current.pem"
 	servingCertFile = "kubelet-serving.crt"
 	servingKeyFile  = "kubelet-serving.key"
 )
@@ -75,6 +78,9 @@ type Credentials struct {
 	Config *rest.Config
 	// CAPEM is the cluster CA.
 	CAPEM []byte
+	// ClientFile holds the client certificate and key (PEM), read by
+	// Config at each new connection and replaced by RotateClient.
+	ClientFile string
 }
 
 // Bootstrap establishes trust in the server and the node's client
@@ -103,7 +109,7 @@ func Bootstrap(ctx context.Context, o Options) (*Credentials, error) {
 		return nil, fmt.Errorf("cluster CA: %w", err)
 	}
 	user := NodeUserPrefix + o.NodeName
-	certPEM, keyPEM, ok := kept(dir, clientCertFile, clientKeyFile, ca, func(c *x509.Certificate) bool {
+	_, _, ok := kept(dir, clientFile, clientFile, ca, func(c *x509.Certificate) bool {
 		return c.Subject.CommonName == user && slices.Contains(c.Subject.Organization, NodesGroup)
 	})
 	if ok {
@@ -119,18 +125,82 @@ func Bootstrap(ctx context.Context, o Options) (*Credentials, error) {
 			return nil, err
 		}
 		log.Info("asking for a client certificate", "user", user, "server", o.Server)
-		certPEM, keyPEM, err = requestCertificate(ctx, cs, o.Timeout, certificatesv1.KubeAPIServerClientKubeletSignerName,
+		certPEM, keyPEM, err := requestCertificate(ctx, cs, o.Timeout, certificatesv1.KubeAPIServerClientKubeletSignerName,
 			&x509.CertificateRequest{Subject: pkix.Name{CommonName: user, Organization: []string{NodesGroup}}},
 			[]certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth})
 		if err != nil {
 			return nil, fmt.Errorf("client certificate: %w", err)
 		}
-		if err := keep(dir, clientCertFile, clientKeyFile, certPEM, keyPEM); err != nil {
+		if err := writeFile(filepath.Join(dir, clientFile), append(certPEM, keyPEM...), 0o600); err != nil {
 			return nil, err
 		}
 	}
-	cfg := &rest.Config{Host: o.Server, TLSClientConfig: rest.TLSClientConfig{CAData: caPEM, CertData: certPEM, KeyData: keyPEM}}
-	return &Credentials{Config: cfg, CAPEM: caPEM}, nil
+	path := filepath.Join(dir, clientFile)
+	cfg := &rest.Config{Host: o.Server, TLSClientConfig: rest.TLSClientConfig{CAData: caPEM, CertFile: path, KeyFile: path}}
+	return &Credentials{Config: cfg, CAPEM: caPEM, ClientFile: path}, nil
+}
+
+// RotateAfter is when a client certificate is renewed: at a random point
+// between 70% and 90% of its lifetime, as upstream's certificate manager.
+func RotateAfter(c *x509.Certificate, now time.Time) time.Duration {
+	life := c.NotAfter.Sub(c.NotBefore)
+	jitter, _ := rand.Int(rand.Reader, big.NewInt(1000))
+	at := c.NotBefore.Add(time.Duration(float64(life) * (0.7 + 0.2*float64(jitter.Int64())/1000)))
+	return max(at.Sub(now), 0)
+}
+
+// RotateClient renews the node's client certificate until ctx ends: when
+// after (nil: RotateAfter) says, it asks as the node itself for a new one
+// (a selfnodeclient request the approver allows) and replaces the kept
+// file, which new connections use. Failures are retried after a minute.
+func RotateClient(ctx context.Context, creds *Credentials, nodeName string, after func(*x509.Certificate, time.Time) time.Duration, log *slog.Logger) {
+	if after == nil {
+		after = RotateAfter
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	for {
+		wait := time.Minute
+		if b, err := os.ReadFile(creds.ClientFile); err != nil {
+			log.Warn("reading the client certificate", "err", err)
+		} else if c, err := parseCert(b); err != nil {
+			log.Warn("reading the client certificate", "err", err)
+		} else {
+			wait = after(c, time.Now())
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		if err := renewClient(ctx, creds, nodeName); err != nil {
+			if ctx.Err() == nil {
+				log.Warn("renewing the client certificate; retrying in a minute", "err", err)
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(time.Minute):
+				}
+			}
+			continue
+		}
+		log.Info("renewed the client certificate")
+	}
+}
+
+func renewClient(ctx context.Context, creds *Credentials, nodeName string) error {
+	cs, err := kubernetes.NewForConfig(creds.Config)
+	if err != nil {
+		return err
+	}
+	certPEM, keyPEM, err := requestCertificate(ctx, cs, 0, certificatesv1.KubeAPIServerClientKubeletSignerName,
+		&x509.CertificateRequest{Subject: pkix.Name{CommonName: NodeUserPrefix + nodeName, Organization: []string{NodesGroup}}},
+		[]certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth})
+	if err != nil {
+		return err
+	}
+	return writeFile(creds.ClientFile, append(certPEM, keyPEM...), 0o600)
 }
 
 // establishCA returns the cluster CA: from the CA file, else the kept one,

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -126,7 +127,7 @@ func TestJoin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(creds2.Config.CertData) != string(creds.Config.CertData) {
+	if creds2.ClientFile != creds.ClientFile || creds2.Config.CertFile != creds.ClientFile {
 		t.Fatal("client certificate not reused")
 	}
 	certPEM2, _, err := tlsbootstrap.ServingIssuer(creds2.Config, creds2.CAPEM, dir, "n2", nil)([]string{"n2"}, []net.IP{net.ParseIP("127.0.0.1")})
@@ -138,7 +139,7 @@ func TestJoin(t *testing.T) {
 		t.Fatalf("CSRs before the restart %d, after %d; want 2 and 2", len(before.Items), len(after.Items))
 	}
 	// The key files are private.
-	for _, f := range []string{"kubelet-client.key", "kubelet-serving.key"} {
+	for _, f := range []string{"kubelet-client-current.pem", "kubelet-serving.key"} {
 		st, err := os.Stat(filepath.Join(dir, "pki", f))
 		if err != nil || st.Mode().Perm() != 0o600 {
 			t.Fatalf("%s: %v %v", f, st.Mode(), err)
@@ -148,7 +149,46 @@ func TestJoin(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(dir, "pki", "ca.crt")); !strings.Contains(string(b), "BEGIN CERTIFICATE") {
 		t.Fatal("CA not kept")
 	}
-	_ = pem.Decode
+
+	// Rotation: the node renews its own client certificate (selfnodeclient).
+	old, _ := os.ReadFile(creds.ClientFile)
+	rctx, stop := context.WithCancel(ctx)
+	defer stop()
+	first := true
+	go tlsbootstrap.RotateClient(rctx, creds, "n2", func(*x509.Certificate, time.Time) time.Duration {
+		if first {
+			first = false
+			return 0
+		}
+		return time.Hour
+	}, nil)
+	var renewed *x509.Certificate
+	controllertest.Eventually(t, "the client certificate renewed", func() (bool, error) {
+		b, err := os.ReadFile(creds.ClientFile)
+		if err != nil || string(b) == string(old) {
+			return false, err
+		}
+		block, _ := pem.Decode(b)
+		renewed, err = x509.ParseCertificate(block.Bytes)
+		return err == nil, err
+	})
+	stop()
+	if renewed.Subject.CommonName != "system:node:n2" || renewed.CheckSignatureFrom(s.PKI.CACert) != nil {
+		t.Fatalf("renewed certificate %v", renewed.Subject)
+	}
+	csrs, _ := kubernetes.NewForConfigOrDie(s.LoopbackConfig()).CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
+	selfClient := 0
+	for _, c := range csrs.Items {
+		if c.Spec.Username == "system:node:n2" && c.Spec.SignerName == "kubernetes.io/kube-apiserver-client-kubelet" {
+			selfClient++
+		}
+	}
+	if len(csrs.Items) != 3 || selfClient != 1 {
+		t.Fatalf("%d CSRs after renewal, %d of them the node's own client request", len(csrs.Items), selfClient)
+	}
+	if _, err := kubernetes.NewForConfigOrDie(creds.Config).CoreV1().Nodes().Get(ctx, "n2", metav1.GetOptions{}); err != nil {
+		t.Fatalf("the node's client after renewal: %v", err)
+	}
 }
 
 func contains(list []string, v string) bool {
@@ -158,4 +198,18 @@ func contains(list []string, v string) bool {
 		}
 	}
 	return false
+}
+
+func TestRotateAfter(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	c := &x509.Certificate{NotBefore: start, NotAfter: start.Add(100 * time.Hour)}
+	for range 50 {
+		d := tlsbootstrap.RotateAfter(c, start)
+		if d < 70*time.Hour || d > 90*time.Hour {
+			t.Fatalf("rotation after %v, want between 70%% and 90%% of 100h", d)
+		}
+	}
+	if d := tlsbootstrap.RotateAfter(c, start.Add(95*time.Hour)); d != 0 {
+		t.Fatalf("overdue rotation waits %v", d)
+	}
 }
