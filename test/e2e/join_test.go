@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -56,29 +57,10 @@ func TestJoinNode(t *testing.T) {
 
 	const node2 = "e2e-joined"
 	agentDir := t.TempDir()
-	agentLog := &bytes.Buffer{}
-	agentArgs := []string{"agent", "--server", fmt.Sprintf("https://127.0.0.1:%d", c.port), "--token", strings.TrimSpace(string(token)),
-		"--ca-cert-hash", pki.CertHash(ca), "--data-dir", agentDir, "--node-name", node2, "--port", "10251"}
-	agent := exec.Command(binary, agentArgs...)
-	agent.Stdout, agent.Stderr = agentLog, agentLog
-	if err := agent.Start(); err != nil {
-		t.Fatal(err)
-	}
-	agentDone := make(chan struct{})
-	go func() { agent.Wait(); close(agentDone) }()
-	t.Cleanup(func() {
-		agent.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-agentDone:
-		case <-time.After(15 * time.Second):
-			agent.Process.Kill()
-			<-agentDone
-			t.Errorf("agent did not stop within 15s of SIGTERM")
-		}
-		if t.Failed() {
-			t.Logf("agent log:\n%s", agentLog.String())
-		}
-	})
+	server := fmt.Sprintf("https://127.0.0.1:%d", c.port)
+	common := []string{"--data-dir", agentDir, "--node-name", node2, "--port", "10251"}
+	agent := startAgent(t, append([]string{"--server", server, "--token", strings.TrimSpace(string(token)), "--ca-cert-hash", pki.CertHash(ca)}, common...))
+	t.Cleanup(func() { agent.stop(t) }) // whichever agent runs then
 	// Containers outlive their agent: remove the pod first (cleanups run
 	// last first).
 	t.Cleanup(func() { c.run("delete", "pod", "on-joined", "--timeout=30s") })
@@ -143,4 +125,78 @@ spec:
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+
+	// A restart needs no token: the kept credentials are reused, no new
+	// request is made, and the node keeps serving its pod's log.
+	agent.stop(t)
+	agent = startAgent(t, append([]string{"--server", server}, common...)) // the cleanup above stops it
+	deadline = time.Now().Add(60 * time.Second)
+	for !strings.Contains(agent.log.String(), "node registered") {
+		if time.Now().After(deadline) {
+			t.Fatalf("restarted agent did not register; its log:\n%s", agent.log.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	contains(t, agent.log.String(), "using the kept client certificate")
+	if n := strings.Count(c.must("get", "csr", "-o", "name"), "\n"); n != 2 {
+		t.Fatalf("%d CSRs after the restart, want the first 2", n)
+	}
+	c.eventually([]string{"hello-from-the-joined-node"}, "logs", "on-joined")
+}
+
+// agentProcess is one running `plainkube agent`.
+type agentProcess struct {
+	cmd  *exec.Cmd
+	log  *syncBuffer
+	done chan struct{}
+}
+
+func startAgent(t *testing.T, args []string) *agentProcess {
+	t.Helper()
+	a := &agentProcess{log: &syncBuffer{}, done: make(chan struct{})}
+	a.cmd = exec.Command(binary, append([]string{"agent"}, args...)...)
+	a.cmd.Stdout, a.cmd.Stderr = a.log, a.log
+	if err := a.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { a.cmd.Wait(); close(a.done) }()
+	return a
+}
+
+// stop sends SIGTERM and waits; it may be called more than once.
+func (a *agentProcess) stop(t *testing.T) {
+	select {
+	case <-a.done:
+		return
+	default:
+	}
+	a.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-a.done:
+	case <-time.After(15 * time.Second):
+		a.cmd.Process.Kill()
+		<-a.done
+		t.Errorf("agent did not stop within 15s of SIGTERM")
+	}
+	if t.Failed() {
+		t.Logf("agent log:\n%s", a.log.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe to read while a process writes it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
