@@ -36,6 +36,9 @@ const (
 	// key holds a kubeconfig with the server and CA, and no user.
 	ClusterInfoName = "cluster-info"
 	ClusterInfoKey  = "kubeconfig"
+	// JoinTokenLabel marks the join token's Secret, so that a token
+	// replaced (its file removed) stops working.
+	JoinTokenLabel = "plainkube.dev/join-token"
 )
 
 // secretGetter reads kube-system Secrets through the API (as cfg's user).
@@ -54,8 +57,9 @@ func secretGetter(cfg *rest.Config) (auth.SecretGetter, error) {
 }
 
 // ensureJoinToken returns the token kept in dataDir (making one the first
-// time) and makes sure its Secret exists and matches. The token does not
-// expire: it lasts as long as the data directory.
+// time) and makes sure its Secret exists and matches; Secrets of earlier
+// join tokens are deleted. The token does not expire: it lasts until its
+// file is removed (a restart then makes a new one).
 func ensureJoinToken(ctx context.Context, cfg *rest.Config, dataDir string) (string, error) {
 	path := filepath.Join(dataDir, JoinTokenFile)
 	b, err := os.ReadFile(path)
@@ -72,11 +76,23 @@ func ensureJoinToken(ctx context.Context, cfg *rest.Config, dataDir string) (str
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", path, err)
 	}
+	want.Labels = map[string]string{JoinTokenLabel: "true"}
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return "", err
 	}
 	secrets := cs.CoreV1().Secrets("kube-system")
+	old, err := secrets.List(ctx, metav1.ListOptions{LabelSelector: JoinTokenLabel + "=true"})
+	if err != nil {
+		return "", fmt.Errorf("join token secrets: %w", err)
+	}
+	for _, o := range old.Items {
+		if o.Name != want.Name {
+			if err := secrets.Delete(ctx, o.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				return "", fmt.Errorf("removing the replaced join token: %w", err)
+			}
+		}
+	}
 	cur, err := secrets.Get(ctx, want.Name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
@@ -85,7 +101,7 @@ func ensureJoinToken(ctx context.Context, cfg *rest.Config, dataDir string) (str
 		}
 	case err != nil:
 		return "", fmt.Errorf("join token secret: %w", err)
-	case cur.Type != want.Type || !sameData(cur.Data, want.Data):
+	case cur.Type != want.Type || !sameData(cur.Data, want.Data) || cur.Labels[JoinTokenLabel] != "true":
 		// Someone changed or replaced it: the file is the source of truth.
 		if err := secrets.Delete(ctx, want.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			return "", fmt.Errorf("join token secret: %w", err)

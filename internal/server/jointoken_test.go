@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -117,9 +118,33 @@ func TestJoinToken(t *testing.T) {
 	if s2.JoinToken != token {
 		t.Fatalf("token changed across a restart: %q, then %q", token, s2.JoinToken)
 	}
-	sec, err := kubernetes.NewForConfigOrDie(s2.LoopbackConfig()).CoreV1().Secrets("kube-system").Get(ctx, name, metav1.GetOptions{})
+	secrets := kubernetes.NewForConfigOrDie(s2.LoopbackConfig()).CoreV1().Secrets("kube-system")
+	sec, err := secrets.Get(ctx, name, metav1.GetOptions{})
 	if err != nil || sec.Type != corev1.SecretTypeBootstrapToken || string(sec.Data["usage-bootstrap-authentication"]) != "true" ||
 		string(sec.Data["auth-extra-groups"]) != NodeBootstrapGroup {
 		t.Fatalf("token secret after restart: %+v %v", sec, err)
 	}
+	// Removing the file replaces the token at the next start, and revokes
+	// the old one: ensureJoinToken as a start runs it, on the same store.
+	if err := os.Remove(filepath.Join(dir, JoinTokenFile)); err != nil {
+		t.Fatal(err)
+	}
+	if err := ensureJoinTokenForTest(ctx, s2, dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := secrets.Get(ctx, name, metav1.GetOptions{}); err == nil {
+		t.Fatal("the replaced token's Secret is still there")
+	}
+	list, err := secrets.List(ctx, metav1.ListOptions{LabelSelector: JoinTokenLabel + "=true"})
+	if err != nil || len(list.Items) != 1 {
+		t.Fatalf("join token secrets after replacing it: %v %v", list, err)
+	}
+}
+
+func ensureJoinTokenForTest(ctx context.Context, s *Server, dir string) error {
+	tok, err := ensureJoinToken(ctx, s.LoopbackConfig(), dir)
+	if err == nil && tok == s.JoinToken {
+		return fmt.Errorf("the token was not replaced")
+	}
+	return err
 }
