@@ -23,7 +23,8 @@ import (
 // with the server's token and CA pin) on the same host, with its own data
 // directory, containerd and API port: both nodes are Ready with pod ranges
 // of their own, and a pod on the second node runs on its own bridge and
-// its log is read through the API server. Root only.
+// its log is read and a command run in it through the API server. Root
+// only.
 func TestJoinNode(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("skipping: running real containers needs root (CI runs as root)")
@@ -126,6 +127,9 @@ spec:
 		time.Sleep(200 * time.Millisecond)
 	}
 
+	if out := c.must("exec", "on-joined", "--", "echo", "exec-on-the-joined-node"); strings.TrimSpace(out) != "exec-on-the-joined-node" {
+		t.Fatalf("kubectl exec on the joined node: %q", out)
+	}
 	// A restart needs no token: the kept credentials are reused, no new
 	// request is made, and the node keeps serving its pod's log.
 	agent.stop(t)
