@@ -49,6 +49,7 @@ type Agent struct {
 	recorder     record.EventRecorder
 	hostDNS      resolvConf // the node's resolver configuration
 	termMessages termMessages
+	vols         volumeManager
 }
 
 // New makes an agent that talks to the API server at cfg. Nothing starts
@@ -185,6 +186,9 @@ func (a *Agent) syncPod(ctx context.Context, key types.NamespacedName) (controll
 	}
 	if err != nil {
 		return controller.Result{}, err
+	}
+	if res, wait := a.syncVolumes(ctx, pod); wait {
+		return res, nil
 	}
 	var (
 		obs     observed

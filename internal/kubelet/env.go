@@ -3,10 +3,13 @@ package kubelet
 import (
 	"fmt"
 	"maps"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
@@ -22,8 +25,11 @@ type envSource struct {
 	// is absent was not found.
 	ConfigMaps map[string]*corev1.ConfigMap
 	Secrets    map[string]*corev1.Secret
-	PodIP      string
-	HostIP     string
+	// PodIPs and HostIPs are the pod's and node's addresses, the primary
+	// first.
+	PodIPs, HostIPs []string
+	// Allocatable is the node's: the limits of containers that set none.
+	Allocatable corev1.ResourceList
 }
 
 // envVar is one resolved variable.
@@ -110,7 +116,7 @@ func containerEnv(pod *corev1.Pod, c *corev1.Container, src envSource) ([]envVar
 			set(e.Name, expand(e.Value, lookup(vals)))
 			continue
 		}
-		v, ok, err := valueFrom(pod, e.ValueFrom, src)
+		v, ok, err := valueFrom(pod, c, e.ValueFrom, src)
 		if err != nil {
 			return nil, fmt.Errorf("env %s: %w", e.Name, err)
 		}
@@ -127,9 +133,9 @@ func containerEnv(pod *corev1.Pod, c *corev1.Container, src envSource) ([]envVar
 
 func optional(p *bool) bool { return p != nil && *p }
 
-// valueFrom resolves one env valueFrom; ok is false for an optional
-// reference to something absent (the variable is then not set).
-func valueFrom(pod *corev1.Pod, from *corev1.EnvVarSource, src envSource) (string, bool, error) {
+// valueFrom resolves one env valueFrom of container c; ok is false for an
+// optional reference to something absent (the variable is then not set).
+func valueFrom(pod *corev1.Pod, c *corev1.Container, from *corev1.EnvVarSource, src envSource) (string, bool, error) {
 	switch {
 	case from.ConfigMapKeyRef != nil:
 		r := from.ConfigMapKeyRef
@@ -170,7 +176,13 @@ func valueFrom(pod *corev1.Pod, from *corev1.EnvVarSource, src envSource) (strin
 		v, err := podField(pod, from.FieldRef.FieldPath, src)
 		return v, err == nil, err
 	case from.ResourceFieldRef != nil:
-		return "", false, fmt.Errorf("resourceFieldRef %q is not supported yet", from.ResourceFieldRef.Resource)
+		if name := from.ResourceFieldRef.ContainerName; name != "" {
+			if c = specContainer(pod, name); c == nil {
+				return "", false, fmt.Errorf("container %q not found in pod %s/%s", name, pod.Namespace, pod.Name)
+			}
+		}
+		v, err := containerResource(c, from.ResourceFieldRef, src.Allocatable)
+		return v, err == nil, err
 	}
 	return "", false, fmt.Errorf("empty valueFrom")
 }
@@ -198,12 +210,61 @@ func podField(pod *corev1.Pod, path string, src envSource) (string, error) {
 		return pod.Spec.NodeName, nil
 	case "spec.serviceAccountName":
 		return pod.Spec.ServiceAccountName, nil
-	case "status.podIP", "status.podIPs":
-		return src.PodIP, nil
-	case "status.hostIP", "status.hostIPs":
-		return src.HostIP, nil
+	case "status.podIP":
+		return first(src.PodIPs), nil
+	case "status.podIPs":
+		return strings.Join(src.PodIPs, ","), nil
+	case "status.hostIP":
+		return first(src.HostIPs), nil
+	case "status.hostIPs":
+		return strings.Join(src.HostIPs, ","), nil
 	}
 	return "", fmt.Errorf("unsupported fieldPath %q", path)
+}
+
+func first(list []string) string {
+	if len(list) == 0 {
+		return ""
+	}
+	return list[0]
+}
+
+// containerResource is the value of a resourceFieldRef of container c,
+// as upstream: limits.{cpu,memory,ephemeral-storage} (the node's
+// allocatable where c sets no limit), requests.{…}, and hugepages
+// limits and requests, divided by the divisor (default 1) and rounded
+// up.
+func containerResource(c *corev1.Container, ref *corev1.ResourceFieldSelector, allocatable corev1.ResourceList) (string, error) {
+	divisor := ref.Divisor
+	if divisor.IsZero() {
+		divisor = resource.MustParse("1")
+	}
+	kind, name, ok := strings.Cut(ref.Resource, ".")
+	if !ok || (kind != "limits" && kind != "requests") {
+		return "", fmt.Errorf("unsupported container resource : %v", ref.Resource)
+	}
+	rn := corev1.ResourceName(name)
+	switch {
+	case rn == corev1.ResourceCPU, rn == corev1.ResourceMemory, rn == corev1.ResourceEphemeralStorage:
+	case strings.HasPrefix(name, corev1.ResourceHugePagesPrefix):
+	default:
+		return "", fmt.Errorf("unsupported container resource : %v", ref.Resource)
+	}
+	list := c.Resources.Requests
+	if kind == "limits" {
+		list = c.Resources.Limits
+	}
+	q, set := list[rn]
+	if kind == "limits" && (!set || q.IsZero()) && !strings.HasPrefix(name, corev1.ResourceHugePagesPrefix) {
+		q = allocatable[rn]
+	}
+	var v int64
+	if rn == corev1.ResourceCPU {
+		v = int64(math.Ceil(float64(q.MilliValue()) / float64(divisor.MilliValue())))
+	} else {
+		v = int64(math.Ceil(float64(q.Value()) / float64(divisor.Value())))
+	}
+	return strconv.FormatInt(v, 10), nil
 }
 
 // subscript splits "field['key']" into key.

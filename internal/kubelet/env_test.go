@@ -44,7 +44,7 @@ func TestContainerEnv(t *testing.T) {
 	src := envSource{
 		ConfigMaps: map[string]*corev1.ConfigMap{"cm": {Data: map[string]string{"k": "v", "k2": "v2", "bad-name": "x"}, BinaryData: map[string][]byte{"bin": []byte("b")}}},
 		Secrets:    map[string]*corev1.Secret{"s": {Data: map[string][]byte{"pw": []byte("hunter2")}}},
-		PodIP:      "10.42.0.5", HostIP: "192.0.2.1",
+		PodIPs:     []string{"10.42.0.5"}, HostIPs: []string{"192.0.2.1"},
 	}
 	cmKey := func(name, key string, opt bool) *corev1.EnvVarSource {
 		s := &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: name}, Key: key}

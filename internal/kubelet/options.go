@@ -53,6 +53,11 @@ type Options struct {
 	// SyncInterval, how often every pod is compared with the runtime to
 	// notice exits (default 1s).
 	HeartbeatInterval, StatusInterval, SyncInterval time.Duration
+	// VolumeResyncInterval is how often the configMap, secret,
+	// downwardAPI and projected volumes of running pods are read again
+	// from the API and rewritten if changed (default 30s; upstream's
+	// updates reach pods within its sync period of a minute).
+	VolumeResyncInterval time.Duration
 	// Workers is how many pods are synced at once (default 4); a pod
 	// being stopped holds a worker for up to its grace period.
 	Workers int
@@ -91,6 +96,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.SyncInterval <= 0 {
 		o.SyncInterval = time.Second
+	}
+	if o.VolumeResyncInterval <= 0 {
+		o.VolumeResyncInterval = 30 * time.Second
 	}
 	if o.Workers <= 0 {
 		o.Workers = 4

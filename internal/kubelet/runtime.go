@@ -451,12 +451,13 @@ func (a *Agent) podFileMounts(pod *corev1.Pod, c *corev1.Container, attempt uint
 // containerEnv reads the ConfigMaps and Secrets c's environment refers
 // to and resolves it.
 func (a *Agent) containerEnv(ctx context.Context, pod *corev1.Pod, c *corev1.Container, obs observed) ([]envVar, error) {
-	src := envSource{ConfigMaps: map[string]*corev1.ConfigMap{}, Secrets: map[string]*corev1.Secret{}, HostIP: a.host.ip}
+	src := envSource{ConfigMaps: map[string]*corev1.ConfigMap{}, Secrets: map[string]*corev1.Secret{},
+		HostIPs: []string{a.host.ip}, Allocatable: a.allocatable()}
 	switch {
 	case pod.Spec.HostNetwork:
-		src.PodIP = a.host.ip
-	case obs.Sandbox != nil:
-		src.PodIP = obs.Sandbox.IP
+		src.PodIPs = []string{a.host.ip}
+	case obs.Sandbox != nil && obs.Sandbox.IP != "":
+		src.PodIPs = []string{obs.Sandbox.IP}
 	}
 	cms, secrets := envRefs(c)
 	for _, name := range cms {

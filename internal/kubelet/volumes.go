@@ -1,7 +1,6 @@
 package kubelet
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -12,49 +11,61 @@ import (
 	"slices"
 	"strings"
 	"syscall"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/api/resource"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"plainkube.dev/plainkube/internal/kubelet/atomicwriter"
 )
 
-// Volumes. Each volume of a pod that the agent provides itself (emptyDir,
-// configMap, secret) is a directory <DataDir>/volumes/<pod uid>/<volume>;
-// a hostPath volume is its host path. Containers get them as CRI bind
-// mounts. The layout decisions (which files a configMap or secret volume
-// holds, with which modes; which mounts a container gets) are the pure
-// functions keyFiles and containerMounts; setupVolumes and cleanupVolumes
-// do the I/O.
+// Volumes. Each volume of a pod that the agent provides itself is a
+// directory <DataDir>/volumes/<pod uid>/<volume>; a hostPath volume is its
+// host path. Containers get them as CRI bind mounts.
+//
+//   - emptyDir: a directory on the data directory's disk (mode 0777), or
+//     with medium Memory a tmpfs sized as upstream: the sizeLimit, else
+//     the pod's memory limit, else the node's allocatable memory.
+//   - configMap, secret, downwardAPI, projected: files written by the
+//     atomic writer (package atomicwriter); a secret, downwardAPI or
+//     projected volume is on a tmpfs of its own (as upstream: secrets do
+//     not touch the disk).
+//
+// This file holds the pure parts (what files a volume holds, with which
+// modes; which mounts a container gets) and the set-up of one volume;
+// volumemanager.go decides when volumes are set up and refreshed.
 
-// defaultFileMode is the mode of configMap and secret files when the
-// volume names none (the API defaults defaultMode to it too).
-const defaultFileMode = 0o644
+// Upstream's default file modes (the API defaults defaultMode to them too).
+const (
+	defaultFileMode = 0o644
+	// tokenFileModeOwned is a service account token's mode when the pod
+	// names an fsUser or fsGroup for it.
+	tokenFileModeOwned = 0o600
+)
 
-// volumeFile is one file of a configMap or secret volume.
-type volumeFile struct {
-	Path string // relative to the volume
-	Data []byte
-	Mode fs.FileMode
+// payload is the files of a volume, by path relative to it.
+type payload = map[string]atomicwriter.File
+
+// fileMode is *m as a permission mode, or def.
+func fileMode(m *int32, def fs.FileMode) fs.FileMode {
+	if m == nil {
+		return def
+	}
+	return fs.FileMode(*m) & fs.ModePerm
 }
 
-// keyFiles are the files of a volume made of data (a ConfigMap's or a
-// Secret's): every key as a file, or with items only those keys at their
-// paths. A missing key in items is an error unless the volume is
-// optional.
-func keyFiles(data map[string][]byte, items []corev1.KeyToPath, defaultMode *int32, optional bool, what string) ([]volumeFile, error) {
-	mode := fs.FileMode(defaultFileMode)
-	if defaultMode != nil {
-		mode = fs.FileMode(*defaultMode) & fs.ModePerm
-	}
-	var files []volumeFile
+// keyFiles adds to p the files of a volume made of data (a ConfigMap's or
+// a Secret's): every key as a file, or with items only those keys at
+// their paths. A key of items that is missing is an error (missingKey's)
+// unless the volume is optional.
+func keyFiles(p payload, data map[string][]byte, items []corev1.KeyToPath, defaultMode *int32, optional bool, missingKey func(key string) error) error {
+	mode := fileMode(defaultMode, defaultFileMode)
 	if len(items) == 0 {
-		for _, k := range slices.Sorted(maps.Keys(data)) {
-			files = append(files, volumeFile{Path: k, Data: data[k], Mode: mode})
+		for k, v := range data {
+			p[k] = atomicwriter.File{Data: v, Mode: mode}
 		}
-		return files, nil
+		return nil
 	}
 	for _, it := range items {
 		v, ok := data[it.Key]
@@ -62,18 +73,226 @@ func keyFiles(data map[string][]byte, items []corev1.KeyToPath, defaultMode *int
 			if optional {
 				continue
 			}
-			return nil, fmt.Errorf("%s has no key %q", what, it.Key)
+			return missingKey(it.Key)
 		}
 		if err := checkRelative(it.Path); err != nil {
-			return nil, fmt.Errorf("%s item %q: %w", what, it.Key, err)
+			return fmt.Errorf("item %q: %w", it.Key, err)
 		}
-		m := mode
-		if it.Mode != nil {
-			m = fs.FileMode(*it.Mode) & fs.ModePerm
-		}
-		files = append(files, volumeFile{Path: path.Clean(it.Path), Data: v, Mode: m})
+		p[path.Clean(it.Path)] = atomicwriter.File{Data: v, Mode: fileMode(it.Mode, mode)}
 	}
-	return files, nil
+	return nil
+}
+
+// configMapData is a ConfigMap's data and binary data as bytes.
+func configMapData(cm *corev1.ConfigMap) map[string][]byte {
+	if cm == nil {
+		return nil
+	}
+	data := make(map[string][]byte, len(cm.Data)+len(cm.BinaryData))
+	for k, v := range cm.Data {
+		data[k] = []byte(v)
+	}
+	maps.Copy(data, cm.BinaryData)
+	return data
+}
+
+// Upstream's errors for a missing key of a volume's items.
+func missingConfigMapKey(key string) error {
+	return fmt.Errorf("configmap references non-existent config key: %s", key)
+}
+
+func missingSecretKey(key string) error {
+	return fmt.Errorf("references non-existent secret key: %s", key)
+}
+
+// volumeObjects gives the volume set-up what it reads from the API:
+// ConfigMaps and Secrets of the pod's namespace (a missing one is an
+// apierrors NotFound) and service account tokens.
+type volumeObjects struct {
+	ConfigMap func(name string) (*corev1.ConfigMap, error)
+	Secret    func(name string) (*corev1.Secret, error)
+	Token     func(t *corev1.ServiceAccountTokenProjection) (string, error)
+	// Allocatable is the node's, for limits that containers do not set.
+	Allocatable corev1.ResourceList
+}
+
+// getOptional reads an object with get; a missing optional one is nil
+// with no error. A missing one is upstream's "<kind> "<name>" not found".
+func getOptional[T any](get func(string) (*T, error), kind, name string, optional bool) (*T, error) {
+	obj, err := get(name)
+	switch {
+	case apierrors.IsNotFound(err) && optional:
+		return nil, nil
+	case apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("%s %q not found", kind, name)
+	case err != nil:
+		return nil, err
+	}
+	return obj, nil
+}
+
+func configMapPayload(src *corev1.ConfigMapVolumeSource, objs volumeObjects) (payload, error) {
+	cm, err := getOptional(objs.ConfigMap, "configmap", src.Name, optional(src.Optional))
+	if err != nil {
+		return nil, err
+	}
+	p := payload{}
+	err = keyFiles(p, configMapData(cm), src.Items, src.DefaultMode, optional(src.Optional), missingConfigMapKey)
+	return p, err
+}
+
+func secretPayload(src *corev1.SecretVolumeSource, objs volumeObjects) (payload, error) {
+	s, err := getOptional(objs.Secret, "secret", src.SecretName, optional(src.Optional))
+	if err != nil {
+		return nil, err
+	}
+	var data map[string][]byte
+	if s != nil {
+		data = s.Data
+	}
+	p := payload{}
+	err = keyFiles(p, data, src.Items, src.DefaultMode, optional(src.Optional), missingSecretKey)
+	return p, err
+}
+
+// downwardAPIFiles adds to p the files of downward API items: pod fields
+// (metadata name, namespace, uid, labels, annotations and their ['key']
+// forms) and container resources.
+func downwardAPIFiles(p payload, pod *corev1.Pod, items []corev1.DownwardAPIVolumeFile, defaultMode *int32, allocatable corev1.ResourceList) error {
+	mode := fileMode(defaultMode, defaultFileMode)
+	for _, it := range items {
+		if err := checkRelative(it.Path); err != nil {
+			return err
+		}
+		var v string
+		var err error
+		switch {
+		case it.FieldRef != nil:
+			v, err = volumeField(pod, it.FieldRef.FieldPath)
+		case it.ResourceFieldRef != nil:
+			c := specContainer(pod, it.ResourceFieldRef.ContainerName)
+			if c == nil {
+				return fmt.Errorf("container %q not found in pod %s/%s", it.ResourceFieldRef.ContainerName, pod.Namespace, pod.Name)
+			}
+			v, err = containerResource(c, it.ResourceFieldRef, allocatable)
+		default:
+			err = fmt.Errorf("item %q has neither fieldRef nor resourceFieldRef", it.Path)
+		}
+		if err != nil {
+			return err
+		}
+		p[path.Clean(it.Path)] = atomicwriter.File{Data: []byte(v), Mode: fileMode(it.Mode, mode)}
+	}
+	return nil
+}
+
+// volumeField is a pod field a downward API volume may hold.
+func volumeField(pod *corev1.Pod, fieldPath string) (string, error) {
+	switch {
+	case fieldPath == "metadata.name", fieldPath == "metadata.namespace", fieldPath == "metadata.uid",
+		fieldPath == "metadata.labels", fieldPath == "metadata.annotations",
+		strings.HasPrefix(fieldPath, "metadata.labels['"), strings.HasPrefix(fieldPath, "metadata.annotations['"):
+		return podField(pod, fieldPath, envSource{})
+	}
+	return "", fmt.Errorf("unsupported fieldPath %q in a downward API volume", fieldPath)
+}
+
+// projectionOwner is who owns a projected service account token: the
+// user all the pod's containers run as (if they agree), and whether the
+// pod has an fsGroup; either makes the token's mode 0600.
+type projectionOwner struct {
+	FsUser  *int64
+	FsGroup bool
+}
+
+func podProjectionOwner(pod *corev1.Pod) projectionOwner {
+	o := projectionOwner{FsGroup: pod.Spec.SecurityContext != nil && pod.Spec.SecurityContext.FSGroup != nil}
+	var podUser *int64
+	if pod.Spec.SecurityContext != nil {
+		podUser = pod.Spec.SecurityContext.RunAsUser
+	}
+	var user *int64
+	for i, c := range slices.Concat(pod.Spec.InitContainers, pod.Spec.Containers) {
+		u := podUser
+		if c.SecurityContext != nil && c.SecurityContext.RunAsUser != nil {
+			u = c.SecurityContext.RunAsUser
+		}
+		if u == nil || (i > 0 && (user == nil || *user != *u)) {
+			return o
+		}
+		user = u
+	}
+	o.FsUser = user
+	return o
+}
+
+// projectedPayload is the files of a projected volume: each source's, in
+// order (a later path replaces an earlier one). Every failing source is
+// reported.
+func projectedPayload(pod *corev1.Pod, src *corev1.ProjectedVolumeSource, objs volumeObjects) (payload, error) {
+	p := payload{}
+	mode := fileMode(src.DefaultMode, defaultFileMode)
+	modeP := int32(mode)
+	var errs []error
+	for _, s := range src.Sources {
+		var err error
+		switch {
+		case s.ConfigMap != nil:
+			var cm *corev1.ConfigMap
+			cm, err = getOptional(objs.ConfigMap, "configmap", s.ConfigMap.Name, optional(s.ConfigMap.Optional))
+			if err == nil {
+				err = keyFiles(p, configMapData(cm), s.ConfigMap.Items, &modeP, optional(s.ConfigMap.Optional), missingConfigMapKey)
+			}
+		case s.Secret != nil:
+			var sec *corev1.Secret
+			sec, err = getOptional(objs.Secret, "secret", s.Secret.Name, optional(s.Secret.Optional))
+			if err == nil {
+				var data map[string][]byte
+				if sec != nil {
+					data = sec.Data
+				}
+				err = keyFiles(p, data, s.Secret.Items, &modeP, optional(s.Secret.Optional), missingSecretKey)
+			}
+		case s.DownwardAPI != nil:
+			err = downwardAPIFiles(p, pod, s.DownwardAPI.Items, &modeP, objs.Allocatable)
+		case s.ServiceAccountToken != nil:
+			t := s.ServiceAccountToken
+			if err = checkRelative(t.Path); err != nil {
+				break
+			}
+			var tok string
+			if tok, err = objs.Token(t); err == nil {
+				owner := podProjectionOwner(pod)
+				f := atomicwriter.File{Data: []byte(tok), Mode: mode, FsUser: owner.FsUser}
+				if owner.FsUser != nil || owner.FsGroup {
+					f.Mode = tokenFileModeOwned
+				}
+				p[path.Clean(t.Path)] = f
+			}
+		case s.ClusterTrustBundle != nil, s.PodCertificate != nil:
+			err = errors.New("clusterTrustBundle and podCertificate projections are not supported by plainkube yet")
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, joinErrors(errs)
+	}
+	return p, nil
+}
+
+// joinErrors is upstream's aggregate error text: one error as itself,
+// several as "[a, b]".
+func joinErrors(errs []error) error {
+	if len(errs) == 1 {
+		return errs[0]
+	}
+	msgs := make([]string, len(errs))
+	for i, e := range errs {
+		msgs[i] = e.Error()
+	}
+	return errors.New("[" + strings.Join(msgs, ", ") + "]")
 }
 
 // checkRelative rejects a path that is absolute or leaves its directory.
@@ -93,8 +312,17 @@ func readOnlyVolume(v *corev1.Volume) bool {
 	return v.ConfigMap != nil || v.Secret != nil || v.DownwardAPI != nil || v.Projected != nil
 }
 
+// onTmpfs reports whether the agent puts volume v on a tmpfs of its own.
+func onTmpfs(v *corev1.Volume) bool {
+	return v.Secret != nil || v.DownwardAPI != nil || v.Projected != nil ||
+		(v.EmptyDir != nil && v.EmptyDir.Medium == corev1.StorageMediumMemory)
+}
+
 // containerMounts are c's mounts, given where each of the pod's volumes
-// is on the host.
+// is on the host. A subPath of a volume the atomic writer keeps names a
+// symlink into its current version; the runtime resolves it when the
+// container is created, so (as upstream) such a mount does not see later
+// updates.
 func containerMounts(pod *corev1.Pod, c *corev1.Container, hostPaths map[string]string) ([]*runtimeapi.Mount, error) {
 	var mounts []*runtimeapi.Mount
 	for _, m := range c.VolumeMounts {
@@ -121,58 +349,60 @@ func containerMounts(pod *corev1.Pod, c *corev1.Container, hostPaths map[string]
 	return mounts, nil
 }
 
-// volumesDir is where the agent keeps pod uid's volumes.
-func (a *Agent) volumesDir(uid types.UID) string {
-	return filepath.Join(a.opts.DataDir, "volumes", string(uid))
+// memoryVolumeSize is the size of a memory-backed emptyDir, as upstream:
+// the node's allocatable memory, or less the pod's memory limit, or less
+// the volume's sizeLimit.
+func memoryVolumeSize(pod *corev1.Pod, ed *corev1.EmptyDirVolumeSource, allocatable resource.Quantity) resource.Quantity {
+	size := allocatable
+	if lim, ok := podMemoryLimit(pod); ok && lim.Sign() > 0 && (size.IsZero() || lim.Cmp(size) <= 0) {
+		size = lim
+	}
+	if ed.SizeLimit != nil && ed.SizeLimit.Sign() > 0 && (size.IsZero() || ed.SizeLimit.Cmp(size) <= 0) {
+		size = *ed.SizeLimit
+	}
+	return size
 }
 
-// setupVolumes makes (or refreshes) the pod's volumes on the host and
-// returns where each is. ConfigMap and Secret volumes are rewritten from
-// the API each time: a container started later sees the current data.
-func (a *Agent) setupVolumes(ctx context.Context, pod *corev1.Pod) (map[string]string, error) {
-	paths := map[string]string{}
-	for i := range pod.Spec.Volumes {
-		v := &pod.Spec.Volumes[i]
-		dir := filepath.Join(a.volumesDir(pod.UID), v.Name)
-		var err error
-		switch {
-		case v.EmptyDir != nil:
-			err = setupEmptyDir(dir, v.EmptyDir)
-		case v.HostPath != nil:
-			dir = v.HostPath.Path
-			err = setupHostPath(v.HostPath)
-		case v.ConfigMap != nil:
-			err = a.writeConfigMap(ctx, pod, dir, v.ConfigMap)
-		case v.Secret != nil:
-			err = a.writeSecret(ctx, pod, dir, v.Secret)
-		default:
-			continue // not supported yet: a mount of it fails
+// podMemoryLimit is the pod's memory limit when every container has one:
+// the larger of the containers' sum (sidecars included) and the largest
+// init container's.
+func podMemoryLimit(pod *corev1.Pod) (resource.Quantity, bool) {
+	var sum, initMax resource.Quantity
+	for _, c := range pod.Spec.Containers {
+		l, ok := c.Resources.Limits[corev1.ResourceMemory]
+		if !ok {
+			return resource.Quantity{}, false
 		}
-		if err != nil {
-			return nil, fmt.Errorf("volume %q: %w", v.Name, err)
-		}
-		paths[v.Name] = dir
+		sum.Add(l)
 	}
-	return paths, nil
+	for _, c := range pod.Spec.InitContainers {
+		l, ok := c.Resources.Limits[corev1.ResourceMemory]
+		if !ok {
+			return resource.Quantity{}, false
+		}
+		if sidecar(&c) {
+			sum.Add(l)
+		} else if l.Cmp(initMax) > 0 {
+			initMax = l
+		}
+	}
+	if initMax.Cmp(sum) > 0 {
+		return initMax, true
+	}
+	return sum, true
 }
 
-func setupEmptyDir(dir string, ed *corev1.EmptyDirVolumeSource) error {
-	if err := os.MkdirAll(dir, 0o777); err != nil {
-		return err
+// mountTmpfs mounts a tmpfs on dir unless one is there. Without the
+// privilege to mount (tests as non-root) dir stays a directory.
+func mountTmpfs(dir string, mode fs.FileMode, size int64) {
+	if isMountPoint(dir) {
+		return
 	}
-	if err := os.Chmod(dir, 0o777); err != nil { // as upstream: any user may write
-		return err
+	opts := fmt.Sprintf("mode=%o", mode.Perm())
+	if size > 0 {
+		opts += fmt.Sprintf(",size=%d", size)
 	}
-	if ed.Medium != corev1.StorageMediumMemory || isMountPoint(dir) {
-		return nil
-	}
-	opts := "mode=0777"
-	if ed.SizeLimit != nil && !ed.SizeLimit.IsZero() {
-		opts += fmt.Sprintf(",size=%d", ed.SizeLimit.Value())
-	}
-	// Without the privilege to mount, a memory emptyDir is a directory.
 	_ = syscall.Mount("tmpfs", dir, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, opts)
-	return nil
 }
 
 // isMountPoint reports whether dir is on another device than its parent.
@@ -182,6 +412,62 @@ func isMountPoint(dir string) bool {
 		return false
 	}
 	return a.Dev != b.Dev
+}
+
+func setupEmptyDir(dir string, pod *corev1.Pod, ed *corev1.EmptyDirVolumeSource, allocatableMemory resource.Quantity) error {
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		return err
+	}
+	if ed.Medium == corev1.StorageMediumMemory {
+		size := memoryVolumeSize(pod, ed, allocatableMemory)
+		mountTmpfs(dir, 0o777, size.Value())
+	} else if ed.Medium != corev1.StorageMediumDefault {
+		return fmt.Errorf("emptyDir medium %q is not supported", ed.Medium)
+	}
+	if err := os.Chmod(dir, 0o777); err != nil { // as upstream: any user may write
+		return err
+	}
+	return setOwnership(dir, fsGroup(pod), false)
+}
+
+func fsGroup(pod *corev1.Pod) *int64 {
+	if pod.Spec.SecurityContext == nil {
+		return nil
+	}
+	return pod.Spec.SecurityContext.FSGroup
+}
+
+// setOwnership is upstream's fsGroup ownership of a volume: everything
+// under dir gets group gid and group read (and write unless readOnly)
+// permission; directories get the setgid bit and group search.
+func setOwnership(dir string, gid *int64, readOnly bool) error {
+	if gid == nil {
+		return nil
+	}
+	mask := fs.FileMode(0o660)
+	if readOnly {
+		mask = 0o440
+	}
+	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if err := os.Lchown(p, -1, int(*gid)); err != nil {
+			return err
+		}
+		if d.Type()&fs.ModeSymlink != 0 {
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		m := mask
+		if d.IsDir() {
+			m |= fs.ModeSetgid | 0o110
+		}
+		return os.Chmod(p, fi.Mode()&(fs.ModePerm|fs.ModeSetgid|fs.ModeSetuid|fs.ModeSticky)|m)
+	})
 }
 
 func setupHostPath(hp *corev1.HostPathVolumeSource) error {
@@ -236,114 +522,68 @@ func setupHostPath(hp *corev1.HostPathVolumeSource) error {
 	return nil
 }
 
-func (a *Agent) writeConfigMap(ctx context.Context, pod *corev1.Pod, dir string, src *corev1.ConfigMapVolumeSource) error {
-	cm, err := a.cs.CoreV1().ConfigMaps(pod.Namespace).Get(ctx, src.Name, metav1.GetOptions{})
-	var data map[string][]byte
+// volumePayload is the files of a volume the atomic writer keeps, and
+// whether v is one.
+func volumePayload(pod *corev1.Pod, v *corev1.Volume, objs volumeObjects) (payload, bool, error) {
+	var p payload
+	var err error
 	switch {
-	case apierrors.IsNotFound(err) && optional(src.Optional):
-	case err != nil:
-		return fmt.Errorf("configmap %q: %w", src.Name, err)
+	case v.ConfigMap != nil:
+		p, err = configMapPayload(v.ConfigMap, objs)
+	case v.Secret != nil:
+		p, err = secretPayload(v.Secret, objs)
+	case v.DownwardAPI != nil:
+		p = payload{}
+		err = downwardAPIFiles(p, pod, v.DownwardAPI.Items, v.DownwardAPI.DefaultMode, objs.Allocatable)
+	case v.Projected != nil:
+		p, err = projectedPayload(pod, v.Projected, objs)
 	default:
-		data = map[string][]byte{}
-		for k, v := range cm.Data {
-			data[k] = []byte(v)
-		}
-		maps.Copy(data, cm.BinaryData)
+		return nil, false, nil
 	}
-	files, err := keyFiles(data, src.Items, src.DefaultMode, optional(src.Optional), "configmap "+src.Name)
-	if err != nil {
-		return err
-	}
-	return writeFiles(dir, files)
+	return p, true, err
 }
 
-func (a *Agent) writeSecret(ctx context.Context, pod *corev1.Pod, dir string, src *corev1.SecretVolumeSource) error {
-	s, err := a.cs.CoreV1().Secrets(pod.Namespace).Get(ctx, src.SecretName, metav1.GetOptions{})
-	var data map[string][]byte
-	switch {
-	case apierrors.IsNotFound(err) && optional(src.Optional):
-	case err != nil:
-		return fmt.Errorf("secret %q: %w", src.SecretName, err)
-	default:
-		data = s.Data
-	}
-	files, err := keyFiles(data, src.Items, src.DefaultMode, optional(src.Optional), "secret "+src.SecretName)
-	if err != nil {
-		return err
-	}
-	return writeFiles(dir, files)
-}
-
-// writeFiles makes dir hold exactly files: each written to a temporary
-// name and renamed into place, and files no longer there removed.
-func writeFiles(dir string, files []volumeFile) error {
+// writeVolume sets up a configMap, secret, downwardAPI or projected
+// volume at dir with its payload.
+func writeVolume(dir string, pod *corev1.Pod, v *corev1.Volume, p payload) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	keep := map[string]bool{}
-	for _, f := range files {
-		p := filepath.Join(dir, filepath.FromSlash(f.Path))
-		keep[p] = true
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return err
-		}
-		tmp := filepath.Join(filepath.Dir(p), ".tmp-"+filepath.Base(p))
-		if err := os.WriteFile(tmp, f.Data, f.Mode); err != nil {
-			return err
-		}
-		if err := os.Chmod(tmp, f.Mode); err != nil { // not masked by the umask
-			return err
-		}
-		if err := os.Rename(tmp, p); err != nil {
-			return err
-		}
+	if onTmpfs(v) {
+		mountTmpfs(dir, 0o755, 0)
 	}
-	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || keep[p] {
-			return err
-		}
-		return os.Remove(p)
-	})
+	w := &atomicwriter.Writer{Dir: dir}
+	if gid := fsGroup(pod); gid != nil {
+		w.SetPerms = func(ts string) error { return setOwnership(ts, gid, true) }
+	}
+	_, err := w.Write(p)
+	return err
 }
 
-// cleanupVolumes removes the pod's volume directories, unmounting the
-// memory-backed ones first.
-func (a *Agent) cleanupVolumes(uid types.UID) error {
-	dir := a.volumesDir(uid)
-	ents, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
+// diskUsage is the space the files under dir take on its file system,
+// as du counts it (blocks), not crossing into other mounts.
+func diskUsage(dir string) (int64, error) {
+	var root syscall.Stat_t
+	if err := syscall.Lstat(dir, &root); err != nil {
+		return 0, err
 	}
-	for _, e := range ents {
-		p := filepath.Join(dir, e.Name())
-		if isMountPoint(p) {
-			if err := syscall.Unmount(p, syscall.MNT_DETACH); err != nil {
-				return fmt.Errorf("unmounting %s: %w", p, err)
+	var total int64
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil // removed meanwhile
 			}
+			return err
 		}
-	}
-	return os.RemoveAll(dir)
-}
-
-// cleanupOrphanVolumes removes the volumes of pods that are not live and
-// whose directories have not changed for a minute (so that a pod the
-// caller did not see yet keeps its new ones).
-func (a *Agent) cleanupOrphanVolumes(live map[types.UID]bool) {
-	root := filepath.Join(a.opts.DataDir, "volumes")
-	ents, err := os.ReadDir(root)
-	if err != nil {
-		return
-	}
-	for _, e := range ents {
-		uid := types.UID(e.Name())
-		if live[uid] {
-			continue
+		var st syscall.Stat_t
+		if err := syscall.Lstat(p, &st); err != nil {
+			return nil
 		}
-		if fi, err := e.Info(); err != nil || time.Since(fi.ModTime()) < time.Minute {
-			continue
+		if st.Dev != root.Dev {
+			return filepath.SkipDir
 		}
-		if err := a.cleanupVolumes(uid); err != nil {
-			a.log.Warn("removing volumes of a pod that is gone", "uid", uid, "err", err)
-		}
-	}
+		total += st.Blocks * 512
+		return nil
+	})
+	return total, err
 }

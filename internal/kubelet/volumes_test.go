@@ -2,46 +2,47 @@ package kubelet
 
 import (
 	"io/fs"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"plainkube.dev/plainkube/internal/kubelet/atomicwriter"
 )
 
 func TestKeyFiles(t *testing.T) {
 	data := map[string][]byte{"b": []byte("B"), "a": []byte("A")}
 	m := func(v int32) *int32 { return &v }
+	f := func(d string, mode fs.FileMode) atomicwriter.File { return atomicwriter.File{Data: []byte(d), Mode: mode} }
 	tests := []struct {
 		name     string
 		items    []corev1.KeyToPath
 		mode     *int32
 		optional bool
-		want     []volumeFile
+		want     payload
 		wantErr  string
 	}{
 		{name: "every key, default mode",
-			want: []volumeFile{{"a", []byte("A"), 0o644}, {"b", []byte("B"), 0o644}}},
+			want: payload{"a": f("A", 0o644), "b": f("B", 0o644)}},
 		{name: "defaultMode", mode: m(0o400),
-			want: []volumeFile{{"a", []byte("A"), 0o400}, {"b", []byte("B"), 0o400}}},
+			want: payload{"a": f("A", 0o400), "b": f("B", 0o400)}},
 		{name: "items with paths and modes", mode: m(0o440),
 			items: []corev1.KeyToPath{{Key: "b", Path: "dir/b.txt", Mode: m(0o600)}, {Key: "a", Path: "./a"}},
-			want:  []volumeFile{{"dir/b.txt", []byte("B"), 0o600}, {"a", []byte("A"), 0o440}}},
+			want:  payload{"dir/b.txt": f("B", 0o600), "a": f("A", 0o440)}},
 		{name: "missing key", items: []corev1.KeyToPath{{Key: "c", Path: "c"}},
-			wantErr: `configmap x has no key "c"`},
+			wantErr: `configmap references non-existent config key: c`},
 		{name: "missing key, optional", optional: true, items: []corev1.KeyToPath{{Key: "c", Path: "c"}, {Key: "a", Path: "a"}},
-			want: []volumeFile{{"a", []byte("A"), 0o644}}},
+			want: payload{"a": f("A", 0o644)}},
 		{name: "escaping path", items: []corev1.KeyToPath{{Key: "a", Path: "../a"}},
-			wantErr: `configmap x item "a": path "../a" must not contain '..'`},
+			wantErr: `item "a": path "../a" must not contain '..'`},
 		{name: "absolute path", items: []corev1.KeyToPath{{Key: "a", Path: "/etc/a"}},
-			wantErr: `configmap x item "a": path "/etc/a" must be relative`},
+			wantErr: `item "a": path "/etc/a" must be relative`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := keyFiles(data, tt.items, tt.mode, tt.optional, "configmap x")
+			got := payload{}
+			err := keyFiles(got, data, tt.items, tt.mode, tt.optional, missingConfigMapKey)
 			if tt.wantErr != "" {
 				if err == nil || err.Error() != tt.wantErr {
 					t.Fatalf("err = %v, want %s", err, tt.wantErr)
@@ -55,9 +56,6 @@ func TestKeyFiles(t *testing.T) {
 				t.Errorf("(-want +got):\n%s", d)
 			}
 		})
-	}
-	if files, err := keyFiles(nil, nil, nil, true, "configmap absent"); err != nil || len(files) != 0 {
-		t.Errorf("absent optional: %v %v", files, err)
 	}
 }
 
@@ -108,28 +106,5 @@ func TestContainerMounts(t *testing.T) {
 				t.Errorf("(-want +got):\n%s", d)
 			}
 		})
-	}
-}
-
-func TestWriteFiles(t *testing.T) {
-	dir := t.TempDir()
-	if err := writeFiles(dir, []volumeFile{{"a", []byte("1"), 0o600}, {"sub/b", []byte("2"), 0o644}}); err != nil {
-		t.Fatal(err)
-	}
-	// A second write replaces the content and removes what is gone.
-	if err := writeFiles(dir, []volumeFile{{"a", []byte("one"), 0o640}}); err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if !d.IsDir() {
-			b, _ := os.ReadFile(p)
-			fi, _ := d.Info()
-			got = append(got, strings.TrimPrefix(p, dir+"/")+"="+string(b)+" "+fi.Mode().String())
-		}
-		return nil
-	})
-	if want := []string{"a=one -rw-r-----"}; !cmp.Equal(got, want) {
-		t.Errorf("files = %v, want %v", got, want)
 	}
 }

@@ -1,0 +1,320 @@
+package kubelet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"plainkube.dev/plainkube/internal/controller"
+)
+
+// The volume manager: when a pod's volumes are set up and refreshed.
+//
+// A pod's volumes are all set up before its sandbox starts (as upstream's
+// WaitForAttachAndMount). While one cannot be (a ConfigMap or Secret
+// that is missing and not optional, a token the API refuses), the pod
+// stays Pending with its containers in ContainerCreating, a FailedMount
+// Warning event says why, and the set-up is retried with a back-off
+// (1s doubling to 8s). Once running, the volumes whose content comes from
+// the API (configMap, secret, downwardAPI, projected) are rewritten every
+// VolumeResyncInterval, and at once when the pod's labels or
+// annotations change; the atomic writer makes an update appear all at
+// once, and only if something changed. A refresh that fails keeps the
+// old content and reports a FailedMount event. Disk emptyDirs with a
+// sizeLimit are measured every emptyDirCheckInterval; a pod whose
+// emptyDir exceeds its limit is evicted, as upstream's eviction manager
+// does.
+
+const (
+	mountRetryInitial     = time.Second
+	mountRetryMax         = 8 * time.Second
+	emptyDirCheckInterval = 10 * time.Second
+)
+
+// volumeManager holds the agent's state of pod volumes.
+type volumeManager struct {
+	mu     sync.Mutex
+	pods   map[types.UID]*podVolumes
+	tokens tokenCache
+}
+
+// podVolumes is the state of one pod's volumes.
+type podVolumes struct {
+	paths     map[string]string // every volume, once all are set up
+	refreshed time.Time         // when API content was last read
+	meta      string            // labels and annotations then
+	usage     time.Time         // when emptyDir usage was last measured
+	retryAt   time.Time         // set-up failed: not before then
+	backoff   time.Duration
+	err       error
+}
+
+func (m *volumeManager) state(uid types.UID) *podVolumes {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.pods == nil {
+		m.pods = map[types.UID]*podVolumes{}
+	}
+	pv := m.pods[uid]
+	if pv == nil {
+		pv = &podVolumes{}
+		m.pods[uid] = pv
+	}
+	return pv
+}
+
+// forget drops what the manager holds of the pods not in live (nil: of
+// uid only).
+func (m *volumeManager) forget(uid types.UID, live map[types.UID]bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for k := range m.pods {
+		if (live == nil && k == uid) || (live != nil && !live[k]) {
+			delete(m.pods, k)
+		}
+	}
+	m.tokens.forget(uid, live)
+}
+
+// podMeta is what of a pod's metadata its downward API files show.
+func podMeta(pod *corev1.Pod) string {
+	return formatMap(pod.Labels) + "\x00" + formatMap(pod.Annotations)
+}
+
+// syncVolumes sets up, refreshes and checks pod's volumes during its
+// sync. When done is true the pod cannot go on yet (its volumes are not
+// ready, or it was just evicted): the sync ends with res.
+func (a *Agent) syncVolumes(ctx context.Context, pod *corev1.Pod) (res controller.Result, done bool) {
+	if pod.DeletionTimestamp != nil || terminal(pod.Status.Phase) {
+		return controller.Result{}, false
+	}
+	pv := a.vols.state(pod.UID)
+	if _, err := a.setupVolumes(ctx, pod); err != nil {
+		// Not set up yet: the pod waits, its containers ContainerCreating.
+		if obs, oerr := a.observe(ctx, pod); oerr == nil {
+			_ = a.updateStatus(ctx, pod, obs)
+		}
+		return controller.Result{RequeueAfter: max(time.Until(pv.retryAt), 100*time.Millisecond)}, true
+	}
+	if time.Since(pv.usage) >= emptyDirCheckInterval {
+		pv.usage = time.Now()
+		if msg := a.emptyDirOverLimit(pod); msg != "" {
+			a.evict(ctx, pod, msg)
+			return controller.Result{RequeueAfter: 100 * time.Millisecond}, true
+		}
+	}
+	return controller.Result{}, false
+}
+
+// setupVolumes sets up the pod's volumes when they are not yet, refreshes
+// the ones from the API when due, and returns where each volume is on
+// the host. An error means they are not all set up.
+func (a *Agent) setupVolumes(ctx context.Context, pod *corev1.Pod) (map[string]string, error) {
+	pv := a.vols.state(pod.UID)
+	now := time.Now()
+	if pv.paths == nil && now.Before(pv.retryAt) {
+		return nil, pv.err
+	}
+	due := pv.paths == nil || now.Sub(pv.refreshed) >= a.opts.VolumeResyncInterval || pv.meta != podMeta(pod)
+	if !due {
+		return pv.paths, nil
+	}
+	paths, errs := a.writeVolumes(ctx, pod, pv.paths != nil)
+	for _, e := range errs {
+		a.event(pod, "", corev1.EventTypeWarning, "FailedMount", "%s", e.Error())
+		a.log.Warn("volume set-up", "pod", pod.Namespace+"/"+pod.Name, "err", e)
+	}
+	if pv.paths != nil {
+		// A refresh: failures keep the old content.
+		pv.refreshed, pv.meta = now, podMeta(pod)
+		return pv.paths, nil
+	}
+	if len(errs) > 0 {
+		pv.backoff = min(max(2*pv.backoff, mountRetryInitial), mountRetryMax)
+		pv.retryAt, pv.err = now.Add(pv.backoff), errors.Join(errs...)
+		return nil, pv.err
+	}
+	pv.paths, pv.refreshed, pv.meta, pv.backoff, pv.err = paths, now, podMeta(pod), 0, nil
+	return pv.paths, nil
+}
+
+// mountError is upstream's FailedMount message for one volume.
+type mountError struct {
+	Volume string
+	Err    error
+}
+
+func (e *mountError) Error() string {
+	return fmt.Sprintf("MountVolume.SetUp failed for volume %q : %v", e.Volume, e.Err)
+}
+
+// writeVolumes sets up every volume of pod (only the API-backed ones
+// when refresh), and says where each is.
+func (a *Agent) writeVolumes(ctx context.Context, pod *corev1.Pod, refresh bool) (map[string]string, []error) {
+	objs := a.volumeObjects(ctx, pod)
+	paths := map[string]string{}
+	var errs []error
+	for i := range pod.Spec.Volumes {
+		v := &pod.Spec.Volumes[i]
+		dir := filepath.Join(a.volumesDir(pod.UID), v.Name)
+		p, fromAPI, err := volumePayload(pod, v, objs)
+		switch {
+		case fromAPI && err == nil:
+			err = writeVolume(dir, pod, v, p)
+		case fromAPI || refresh:
+		case v.EmptyDir != nil:
+			err = setupEmptyDir(dir, pod, v.EmptyDir, objs.Allocatable[corev1.ResourceMemory])
+		case v.HostPath != nil:
+			dir = v.HostPath.Path
+			err = setupHostPath(v.HostPath)
+		default:
+			continue // not supported: a mount of it fails
+		}
+		if err != nil {
+			errs = append(errs, &mountError{v.Name, err})
+			continue
+		}
+		paths[v.Name] = dir
+	}
+	return paths, errs
+}
+
+// volumeObjects reads what pod's volumes refer to through the API, each
+// object at most once per set-up.
+func (a *Agent) volumeObjects(ctx context.Context, pod *corev1.Pod) volumeObjects {
+	cms := map[string]*corev1.ConfigMap{}
+	secrets := map[string]*corev1.Secret{}
+	return volumeObjects{
+		ConfigMap: func(name string) (*corev1.ConfigMap, error) {
+			if cm, ok := cms[name]; ok {
+				return cm, nil
+			}
+			cm, err := a.cs.CoreV1().ConfigMaps(pod.Namespace).Get(ctx, name, metav1.GetOptions{})
+			if err == nil {
+				cms[name] = cm
+			}
+			return cm, err
+		},
+		Secret: func(name string) (*corev1.Secret, error) {
+			if s, ok := secrets[name]; ok {
+				return s, nil
+			}
+			s, err := a.cs.CoreV1().Secrets(pod.Namespace).Get(ctx, name, metav1.GetOptions{})
+			if err == nil {
+				secrets[name] = s
+			}
+			return s, err
+		},
+		Token: func(t *corev1.ServiceAccountTokenProjection) (string, error) {
+			return a.vols.tokens.token(ctx, a.cs, pod, t, time.Now())
+		},
+		Allocatable: a.allocatable(),
+	}
+}
+
+// allocatable is the node's allocatable cpu, memory and ephemeral storage.
+func (a *Agent) allocatable() corev1.ResourceList {
+	return corev1.ResourceList{
+		corev1.ResourceCPU:              a.host.cpu,
+		corev1.ResourceMemory:           a.host.memory,
+		corev1.ResourceEphemeralStorage: a.host.storage,
+	}
+}
+
+// emptyDirOverLimit is upstream's eviction message when one of the pod's
+// disk emptyDirs uses more than its sizeLimit, else "".
+func (a *Agent) emptyDirOverLimit(pod *corev1.Pod) string {
+	for _, v := range pod.Spec.Volumes {
+		ed := v.EmptyDir
+		if ed == nil || ed.Medium == corev1.StorageMediumMemory || ed.SizeLimit == nil || ed.SizeLimit.Sign() <= 0 {
+			continue
+		}
+		used, err := diskUsage(filepath.Join(a.volumesDir(pod.UID), v.Name))
+		if err == nil && used > ed.SizeLimit.Value() {
+			return fmt.Sprintf("Usage of EmptyDir volume %q exceeds the limit %q. ", v.Name, ed.SizeLimit.String())
+		}
+	}
+	return ""
+}
+
+// evict fails pod as upstream's eviction manager does (phase Failed,
+// reason Evicted, a DisruptionTarget condition, an Evicted event); its
+// containers are then stopped as those of any finished pod.
+func (a *Agent) evict(ctx context.Context, pod *corev1.Pod, msg string) {
+	a.log.Info("evicting pod", "pod", pod.Namespace+"/"+pod.Name, "reason", msg)
+	a.event(pod, "", corev1.EventTypeWarning, "Evicted", "%s", msg)
+	upd := pod.DeepCopy()
+	upd.Status.Phase, upd.Status.Reason, upd.Status.Message = corev1.PodFailed, "Evicted", msg
+	setCondition(&upd.Status, corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue,
+		Reason: corev1.PodReasonTerminationByKubelet, Message: msg, ObservedGeneration: pod.Generation}, time.Now())
+	if apiequality.Semantic.DeepEqual(upd.Status, pod.Status) {
+		return
+	}
+	if _, err := a.cs.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, upd, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		a.log.Warn("evicting pod", "pod", pod.Namespace+"/"+pod.Name, "err", err)
+	}
+}
+
+// volumesDir is where the agent keeps pod uid's volumes.
+func (a *Agent) volumesDir(uid types.UID) string {
+	return filepath.Join(a.opts.DataDir, "volumes", string(uid))
+}
+
+// cleanupVolumes removes the pod's volume directories, unmounting the
+// memory-backed ones first, and forgets its volume state and tokens.
+func (a *Agent) cleanupVolumes(uid types.UID) error {
+	a.vols.forget(uid, nil)
+	dir := a.volumesDir(uid)
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	for _, e := range ents {
+		p := filepath.Join(dir, e.Name())
+		if isMountPoint(p) {
+			if err := syscall.Unmount(p, syscall.MNT_DETACH); err != nil {
+				return fmt.Errorf("unmounting %s: %w", p, err)
+			}
+		}
+	}
+	return os.RemoveAll(dir)
+}
+
+// cleanupOrphanVolumes removes the volumes of pods that are not live and
+// whose directories have not changed for a minute (so that a pod the
+// caller did not see yet keeps its new ones), and forgets their state.
+func (a *Agent) cleanupOrphanVolumes(live map[types.UID]bool) {
+	a.vols.forget("", live)
+	root := filepath.Join(a.opts.DataDir, "volumes")
+	ents, err := os.ReadDir(root)
+	if err != nil {
+		return
+	}
+	sort.Slice(ents, func(i, j int) bool { return ents[i].Name() < ents[j].Name() })
+	for _, e := range ents {
+		uid := types.UID(e.Name())
+		if live[uid] || strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		if fi, err := e.Info(); err != nil || time.Since(fi.ModTime()) < time.Minute {
+			continue
+		}
+		if err := a.cleanupVolumes(uid); err != nil {
+			a.log.Warn("removing volumes of a pod that is gone", "uid", uid, "err", err)
+		}
+	}
+}
