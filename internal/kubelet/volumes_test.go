@@ -14,7 +14,9 @@ import (
 func TestKeyFiles(t *testing.T) {
 	data := map[string][]byte{"b": []byte("B"), "a": []byte("A")}
 	m := func(v int32) *int32 { return &v }
-	f := func(d string, mode fs.FileMode) atomicwriter.File { return atomicwriter.File{Data: []byte(d), Mode: mode} }
+	f := func(d string, mode fs.FileMode) atomicwriter.File {
+		return atomicwriter.File{Data: []byte(d), Mode: mode}
+	}
 	tests := []struct {
 		name     string
 		items    []corev1.KeyToPath
