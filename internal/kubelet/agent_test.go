@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -36,6 +37,12 @@ const busyboxBin = "/bin/busybox"
 // controller.
 func startNode(t *testing.T, podCIDR string) (kubernetes.Interface, string) {
 	t.Helper()
+	return startNodeWith(t, podCIDR, nil)
+}
+
+// startNodeWith is startNode with options changed by opt (if not nil).
+func startNodeWith(t *testing.T, podCIDR string, opt func(*kubelet.Options)) (kubernetes.Interface, string) {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to run containerd")
 	}
@@ -59,6 +66,7 @@ func startNode(t *testing.T, podCIDR string) (kubernetes.Interface, string) {
 			t.Logf("removing pods: %v", err)
 		}
 		rt.Stop()
+		unmountUnder(t, dir+"/volumes/")
 	})
 	img, err := image.FromBinary(busyboxBin, "/bin/busybox", "/bin/sh", "/bin/sleep", "/bin/echo")
 	if err != nil {
@@ -69,10 +77,14 @@ func startNode(t *testing.T, podCIDR string) (kubernetes.Interface, string) {
 	}
 
 	env := testenv.Start(t, testenv.WithControllers(), testenv.WithScheduler())
-	agent, err := kubelet.New(env.Config, kubelet.Options{
+	opts := kubelet.Options{
 		NodeName: "node-1", DataDir: dir, Runtime: rt, ControlPlane: true, PodCIDR: podCIDR,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})),
-	})
+	}
+	if opt != nil {
+		opt(&opts)
+	}
+	agent, err := kubelet.New(env.Config, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,6 +115,22 @@ func startNode(t *testing.T, podCIDR string) (kubernetes.Interface, string) {
 		return false, nil
 	})
 	return cs, dir
+}
+
+// unmountUnder unmounts the file systems (the tmpfs volumes of pods left
+// running) mounted below prefix.
+func unmountUnder(t *testing.T, prefix string) {
+	b, err := os.ReadFile("/proc/self/mounts")
+	if err != nil {
+		return
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 1 && strings.HasPrefix(f[1], prefix) {
+			if err := syscall.Unmount(f[1], syscall.MNT_DETACH); err != nil {
+				t.Logf("unmounting %s: %v", f[1], err)
+			}
+		}
+	}
 }
 
 func waitFor(t *testing.T, timeout time.Duration, what string, cond wait.ConditionWithContextFunc) {

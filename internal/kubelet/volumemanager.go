@@ -35,7 +35,8 @@ import (
 // annotations change; the atomic writer makes an update appear all at
 // once, and only if something changed. A refresh that fails keeps the
 // old content and reports a FailedMount event. Disk emptyDirs with a
-// sizeLimit are measured every emptyDirCheckInterval; a pod whose
+// sizeLimit are measured every emptyDirCheckInterval (10s, as
+// upstream's eviction manager; VolumeResyncInterval if shorter); a pod whose
 // emptyDir exceeds its limit is evicted, as upstream's eviction manager
 // does.
 
@@ -110,7 +111,7 @@ func (a *Agent) syncVolumes(ctx context.Context, pod *corev1.Pod) (res controlle
 		}
 		return controller.Result{RequeueAfter: max(time.Until(pv.retryAt), 100*time.Millisecond)}, true
 	}
-	if time.Since(pv.usage) >= emptyDirCheckInterval {
+	if time.Since(pv.usage) >= min(emptyDirCheckInterval, a.opts.VolumeResyncInterval) {
 		pv.usage = time.Now()
 		if msg := a.emptyDirOverLimit(pod); msg != "" {
 			a.evict(ctx, pod, msg)

@@ -1,0 +1,276 @@
+package kubelet_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+
+	"plainkube.dev/plainkube/internal/kubelet"
+)
+
+// readSeen reads a file a container copies out of its volumes into the
+// emptyDir "out" (so what it sees is checked from inside the container).
+func readSeen(dir string, uid types.UID, name string) string {
+	b, _ := os.ReadFile(filepath.Join(dir, "volumes", string(uid), "out", name))
+	return string(b)
+}
+
+// outVolume is an emptyDir the test reads back from the host.
+var outVolume = corev1.Volume{Name: "out", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}
+
+// copyLoop is a container script that writes the output of each command
+// to /out/<name> every 0.2s (through a temporary file, so that a read
+// never sees half); a command that is a path is "busybox cat <path>".
+func copyLoop(cmds map[string]string) string {
+	var b strings.Builder
+	b.WriteString("while true; do ")
+	for name, cmd := range cmds {
+		if strings.HasPrefix(cmd, "/") {
+			cmd = "busybox cat " + cmd
+		}
+		b.WriteString(cmd + " > /out/." + name + " 2>&1; busybox mv /out/." + name + " /out/" + name + "; ")
+	}
+	b.WriteString("busybox sleep 0.2; done")
+	return b.String()
+}
+
+func createPod(t *testing.T, cs kubernetes.Interface, pod *corev1.Pod) {
+	t.Helper()
+	if _, err := cs.CoreV1().Pods("default").Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func waitRunning(t *testing.T, cs kubernetes.Interface, name string) *corev1.Pod {
+	t.Helper()
+	var p *corev1.Pod
+	waitFor(t, time.Minute, name+" Running", func(ctx context.Context) (bool, error) {
+		var err error
+		p, err = getPod(ctx, cs, name)
+		return err == nil && p.Status.Phase == corev1.PodRunning, nil
+	})
+	return p
+}
+
+func TestVolumeUpdates(t *testing.T) {
+	cs, dir := startNodeWith(t, kubelet.DefaultPodCIDR, func(o *kubelet.Options) { o.VolumeResyncInterval = time.Second })
+	ctx := context.Background()
+	cms := cs.CoreV1().ConfigMaps("default")
+
+	t.Run("configMap and downwardAPI updates reach a running container", func(t *testing.T) {
+		if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "live"},
+			Data: map[string]string{"k": "v1", "gone": "soon"}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		pod := busyboxPod("live", corev1.RestartPolicyAlways, copyLoop(map[string]string{
+			"k": "/cfg/k", "sub": "/sub-k", "ls": "busybox ls /cfg/", "labels": "/info/labels", "note": "/info/note"}))
+		pod.Labels = map[string]string{"app": "live"}
+		pod.Annotations = map[string]string{"note": "one"}
+		pod.Spec.Volumes = []corev1.Volume{outVolume,
+			{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "live"}}}},
+			{Name: "info", VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{Items: []corev1.DownwardAPIVolumeFile{
+				{Path: "labels", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels"}},
+				{Path: "note", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['note']"}},
+			}}}},
+		}
+		pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "out", MountPath: "/out"}, {Name: "cfg", MountPath: "/cfg"},
+			{Name: "cfg", MountPath: "/sub-k", SubPath: "k"}, {Name: "info", MountPath: "/info"}}
+		createPod(t, cs, pod)
+		p := waitRunning(t, cs, "live")
+		waitFor(t, 20*time.Second, "first content", func(context.Context) (bool, error) {
+			return readSeen(dir, p.UID, "k") == "v1" && readSeen(dir, p.UID, "labels") == `app="live"` && readSeen(dir, p.UID, "note") == "one", nil
+		})
+		if got := readSeen(dir, p.UID, "ls"); got != "gone\nk\n" {
+			t.Errorf("ls /cfg = %q", got)
+		}
+
+		cm, err := cms.Get(ctx, "live", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cm.Data = map[string]string{"k": "v2", "new": "n"}
+		if _, err := cms.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		waitFor(t, 15*time.Second, "the update inside the container", func(context.Context) (bool, error) {
+			return readSeen(dir, p.UID, "k") == "v2" && readSeen(dir, p.UID, "ls") == "k\nnew\n", nil
+		})
+		t.Logf("configMap update seen after %v", time.Since(start).Round(100*time.Millisecond))
+		// A subPath mount keeps what it had when the container started.
+		if got := readSeen(dir, p.UID, "sub"); got != "v1" {
+			t.Errorf("subPath mount = %q, want the old v1", got)
+		}
+
+		p.Labels["tier"] = "x"
+		p.Annotations["note"] = "two"
+		if _, err := cs.CoreV1().Pods("default").Update(ctx, p, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 15*time.Second, "label and annotation updates inside the container", func(context.Context) (bool, error) {
+			return readSeen(dir, p.UID, "labels") == "app=\"live\"\ntier=\"x\"" && readSeen(dir, p.UID, "note") == "two", nil
+		})
+		// Files are links into ..data, as upstream lays them out.
+		if l, err := os.Readlink(filepath.Join(dir, "volumes", string(p.UID), "cfg", "k")); err != nil || l != "..data/k" {
+			t.Errorf("cfg/k -> %q (%v)", l, err)
+		}
+	})
+
+	t.Run("projected volume, downwardAPI files, secret on tmpfs", func(t *testing.T) {
+		if _, err := cs.CoreV1().Secrets("default").Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "proj"},
+			Data: map[string][]byte{"pw": []byte("s3cret")}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "proj"},
+			Data: map[string]string{"ca.crt": "CERT"}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		mode := int32(0o440)
+		yes := true
+		pod := busyboxPod("proj", corev1.RestartPolicyAlways, copyLoop(map[string]string{
+			"pw": "/p/creds/pw", "ca": "/p/ca.crt", "ns": "/p/namespace", "mem": "/p/mem_mi", "name": "/d/name"}))
+		pod.Spec.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("128Mi")}
+		pod.Spec.Volumes = []corev1.Volume{outVolume,
+			{Name: "p", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{DefaultMode: &mode, Sources: []corev1.VolumeProjection{
+				{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "proj"}, Items: []corev1.KeyToPath{{Key: "pw", Path: "creds/pw"}}}},
+				{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "proj"}}},
+				{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "absent"}, Optional: &yes}},
+				{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{
+					{Path: "namespace", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}},
+					{Path: "mem_mi", ResourceFieldRef: &corev1.ResourceFieldSelector{ContainerName: "main", Resource: "limits.memory", Divisor: resource.MustParse("1Mi")}},
+				}}},
+			}}}},
+			{Name: "d", VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{Items: []corev1.DownwardAPIVolumeFile{
+				{Path: "name", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}}},
+			{Name: "mem", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: new(resource.MustParse("8Mi"))}}},
+		}
+		pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "out", MountPath: "/out"}, {Name: "p", MountPath: "/p"},
+			{Name: "d", MountPath: "/d"}, {Name: "mem", MountPath: "/mem"}}
+		createPod(t, cs, pod)
+		p := waitRunning(t, cs, "proj")
+		want := map[string]string{"pw": "s3cret", "ca": "CERT", "ns": "default", "mem": "128", "name": "proj"}
+		waitFor(t, 20*time.Second, "projected files", func(context.Context) (bool, error) {
+			for k, v := range want {
+				if readSeen(dir, p.UID, k) != v {
+					return false, nil
+				}
+			}
+			return true, nil
+		})
+		fi, err := os.Stat(filepath.Join(dir, "volumes", string(p.UID), "p", "creds", "pw"))
+		if err != nil || fi.Mode().Perm() != 0o440 {
+			t.Errorf("creds/pw mode %v (%v), want 0440", fi.Mode(), err)
+		}
+		mounts, _ := os.ReadFile("/proc/self/mounts")
+		vols := filepath.Join(dir, "volumes", string(p.UID))
+		for _, line := range strings.Split(string(mounts), "\n") {
+			if f := strings.Fields(line); len(f) > 3 && f[1] == vols+"/mem" && !strings.Contains(f[3], "size=8192k") {
+				t.Errorf("memory emptyDir mount options %q, want size=8192k", f[3])
+			}
+		}
+		for _, v := range []string{"p", "d", "mem"} {
+			if !strings.Contains(string(mounts), " "+vols+"/"+v+" tmpfs ") {
+				t.Errorf("volume %s is not on a tmpfs", v)
+			}
+		}
+		if strings.Contains(string(mounts), " "+vols+"/out tmpfs ") {
+			t.Error("a disk emptyDir is on a tmpfs")
+		}
+	})
+
+	t.Run("a missing configMap fails the mount until it exists", func(t *testing.T) {
+		pod := busyboxPod("late", corev1.RestartPolicyAlways, "exec busybox sleep 3600")
+		pod.Spec.Volumes = []corev1.Volume{{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: "late-cm"}}}}}
+		pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "cfg", MountPath: "/cfg"}}
+		createPod(t, cs, pod)
+		wantMsg := `MountVolume.SetUp failed for volume "cfg" : configmap "late-cm" not found`
+		waitFor(t, 20*time.Second, "FailedMount event", func(ctx context.Context) (bool, error) {
+			evs, err := cs.CoreV1().Events("default").List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return false, nil
+			}
+			for _, e := range evs.Items {
+				if e.InvolvedObject.Name == "late" && e.Reason == "FailedMount" {
+					if e.Message != wantMsg || e.Type != corev1.EventTypeWarning || e.Source.Component != "kubelet" || e.Source.Host != "node-1" {
+						t.Errorf("event = %s %s %q from %+v", e.Type, e.Reason, e.Message, e.Source)
+					}
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+		p, err := getPod(ctx, cs, "late")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Status.Phase != corev1.PodPending || len(p.Status.ContainerStatuses) != 1 ||
+			p.Status.ContainerStatuses[0].State.Waiting == nil || p.Status.ContainerStatuses[0].State.Waiting.Reason != "ContainerCreating" {
+			t.Errorf("status while the mount fails: %s %+v", p.Status.Phase, p.Status.ContainerStatuses)
+		}
+		if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "late-cm"}, Data: map[string]string{"a": "b"}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitRunning(t, cs, "late")
+	})
+
+	t.Run("service account token", func(t *testing.T) {
+		exp := int64(3600)
+		pod := busyboxPod("tok", corev1.RestartPolicyAlways, copyLoop(map[string]string{"token": "/sa/token"}))
+		pod.Spec.ServiceAccountName = "default"
+		pod.Spec.Volumes = []corev1.Volume{outVolume, {Name: "sa", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+			Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: &exp}}}}}}}
+		pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "out", MountPath: "/out"}, {Name: "sa", MountPath: "/sa"}}
+		createPod(t, cs, pod)
+		// Where the API server issues tokens the container reads one;
+		// where it does not yet, the mount fails as upstream reports it.
+		waitFor(t, 30*time.Second, "a token or a FailedMount event", func(ctx context.Context) (bool, error) {
+			if p, err := getPod(ctx, cs, "tok"); err == nil && p.Status.Phase == corev1.PodRunning {
+				return len(readSeen(dir, p.UID, "token")) > 20, nil
+			}
+			evs, err := cs.CoreV1().Events("default").List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return false, nil
+			}
+			for _, e := range evs.Items {
+				if e.InvolvedObject.Name == "tok" && e.Reason == "FailedMount" {
+					if !strings.HasPrefix(e.Message, `MountVolume.SetUp failed for volume "sa" : failed to fetch token: `) {
+						t.Errorf("event message %q", e.Message)
+					}
+					t.Logf("FailedMount: %s", e.Message)
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+	})
+
+	t.Run("disk emptyDir over its sizeLimit evicts the pod", func(t *testing.T) {
+		pod := busyboxPod("hog", corev1.RestartPolicyAlways, "busybox dd if=/dev/zero of=/scratch/fill bs=1024 count=2048; exec busybox sleep 3600")
+		pod.Spec.Volumes = []corev1.Volume{{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: new(resource.MustParse("1Mi"))}}}}
+		pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "scratch", MountPath: "/scratch"}}
+		createPod(t, cs, pod)
+		var p *corev1.Pod
+		waitFor(t, 30*time.Second, "pod evicted", func(ctx context.Context) (bool, error) {
+			var err error
+			p, err = getPod(ctx, cs, "hog")
+			return err == nil && p.Status.Phase == corev1.PodFailed, nil
+		})
+		if want := `Usage of EmptyDir volume "scratch" exceeds the limit "1Mi". `; p.Status.Reason != "Evicted" || p.Status.Message != want {
+			t.Errorf("reason %q message %q", p.Status.Reason, p.Status.Message)
+		}
+		waitFor(t, 30*time.Second, "container stopped", func(ctx context.Context) (bool, error) {
+			p, err := getPod(ctx, cs, "hog")
+			return err == nil && len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].State.Terminated != nil, nil
+		})
+	})
+}
