@@ -55,21 +55,41 @@
 //     mappings) and loopback. A pod not on the host network gets its own
 //     address, reported as podIP/podIPs. Without a pod CIDR only
 //     hostNetwork pods can start.
-//   - Volumes (volumes.go): emptyDir (a directory under
-//     <DataDir>/volumes/<pod uid>/, a tmpfs for medium Memory, with
-//     sizeLimit), hostPath (with its type checks and the OrCreate types),
-//     configMap and secret (read through the API when a container starts;
-//     every key or the items, at their paths, with defaultMode and item
-//     modes; optional ones may be missing; always mounted read-only),
-//     mounted as CRI bind mounts with readOnly and subPath. A pod's
+//   - Volumes (volumes.go, volumemanager.go, tokens.go): all of a pod's
+//     volumes are set up before its sandbox starts; while one cannot be
+//     (a ConfigMap or Secret missing and not optional, a token the API
+//     refuses) the pod stays Pending, its containers ContainerCreating, a
+//     FailedMount Warning event (source kubelet, host the node) says
+//     `MountVolume.SetUp failed for volume "x" : …`, and the set-up is
+//     retried (1s doubling to 8s). Under <DataDir>/volumes/<pod uid>/:
+//     emptyDir (a directory on disk; a tmpfs for medium Memory, sized by
+//     sizeLimit, the pod's memory limit or the node's allocatable memory;
+//     a disk emptyDir over its sizeLimit gets the pod evicted: Failed,
+//     reason Evicted, upstream's message and a DisruptionTarget
+//     condition), configMap, secret, downwardAPI (pod metadata fields and
+//     container resources with divisors) and projected (configMap,
+//     secret, downwardAPI and serviceAccountToken sources; tokens come
+//     from the TokenRequest API, bound to the pod, and are renewed after
+//     80% of their life or 24h) — every key or the items, with
+//     defaultMode and item modes, fsGroup ownership, optional sources.
+//     Those four are written by package atomicwriter (a timestamped
+//     directory, a ..data symlink swapped by rename, user-visible
+//     symlinks), secret, downwardAPI and projected on a tmpfs each, and
+//     are rewritten from the API every VolumeResyncInterval (30s) and on
+//     label or annotation changes, so running containers see updates at
+//     once (not through subPath mounts, as upstream). hostPath has its
+//     type checks and the OrCreate types. Mounts are CRI bind mounts with
+//     readOnly and subPath; API volumes are always read-only. A pod's
 //     volume directories go when the pod is deleted.
 //   - Environment (env.go): envFrom (configMap, secret, prefix), env with
-//     value, configMapKeyRef, secretKeyRef (optional ones may be missing)
-//     and fieldRef (metadata name, namespace, uid, labels, annotations and
+//     value, configMapKeyRef, secretKeyRef (optional ones may be missing),
+//     fieldRef (metadata name, namespace, uid, labels, annotations and
 //     their ['key'] forms, spec.nodeName, spec.serviceAccountName,
-//     status.podIP(s), status.hostIP(s)), with upstream's $(VAR)
-//     expansion in env values, command and args. A container whose
-//     environment or volumes refer to something missing waits in
+//     status.podIP(s), status.hostIP(s)) and resourceFieldRef
+//     (limits/requests of cpu, memory, ephemeral-storage and hugepages,
+//     with divisor; a limit not set is the node's allocatable), with
+//     upstream's $(VAR) expansion in env values, command and args. A
+//     container whose environment refers to something missing waits in
 //     CreateContainerConfigError (with the reason as message) and starts
 //     once it is there.
 //   - Probes (probe.go): startup, readiness and liveness probes (exec,
@@ -125,9 +145,9 @@
 //     namespace and name labels, and CRI hands out a URL of containerd's
 //     streaming server, which listens on 127.0.0.1 only).
 //
-// What is not there yet: projected, downwardAPI and
-// persistent volumes (including the service-account token); subPathExpr;
-// resourceFieldRef; service environment variables; configMap and secret
-// updates reaching running containers (files are written when a
-// container starts); seccomp and AppArmor profiles; and images pulled from registries.
+// What is not there yet: persistent volumes (and every other volume
+// type); clusterTrustBundle and podCertificate projections; subPathExpr;
+// fsGroupChangePolicy (ownership is always applied); service environment
+// variables; seccomp and AppArmor profiles; and images pulled from
+// registries.
 package kubelet
