@@ -87,8 +87,11 @@
 //     their ['key'] forms, spec.nodeName, spec.serviceAccountName,
 //     status.podIP(s), status.hostIP(s)) and resourceFieldRef
 //     (limits/requests of cpu, memory, ephemeral-storage and hugepages,
-//     with divisor; a limit not set is the node's allocatable), with
-//     upstream's $(VAR) expansion in env values, command and args. A
+//     with divisor; a limit not set is the node's allocatable), then the
+//     service variables (<NAME>_SERVICE_HOST, _PORT and the Docker link
+//     ones) of the default namespace's "kubernetes" Service and, unless
+//     enableServiceLinks is false, of the Services of the pod's namespace,
+//     with upstream's $(VAR) expansion in env values, command and args. A
 //     container whose environment refers to something missing waits in
 //     CreateContainerConfigError (with the reason as message) and starts
 //     once it is there.
@@ -147,7 +150,6 @@
 //
 // What is not there yet: persistent volumes (and every other volume
 // type); clusterTrustBundle and podCertificate projections; subPathExpr;
-// fsGroupChangePolicy (ownership is always applied); service environment
-// variables; seccomp and AppArmor profiles; and images pulled from
-// registries.
+// fsGroupChangePolicy (ownership is always applied); seccomp and
+// AppArmor profiles; and images pulled from registries.
 package kubelet

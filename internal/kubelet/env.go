@@ -1,23 +1,28 @@
 package kubelet
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"math"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // This file resolves a container's environment, as upstream's kubelet
 // does: envFrom first, then env in order, each value expanded with the
 // variables before it; then $(VAR) in command and args with all of them.
-// It is pure: the ConfigMaps and Secrets referred to are read by the
-// driver first (envRefs says which).
+// It is pure but for serviceEnvFor at the end: the ConfigMaps, Secrets
+// and Services referred to are read by the driver first (envRefs says
+// which).
 
 // envSource is what a container's environment may refer to.
 type envSource struct {
@@ -30,6 +35,8 @@ type envSource struct {
 	PodIPs, HostIPs []string
 	// Allocatable is the node's: the limits of containers that set none.
 	Allocatable corev1.ResourceList
+	// Services are the service environment variables (serviceEnv).
+	Services map[string]string
 }
 
 // envVar is one resolved variable.
@@ -113,7 +120,7 @@ func containerEnv(pod *corev1.Pod, c *corev1.Container, src envSource) ([]envVar
 	}
 	for _, e := range c.Env {
 		if e.ValueFrom == nil {
-			set(e.Name, expand(e.Value, lookup(vals)))
+			set(e.Name, expand(e.Value, lookup(vals, src.Services)))
 			continue
 		}
 		v, ok, err := valueFrom(pod, c, e.ValueFrom, src)
@@ -124,11 +131,69 @@ func containerEnv(pod *corev1.Pod, c *corev1.Container, src envSource) ([]envVar
 			set(e.Name, v)
 		}
 	}
-	out := make([]envVar, 0, len(order))
+	out := make([]envVar, 0, len(order)+len(src.Services))
 	for _, k := range order {
 		out = append(out, envVar{k, vals[k]})
 	}
+	// Service variables come last, unless the container sets the name.
+	for _, k := range slices.Sorted(maps.Keys(src.Services)) {
+		if _, ok := vals[k]; !ok {
+			out = append(out, envVar{k, src.Services[k]})
+		}
+	}
 	return out, nil
+}
+
+// serviceEnv are the service environment variables of a pod in
+// namespace ns, as upstream: for each service with a cluster IP — the
+// default namespace's "kubernetes" always, the pod's namespace's when
+// enableServiceLinks (default true) — <NAME>_SERVICE_HOST,
+// <NAME>_SERVICE_PORT (the first port), <NAME>_SERVICE_PORT_<PORT NAME>
+// for named ports, and the Docker link variables <NAME>_PORT and
+// <NAME>_PORT_<port>_<PROTO>[_PROTO|_PORT|_ADDR].
+func serviceEnv(services []*corev1.Service, ns string, enableLinks *bool) map[string]string {
+	links := enableLinks == nil || *enableLinks
+	chosen := map[string]*corev1.Service{}
+	for _, svc := range services {
+		if ip := svc.Spec.ClusterIP; ip == "" || ip == corev1.ClusterIPNone || len(svc.Spec.Ports) == 0 {
+			continue
+		}
+		switch {
+		case svc.Namespace == "default" && svc.Name == "kubernetes":
+			if _, ok := chosen[svc.Name]; !ok {
+				chosen[svc.Name] = svc
+			}
+		case svc.Namespace == ns && links:
+			chosen[svc.Name] = svc
+		}
+	}
+	env := map[string]string{}
+	for _, svc := range chosen {
+		name := strings.ToUpper(strings.ReplaceAll(svc.Name, "-", "_"))
+		ip := svc.Spec.ClusterIP
+		env[name+"_SERVICE_HOST"] = ip
+		env[name+"_SERVICE_PORT"] = strconv.Itoa(int(svc.Spec.Ports[0].Port))
+		for i, sp := range svc.Spec.Ports {
+			port := strconv.Itoa(int(sp.Port))
+			if sp.Name != "" {
+				env[name+"_SERVICE_PORT_"+strings.ToUpper(strings.ReplaceAll(sp.Name, "-", "_"))] = port
+			}
+			proto := string(sp.Protocol)
+			if proto == "" {
+				proto = string(corev1.ProtocolTCP)
+			}
+			url := strings.ToLower(proto) + "://" + net.JoinHostPort(ip, port)
+			if i == 0 {
+				env[name+"_PORT"] = url
+			}
+			prefix := name + "_PORT_" + port + "_" + strings.ToUpper(proto)
+			env[prefix] = url
+			env[prefix+"_PROTO"] = strings.ToLower(proto)
+			env[prefix+"_PORT"] = port
+			env[prefix+"_ADDR"] = ip
+		}
+	}
+	return env
 }
 
 func optional(p *bool) bool { return p != nil && *p }
@@ -146,11 +211,8 @@ func valueFrom(pod *corev1.Pod, c *corev1.Container, from *corev1.EnvVarSource, 
 			}
 			return "", false, fmt.Errorf("configmap %q not found", r.Name)
 		}
-		if v, ok := cm.Data[r.Key]; ok {
+		if v, ok := cm.Data[r.Key]; ok { // not binaryData, as upstream
 			return v, true, nil
-		}
-		if v, ok := cm.BinaryData[r.Key]; ok {
-			return string(v), true, nil
 		}
 		if optional(r.Optional) {
 			return "", false, nil
@@ -300,17 +362,19 @@ func expandAll(list []string, env []envVar) []string {
 	}
 	out := make([]string, len(list))
 	for i, s := range list {
-		out[i] = expand(s, lookup(m))
+		out[i] = expand(s, lookup(m, nil))
 	}
 	return out
 }
 
-// lookup maps a variable to its value, or leaves a reference to an
-// unknown one as it was.
-func lookup(m map[string]string) func(string) string {
+// lookup maps a variable to its value in the first of maps that has it,
+// or leaves a reference to an unknown one as it was.
+func lookup(maps ...map[string]string) func(string) string {
 	return func(name string) string {
-		if v, ok := m[name]; ok {
-			return v
+		for _, m := range maps {
+			if v, ok := m[name]; ok {
+				return v
+			}
 		}
 		return "$(" + name + ")"
 	}
@@ -356,4 +420,30 @@ func readVariable(input string) (read string, isVar bool, advance int) {
 	default:
 		return "$" + input[:1], false, 1
 	}
+}
+
+// serviceEnvFor reads the Services whose variables pod's containers get
+// (serviceEnv).
+func (a *Agent) serviceEnvFor(ctx context.Context, pod *corev1.Pod) (map[string]string, error) {
+	var services []*corev1.Service
+	links := pod.Spec.EnableServiceLinks == nil || *pod.Spec.EnableServiceLinks
+	if links {
+		list, err := a.cs.CoreV1().Services(pod.Namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("failed to list services when setting up env vars: %w", err)
+		}
+		for i := range list.Items {
+			services = append(services, &list.Items[i])
+		}
+	}
+	if !links || pod.Namespace != metav1.NamespaceDefault {
+		svc, err := a.cs.CoreV1().Services(metav1.NamespaceDefault).Get(ctx, "kubernetes", metav1.GetOptions{})
+		switch {
+		case err == nil:
+			services = append(services, svc)
+		case !apierrors.IsNotFound(err):
+			return nil, fmt.Errorf("failed to list services when setting up env vars: %w", err)
+		}
+	}
+	return serviceEnv(services, pod.Namespace, pod.Spec.EnableServiceLinks), nil
 }

@@ -83,8 +83,10 @@ func TestContainerEnv(t *testing.T) {
 			c:    corev1.Container{Env: []corev1.EnvVar{{Name: "A", Value: "1"}, {Name: "B", Value: "2"}, {Name: "A", Value: "$(A)$(B)"}}},
 			want: "A=12;B=2"},
 		{name: "key refs",
-			c:    corev1.Container{Env: []corev1.EnvVar{{Name: "K", ValueFrom: cmKey("cm", "k", false)}, {Name: "BIN", ValueFrom: cmKey("cm", "bin", false)}, {Name: "PW", ValueFrom: secKey("s", "pw", false)}}},
-			want: "K=v;BIN=b;PW=hunter2"},
+			c:    corev1.Container{Env: []corev1.EnvVar{{Name: "K", ValueFrom: cmKey("cm", "k", false)}, {Name: "PW", ValueFrom: secKey("s", "pw", false)}}},
+			want: "K=v;PW=hunter2"},
+		{name: "binaryData is not for env, as upstream", c: corev1.Container{Env: []corev1.EnvVar{{Name: "BIN", ValueFrom: cmKey("cm", "bin", false)}}},
+			wantErr: `env BIN: couldn't find key bin in ConfigMap ns/cm`},
 		{name: "optional refs to what is absent are unset",
 			c: corev1.Container{Env: []corev1.EnvVar{{Name: "A", ValueFrom: cmKey("nope", "k", true)}, {Name: "B", ValueFrom: cmKey("cm", "nokey", true)},
 				{Name: "C", ValueFrom: secKey("nope", "k", true)}, {Name: "D", ValueFrom: secKey("s", "nokey", true)}, {Name: "E", Value: "$(A)"}}},
@@ -157,5 +159,62 @@ func TestEnvRefsAndArgs(t *testing.T) {
 	}
 	if expandAll(nil, nil) != nil {
 		t.Error("nil args must stay nil (the image's)")
+	}
+}
+
+func TestServiceEnv(t *testing.T) {
+	svc := func(ns, name, ip string, ports ...corev1.ServicePort) *corev1.Service {
+		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: corev1.ServiceSpec{ClusterIP: ip, Ports: ports}}
+	}
+	services := []*corev1.Service{
+		svc("default", "kubernetes", "10.43.0.1", corev1.ServicePort{Name: "https", Port: 443, Protocol: corev1.ProtocolTCP}),
+		svc("app", "my-web", "10.43.0.9", corev1.ServicePort{Port: 80}, corev1.ServicePort{Name: "dns-udp", Port: 53, Protocol: corev1.ProtocolUDP}),
+		svc("app", "headless", "None", corev1.ServicePort{Port: 80}),
+		svc("other", "elsewhere", "10.43.0.7", corev1.ServicePort{Port: 80}),
+	}
+	got := serviceEnv(services, "app", nil)
+	want := map[string]string{
+		"KUBERNETES_SERVICE_HOST":       "10.43.0.1",
+		"KUBERNETES_SERVICE_PORT":       "443",
+		"KUBERNETES_SERVICE_PORT_HTTPS": "443",
+		"KUBERNETES_PORT":               "tcp://10.43.0.1:443",
+		"KUBERNETES_PORT_443_TCP":       "tcp://10.43.0.1:443",
+		"KUBERNETES_PORT_443_TCP_PROTO": "tcp",
+		"KUBERNETES_PORT_443_TCP_PORT":  "443",
+		"KUBERNETES_PORT_443_TCP_ADDR":  "10.43.0.1",
+		"MY_WEB_SERVICE_HOST":           "10.43.0.9",
+		"MY_WEB_SERVICE_PORT":           "80",
+		"MY_WEB_SERVICE_PORT_DNS_UDP":   "53",
+		"MY_WEB_PORT":                   "tcp://10.43.0.9:80",
+		"MY_WEB_PORT_80_TCP":            "tcp://10.43.0.9:80",
+		"MY_WEB_PORT_80_TCP_PROTO":      "tcp",
+		"MY_WEB_PORT_80_TCP_PORT":       "80",
+		"MY_WEB_PORT_80_TCP_ADDR":       "10.43.0.9",
+		"MY_WEB_PORT_53_UDP":            "udp://10.43.0.9:53",
+		"MY_WEB_PORT_53_UDP_PROTO":      "udp",
+		"MY_WEB_PORT_53_UDP_PORT":       "53",
+		"MY_WEB_PORT_53_UDP_ADDR":       "10.43.0.9",
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("(-want +got):\n%s", d)
+	}
+	no := false
+	if got := serviceEnv(services, "app", &no); len(got) != 8 || got["KUBERNETES_SERVICE_HOST"] != "10.43.0.1" {
+		t.Errorf("without service links: %v", got)
+	}
+	// Service variables expand in env values and args; the container's
+	// own variables win.
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "app"}}
+	c := &corev1.Container{Env: []corev1.EnvVar{{Name: "URL", Value: "https://$(KUBERNETES_SERVICE_HOST)"}, {Name: "MY_WEB_SERVICE_PORT", Value: "8080"}}}
+	env, err := containerEnv(pod, c, envSource{Services: got})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]string{}
+	for _, e := range env {
+		m[e.Name] = e.Value
+	}
+	if m["URL"] != "https://10.43.0.1" || m["MY_WEB_SERVICE_PORT"] != "8080" || m["KUBERNETES_PORT"] != "tcp://10.43.0.1:443" {
+		t.Errorf("env = %v", m)
 	}
 }

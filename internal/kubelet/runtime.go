@@ -459,6 +459,10 @@ func (a *Agent) containerEnv(ctx context.Context, pod *corev1.Pod, c *corev1.Con
 	case obs.Sandbox != nil && obs.Sandbox.IP != "":
 		src.PodIPs = []string{obs.Sandbox.IP}
 	}
+	var err error
+	if src.Services, err = a.serviceEnvFor(ctx, pod); err != nil {
+		return nil, err
+	}
 	cms, secrets := envRefs(c)
 	for _, name := range cms {
 		cm, err := a.cs.CoreV1().ConfigMaps(pod.Namespace).Get(ctx, name, metav1.GetOptions{})

@@ -2,6 +2,7 @@ package kubelet_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -137,7 +138,8 @@ func TestVolumeUpdates(t *testing.T) {
 		mode := int32(0o440)
 		yes := true
 		pod := busyboxPod("proj", corev1.RestartPolicyAlways, copyLoop(map[string]string{
-			"pw": "/p/creds/pw", "ca": "/p/ca.crt", "ns": "/p/namespace", "mem": "/p/mem_mi", "name": "/d/name"}))
+			"pw": "/p/creds/pw", "ca": "/p/ca.crt", "ns": "/p/namespace", "mem": "/p/mem_mi", "name": "/d/name",
+			"svc": "echo $KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT"}))
 		pod.Spec.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("128Mi")}
 		pod.Spec.Volumes = []corev1.Volume{outVolume,
 			{Name: "p", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{DefaultMode: &mode, Sources: []corev1.VolumeProjection{
@@ -157,7 +159,12 @@ func TestVolumeUpdates(t *testing.T) {
 			{Name: "d", MountPath: "/d"}, {Name: "mem", MountPath: "/mem"}}
 		createPod(t, cs, pod)
 		p := waitRunning(t, cs, "proj")
-		want := map[string]string{"pw": "s3cret", "ca": "CERT", "ns": "default", "mem": "128", "name": "proj"}
+		kube, err := cs.CoreV1().Services("default").Get(ctx, "kubernetes", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]string{"pw": "s3cret", "ca": "CERT", "ns": "default", "mem": "128", "name": "proj",
+			"svc": fmt.Sprintf("%s:%d\n", kube.Spec.ClusterIP, kube.Spec.Ports[0].Port)}
 		waitFor(t, 20*time.Second, "projected files", func(context.Context) (bool, error) {
 			for k, v := range want {
 				if readSeen(dir, p.UID, k) != v {
@@ -166,6 +173,11 @@ func TestVolumeUpdates(t *testing.T) {
 			}
 			return true, nil
 		})
+		if t.Failed() {
+			for k := range want {
+				t.Logf("%s = %q", k, readSeen(dir, p.UID, k))
+			}
+		}
 		fi, err := os.Stat(filepath.Join(dir, "volumes", string(p.UID), "p", "creds", "pw"))
 		if err != nil || fi.Mode().Perm() != 0o440 {
 			t.Errorf("creds/pw mode %v (%v), want 0440", fi.Mode(), err)
