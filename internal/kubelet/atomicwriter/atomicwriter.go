@@ -131,7 +131,7 @@ func (w *Writer) Write(payload map[string]File) (changed bool, err error) {
 	if err := w.link(payload); err != nil {
 		return true, err
 	}
-	if err := w.removeStale(payload); err != nil {
+	if err := w.removeStale(payload, oldTs); err != nil {
 		return true, err
 	}
 	if oldTs != "" {
@@ -173,19 +173,34 @@ func (w *Writer) link(payload map[string]File) error {
 	return nil
 }
 
-// removeStale removes the user-visible names not in payload (anything
-// not starting with "..").
-func (w *Writer) removeStale(payload map[string]File) error {
+// removeStale removes the user-visible names of the old version oldTs
+// that payload does not have. Other names (a directory the agent made for
+// a subPath that did not exist) stay, as upstream. On the first write
+// (no old version) every name not in payload and not starting with ".."
+// goes: the directory held whatever was there before the writer.
+func (w *Writer) removeStale(payload map[string]File, oldTs string) error {
 	keep := topNames(payload)
+	var old map[string]bool
+	if oldTs != "" {
+		old = map[string]bool{}
+		ents, err := os.ReadDir(filepath.Join(w.Dir, oldTs))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		for _, e := range ents {
+			old[e.Name()] = true
+		}
+	}
 	ents, err := os.ReadDir(w.Dir)
 	if err != nil {
 		return err
 	}
 	for _, e := range ents {
-		if strings.HasPrefix(e.Name(), "..") || keep[e.Name()] {
+		name := e.Name()
+		if strings.HasPrefix(name, "..") || keep[name] || (old != nil && !old[name]) {
 			continue
 		}
-		if err := os.RemoveAll(filepath.Join(w.Dir, e.Name())); err != nil {
+		if err := os.RemoveAll(filepath.Join(w.Dir, name)); err != nil {
 			return err
 		}
 	}

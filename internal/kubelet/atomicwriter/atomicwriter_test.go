@@ -110,6 +110,22 @@ func TestWriteSwapsAtomically(t *testing.T) {
 		t.Errorf("old version %s still there: %v", ts1, err)
 	}
 
+	// A name the writer did not make (a directory made for a subPath)
+	// stays; the writer's own names that are gone are removed.
+	if err := os.Mkdir(filepath.Join(dir, "madeforsubpath"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(map[string]File{"a": {Data: []byte("A3"), Mode: 0o400}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "new")); !os.IsNotExist(err) {
+		t.Errorf("new was not removed: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "madeforsubpath")); err != nil {
+		t.Errorf("a directory the writer did not make was removed: %v", err)
+	}
+	os.Remove(filepath.Join(dir, "madeforsubpath"))
+
 	// An empty payload leaves only ..data and its (empty) version.
 	if _, err := w.Write(map[string]File{}); err != nil {
 		t.Fatal(err)
@@ -120,9 +136,13 @@ func TestWriteSwapsAtomically(t *testing.T) {
 }
 
 func TestWriteReplacesPlainFiles(t *testing.T) {
+	// A directory written before the writer was used (plain files): the
+	// first write replaces them.
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "a"), []byte("plain"), 0o644); err != nil {
-		t.Fatal(err)
+	for _, name := range []string{"a", "stale"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("plain"), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if _, err := (&Writer{Dir: dir}).Write(map[string]File{"a": {Data: []byte("A"), Mode: 0o644}}); err != nil {
 		t.Fatal(err)
@@ -132,6 +152,9 @@ func TestWriteReplacesPlainFiles(t *testing.T) {
 	}
 	if got := read(t, filepath.Join(dir, "a")); got != "A" {
 		t.Errorf("a = %q", got)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "stale")); !os.IsNotExist(err) {
+		t.Errorf("stale plain file kept: %v", err)
 	}
 }
 

@@ -11,7 +11,8 @@
 // Write puts a new version in a fresh timestamped directory, points a
 // temporary symlink at it and renames that over ..data (rename is atomic),
 // so a reader that opens key sees either the old files or the new ones,
-// never a mix. Then the user-visible symlinks of names no longer present
-// are removed, and the old version is deleted. Writing a payload equal
-// to the current one (same paths, data and modes) changes nothing.
+// never a mix. Then the user-visible names of the old version that the
+// new one lacks are removed (names the writer did not make stay, as
+// upstream), and the old version is deleted. Writing a payload equal to
+// the current one (same paths, data and modes) changes nothing.
 package atomicwriter
