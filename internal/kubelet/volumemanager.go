@@ -252,9 +252,14 @@ func (a *Agent) emptyDirOverLimit(pod *corev1.Pod) string {
 	return ""
 }
 
+// evictionGrace is the grace period of containers of a pod evicted for
+// an emptyDir over its limit (upstream's immediate eviction).
+const evictionGrace = 1
+
 // evict fails pod as upstream's eviction manager does (phase Failed,
-// reason Evicted, a DisruptionTarget condition, an Evicted event); its
-// containers are then stopped as those of any finished pod.
+// reason Evicted, a DisruptionTarget condition, an Evicted event) and
+// stops its running containers with a grace period of 1s; the sandbox
+// then goes as that of any finished pod.
 func (a *Agent) evict(ctx context.Context, pod *corev1.Pod, msg string) {
 	a.log.Info("evicting pod", "pod", pod.Namespace+"/"+pod.Name, "reason", msg)
 	a.event(pod, "", corev1.EventTypeWarning, "Evicted", "%s", msg)
@@ -265,9 +270,25 @@ func (a *Agent) evict(ctx context.Context, pod *corev1.Pod, msg string) {
 	if apiequality.Semantic.DeepEqual(upd.Status, pod.Status) {
 		return
 	}
-	if _, err := a.cs.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, upd, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		a.log.Warn("evicting pod", "pod", pod.Namespace+"/"+pod.Name, "err", err)
+	if _, err := a.cs.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, upd, metav1.UpdateOptions{}); err != nil {
+		if !apierrors.IsNotFound(err) {
+			a.log.Warn("evicting pod", "pod", pod.Namespace+"/"+pod.Name, "err", err)
+		}
+		return
 	}
+	obs, err := a.observe(ctx, pod)
+	if err != nil {
+		return
+	}
+	var wg sync.WaitGroup
+	for _, runs := range obs.Containers {
+		for _, r := range runs {
+			if r.State == stateRunning {
+				wg.Go(func() { _ = a.rt.Runtime.StopContainer(ctx, r.ID, evictionGrace) })
+			}
+		}
+	}
+	wg.Wait()
 }
 
 // volumesDir is where the agent keeps pod uid's volumes.

@@ -221,12 +221,14 @@ func TestVolumeUpdates(t *testing.T) {
 			}
 			return false, nil
 		})
-		p, err := getPod(ctx, cs, "late")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if p.Status.Phase != corev1.PodPending || len(p.Status.ContainerStatuses) != 1 ||
-			p.Status.ContainerStatuses[0].State.Waiting == nil || p.Status.ContainerStatuses[0].State.Waiting.Reason != "ContainerCreating" {
+		var p *corev1.Pod
+		waitFor(t, 10*time.Second, "Pending, ContainerCreating", func(ctx context.Context) (bool, error) {
+			var err error
+			p, err = getPod(ctx, cs, "late")
+			return err == nil && len(p.Status.ContainerStatuses) == 1, nil
+		})
+		if p.Status.Phase != corev1.PodPending || p.Status.ContainerStatuses[0].State.Waiting == nil ||
+			p.Status.ContainerStatuses[0].State.Waiting.Reason != "ContainerCreating" {
 			t.Errorf("status while the mount fails: %s %+v", p.Status.Phase, p.Status.ContainerStatuses)
 		}
 		if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "late-cm"}, Data: map[string]string{"a": "b"}}, metav1.CreateOptions{}); err != nil {
@@ -280,7 +282,9 @@ func TestVolumeUpdates(t *testing.T) {
 		if want := `Usage of EmptyDir volume "scratch" exceeds the limit "1Mi". `; p.Status.Reason != "Evicted" || p.Status.Message != want {
 			t.Errorf("reason %q message %q", p.Status.Reason, p.Status.Message)
 		}
-		waitFor(t, 30*time.Second, "container stopped", func(ctx context.Context) (bool, error) {
+		// Stopped with upstream's 1s grace period, not the pod's 5s (sh
+		// ignores SIGTERM).
+		waitFor(t, 4*time.Second, "container stopped", func(ctx context.Context) (bool, error) {
 			p, err := getPod(ctx, cs, "hog")
 			return err == nil && len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].State.Terminated != nil, nil
 		})
