@@ -79,7 +79,8 @@
 //     label or annotation changes, so running containers see updates at
 //     once (not through subPath mounts, as upstream). hostPath has its
 //     type checks and the OrCreate types. Mounts are CRI bind mounts with
-//     readOnly and subPath; API volumes are always read-only. A pod's
+//     readOnly, subPath and subPathExpr ($(VAR) of the container's
+//     environment); API volumes are always read-only. A pod's
 //     volume directories go when the pod is deleted.
 //   - Environment (env.go): envFrom (configMap, secret, prefix), env with
 //     value, configMapKeyRef, secretKeyRef (optional ones may be missing),
@@ -149,7 +150,7 @@
 //     streaming server, which listens on 127.0.0.1 only).
 //
 // What is not there yet: persistent volumes (and every other volume
-// type); clusterTrustBundle and podCertificate projections; subPathExpr;
+// type); clusterTrustBundle and podCertificate projections;
 // fsGroupChangePolicy (ownership is always applied); seccomp and
 // AppArmor profiles; and images pulled from registries.
 package kubelet

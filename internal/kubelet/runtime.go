@@ -361,7 +361,7 @@ func (a *Agent) startContainer(ctx context.Context, pod *corev1.Pod, act action)
 	if err != nil {
 		return &startError{c.Name, "CreateContainerConfigError", err}
 	}
-	mounts, err := containerMounts(pod, c, vols)
+	mounts, err := containerMounts(pod, c, vols, env)
 	if err != nil {
 		return &startError{c.Name, "CreateContainerConfigError", err}
 	}

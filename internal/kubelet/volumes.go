@@ -319,11 +319,16 @@ func onTmpfs(v *corev1.Volume) bool {
 }
 
 // containerMounts are c's mounts, given where each of the pod's volumes
-// is on the host. A subPath of a volume the atomic writer keeps names a
-// symlink into its current version; the runtime resolves it when the
-// container is created, so (as upstream) such a mount does not see later
-// updates.
-func containerMounts(pod *corev1.Pod, c *corev1.Container, hostPaths map[string]string) ([]*runtimeapi.Mount, error) {
+// is on the host and c's environment (for subPathExpr, whose $(VAR)
+// references expand as upstream's). A subPath of a volume the atomic
+// writer keeps names a symlink into its current version; the runtime
+// resolves it when the container is created, so (as upstream) such a
+// mount does not see later updates.
+func containerMounts(pod *corev1.Pod, c *corev1.Container, hostPaths map[string]string, env []envVar) ([]*runtimeapi.Mount, error) {
+	vars := map[string]string{}
+	for _, e := range env {
+		vars[e.Name] = e.Value
+	}
 	var mounts []*runtimeapi.Mount
 	for _, m := range c.VolumeMounts {
 		i := slices.IndexFunc(pod.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == m.Name })
@@ -331,14 +336,18 @@ func containerMounts(pod *corev1.Pod, c *corev1.Container, hostPaths map[string]
 		if i < 0 || !ok {
 			return nil, fmt.Errorf("volume mount %q: no such volume", m.Name)
 		}
+		sub := m.SubPath
 		if m.SubPathExpr != "" {
-			return nil, fmt.Errorf("volume mount %q: subPathExpr is not supported yet", m.Name)
+			sub = expand(m.SubPathExpr, lookup(vars))
+			if sub == "" {
+				return nil, fmt.Errorf("volume mount %q: subPathExpr %q expands to nothing", m.Name, m.SubPathExpr)
+			}
 		}
-		if m.SubPath != "" {
-			if err := checkRelative(m.SubPath); err != nil {
+		if sub != "" {
+			if err := checkRelative(sub); err != nil {
 				return nil, fmt.Errorf("volume mount %q subPath: %w", m.Name, err)
 			}
-			hp = filepath.Join(hp, filepath.FromSlash(m.SubPath))
+			hp = filepath.Join(hp, filepath.FromSlash(sub))
 		}
 		mounts = append(mounts, &runtimeapi.Mount{
 			ContainerPath: m.MountPath,

@@ -85,6 +85,10 @@ func TestContainerMounts(t *testing.T) {
 			want: []*runtimeapi.Mount{{ContainerPath: "/x", HostPath: "/d/cache/a/b"}, {ContainerPath: "/etc/app.conf", HostPath: "/d/cfg/app.conf", Readonly: true}}},
 		{name: "subPath escaping", mounts: []corev1.VolumeMount{{Name: "cache", MountPath: "/x", SubPath: "a/../../etc"}},
 			wantErr: `volume mount "cache" subPath: path "a/../../etc" must not contain '..'`},
+		{name: "subPathExpr", mounts: []corev1.VolumeMount{{Name: "cache", MountPath: "/x", SubPathExpr: "logs/$(POD)"}, {Name: "cache", MountPath: "/y", SubPathExpr: "$(NOPE)"}},
+			want: []*runtimeapi.Mount{{ContainerPath: "/x", HostPath: "/d/cache/logs/web-0"}, {ContainerPath: "/y", HostPath: "/d/cache/$(NOPE)"}}},
+		{name: "subPathExpr escaping", mounts: []corev1.VolumeMount{{Name: "cache", MountPath: "/x", SubPathExpr: "$(UP)/etc"}},
+			wantErr: `volume mount "cache" subPath: path "../etc" must not contain '..'`},
 		{name: "no such volume", mounts: []corev1.VolumeMount{{Name: "nope", MountPath: "/x"}},
 			wantErr: `volume mount "nope": no such volume`},
 		{name: "unsupported volume type", mounts: []corev1.VolumeMount{{Name: "nfs", MountPath: "/x"}},
@@ -92,7 +96,7 @@ func TestContainerMounts(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := containerMounts(pod, &corev1.Container{VolumeMounts: tt.mounts}, paths)
+			got, err := containerMounts(pod, &corev1.Container{VolumeMounts: tt.mounts}, paths, []envVar{{"POD", "web-0"}, {"UP", ".."}})
 			if tt.wantErr != "" {
 				if err == nil || err.Error() != tt.wantErr {
 					t.Fatalf("err = %v, want %s", err, tt.wantErr)
