@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -29,7 +30,9 @@ import (
 // that is missing and not optional, a token the API refuses), the pod
 // stays Pending with its containers in ContainerCreating, a FailedMount
 // Warning event says why, and the set-up is retried with a back-off
-// (1s doubling to 8s). Once running, the volumes whose content comes from
+// (1s doubling to 8s); every 2m3s of waiting another FailedMount event
+// says "Unable to attach or mount volumes: unmounted volumes=[…]…", as
+// upstream's. Once running, the volumes whose content comes from
 // the API (configMap, secret, downwardAPI, projected) are rewritten every
 // VolumeResyncInterval, and at once when the pod's labels or
 // annotations change; the atomic writer makes an update appear all at
@@ -62,6 +65,19 @@ type podVolumes struct {
 	retryAt   time.Time         // set-up failed: not before then
 	backoff   time.Duration
 	err       error
+	waitSince time.Time // the pod has waited for its volumes since then
+}
+
+// mountTimeout is how long upstream's kubelet waits for a pod's volumes
+// before it reports that it timed out (and waits again).
+const mountTimeout = 2*time.Minute + 3*time.Second
+
+// mountTimeoutMessage is upstream's event message when a pod's volumes
+// were not all set up within mountTimeout.
+func mountTimeoutMessage(unmounted []string) string {
+	slices.Sort(unmounted)
+	return fmt.Sprintf("Unable to attach or mount volumes: unmounted volumes=%v, unattached volumes=[], failed to process volumes=[]: %v",
+		unmounted, context.DeadlineExceeded)
 }
 
 func (m *volumeManager) state(uid types.UID) *podVolumes {
@@ -147,9 +163,21 @@ func (a *Agent) setupVolumes(ctx context.Context, pod *corev1.Pod) (map[string]s
 	if len(errs) > 0 {
 		pv.backoff = min(max(2*pv.backoff, mountRetryInitial), mountRetryMax)
 		pv.retryAt, pv.err = now.Add(pv.backoff), errors.Join(errs...)
+		if pv.waitSince.IsZero() {
+			pv.waitSince = now
+		} else if now.Sub(pv.waitSince) >= mountTimeout {
+			var unmounted []string
+			for _, e := range errs {
+				if me := (*mountError)(nil); errors.As(e, &me) {
+					unmounted = append(unmounted, me.Volume)
+				}
+			}
+			a.event(pod, "", corev1.EventTypeWarning, "FailedMount", "%s", mountTimeoutMessage(unmounted))
+			pv.waitSince = now
+		}
 		return nil, pv.err
 	}
-	pv.paths, pv.refreshed, pv.meta, pv.backoff, pv.err = paths, now, podMeta(pod), 0, nil
+	pv.paths, pv.refreshed, pv.meta, pv.backoff, pv.err, pv.waitSince = paths, now, podMeta(pod), 0, nil, time.Time{}
 	return pv.paths, nil
 }
 

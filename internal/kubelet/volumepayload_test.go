@@ -364,3 +364,10 @@ func fileGID(fi fs.FileInfo) int64 {
 	}
 	return -1
 }
+
+func TestMountTimeoutMessage(t *testing.T) {
+	want := "Unable to attach or mount volumes: unmounted volumes=[a b], unattached volumes=[], failed to process volumes=[]: context deadline exceeded"
+	if got := mountTimeoutMessage([]string{"b", "a"}); got != want {
+		t.Errorf("got %q", got)
+	}
+}
