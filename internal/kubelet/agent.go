@@ -45,6 +45,8 @@ type Agent struct {
 	podCIDR string // the Node's spec.podCIDR, once configured
 	probes  probes
 	pods    listersv1.PodLister
+	// services feed the containers' service environment variables.
+	services listersv1.ServiceLister
 	// recorder records events (nil until Run starts it).
 	recorder     record.EventRecorder
 	hostDNS      resolvConf // the node's resolver configuration
@@ -133,9 +135,15 @@ func (a *Agent) Run(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
+	all := informers.NewSharedInformerFactory(a.cs, 0)
+	svcInf := all.Core().V1().Services()
+	a.services = svcInf.Lister()
+	svcInf.Informer()
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
-	if !cache.WaitForCacheSync(ctx.Done(), inf.Informer().HasSynced) {
+	all.Start(ctx.Done())
+	defer all.Shutdown()
+	if !cache.WaitForCacheSync(ctx.Done(), inf.Informer().HasSynced, svcInf.Informer().HasSynced) {
 		return ctx.Err()
 	}
 

@@ -1,7 +1,6 @@
 package kubelet
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"math"
@@ -14,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
@@ -422,22 +422,20 @@ func readVariable(input string) (read string, isVar bool, advance int) {
 	}
 }
 
-// serviceEnvFor reads the Services whose variables pod's containers get
-// (serviceEnv).
-func (a *Agent) serviceEnvFor(ctx context.Context, pod *corev1.Pod) (map[string]string, error) {
+// serviceEnvFor reads, from the agent's cache, the Services whose
+// variables pod's containers get (serviceEnv).
+func (a *Agent) serviceEnvFor(pod *corev1.Pod) (map[string]string, error) {
 	var services []*corev1.Service
 	links := pod.Spec.EnableServiceLinks == nil || *pod.Spec.EnableServiceLinks
 	if links {
-		list, err := a.cs.CoreV1().Services(pod.Namespace).List(ctx, metav1.ListOptions{})
+		list, err := a.services.Services(pod.Namespace).List(labels.Everything())
 		if err != nil {
 			return nil, fmt.Errorf("failed to list services when setting up env vars: %w", err)
 		}
-		for i := range list.Items {
-			services = append(services, &list.Items[i])
-		}
+		services = append(services, list...)
 	}
 	if !links || pod.Namespace != metav1.NamespaceDefault {
-		svc, err := a.cs.CoreV1().Services(metav1.NamespaceDefault).Get(ctx, "kubernetes", metav1.GetOptions{})
+		svc, err := a.services.Services(metav1.NamespaceDefault).Get("kubernetes")
 		switch {
 		case err == nil:
 			services = append(services, svc)
