@@ -22,6 +22,9 @@ type User struct {
 	Groups []string
 	// Extra carries authenticator-specific attributes (e.g. the credential id).
 	Extra map[string][]string
+	// Audiences, set by audience-aware authenticators (service-account
+	// tokens), are the audiences the credential was accepted for.
+	Audiences []string
 }
 
 // InGroup reports whether u belongs to group g.
