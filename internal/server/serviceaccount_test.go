@@ -389,7 +389,9 @@ func TestServiceAccountAdmission(t *testing.T) {
 	}
 	for _, c := range append(p.Spec.InitContainers, p.Spec.Containers...) {
 		want := corev1.VolumeMount{Name: v.Name, ReadOnly: true, MountPath: "/var/run/secrets/kubernetes.io/serviceaccount"}
-		if !slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == want.Name && m.ReadOnly && m.MountPath == want.MountPath }) {
+		if !slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool {
+			return m.Name == want.Name && m.ReadOnly && m.MountPath == want.MountPath
+		}) {
 			t.Errorf("container %s mounts %+v", c.Name, c.VolumeMounts)
 		}
 	}
@@ -407,7 +409,10 @@ func TestServiceAccountAdmission(t *testing.T) {
 	if err != nil || len(p.Spec.Volumes) != 0 || !slices.Equal(p.Spec.ImagePullSecrets, []corev1.LocalObjectReference{{Name: "regcred"}}) {
 		t.Errorf("automount false on the account: %v volumes %+v pull secrets %+v", err, p.Spec.Volumes, p.Spec.ImagePullSecrets)
 	}
-	p, err = create("quiet-but-asked", func(p *corev1.Pod) { p.Spec.ServiceAccountName = "quiet"; p.Spec.AutomountServiceAccountToken = ptr.To(true) })
+	p, err = create("quiet-but-asked", func(p *corev1.Pod) {
+		p.Spec.ServiceAccountName = "quiet"
+		p.Spec.AutomountServiceAccountToken = ptr.To(true)
+	})
 	if err != nil || len(p.Spec.Volumes) != 1 {
 		t.Errorf("automount true on the pod wins: %v %+v", err, p.Spec.Volumes)
 	}
