@@ -276,6 +276,22 @@ func TestPodBoundToken(t *testing.T) {
 	if _, err := whoami(t, e.clientFor(t, tr.Status.Token)); !apierrors.IsUnauthorized(err) {
 		t.Errorf("token of a deleted pod: %v, want Unauthorized", err)
 	}
+	// A token bound to a secret lives as long as the secret.
+	secret, err := e.admin.CoreV1().Secrets("bound").Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := e.createToken(t, "default", authenticationv1.TokenRequestSpec{
+		BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Secret", APIVersion: "v1", Name: "s", UID: secret.UID}})
+	if _, err := whoami(t, e.clientFor(t, st.Status.Token)); err != nil {
+		t.Errorf("secret-bound token: %v", err)
+	}
+	if err := e.admin.CoreV1().Secrets("bound").Delete(ctx, "s", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := whoami(t, e.clientFor(t, st.Status.Token)); !apierrors.IsUnauthorized(err) {
+		t.Errorf("token of a deleted secret: %v, want Unauthorized", err)
+	}
 	// A pod of another service account cannot bind this one's token.
 	if _, err := e.admin.CoreV1().ServiceAccounts("bound").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "other"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
