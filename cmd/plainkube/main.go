@@ -96,12 +96,14 @@ func main() {
 
 func runServer(args []string) error {
 	fs := flag.NewFlagSet("server", flag.ExitOnError)
-	opts := server.Options{}
+	// As upstream's kube-apiserver: the ServiceAccount admission plugin is on.
+	opts := server.Options{ServiceAccountAdmission: true}
 	fs.StringVar(&opts.DataDir, "data-dir", server.DefaultDataDir(), "directory for certificates, etcd data and admin.kubeconfig")
 	fs.StringVar(&opts.BindAddress, "bind-address", "0.0.0.0", "address the API server listens on")
 	fs.IntVar(&opts.Port, "port", 6443, "HTTPS port of the API server")
 	etcdServers := fs.String("etcd-servers", "", "comma-separated URLs of an external etcd cluster (default: embedded etcd under --data-dir)")
 	fs.StringVar(&opts.ServiceCIDR, "service-cidr", "10.96.0.0/12", "range of Service cluster IPs")
+	fs.StringVar(&opts.ServiceAccountIssuer, "service-account-issuer", "https://kubernetes.default.svc.cluster.local", "issuer (iss) of service-account tokens, and the API server's audience")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	disableControllers := fs.Bool("disable-controllers", false, "do not run the controller manager in this process")
 	disableScheduler := fs.Bool("disable-scheduler", false, "do not run the scheduler in this process")

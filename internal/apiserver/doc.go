@@ -3,7 +3,11 @@
 // requestInfo, authenticates and authorizes it, then hands it to the generic
 // handler of the resource the path names (create, get, list, watch, update,
 // patch, delete, deletecollection), which applies that resource's
-// registry.Strategy. It also serves discovery, OpenAPI and health endpoints.
+// registry.Strategy; creates also run the Config's admission plugins
+// (AdmitFunc) after defaulting. It also serves discovery, OpenAPI and health
+// endpoints, and, with Config.ServiceAccounts, TokenRequest
+// (serviceaccounts/token) and the service-account issuer's discovery
+// documents.
 //
 // The set of resources is not fixed: besides the built-in resources of
 // Config, SetCustomResources installs custom resources at run time (the CRD

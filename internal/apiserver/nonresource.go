@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/pprof"
+	"net/url"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -50,6 +51,10 @@ func (s *Server) serveNonResource(w http.ResponseWriter, r *http.Request, info r
 			pprof.Index(w, r)
 		}
 		return
+	case path == "/.well-known/openid-configuration" || path == "/openid/v1/jwks":
+		if s.serveIssuerDiscovery(w, r) {
+			return
+		}
 	case strings.HasPrefix(path, "/openapi/"):
 		if s.cfg.OpenAPI != nil {
 			s.cfg.OpenAPI.ServeHTTP(w, r)
@@ -80,4 +85,29 @@ func (s *Server) writeHealth(w http.ResponseWriter, r *http.Request, ok bool) {
 		return
 	}
 	w.Write([]byte("ok"))
+}
+
+// serveIssuerDiscovery serves the service-account issuer's OpenID Connect
+// discovery document and its key set, as upstream does when the issuer is
+// an https URL. The jwks_uri is on the address the client used, since
+// this server is not told its external address. false: not served.
+func (s *Server) serveIssuerDiscovery(w http.ResponseWriter, r *http.Request) bool {
+	sa := s.cfg.ServiceAccounts
+	if sa == nil || (r.Method != http.MethodGet && r.Method != http.MethodHead) {
+		return false
+	}
+	var body []byte
+	contentType := "application/json"
+	if r.URL.Path == "/openid/v1/jwks" {
+		body, contentType = sa.JWKS(), "application/jwk-set+json"
+	} else {
+		var ok bool
+		if body, ok = sa.OpenIDConfiguration((&url.URL{Scheme: "https", Host: r.Host, Path: "/openid/v1/jwks"}).String()); !ok {
+			return false
+		}
+	}
+	w.Header().Set("Content-Type", contentType)
+	w.Header().Set("Cache-Control", "public, max-age=3600")
+	w.Write(body)
+	return true
 }

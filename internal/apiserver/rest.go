@@ -209,6 +209,9 @@ func (s *Server) createObject(ctx context.Context, rs *resourceStore, ns string,
 	if st.Default != nil {
 		st.Default(obj)
 	}
+	if err := s.admit(ctx, rs, obj); err != nil {
+		return nil, err
+	}
 	m.SetUID(uuid.NewUUID())
 	m.SetCreationTimestamp(metav1.NewTime(s.now().UTC().Truncate(timeSecond)))
 	m.SetDeletionTimestamp(nil)

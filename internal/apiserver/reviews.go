@@ -3,6 +3,7 @@ package apiserver
 import (
 	"context"
 	"net/http"
+	"slices"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -50,7 +51,7 @@ func (s *Server) serveReview(w http.ResponseWriter, r *http.Request, info reques
 	case *authorizationv1.SelfSubjectRulesReview:
 		review.Status = s.rulesReview(ctx, requester, review.Spec.Namespace)
 	case *authenticationv1.TokenReview:
-		review.Status = s.tokenReview(r, review.Spec.Token)
+		review.Status = s.tokenReview(r, review)
 	case *authenticationv1.SelfSubjectReview:
 		review.Status.UserInfo = userInfo(requester)
 	}
@@ -94,17 +95,44 @@ func (s *Server) rulesReview(ctx context.Context, u *auth.User, ns string) autho
 	}
 }
 
-func (s *Server) tokenReview(r *http.Request, token string) authenticationv1.TokenReviewStatus {
+// tokenReview authenticates a token with the server's authenticator, for
+// spec.audiences (default: the API server's audiences). status.audiences
+// are those the token was accepted for; a token of an authenticator that
+// knows nothing of audiences is accepted only for the API server's own.
+func (s *Server) tokenReview(r *http.Request, review *authenticationv1.TokenReview) authenticationv1.TokenReviewStatus {
+	token := review.Spec.Token
 	if s.cfg.Authenticator == nil || token == "" {
 		return authenticationv1.TokenReviewStatus{Error: "token not recognized"}
 	}
+	var apiAuds []string
+	if s.cfg.ServiceAccounts != nil {
+		apiAuds = s.cfg.ServiceAccounts.Audiences
+	}
+	want := review.Spec.Audiences
+	if len(want) == 0 {
+		want = apiAuds
+	}
 	req := &http.Request{Header: http.Header{"Authorization": {"Bearer " + token}}}
-	req = req.WithContext(r.Context())
+	req = req.WithContext(auth.WithAudiences(r.Context(), want))
 	u, ok, err := s.cfg.Authenticator.Authenticate(req)
-	if err != nil || !ok {
+	if err != nil {
+		return authenticationv1.TokenReviewStatus{Error: err.Error()}
+	}
+	if !ok {
 		return authenticationv1.TokenReviewStatus{Error: "token not recognized"}
 	}
-	return authenticationv1.TokenReviewStatus{Authenticated: true, User: userInfo(u)}
+	auds := u.Audiences
+	if auds == nil {
+		for _, a := range want {
+			if slices.Contains(apiAuds, a) {
+				auds = append(auds, a)
+			}
+		}
+		if len(review.Spec.Audiences) > 0 && len(auds) == 0 {
+			return authenticationv1.TokenReviewStatus{Error: "token audiences do not match the requested audiences"}
+		}
+	}
+	return authenticationv1.TokenReviewStatus{Authenticated: true, User: userInfo(u), Audiences: auds}
 }
 
 func userInfo(u *auth.User) authenticationv1.UserInfo {

@@ -28,6 +28,15 @@ type Config struct {
 	// recognise are anonymous.
 	Authenticator auth.Authenticator
 	Authorizer    auth.Authorizer
+	// ServiceAccounts issues service-account tokens (serviceaccounts/token)
+	// and publishes their keys (/.well-known/openid-configuration,
+	// /openid/v1/jwks); nil: those answer 501 and 404. New sets its
+	// Objects to this server's storage when unset. Put it in Authenticator
+	// too for its tokens to authenticate requests.
+	ServiceAccounts *auth.ServiceAccountTokens
+	// Admission are mutating admission plugins run on creates of each
+	// group/resource, in order (see AdmitFunc).
+	Admission map[schema.GroupResource][]AdmitFunc
 	// Version is served at /version.
 	Version VersionInfo
 	// Hooks run around writes of particular resources (e.g. allocating a
@@ -116,7 +125,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.Logger = slog.Default()
 	}
 	if cfg.Authorizer == nil {
-		cfg.Authorizer = auth.Chain{auth.MastersAuthorizer{}, auth.PublicInfoAuthorizer{}}
+		cfg.Authorizer = auth.Chain{auth.MastersAuthorizer{}, auth.PublicInfoAuthorizer{}, auth.BasicUserAuthorizer{}, auth.IssuerDiscoveryAuthorizer{}}
 	}
 	s := &Server{cfg: cfg, codecs: newCodecs(), log: cfg.Logger, now: cfg.Now,
 		stores: map[schema.GroupVersionResource]*resourceStore{}, ephemeral: map[schema.GroupVersionResource]*registry.Resource{}, ready: make(chan struct{}),
@@ -137,6 +146,9 @@ func New(cfg Config) (*Server, error) {
 		s.stores[rs.gvr] = rs
 	}
 	s.discovery = newDiscovery(cfg.Resources)
+	if sa := cfg.ServiceAccounts; sa != nil && sa.Objects == nil {
+		sa.Objects = s
+	}
 	return s, nil
 }
 

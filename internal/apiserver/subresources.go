@@ -82,7 +82,7 @@ func (s *Server) serveSubresource(rq *request) error {
 	case "eviction":
 		return s.serveEviction(rq)
 	case "token":
-		return notImplemented("serviceaccounts/token (TokenRequest) is not implemented yet in plainkube")
+		return s.serveTokenRequest(rq)
 	}
 	if _, ok := subresourceParts[sub]; !ok {
 		return apierrors.NewNotFound(rq.rs.gr, rq.info.Name)

@@ -5,6 +5,8 @@ import (
 	"crypto/subtle"
 	"net/http"
 	"strings"
+
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 )
 
 // Well-known users and groups.
@@ -22,6 +24,9 @@ type User struct {
 	Groups []string
 	// Extra carries authenticator-specific attributes (e.g. the credential id).
 	Extra map[string][]string
+	// Audiences, set by audience-aware authenticators (service-account
+	// tokens), are the audiences the credential was accepted for.
+	Audiences []string
 }
 
 // InGroup reports whether u belongs to group g.
@@ -54,18 +59,24 @@ type Authenticator interface {
 	Authenticate(r *http.Request) (u *User, ok bool, err error)
 }
 
-// Union tries each authenticator in turn; the first that recognises the
-// request decides.
+// Union tries each authenticator in turn, as upstream's union does: the
+// first that authenticates the request decides; if none does, the errors
+// of those that rejected it are returned together.
 type Union []Authenticator
 
 func (a Union) Authenticate(r *http.Request) (*User, bool, error) {
+	var errs []error
 	for _, x := range a {
 		u, ok, err := x.Authenticate(r)
-		if ok || err != nil {
-			return u, ok, err
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if ok {
+			return u, true, nil
 		}
 	}
-	return nil, false, nil
+	return nil, false, utilerrors.NewAggregate(errs)
 }
 
 // ClientCertAuthenticator takes the user from a verified TLS client

@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 
+	saadmission "plainkube.dev/plainkube/internal/admission/serviceaccount"
 	"plainkube.dev/plainkube/internal/allocator"
 	"plainkube.dev/plainkube/internal/apiextensions"
 	"plainkube.dev/plainkube/internal/apiserver"
@@ -52,6 +53,15 @@ type Options struct {
 	// them, so their tests can start a control plane.
 	Components []Component
 	Logger     *slog.Logger
+	// ServiceAccountIssuer is the iss of service-account tokens and the
+	// API server's audience ("": https://kubernetes.default.svc.cluster.local).
+	ServiceAccountIssuer string
+	// ServiceAccountAdmission runs the ServiceAccount admission plugin on
+	// pod creates (default service account, token volume, rejection of a
+	// missing account). It needs the service-account controller to create
+	// each namespace's "default" account, so the plainkube binary turns it
+	// on and in-process tests that run no such controller leave it off.
+	ServiceAccountAdmission bool
 }
 
 // Component is a part of the cluster run inside the server process until
@@ -154,14 +164,26 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		return nil, err
 	}
 	bootstrapTokens := &auth.BootstrapTokenAuthenticator{Logger: log}
+	saTokens, err := auth.NewServiceAccountTokens(bundle.ServiceAccountKey, opts.ServiceAccountIssuer, nil)
+	if err != nil {
+		s.stop()
+		return nil, err
+	}
+	saAdmission := saadmission.New()
+	var admission map[schema.GroupResource][]apiserver.AdmitFunc
+	if opts.ServiceAccountAdmission {
+		admission = map[schema.GroupResource][]apiserver.AdmitFunc{{Resource: "pods"}: {saAdmission.Admit}}
+	}
 	resources := all.Resources()
 	scheme := apiserver.Scheme()
 	api, err := apiserver.New(apiserver.Config{
-		Storage:       s.store,
-		Resources:     resources,
-		Authenticator: auth.Union{auth.ClientCertAuthenticator{}, bootstrapTokens},
-		Authorizer: auth.Chain{auth.MastersAuthorizer{}, auth.PublicInfoAuthorizer{},
-			auth.BasicUserAuthorizer{}, auth.NodeAuthorizer{}, auth.BootstrapperAuthorizer{}, auth.ClusterInfoAuthorizer{}},
+		Storage:         s.store,
+		Resources:       resources,
+		Authenticator:   auth.Union{auth.ClientCertAuthenticator{}, saTokens, bootstrapTokens},
+		ServiceAccounts: saTokens,
+		Admission:       admission,
+		Authorizer: auth.Chain{auth.MastersAuthorizer{}, auth.PublicInfoAuthorizer{}, auth.BasicUserAuthorizer{},
+			auth.IssuerDiscoveryAuthorizer{}, auth.NodeAuthorizer{}, auth.BootstrapperAuthorizer{}, auth.ClusterInfoAuthorizer{}},
 		Version: apiserver.VersionInfo{Major: version.Major, Minor: version.Minor, GitVersion: version.GitVersion(),
 			GitCommit: version.GitCommit, GoVersion: runtime.Version(), Platform: version.Platform()},
 		Hooks:         map[schema.GroupResource]apiserver.Hooks{{Resource: "services"}: alloc.Hooks()},
@@ -174,6 +196,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.API = api
+	saAdmission.Objects = api
 	if bootstrapTokens.Get, err = secretGetter(s.LoopbackConfig()); err != nil {
 		s.stop()
 		return nil, err

@@ -39,6 +39,10 @@ type options struct {
 	crds       []*apiextensionsv1.CustomResourceDefinition
 	// crdPathsOptional skips missing CRD paths (envtest's default).
 	crdPathsOptional bool
+	// serviceAccounts runs the ServiceAccount admission plugin: only with
+	// the controllers, whose service-account controller makes the
+	// "default" accounts it needs (envtest runs without it).
+	serviceAccounts bool
 }
 
 // Option configures Start.
@@ -54,6 +58,7 @@ func WithPort(port int) Option { return func(o *options) { o.port = port } }
 // namespace deletion, and the others), as a real cluster does.
 func WithControllers() Option {
 	return func(o *options) {
+		o.serviceAccounts = true
 		o.components = append(o.components, func(ctx context.Context, env server.ComponentEnv) error {
 			return controllermanager.Run(ctx, env.Config, controllermanager.Options{RootCA: env.CAPEM})
 		})
@@ -147,7 +152,7 @@ func start(dataDir string, opts []Option) (env *Env, stop func(), err error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	srv, err := server.Start(ctx, server.Options{
 		DataDir: dataDir, BindAddress: "127.0.0.1", Port: o.port, InMemory: !o.etcd,
-		Components: components, Logger: o.logger,
+		Components: components, Logger: o.logger, ServiceAccountAdmission: o.serviceAccounts,
 	})
 	if err != nil {
 		cancel()

@@ -128,6 +128,27 @@ func (c *cluster) stop() {
 		c.t.Errorf("server did not stop within 10s of SIGTERM")
 	}
 	c.cmd = nil
+	unmountUnder(c.dataDir)
+}
+
+// unmountUnder detaches what a node agent left mounted under dir (the
+// tmpfs of pods' secret and token volumes stays mounted, as upstream's
+// kubelet leaves it, when the server stops with pods on its node), so that
+// the test's temporary directory can be removed.
+func unmountUnder(dir string) {
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return
+	}
+	var points []string
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
+			points = append(points, f[4])
+		}
+	}
+	for i := len(points) - 1; i >= 0; i-- { // the latest mounts first
+		syscall.Unmount(points[i], syscall.MNT_DETACH)
+	}
 }
 
 // kill stops the server with SIGKILL, as a crash would.

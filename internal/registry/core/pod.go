@@ -63,6 +63,11 @@ var podCreates sync.Map // *corev1.Pod -> struct{}
 
 func defaultPod(pod *corev1.Pod) {
 	podspec.DefaultPod(pod)
+	// The deprecated serviceAccount field names the account when
+	// serviceAccountName does not, as upstream's conversion reads it.
+	if pod.Spec.ServiceAccountName == "" {
+		pod.Spec.ServiceAccountName = pod.Spec.DeprecatedServiceAccount
+	}
 	// Keep the singular IP fields and their plural forms in step, as
 	// upstream's conversion does.
 	st := &pod.Status
