@@ -460,7 +460,7 @@ func (a *Agent) containerEnv(ctx context.Context, pod *corev1.Pod, c *corev1.Con
 		src.PodIPs = []string{obs.Sandbox.IP}
 	}
 	var err error
-	if src.Services, err = a.serviceEnvFor(ctx, pod); err != nil {
+	if src.Services, err = a.serviceEnvFor(pod); err != nil {
 		return nil, err
 	}
 	cms, secrets := envRefs(c)
