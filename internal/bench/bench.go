@@ -54,20 +54,30 @@ type Report struct {
 type Options struct {
 	// Config reaches the cluster under test (nil: only startup can run).
 	Config *rest.Config
-	// ServerCommand launches a server for the startup workload; it must
-	// accept the data dir and port through the {dataDir} and {port}
-	// placeholders, and write {dataDir}/admin.kubeconfig (or set ReadyzURL).
-	ServerCommand []string
-	Repeat        int
-	Concurrency   []int
-	Duration      time.Duration
-	ListPods      int
-	Watchers      int
-	Events        int
-	Replicas      int
-	PodImage      string
-	Pods          int
-	Progress      io.Writer
+	// ServerCommand launches a server for the startup workload (default:
+	// this binary's server). {dataDir} (a fresh directory), {port} (the
+	// HTTPS port whose /readyz is polled), {etcdPort} and {etcdPeerPort}
+	// (two more free ports) are filled in. A line with shell syntax runs
+	// under /bin/sh -c. To time the first Ready node the server writes
+	// {dataDir}/admin.kubeconfig.
+	ServerCommand string
+	// NodeWait bounds the wait for a first Ready node after /readyz
+	// (default 10 s); servers without nodes cost this much per run.
+	NodeWait time.Duration
+	// ServerPIDs, when set, are the processes of the server under test
+	// (each with its descendants): every workload then reports their
+	// resident memory afterwards, and density the memory per stored pod.
+	ServerPIDs  []int
+	Repeat      int
+	Concurrency []int
+	Duration    time.Duration
+	ListPods    int
+	Watchers    int
+	Events      int
+	Replicas    int
+	PodImage    string
+	Pods        int
+	Progress    io.Writer
 }
 
 // Workload is one named measurement.
@@ -115,6 +125,9 @@ func Run(ctx context.Context, names []string, o *Options) (*Report, error) {
 		if err := w.Run(ctx, o, &res); err != nil {
 			res.Error = err.Error()
 		}
+		if len(o.ServerPIDs) > 0 && w.Name != "startup" {
+			res.add("server_rss_after", o.serverRSS(), "MiB")
+		}
 		o.progress("%s: done", w.Name)
 		rep.Results = append(rep.Results, res)
 	}
@@ -136,6 +149,28 @@ func workloadNames() []string {
 		out = append(out, w.Name)
 	}
 	return out
+}
+
+func (o *Options) nodeWait() time.Duration {
+	if o.NodeWait > 0 {
+		return o.NodeWait
+	}
+	return 10 * time.Second
+}
+
+// serverRSS is the resident memory of ServerPIDs and their descendants, in MiB.
+func (o *Options) serverRSS() float64 {
+	var total uint64
+	seen := map[int]bool{}
+	for _, pid := range o.ServerPIDs {
+		for _, p := range processTree(pid) {
+			if !seen[p] {
+				seen[p] = true
+				total += rssOf(p)
+			}
+		}
+	}
+	return float64(total) / (1 << 20)
 }
 
 func (o *Options) progress(format string, args ...interface{}) {

@@ -28,7 +28,25 @@ func withNamespace(ctx context.Context, cs kubernetes.Interface, prefix string, 
 	}
 	// The namespace controller removes everything in it, in the background.
 	defer cs.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{})
+	waitForDefaultServiceAccount(ctx, cs, ns.Name, 10*time.Second)
 	return f(ns.Name)
+}
+
+// waitForDefaultServiceAccount waits, up to budget, for the controller
+// manager to create the namespace's "default" ServiceAccount: an upstream
+// API server's ServiceAccount admission refuses pods until it exists. A
+// cluster that never creates it costs the budget and nothing else.
+func waitForDefaultServiceAccount(ctx context.Context, cs kubernetes.Interface, ns string, budget time.Duration) bool {
+	deadline := time.Now().Add(budget)
+	for {
+		if _, err := cs.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{}); err == nil {
+			return true
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 func benchPod(name string, labels map[string]string) *corev1.Pod {

@@ -54,7 +54,7 @@ func runDensity(ctx context.Context, o *Options, r *Result) error {
 		return err
 	}
 	if nodes == 0 {
-		return errors.New("no Ready nodes: density needs nodes (plainkube server --sim-nodes N)")
+		return errors.New("no Ready nodes: density needs nodes (plainkube server --sim-nodes N, or plainkube sim --kubeconfig K --nodes N beside any cluster)")
 	}
 	r.add("nodes", float64(nodes), "count")
 	r.add("replicas", float64(n), "count")
@@ -69,6 +69,11 @@ func runDensity(ctx context.Context, o *Options, r *Result) error {
 		replicas := int32(n)
 		labels := map[string]string{"app": "density"}
 		tmpl := benchPod("", labels)
+		var rssBefore float64
+		if len(o.ServerPIDs) > 0 {
+			rssBefore = o.serverRSS()
+			r.add("server_rss_before", rssBefore, "MiB")
+		}
 		start := time.Now()
 		_, err = cs.AppsV1().Deployments(ns).Create(wctx, &appsv1.Deployment{
 			ObjectMeta: metav1.ObjectMeta{Name: "density"},
@@ -108,6 +113,10 @@ func runDensity(ctx context.Context, o *Options, r *Result) error {
 		}
 		total := time.Since(start)
 		r.add("all_running", total.Seconds(), "s")
+		if len(o.ServerPIDs) > 0 {
+			// The growth of the server's memory over the pods it now stores.
+			r.add("server_rss_per_pod", (o.serverRSS()-rssBefore)*1024/float64(n), "KiB")
+		}
 		if allScheduled > 0 {
 			r.add("all_scheduled", allScheduled.Seconds(), "s")
 			r.add("scheduling_throughput", float64(n)/allScheduled.Seconds(), "pods/s")
