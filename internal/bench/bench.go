@@ -29,6 +29,9 @@ type Result struct {
 	Metrics  []Metric `json:"metrics"`
 	// Error says why the workload could not finish (its figures so far stay).
 	Error string `json:"error,omitempty"`
+	// Notes say what went wrong without stopping the workload (the first
+	// of its failed requests, say).
+	Notes []string `json:"notes,omitempty"`
 }
 
 func (r *Result) add(name string, value float64, unit string) {
@@ -190,6 +193,9 @@ func (rep *Report) WriteTable(w io.Writer) {
 	for _, r := range rep.Results {
 		for _, m := range r.Metrics {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Workload, m.Name, formatValue(m.Value), m.Unit)
+		}
+		for _, n := range r.Notes {
+			fmt.Fprintf(tw, "%s\tnote\t%s\t\n", r.Workload, n)
 		}
 		if r.Error != "" {
 			fmt.Fprintf(tw, "%s\terror\t%s\t\n", r.Workload, r.Error)

@@ -15,6 +15,9 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"plainkube.dev/plainkube/pkg/testenv"
 )
 
@@ -176,5 +179,43 @@ func TestWorkloadsSmall(t *testing.T) {
 		if v := got["server_rss_after"]; v <= 0 {
 			t.Errorf("%s: server_rss_after = %v", res.Workload, v)
 		}
+	}
+}
+
+// An update that conflicts with another writer is read again and retried,
+// counted as a conflict and not as an error.
+func TestUpdateWithRetryAfterConflict(t *testing.T) {
+	env := testenv.Start(t)
+	cs, err := clientFor(env.Config, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	c := cs.CoreV1().ConfigMaps("default")
+	stale, err := c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm"}, Data: map[string]string{"k": "v"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := stale.DeepCopy()
+	other.Data["other"] = "writer"
+	if _, err := c.Update(ctx, other, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var conflicts int
+	var verbs []string
+	record := func(verb string, _ time.Time, err error) bool {
+		if err != nil {
+			t.Errorf("%s: %v", verb, err)
+		}
+		verbs = append(verbs, verb)
+		return err == nil
+	}
+	ok := updateWithRetry(ctx, stale, c.Get, c.Update, func(cm *corev1.ConfigMap) { cm.Data["k"] = "v2" }, record, func() { conflicts++ })
+	if !ok || conflicts != 1 || !slices.Equal(verbs, []string{"get", "update"}) {
+		t.Fatalf("ok=%v conflicts=%d verbs=%v, want a conflict, a get and an update", ok, conflicts, verbs)
+	}
+	got, err := c.Get(ctx, "cm", metav1.GetOptions{})
+	if err != nil || got.Data["k"] != "v2" || got.Data["other"] != "writer" {
+		t.Fatalf("after retry: %v %v", got.Data, err)
 	}
 }
