@@ -81,6 +81,9 @@ type Options struct {
 	PodImage    string
 	Pods        int
 	Progress    io.Writer
+
+	// startedVersion is the version the startup workload's server reported.
+	startedVersion string
 }
 
 // Workload is one named measurement.
@@ -133,6 +136,10 @@ func Run(ctx context.Context, names []string, o *Options) (*Report, error) {
 		}
 		o.progress("%s: done", w.Name)
 		rep.Results = append(rep.Results, res)
+	}
+	if rep.Server.Version == "" && o.startedVersion != "" {
+		rep.Server.Version = o.startedVersion
+		rep.Server.Host = "started by the server command"
 	}
 	return rep, nil
 }

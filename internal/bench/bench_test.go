@@ -22,7 +22,8 @@ import (
 )
 
 // The test binary doubles as a stand-in server for the startup workload:
-// with BENCH_TEST_SERVE_PORT set it serves /readyz over HTTPS on that port.
+// with BENCH_TEST_SERVE_PORT set it serves /readyz and /version over HTTPS
+// on that port.
 func TestMain(m *testing.M) {
 	if port := os.Getenv("BENCH_TEST_SERVE_PORT"); port != "" {
 		serveReadyz(port)
@@ -33,8 +34,12 @@ func TestMain(m *testing.M) {
 
 func serveReadyz(port string) {
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/readyz" {
+		switch r.URL.Path {
+		case "/readyz":
 			fmt.Fprint(w, "ok")
+			return
+		case "/version":
+			fmt.Fprint(w, `{"major":"9","gitVersion":"v9.9.9-standin"}`)
 			return
 		}
 		http.NotFound(w, r)
@@ -88,9 +93,16 @@ func TestStartupShellLineWithoutNodes(t *testing.T) {
 	marker := filepath.Join(t.TempDir(), "started")
 	line := fmt.Sprintf("touch %s; sleep 617 & exec env BENCH_TEST_SERVE_PORT={port} %s", marker, shellQuote(self))
 	o := &Options{ServerCommand: line, Repeat: 2, NodeWait: 100 * time.Millisecond}
-	var r Result
-	if err := runStartup(context.Background(), o, &r); err != nil {
+	rep, err := Run(context.Background(), []string{"startup"}, o)
+	if err != nil {
 		t.Fatal(err)
+	}
+	r := rep.Results[0]
+	if r.Error != "" {
+		t.Fatal(r.Error)
+	}
+	if rep.Server.Version != "v9.9.9-standin" {
+		t.Errorf("server version %q, want the started server's", rep.Server.Version)
 	}
 	if _, err := os.Stat(marker); err != nil {
 		t.Fatalf("the line did not run under a shell: %v", err)

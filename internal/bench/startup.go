@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -80,7 +81,7 @@ func runStartup(ctx context.Context, o *Options, r *Result) error {
 	var readyz, nodeReady, rss, cpu []float64
 	for i := 0; i < repeat; i++ {
 		o.progress("startup: run %d/%d", i+1, repeat)
-		rz, nr, mem, idle, err := startOnce(ctx, command, o.nodeWait())
+		rz, nr, mem, idle, err := startOnce(ctx, o, command)
 		if err != nil {
 			return err
 		}
@@ -114,7 +115,8 @@ func addSpread(r *Result, name string, v []float64, unit string) {
 // startOnce launches one server and returns the milliseconds to /readyz and
 // to the first Ready node (0 if none within nodeWait), its RSS after 3 s,
 // and the CPU it then uses while idle over 5 s (settleTime, idleWindow).
-func startOnce(ctx context.Context, line string, nodeWait time.Duration) (readyzMS, nodeMS, rssMiB, idleCPU float64, err error) {
+func startOnce(ctx context.Context, o *Options, line string) (readyzMS, nodeMS, rssMiB, idleCPU float64, err error) {
+	nodeWait := o.nodeWait()
 	dataDir, err := os.MkdirTemp("", "plainkube-bench-startup")
 	if err != nil {
 		return 0, 0, 0, 0, err
@@ -171,6 +173,9 @@ func startOnce(ctx context.Context, line string, nodeWait time.Duration) (readyz
 		time.Sleep(2 * time.Millisecond)
 	}
 	readyzMS = ms(time.Since(start))
+	if o.startedVersion == "" {
+		o.startedVersion = serverVersion(client, fmt.Sprintf("https://127.0.0.1:%d/version", ports[0]))
+	}
 	if d, ok := firstNodeReady(ctx, filepath.Join(dataDir, "admin.kubeconfig"), start, nodeWait); ok {
 		nodeMS = ms(d)
 	}
@@ -180,6 +185,23 @@ func startOnce(ctx context.Context, line string, nodeWait time.Duration) (readyz
 	time.Sleep(idleWindow)
 	idleCPU = 100 * (treeCPU(cmd.Process.Pid) - before).Seconds() / time.Since(t0).Seconds()
 	return readyzMS, nodeMS, rssMiB, idleCPU, nil
+}
+
+// serverVersion reads gitVersion from a server's /version (which both
+// plainkube and upstream serve to anonymous clients); "" if it cannot.
+func serverVersion(client *http.Client, url string) string {
+	resp, err := client.Get(url)
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	var v struct {
+		GitVersion string `json:"gitVersion"`
+	}
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&v) != nil {
+		return ""
+	}
+	return v.GitVersion
 }
 
 // firstNodeReady waits up to budget for the server's kubeconfig (the server
