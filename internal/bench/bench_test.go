@@ -231,3 +231,40 @@ func TestUpdateWithRetryAfterConflict(t *testing.T) {
 		t.Fatalf("after retry: %v %v", got.Data, err)
 	}
 }
+
+// density at a small size against a control plane with controllers, a
+// scheduler and simulated nodes: every pod scheduled and Running.
+func TestDensitySmall(t *testing.T) {
+	env := testenv.Start(t, testenv.WithControllers(), testenv.WithScheduler(), testenv.WithSimNodes(3))
+	o := &Options{Config: env.Config, Replicas: 30, ServerPIDs: []int{os.Getpid()}}
+	deadline := time.Now().Add(20 * time.Second)
+	for n, _ := readyNodesOf(t, o); n < 3 && time.Now().Before(deadline); n, _ = readyNodesOf(t, o) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	rep, err := Run(context.Background(), []string{"density"}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := rep.Results[0]
+	if res.Error != "" {
+		t.Fatal(res.Error)
+	}
+	got := map[string]float64{}
+	for _, m := range res.Metrics {
+		got[m.Name] = m.Value
+	}
+	if got["nodes"] != 3 || got["replicas"] != 30 || got["all_running"] <= 0 || got["all_scheduled"] <= 0 || got["all_scheduled"] > got["all_running"] {
+		t.Errorf("figures: %v", got)
+	}
+	if _, ok := got["server_rss_per_pod"]; !ok {
+		t.Errorf("no server_rss_per_pod with ServerPIDs: %v", got)
+	}
+}
+
+func readyNodesOf(t *testing.T, o *Options) (int, error) {
+	cs, err := clientFor(o.Config, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return readyNodes(context.Background(), cs)
+}
