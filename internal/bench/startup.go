@@ -93,8 +93,8 @@ func runStartup(ctx context.Context, o *Options, r *Result) error {
 		rss = append(rss, mem)
 	}
 	addSpread(r, "readyz", readyz, "ms")
-	// A server that runs no node (an upstream API server, or plainkube
-	// without --sim-nodes or --enable-node) has no first_node_ready figures;
+	// A server that runs no node (an upstream control plane, or plainkube
+	// with --disable-node and no --sim-nodes) has no first_node_ready figures;
 	// this count says so under the same key for every server.
 	r.add("runs_with_ready_node", float64(len(nodeReady)), "count")
 	if len(nodeReady) > 0 {
