@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -285,9 +286,11 @@ func runBench(args []string) error {
 	fs := flag.NewFlagSet("bench", flag.ExitOnError)
 	kubeconfig := fs.String("kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the cluster to measure (not needed for startup alone)")
 	jsonOut := fs.String("json", "", "write the report as JSON to this file")
-	serverCmd := fs.String("server-command", "", "startup: command that launches a server, with {dataDir} and {port} placeholders (default: this binary's server)")
+	serverCmd := fs.String("server-command", "", "startup: command line that launches a server, with {dataDir}, {port}, {etcdPort} and {etcdPeerPort} placeholders; a line with shell syntax runs under /bin/sh -c (default: this binary's server)")
+	serverPIDs := fs.String("server-pid", "", "comma-separated process ids of the server under test: each workload reports their resident memory (with descendants)")
 	o := bench.Options{Progress: os.Stderr}
 	fs.IntVar(&o.Repeat, "repeat", 3, "startup: runs")
+	fs.DurationVar(&o.NodeWait, "node-wait", 10*time.Second, "startup: how long to wait for a first Ready node after /readyz")
 	concurrency := fs.String("concurrency", "1,16,64", "crud: comma-separated concurrency levels")
 	fs.DurationVar(&o.Duration, "duration", 0, "crud: time per level (default 5s); churn: total time (default 20s)")
 	fs.IntVar(&o.ListPods, "list-pods", 10000, "list: pods to create")
@@ -316,8 +319,16 @@ func runBench(args []string) error {
 		}
 		o.Concurrency = append(o.Concurrency, n)
 	}
-	if *serverCmd != "" {
-		o.ServerCommand = strings.Fields(*serverCmd)
+	o.ServerCommand = *serverCmd
+	for _, p := range strings.Split(*serverPIDs, ",") {
+		if p = strings.TrimSpace(p); p == "" {
+			continue
+		}
+		pid, err := strconv.Atoi(p)
+		if err != nil || pid <= 0 {
+			return fmt.Errorf("--server-pid: bad process id %q", p)
+		}
+		o.ServerPIDs = append(o.ServerPIDs, pid)
 	}
 	if *kubeconfig != "" {
 		cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)

@@ -29,6 +29,9 @@ type Result struct {
 	Metrics  []Metric `json:"metrics"`
 	// Error says why the workload could not finish (its figures so far stay).
 	Error string `json:"error,omitempty"`
+	// Notes say what went wrong without stopping the workload (the first
+	// of its failed requests, say).
+	Notes []string `json:"notes,omitempty"`
 }
 
 func (r *Result) add(name string, value float64, unit string) {
@@ -54,20 +57,33 @@ type Report struct {
 type Options struct {
 	// Config reaches the cluster under test (nil: only startup can run).
 	Config *rest.Config
-	// ServerCommand launches a server for the startup workload; it must
-	// accept the data dir and port through the {dataDir} and {port}
-	// placeholders, and write {dataDir}/admin.kubeconfig (or set ReadyzURL).
-	ServerCommand []string
-	Repeat        int
-	Concurrency   []int
-	Duration      time.Duration
-	ListPods      int
-	Watchers      int
-	Events        int
-	Replicas      int
-	PodImage      string
-	Pods          int
-	Progress      io.Writer
+	// ServerCommand launches a server for the startup workload (default:
+	// this binary's server). {dataDir} (a fresh directory), {port} (the
+	// HTTPS port whose /readyz is polled), {etcdPort} and {etcdPeerPort}
+	// (two more free ports) are filled in. A line with shell syntax runs
+	// under /bin/sh -c. To time the first Ready node the server writes
+	// {dataDir}/admin.kubeconfig.
+	ServerCommand string
+	// NodeWait bounds the wait for a first Ready node after /readyz
+	// (default 10 s); servers without nodes cost this much per run.
+	NodeWait time.Duration
+	// ServerPIDs, when set, are the processes of the server under test
+	// (each with its descendants): every workload then reports their
+	// resident memory afterwards, and density the memory per stored pod.
+	ServerPIDs  []int
+	Repeat      int
+	Concurrency []int
+	Duration    time.Duration
+	ListPods    int
+	Watchers    int
+	Events      int
+	Replicas    int
+	PodImage    string
+	Pods        int
+	Progress    io.Writer
+
+	// startedVersion is the version the startup workload's server reported.
+	startedVersion string
 }
 
 // Workload is one named measurement.
@@ -115,8 +131,15 @@ func Run(ctx context.Context, names []string, o *Options) (*Report, error) {
 		if err := w.Run(ctx, o, &res); err != nil {
 			res.Error = err.Error()
 		}
+		if len(o.ServerPIDs) > 0 && w.Name != "startup" {
+			res.add("server_rss_after", o.serverRSS(), "MiB")
+		}
 		o.progress("%s: done", w.Name)
 		rep.Results = append(rep.Results, res)
+	}
+	if rep.Server.Version == "" && o.startedVersion != "" {
+		rep.Server.Version = o.startedVersion
+		rep.Server.Host = "started by the server command"
 	}
 	return rep, nil
 }
@@ -138,6 +161,28 @@ func workloadNames() []string {
 	return out
 }
 
+func (o *Options) nodeWait() time.Duration {
+	if o.NodeWait > 0 {
+		return o.NodeWait
+	}
+	return 10 * time.Second
+}
+
+// serverRSS is the resident memory of ServerPIDs and their descendants, in MiB.
+func (o *Options) serverRSS() float64 {
+	var total uint64
+	seen := map[int]bool{}
+	for _, pid := range o.ServerPIDs {
+		for _, p := range processTree(pid) {
+			if !seen[p] {
+				seen[p] = true
+				total += rssOf(p)
+			}
+		}
+	}
+	return float64(total) / (1 << 20)
+}
+
 func (o *Options) progress(format string, args ...interface{}) {
 	if o.Progress != nil {
 		fmt.Fprintf(o.Progress, "\r\033[K"+format, args...)
@@ -155,6 +200,9 @@ func (rep *Report) WriteTable(w io.Writer) {
 	for _, r := range rep.Results {
 		for _, m := range r.Metrics {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Workload, m.Name, formatValue(m.Value), m.Unit)
+		}
+		for _, n := range r.Notes {
+			fmt.Fprintf(tw, "%s\tnote\t%s\t\n", r.Workload, n)
 		}
 		if r.Error != "" {
 			fmt.Fprintf(tw, "%s\terror\t%s\t\n", r.Workload, r.Error)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -28,7 +29,25 @@ func withNamespace(ctx context.Context, cs kubernetes.Interface, prefix string, 
 	}
 	// The namespace controller removes everything in it, in the background.
 	defer cs.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{})
+	waitForDefaultServiceAccount(ctx, cs, ns.Name, 10*time.Second)
 	return f(ns.Name)
+}
+
+// waitForDefaultServiceAccount waits, up to budget, for the controller
+// manager to create the namespace's "default" ServiceAccount: an upstream
+// API server's ServiceAccount admission refuses pods until it exists. A
+// cluster that never creates it costs the budget and nothing else.
+func waitForDefaultServiceAccount(ctx context.Context, cs kubernetes.Interface, ns string, budget time.Duration) bool {
+	deadline := time.Now().Add(budget)
+	for {
+		if _, err := cs.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{}); err == nil {
+			return true
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 func benchPod(name string, labels map[string]string) *corev1.Pod {
@@ -74,12 +93,17 @@ func crudLevel(ctx context.Context, cs kubernetes.Interface, ns, kind string, co
 	verbs := []string{"create", "get", "update", "list", "delete"}
 	var mu sync.Mutex
 	lat := map[string]latencies{}
-	var errs, ops int
+	var errs, ops, conflicts int
+	var firstErr error
+	conflict := func() { mu.Lock(); conflicts++; mu.Unlock() }
 	record := func(verb string, start time.Time, err error) bool {
 		mu.Lock()
 		defer mu.Unlock()
 		if err != nil {
 			errs++
+			if firstErr == nil {
+				firstErr = fmt.Errorf("%s: %w", verb, err)
+			}
 			return false
 		}
 		ops++
@@ -94,7 +118,7 @@ func crudLevel(ctx context.Context, cs kubernetes.Interface, ns, kind string, co
 			defer wg.Done()
 			for i := 0; time.Now().Before(deadline) && ctx.Err() == nil; i++ {
 				name := fmt.Sprintf("o-%d-%d", w, i)
-				crudCycle(ctx, cs, ns, kind, name, record)
+				crudCycle(ctx, cs, ns, kind, name, record, conflict)
 			}
 		}(w)
 	}
@@ -102,13 +126,42 @@ func crudLevel(ctx context.Context, cs kubernetes.Interface, ns, kind string, co
 	prefix := fmt.Sprintf("%s_c%d", kind, conc)
 	r.add(prefix+"_ops_per_sec", float64(ops)/d.Seconds(), "ops/s")
 	r.add(prefix+"_errors", float64(errs), "count")
+	r.add(prefix+"_update_conflicts_retried", float64(conflicts), "count")
+	if firstErr != nil {
+		r.Notes = append(r.Notes, fmt.Sprintf("%s: %d errors, the first: %v", prefix, errs, firstErr))
+	}
 	for _, v := range verbs {
 		lat[v].addTo(r, prefix+"_"+v)
 	}
 	return nil
 }
 
-func crudCycle(ctx context.Context, cs kubernetes.Interface, ns, kind, name string, record func(string, time.Time, error) bool) {
+// updateWithRetry applies change to obj and updates it. A conflict (another
+// writer, such as a scheduler reporting the pod unschedulable, changed the
+// object since it was read) is counted, the object read again and the update
+// retried, up to 5 times, as a client would; the latency recorded is that
+// of the update that answered.
+func updateWithRetry[T any](ctx context.Context, obj T,
+	get func(context.Context, string, metav1.GetOptions) (T, error),
+	update func(context.Context, T, metav1.UpdateOptions) (T, error),
+	change func(T), record func(string, time.Time, error) bool, conflict func()) bool {
+	name := any(obj).(metav1.Object).GetName()
+	for attempt := 0; ; attempt++ {
+		change(obj)
+		t := time.Now()
+		_, err := update(ctx, obj, metav1.UpdateOptions{})
+		if !apierrors.IsConflict(err) || attempt == 5 {
+			return record("update", t, err)
+		}
+		conflict()
+		t = time.Now()
+		if obj, err = get(ctx, name, metav1.GetOptions{}); !record("get", t, err) {
+			return false
+		}
+	}
+}
+
+func crudCycle(ctx context.Context, cs kubernetes.Interface, ns, kind, name string, record func(string, time.Time, error) bool, conflict func()) {
 	zero := int64(0)
 	del := metav1.DeleteOptions{GracePeriodSeconds: &zero}
 	switch kind {
@@ -124,10 +177,7 @@ func crudCycle(ctx context.Context, cs kubernetes.Interface, ns, kind, name stri
 		if !record("get", t, err) {
 			return
 		}
-		obj.Data["k"] = "v2"
-		t = time.Now()
-		_, err = c.Update(ctx, obj, metav1.UpdateOptions{})
-		record("update", t, err)
+		updateWithRetry(ctx, obj, c.Get, c.Update, func(cm *corev1.ConfigMap) { cm.Data = map[string]string{"k": "v2"} }, record, conflict)
 		t = time.Now()
 		_, err = c.List(ctx, metav1.ListOptions{Limit: 50})
 		record("list", t, err)
@@ -145,10 +195,7 @@ func crudCycle(ctx context.Context, cs kubernetes.Interface, ns, kind, name stri
 		if !record("get", t, err) {
 			return
 		}
-		obj.Labels["step"] = "updated"
-		t = time.Now()
-		_, err = c.Update(ctx, obj, metav1.UpdateOptions{})
-		record("update", t, err)
+		updateWithRetry(ctx, obj, c.Get, c.Update, func(p *corev1.Pod) { p.Labels["step"] = "updated" }, record, conflict)
 		t = time.Now()
 		_, err = c.List(ctx, metav1.ListOptions{Limit: 50})
 		record("list", t, err)

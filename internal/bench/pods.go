@@ -4,13 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 )
 
 func readyNodes(ctx context.Context, cs kubernetes.Interface) (int, error) {
@@ -38,6 +40,28 @@ func podReady(p *corev1.Pod) bool {
 	return false
 }
 
+// watchPods calls handle for every pod in ns as it is added or changes, from
+// an informer: a list and then a watch that is re-established (with a new
+// list) whenever the server ends it or answers with an error, as every
+// client of a long watch must. It returns once the first list is in.
+func watchPods(ctx context.Context, cs kubernetes.Interface, ns string, handle func(p *corev1.Pod, seen time.Time)) error {
+	f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(ns))
+	inf := f.Core().V1().Pods().Informer()
+	on := func(obj interface{}) {
+		if p, ok := obj.(*corev1.Pod); ok {
+			handle(p, time.Now())
+		}
+	}
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: on, UpdateFunc: func(_, n interface{}) { on(n) }}); err != nil {
+		return err
+	}
+	f.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		return fmt.Errorf("pod informer in %s did not sync", ns)
+	}
+	return nil
+}
+
 // runDensity creates one Deployment of o.Replicas pods and waits until all
 // are Running, reporting the time to all scheduled and all Running.
 func runDensity(ctx context.Context, o *Options, r *Result) error {
@@ -54,22 +78,49 @@ func runDensity(ctx context.Context, o *Options, r *Result) error {
 		return err
 	}
 	if nodes == 0 {
-		return errors.New("no Ready nodes: density needs nodes (plainkube server --sim-nodes N)")
+		return errors.New("no Ready nodes: density needs nodes (plainkube server --sim-nodes N, or plainkube sim --kubeconfig K --nodes N beside any cluster)")
 	}
 	r.add("nodes", float64(nodes), "count")
 	r.add("replicas", float64(n), "count")
 	return withNamespace(ctx, cs, "bench-density-", func(ns string) error {
 		wctx, cancel := context.WithTimeout(ctx, 15*time.Minute)
 		defer cancel()
-		w, err := cs.CoreV1().Pods(ns).Watch(wctx, metav1.ListOptions{})
+		var mu sync.Mutex
+		var start time.Time
+		var allScheduled, allRunning time.Duration
+		scheduled, running := map[string]bool{}, map[string]bool{}
+		done := make(chan struct{})
+		err := watchPods(wctx, cs, ns, func(p *corev1.Pod, seen time.Time) {
+			mu.Lock()
+			defer mu.Unlock()
+			if p.Spec.NodeName != "" && !scheduled[p.Name] {
+				scheduled[p.Name] = true
+				if len(scheduled) == n {
+					allScheduled = seen.Sub(start)
+				}
+			}
+			if p.Status.Phase == corev1.PodRunning && !running[p.Name] {
+				running[p.Name] = true
+				if len(running) == n {
+					allRunning = seen.Sub(start)
+					close(done)
+				}
+			}
+		})
 		if err != nil {
 			return err
 		}
-		defer w.Stop()
+		var rssBefore float64
+		if len(o.ServerPIDs) > 0 {
+			rssBefore = o.serverRSS()
+			r.add("server_rss_before", rssBefore, "MiB")
+		}
 		replicas := int32(n)
 		labels := map[string]string{"app": "density"}
 		tmpl := benchPod("", labels)
-		start := time.Now()
+		mu.Lock()
+		start = time.Now()
+		mu.Unlock()
 		_, err = cs.AppsV1().Deployments(ns).Create(wctx, &appsv1.Deployment{
 			ObjectMeta: metav1.ObjectMeta{Name: "density"},
 			Spec: appsv1.DeploymentSpec{Replicas: &replicas, Selector: &metav1.LabelSelector{MatchLabels: labels},
@@ -78,39 +129,30 @@ func runDensity(ctx context.Context, o *Options, r *Result) error {
 		if err != nil {
 			return err
 		}
-		scheduled, running := map[string]bool{}, map[string]bool{}
-		var allScheduled time.Duration
-		for len(running) < n {
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for waiting := true; waiting; {
 			select {
-			case ev, ok := <-w.ResultChan():
-				if !ok {
-					return fmt.Errorf("watch ended with %d/%d pods running", len(running), n)
-				}
-				p, isPod := ev.Object.(*corev1.Pod)
-				if !isPod || ev.Type == watch.Deleted {
-					continue
-				}
-				if p.Spec.NodeName != "" && !scheduled[p.Name] {
-					scheduled[p.Name] = true
-					if len(scheduled) == n {
-						allScheduled = time.Since(start)
-					}
-				}
-				if p.Status.Phase == corev1.PodRunning {
-					running[p.Name] = true
-				}
-				if len(running)%500 == 0 {
-					o.progress("density: %d/%d running", len(running), n)
-				}
+			case <-done:
+				waiting = false
+			case <-tick.C:
+				mu.Lock()
+				o.progress("density: %d/%d scheduled, %d running", len(scheduled), n, len(running))
+				mu.Unlock()
 			case <-wctx.Done():
+				mu.Lock()
+				defer mu.Unlock()
 				return fmt.Errorf("timed out with %d/%d pods scheduled, %d running", len(scheduled), n, len(running))
 			}
 		}
-		total := time.Since(start)
-		r.add("all_running", total.Seconds(), "s")
-		if allScheduled > 0 {
-			r.add("all_scheduled", allScheduled.Seconds(), "s")
-			r.add("scheduling_throughput", float64(n)/allScheduled.Seconds(), "pods/s")
+		mu.Lock()
+		defer mu.Unlock()
+		r.add("all_running", allRunning.Seconds(), "s")
+		r.add("all_scheduled", allScheduled.Seconds(), "s")
+		r.add("scheduling_throughput", float64(n)/allScheduled.Seconds(), "pods/s")
+		if len(o.ServerPIDs) > 0 {
+			// The growth of the server's memory over the pods it now stores.
+			r.add("server_rss_per_pod", (o.serverRSS()-rssBefore)*1024/float64(n), "KiB")
 		}
 		return nil
 	})
@@ -134,44 +176,53 @@ func runPodStartup(ctx context.Context, o *Options, r *Result) error {
 	return withNamespace(ctx, cs, "bench-podstartup-", func(ns string) error {
 		wctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 		defer cancel()
-		w, err := cs.CoreV1().Pods(ns).Watch(wctx, metav1.ListOptions{})
-		if err != nil {
-			return err
-		}
-		defer w.Stop()
+		var mu sync.Mutex
 		created := map[string]time.Time{}
 		var toRunning, toReady latencies
 		runningSeen, readySeen := map[string]bool{}, map[string]bool{}
+		done := make(chan struct{})
+		err := watchPods(wctx, cs, ns, func(p *corev1.Pod, seen time.Time) {
+			mu.Lock()
+			defer mu.Unlock()
+			t, ok := created[p.Name]
+			if !ok {
+				return
+			}
+			if p.Status.Phase == corev1.PodRunning && !runningSeen[p.Name] {
+				runningSeen[p.Name] = true
+				toRunning = append(toRunning, seen.Sub(t))
+			}
+			if podReady(p) && !readySeen[p.Name] {
+				readySeen[p.Name] = true
+				toReady = append(toReady, seen.Sub(t))
+				if len(readySeen) == n {
+					close(done)
+				}
+			}
+		})
+		if err != nil {
+			return err
+		}
 		for i := 0; i < n; i++ {
 			p := benchPod(fmt.Sprintf("s-%03d", i), map[string]string{"app": "pod-startup"})
 			p.Spec.Containers[0].Image = image
 			p.Spec.Containers[0].ImagePullPolicy = corev1.PullIfNotPresent
-			t := time.Now()
+			mu.Lock()
+			created[p.Name] = time.Now()
+			mu.Unlock()
 			if _, err := cs.CoreV1().Pods(ns).Create(wctx, p, metav1.CreateOptions{}); err != nil {
 				return err
 			}
-			created[p.Name] = t
 		}
-		for len(readySeen) < n {
-			select {
-			case ev := <-w.ResultChan():
-				p, ok := ev.Object.(*corev1.Pod)
-				if !ok {
-					continue
-				}
-				now := time.Now()
-				if p.Status.Phase == corev1.PodRunning && !runningSeen[p.Name] {
-					runningSeen[p.Name] = true
-					toRunning = append(toRunning, now.Sub(created[p.Name]))
-				}
-				if podReady(p) && !readySeen[p.Name] {
-					readySeen[p.Name] = true
-					toReady = append(toReady, now.Sub(created[p.Name]))
-				}
-			case <-wctx.Done():
-				return fmt.Errorf("%d/%d pods became Ready within 3 minutes: pod-startup needs nodes that run containers, with image %s present", len(readySeen), n, image)
-			}
+		select {
+		case <-done:
+		case <-wctx.Done():
+			mu.Lock()
+			defer mu.Unlock()
+			return fmt.Errorf("%d/%d pods became Ready within 3 minutes: pod-startup needs nodes that run containers, with image %s present", len(readySeen), n, image)
 		}
+		mu.Lock()
+		defer mu.Unlock()
 		toRunning.addTo(r, "create_to_running")
 		toReady.addTo(r, "create_to_ready")
 		return nil

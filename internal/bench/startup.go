@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -21,18 +23,47 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 )
 
+// settleTime is how long a started server settles before its RSS is read;
+// idleWindow is how long its idle CPU is then measured. Tests shorten them.
+var settleTime, idleWindow = 3 * time.Second, 5 * time.Second
+
 // DefaultServerCommand starts this binary's server on a fresh data dir,
 // with its node agent when run as root (the agent needs root).
-func DefaultServerCommand() []string {
+func DefaultServerCommand() string {
 	self, err := os.Executable()
 	if err != nil {
 		self = "plainkube"
 	}
-	cmd := []string{self, "server", "--data-dir", "{dataDir}", "--port", "{port}", "--bind-address", "127.0.0.1", "--log-level", "error"}
+	line := shellQuote(self) + " server --data-dir {dataDir} --port {port} --bind-address 127.0.0.1 --log-level error"
 	if os.Geteuid() != 0 {
-		cmd = append(cmd, "--disable-node")
+		line += " --disable-node"
 	}
-	return cmd
+	return line
+}
+
+// shellSyntax holds the characters that make a server command a shell line.
+const shellSyntax = "|&;<>()$`\\\"'*?[#~\n"
+
+// serverCommand turns a server command line into argv: {dataDir}, {port},
+// {etcdPort} and {etcdPeerPort} are filled in; a plain command runs
+// directly, and a line with shell syntax (several processes, redirections,
+// quoting) runs under /bin/sh -c, so that one line can start an etcd and an
+// API server.
+func serverCommand(line, dataDir string, port, etcdPort, etcdPeerPort int) []string {
+	r := strings.NewReplacer("{dataDir}", dataDir, "{port}", strconv.Itoa(port),
+		"{etcdPort}", strconv.Itoa(etcdPort), "{etcdPeerPort}", strconv.Itoa(etcdPeerPort))
+	line = r.Replace(line)
+	if strings.ContainsAny(line, shellSyntax) {
+		return []string{"/bin/sh", "-c", line}
+	}
+	return strings.Fields(line)
+}
+
+func shellQuote(s string) string {
+	if s != "" && !strings.ContainsAny(s, shellSyntax+" \t") {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 func runStartup(ctx context.Context, o *Options, r *Result) error {
@@ -44,10 +75,13 @@ func runStartup(ctx context.Context, o *Options, r *Result) error {
 	if repeat <= 0 {
 		repeat = 3
 	}
+	if strings.TrimSpace(command) == "" {
+		return fmt.Errorf("empty server command")
+	}
 	var readyz, nodeReady, rss, cpu []float64
 	for i := 0; i < repeat; i++ {
 		o.progress("startup: run %d/%d", i+1, repeat)
-		rz, nr, mem, idle, err := startOnce(ctx, command)
+		rz, nr, mem, idle, err := startOnce(ctx, o, command)
 		if err != nil {
 			return err
 		}
@@ -59,6 +93,10 @@ func runStartup(ctx context.Context, o *Options, r *Result) error {
 		rss = append(rss, mem)
 	}
 	addSpread(r, "readyz", readyz, "ms")
+	// A server that runs no node (an upstream control plane, or plainkube
+	// with --disable-node and no --sim-nodes) has no first_node_ready figures;
+	// this count says so under the same key for every server.
+	r.add("runs_with_ready_node", float64(len(nodeReady)), "count")
 	if len(nodeReady) > 0 {
 		addSpread(r, "first_node_ready", nodeReady, "ms")
 	}
@@ -75,42 +113,47 @@ func addSpread(r *Result, name string, v []float64, unit string) {
 }
 
 // startOnce launches one server and returns the milliseconds to /readyz and
-// to the first Ready node (0 if none within 10 s), its RSS after 3 s, and
-// the CPU it then uses while idle over 5 s.
-func startOnce(ctx context.Context, template []string) (readyzMS, nodeMS, rssMiB, idleCPU float64, err error) {
+// to the first Ready node (0 if none within nodeWait), its RSS after 3 s,
+// and the CPU it then uses while idle over 5 s (settleTime, idleWindow).
+func startOnce(ctx context.Context, o *Options, line string) (readyzMS, nodeMS, rssMiB, idleCPU float64, err error) {
+	nodeWait := o.nodeWait()
 	dataDir, err := os.MkdirTemp("", "plainkube-bench-startup")
 	if err != nil {
 		return 0, 0, 0, 0, err
 	}
 	defer os.RemoveAll(dataDir)
-	port, err := freePort()
+	ports, err := freePorts(3)
 	if err != nil {
 		return 0, 0, 0, 0, err
 	}
-	args := make([]string, len(template))
-	for i, a := range template {
-		a = strings.ReplaceAll(a, "{dataDir}", dataDir)
-		args[i] = strings.ReplaceAll(a, "{port}", strconv.Itoa(port))
+	args := serverCommand(line, dataDir, ports[0], ports[1], ports[2])
+	if len(args) == 0 {
+		return 0, 0, 0, 0, fmt.Errorf("empty server command")
 	}
+	logs := &tailWriter{}
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+	cmd.Stdout, cmd.Stderr = logs, logs
+	cmd.WaitDelay = 2 * time.Second // children that keep the output open do not hold Wait
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		return 0, 0, 0, 0, fmt.Errorf("starting %v: %w", args, err)
 	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
 	defer func() {
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
 		select {
-		case <-done:
+		case <-exited:
 		case <-time.After(10 * time.Second):
 			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-done
+			<-exited
 		}
+		// Whatever the command left in its process group goes too.
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	}()
 	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
-	url := fmt.Sprintf("https://127.0.0.1:%d/readyz", port)
+	url := fmt.Sprintf("https://127.0.0.1:%d/readyz", ports[0])
 	for {
 		resp, err := client.Get(url)
 		if err == nil {
@@ -119,21 +162,46 @@ func startOnce(ctx context.Context, template []string) (readyzMS, nodeMS, rssMiB
 				break
 			}
 		}
+		select {
+		case <-exited:
+			return 0, 0, 0, 0, fmt.Errorf("server command %q exited before %s was ready; its output ends: %s", line, url, lastLines(logs.String(), 5))
+		default:
+		}
 		if time.Since(start) > time.Minute {
 			return 0, 0, 0, 0, fmt.Errorf("%s not ready within a minute", url)
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
 	readyzMS = ms(time.Since(start))
-	if d, ok := firstNodeReady(ctx, filepath.Join(dataDir, "admin.kubeconfig"), start, 10*time.Second); ok {
+	if o.startedVersion == "" {
+		o.startedVersion = serverVersion(client, fmt.Sprintf("https://127.0.0.1:%d/version", ports[0]))
+	}
+	if d, ok := firstNodeReady(ctx, filepath.Join(dataDir, "admin.kubeconfig"), start, nodeWait); ok {
 		nodeMS = ms(d)
 	}
-	time.Sleep(3 * time.Second)
+	time.Sleep(settleTime)
 	rssMiB = float64(treeRSS(cmd.Process.Pid)) / (1 << 20)
 	before, t0 := treeCPU(cmd.Process.Pid), time.Now()
-	time.Sleep(5 * time.Second)
+	time.Sleep(idleWindow)
 	idleCPU = 100 * (treeCPU(cmd.Process.Pid) - before).Seconds() / time.Since(t0).Seconds()
 	return readyzMS, nodeMS, rssMiB, idleCPU, nil
+}
+
+// serverVersion reads gitVersion from a server's /version (which both
+// plainkube and upstream serve to anonymous clients); "" if it cannot.
+func serverVersion(client *http.Client, url string) string {
+	resp, err := client.Get(url)
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	var v struct {
+		GitVersion string `json:"gitVersion"`
+	}
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&v) != nil {
+		return ""
+	}
+	return v.GitVersion
 }
 
 // firstNodeReady waits up to budget for the server's kubeconfig (the server
@@ -170,13 +238,48 @@ func firstNodeReady(ctx context.Context, kubeconfig string, start time.Time, bud
 	return 0, false
 }
 
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+// freePorts returns n distinct loopback ports that were free a moment ago.
+func freePorts(n int) ([]int, error) {
+	var ports []int
+	for i := 0; i < n; i++ {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		defer ln.Close()
+		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
+	return ports, nil
+}
+
+// tailWriter keeps about the last 4 KiB written to it.
+type tailWriter struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (t *tailWriter) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > 8<<10 {
+		t.buf = append([]byte(nil), t.buf[len(t.buf)-4<<10:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailWriter) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, " | ")
 }
 
 func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
