@@ -142,9 +142,14 @@ func runServer(args []string) error {
 			return err
 		}
 		dataDir := opts.DataDir
+		// Static pod manifests: the node runs every Pod file put here.
+		manifests := filepath.Join(dataDir, "manifests")
+		if err := os.MkdirAll(manifests, 0o755); err != nil {
+			return err
+		}
 		opts.Components = append(opts.Components, func(ctx context.Context, env server.ComponentEnv) error {
 			a, err := kubelet.New(env.Config, kubelet.Options{DataDir: filepath.Join(dataDir, "node"), ControlPlane: true, Logger: log,
-				IssueServingCert: env.IssueServingCert, ClientCA: env.CAPEM})
+				IssueServingCert: env.IssueServingCert, ClientCA: env.CAPEM, ManifestsDir: manifests})
 			if err != nil {
 				return err
 			}

@@ -31,6 +31,11 @@
 // of its EndpointSlices; names may be name, name:port or scheme:name:port.
 // Pods on simulated nodes answer 400: they run nothing.
 //
+// metrics.k8s.io/v1beta1 (NodeMetrics, PodMetrics; metrics.go) is not
+// stored either: each get or list fetches the usage summaries of the node
+// agents concerned (through KubeletClient, as pods/log does) and answers
+// as metrics-server would.
+//
 // Errors leave the handlers as apimachinery StatusErrors; storage's sentinel
 // errors are translated to them in one place (storageError). A panic in a
 // handler becomes a 500 for that request only.

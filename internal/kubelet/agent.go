@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -52,6 +53,11 @@ type Agent struct {
 	hostDNS      resolvConf // the node's resolver configuration
 	termMessages termMessages
 	vols         volumeManager
+	// apiSynced is set once the node is registered and the pod informer
+	// has synced; until then only static pods are synced.
+	apiSynced atomic.Bool
+	static    *staticPods // nil without Options.ManifestsDir
+	usage     usage
 }
 
 // New makes an agent that talks to the API server at cfg. Nothing starts
@@ -101,8 +107,37 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.host = readHost(a.opts, version)
 	a.hostDNS = hostResolvConf()
 	a.startRecorder(ctx)
-	if err := a.register(ctx); err != nil {
-		return err
+	q := controller.NewQueue[types.NamespacedName]("kubelet-pods")
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer q.ShutDown()
+	// Pods are synced from here on: static pods at once, the API's once
+	// the node is registered and the informer has synced.
+	if a.opts.ManifestsDir != "" {
+		a.static = newStaticPods()
+	}
+	wg.Go(func() { controller.ProcessQueue(ctx, q, a.opts.Workers, a.log, a.syncPod) })
+	wg.Go(func() { a.collectUsage(ctx) })
+	if a.static != nil {
+		wg.Go(func() { a.watchManifests(ctx, q) })
+	}
+	for {
+		err := a.register(ctx)
+		if err == nil {
+			break
+		}
+		if a.static == nil || ctx.Err() != nil {
+			return err
+		}
+		// Static pods keep running: try again until the API answers.
+		a.log.Warn("registering the node; will retry", "err", err)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(2 * time.Second):
+		}
 	}
 	// After registering: a serving certificate asked for through a CSR is
 	// approved for the addresses the Node reports.
@@ -120,8 +155,6 @@ func (a *Agent) Run(ctx context.Context) error {
 		}))
 	inf := factory.Core().V1().Pods()
 	a.pods = inf.Lister()
-	q := controller.NewQueue[types.NamespacedName]("kubelet-pods")
-	defer q.ShutDown()
 	enqueue := func(obj any) {
 		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj = t.Obj
@@ -146,15 +179,12 @@ func (a *Agent) Run(ctx context.Context) error {
 	if !cache.WaitForCacheSync(ctx.Done(), inf.Informer().HasSynced, svcInf.Informer().HasSynced) {
 		return ctx.Err()
 	}
+	a.apiSynced.Store(true)
 
-	var wg sync.WaitGroup
 	wg.Go(func() { a.heartbeat(ctx) })
 	wg.Go(func() { a.awaitPodCIDR(ctx) })
-	wg.Go(func() { controller.ProcessQueue(ctx, q, a.opts.Workers, a.log, a.syncPod) })
 	wg.Go(func() { a.relist(ctx, q) })
 	<-ctx.Done()
-	q.ShutDown()
-	wg.Wait()
 	return nil
 }
 
@@ -178,63 +208,50 @@ func (a *Agent) relist(ctx context.Context, q interface{ Add(types.NamespacedNam
 			live[p.UID] = true
 			q.Add(types.NamespacedName{Namespace: p.Namespace, Name: p.Name})
 		}
+		if a.static != nil {
+			for _, uid := range a.static.uids() {
+				live[uid] = true
+			}
+		}
 		a.removeOrphans(ctx, live)
 		a.probes.forget(live)
 		a.termMessages.forget(live)
 	}
 }
 
-// syncPod plans and applies the actions for one pod until its plan is
-// empty (or only waits), reports its status, and deletes it once a
-// graceful deletion is complete.
+// syncPod syncs the pods of key: the static pod of that name, if any
+// (static.go), and the API's pod unless it is a mirror pod. For the API's
+// pod it plans and applies the actions until its plan is empty (or only
+// waits), reports its status, and deletes it once a graceful deletion is
+// complete.
 func (a *Agent) syncPod(ctx context.Context, key types.NamespacedName) (controller.Result, error) {
-	pod, err := a.pods.Pods(key.Namespace).Get(key.Name)
-	if apierrors.IsNotFound(err) {
-		return controller.Result{}, nil
+	var pod *corev1.Pod
+	if a.apiSynced.Load() {
+		p, err := a.pods.Pods(key.Namespace).Get(key.Name)
+		if err != nil && !apierrors.IsNotFound(err) {
+			return controller.Result{}, err
+		}
+		pod = p
 	}
+	res, err := a.syncStatic(ctx, key, pod)
+	if err != nil || pod == nil || IsMirrorPod(pod) {
+		return res, err
+	}
+	if vres, wait := a.syncVolumes(ctx, pod); wait {
+		return vres, nil
+	}
+	out, err := a.converge(ctx, pod)
 	if err != nil {
+		if out.observed {
+			a.updateStatus(ctx, pod, out.obs)
+		}
 		return controller.Result{}, err
 	}
-	if res, wait := a.syncVolumes(ctx, pod); wait {
-		return res, nil
-	}
-	var (
-		obs     observed
-		next    time.Time
-		deleted bool
-	)
-	for round := 0; ; round++ {
-		if obs, err = a.observe(ctx, pod); err != nil {
-			return controller.Result{}, err
-		}
-		a.probe(ctx, pod, &obs)
-		var acts []action
-		acts, next = plan(pod, obs, time.Now())
-		deleted = len(acts) > 0 && acts[len(acts)-1].Kind == actDeletePod
-		if deleted {
-			acts = acts[:len(acts)-1]
-		}
-		if len(acts) == 0 || round == 4 {
-			break
-		}
-		if err := a.apply(ctx, pod, obs, acts); err != nil {
-			a.log.Warn("pod sync", "pod", key.String(), "err", err)
-			if se := (*startError)(nil); errors.As(err, &se) {
-				obs.StartErrors = map[string]corev1.ContainerStateWaiting{se.Container: {Reason: se.Reason, Message: se.Err.Error()}}
-			}
-			a.updateStatus(ctx, pod, obs)
-			return controller.Result{}, err
-		}
-	}
-	if err := a.updateStatus(ctx, pod, obs); err != nil {
+	if err := a.updateStatus(ctx, pod, out.obs); err != nil {
 		return controller.Result{}, err
 	}
-	if deleted {
-		a.probes.set(pod.UID, nil)
-		if err := a.cleanupVolumes(pod.UID); err != nil {
-			return controller.Result{}, err
-		}
-		if err := a.removePodFiles(pod.UID); err != nil {
+	if out.deleted {
+		if err := a.forgetPod(pod.UID); err != nil {
 			return controller.Result{}, err
 		}
 		zero := int64(0)
@@ -248,12 +265,68 @@ func (a *Agent) syncPod(ctx context.Context, key types.NamespacedName) (controll
 		if err == nil {
 			a.log.Info("pod deleted", "pod", key.String())
 		}
-		return controller.Result{}, nil
+		return res, nil
 	}
-	if !next.IsZero() {
-		return controller.Result{RequeueAfter: max(time.Until(next), 10*time.Millisecond)}, nil
+	if !out.next.IsZero() {
+		d := max(time.Until(out.next), 10*time.Millisecond)
+		if res.RequeueAfter == 0 || d < res.RequeueAfter {
+			res.RequeueAfter = d
+		}
 	}
-	return controller.Result{}, nil
+	return res, nil
+}
+
+// forgetPod drops what the agent keeps of a pod that has stopped for good:
+// its probes, volumes and files.
+func (a *Agent) forgetPod(uid types.UID) error {
+	a.probes.set(uid, nil)
+	if err := a.cleanupVolumes(uid); err != nil {
+		return err
+	}
+	return a.removePodFiles(uid)
+}
+
+// converged is what converge leaves: what the runtime last showed
+// (observed is false if it could not be read), when to look again without
+// a change, and whether the pod's deletion is complete (all that is left
+// is deleting the pod object).
+type converged struct {
+	obs      observed
+	observed bool
+	next     time.Time
+	deleted  bool
+}
+
+// converge plans and applies pod's actions until its plan is empty or
+// only deletes the pod object (at most five rounds). When an action fails
+// its error is returned, and obs carries the reason a container could not
+// start.
+func (a *Agent) converge(ctx context.Context, pod *corev1.Pod) (converged, error) {
+	var out converged
+	for round := 0; ; round++ {
+		obs, err := a.observe(ctx, pod)
+		if err != nil {
+			return out, err
+		}
+		out.obs, out.observed = obs, true
+		a.probe(ctx, pod, &out.obs)
+		var acts []action
+		acts, out.next = plan(pod, out.obs, time.Now())
+		out.deleted = len(acts) > 0 && acts[len(acts)-1].Kind == actDeletePod
+		if out.deleted {
+			acts = acts[:len(acts)-1]
+		}
+		if len(acts) == 0 || round == 4 {
+			return out, nil
+		}
+		if err := a.apply(ctx, pod, out.obs, acts); err != nil {
+			a.log.Warn("pod sync", "pod", pod.Namespace+"/"+pod.Name, "err", err)
+			if se := (*startError)(nil); errors.As(err, &se) {
+				out.obs.StartErrors = map[string]corev1.ContainerStateWaiting{se.Container: {Reason: se.Reason, Message: se.Err.Error()}}
+			}
+			return out, err
+		}
+	}
 }
 
 // updateStatus writes the pod's status as podStatus computes it, if it
@@ -314,7 +387,7 @@ func (a *Agent) serveAPI(ctx context.Context) error {
 		return err
 	}
 	go func() {
-		if err := kubeletserver.ServeListener(ctx, ln, tlsConfig, &kubeletserver.Handler{DataDir: a.opts.DataDir, Streams: streams{a}}, a.log); err != nil {
+		if err := kubeletserver.ServeListener(ctx, ln, tlsConfig, &kubeletserver.Handler{DataDir: a.opts.DataDir, Streams: streams{a}, Summary: a.Summary}, a.log); err != nil {
 			a.log.Error("agent API stopped", "err", err)
 		}
 	}()

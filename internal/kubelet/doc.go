@@ -148,6 +148,25 @@
 //     the running container or ready sandbox is found by the pod's
 //     namespace and name labels, and CRI hands out a URL of containerd's
 //     streaming server, which listens on 127.0.0.1 only).
+//   - Static pods (static.go): with Options.ManifestsDir, every Pod file
+//     there (YAML or JSON; names starting with a dot are skipped, folders
+//     not entered) is read every SyncInterval and run without the API
+//     server — they start before the node is registered, and Run keeps
+//     retrying the registration meanwhile. As upstream, a static pod is
+//     named <name>-<node>, in namespace default unless it names one, has
+//     its UID and kubernetes.io/config.hash annotation from a hash of the
+//     pod, the node and the file path, config.source "file", config.seen,
+//     tolerates every NoExecute taint, and is defaulted and validated as
+//     the API would. Once the API answers, each gets a mirror pod there (the
+//     config.mirror annotation set to the hash, a controller owner
+//     reference to the Node) carrying its status. The agent never runs a
+//     mirror pod; it deletes one whose static pod is gone or changed, or
+//     that is being deleted, and creates it again. An edited file stops
+//     the old version (with its grace period) before the new one starts; a
+//     removed file stops the pod.
+//   - Usage (usage.go): every stats.Interval the agent samples /proc and
+//     the runtime's container stats; the agent API serves the summary at
+//     /stats/summary, which the API server turns into metrics.k8s.io.
 //
 // What is not there yet: persistent volumes (and every other volume
 // type); clusterTrustBundle and podCertificate projections;

@@ -44,6 +44,11 @@ type Options struct {
 	// host network get their addresses from the Node's pod CIDR; until it
 	// has one, their sandboxes cannot start.
 	PodCIDR string
+	// ManifestsDir, when set, is the folder of static pod manifests (a Pod
+	// in YAML or JSON per file), which the agent runs without the API
+	// server and mirrors into it (static.go). It is read every
+	// SyncInterval.
+	ManifestsDir string
 	// Runtime is a containerd already started (tests start their own to
 	// import images first); when nil, Run starts one under DataDir and
 	// stops it when it returns.
@@ -81,6 +86,11 @@ func (o Options) withDefaults() (Options, error) {
 		return o, err
 	}
 	o.DataDir = abs
+	if o.ManifestsDir != "" {
+		if o.ManifestsDir, err = filepath.Abs(o.ManifestsDir); err != nil {
+			return o, err
+		}
+	}
 	if o.NodeName == "" {
 		h, err := os.Hostname()
 		if err != nil {

@@ -30,8 +30,9 @@ type Resource struct {
 	// both APIs then show the same objects (events.k8s.io/v1 events are
 	// core/v1 events in storage, as upstream).
 	StoredAs *StoredAs
-	// Ephemeral resources are not stored: a create is answered by the API
-	// server itself (access and token reviews). They serve only "create".
+	// Ephemeral resources are not stored: the API server answers them
+	// itself, a create of access and token reviews, a get or list of
+	// metrics.k8s.io (from the node agents' usage summaries).
 	Ephemeral bool
 	// TracksGeneration: metadata.generation starts at 1 and bumps on every
 	// change outside metadata and status.

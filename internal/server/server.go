@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 
@@ -30,6 +31,7 @@ import (
 	"plainkube.dev/plainkube/internal/openapi"
 	"plainkube.dev/plainkube/internal/pki"
 	"plainkube.dev/plainkube/internal/registry/all"
+	"plainkube.dev/plainkube/internal/registry/core"
 	"plainkube.dev/plainkube/internal/storage"
 	"plainkube.dev/plainkube/internal/storage/etcd"
 	"plainkube.dev/plainkube/internal/storage/memory"
@@ -186,7 +188,16 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 			auth.IssuerDiscoveryAuthorizer{}, auth.NodeAuthorizer{}, auth.BootstrapperAuthorizer{}, auth.ClusterInfoAuthorizer{}},
 		Version: apiserver.VersionInfo{Major: version.Major, Minor: version.Minor, GitVersion: version.GitVersion(),
 			GitCommit: version.GitCommit, GoVersion: runtime.Version(), Platform: version.Platform()},
-		Hooks:         map[schema.GroupResource]apiserver.Hooks{{Resource: "services"}: alloc.Hooks()},
+		Hooks: map[schema.GroupResource]apiserver.Hooks{{Resource: "services"}: alloc.Hooks(),
+			{Resource: "pods"}: {BeforeCreate: func(ctx context.Context, obj interface{}) (func(), error) {
+				pod := obj.(*corev1.Pod)
+				if node := auth.NodeName(auth.UserFrom(ctx)); node != "" {
+					if err := core.AdmitNodePod(node, pod); err != nil {
+						return nil, err
+					}
+				}
+				return nil, core.AdmitMirrorPod(pod)
+			}}},
 		KubeletClient: kubeletClient,
 		OpenAPI:       openapi.New(resources, scheme),
 		Logger:        log,

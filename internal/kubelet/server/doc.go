@@ -12,5 +12,7 @@
 //     session's streaming URL, and the upgraded (SPDY or WebSocket)
 //     connection is proxied to it unchanged;
 //   - POST /run/{namespace}/{pod}/{container}?cmd=…, which runs a command
-//     to its end and answers its output.
+//     to its end and answers its output;
+//   - /stats/summary, the agent's usage summary (Handler.Summary, package
+//     stats).
 package server

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"plainkube.dev/plainkube/internal/kubelet/logs"
+	"plainkube.dev/plainkube/internal/kubelet/stats"
 )
 
 // DefaultPort is the kubelet API's port, as upstream.
@@ -26,6 +27,8 @@ type Handler struct {
 	DataDir string
 	// Streams serves /exec, /attach and /portForward (nil: 501).
 	Streams Streamer
+	// Summary is the node's usage for /stats/summary (stats.go); nil: 501.
+	Summary func() (*stats.Summary, error)
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -34,6 +37,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte("ok"))
 	case strings.HasPrefix(r.URL.Path, "/containerLogs/"):
 		h.containerLogs(w, r)
+	case r.URL.Path == "/stats/summary":
+		h.statsSummary(w, r)
 	default:
 		if !h.serveStream(w, r) {
 			http.NotFound(w, r)

@@ -13,6 +13,7 @@ import (
 	"plainkube.dev/plainkube/internal/registry/core"
 	"plainkube.dev/plainkube/internal/registry/discovery"
 	"plainkube.dev/plainkube/internal/registry/events"
+	"plainkube.dev/plainkube/internal/registry/metrics"
 	"plainkube.dev/plainkube/internal/registry/networking"
 	"plainkube.dev/plainkube/internal/registry/policy"
 	"plainkube.dev/plainkube/internal/registry/rbac"
@@ -29,7 +30,7 @@ func Resources() []registry.Resource {
 		coordination.Resources(), discovery.Resources(), events.Resources(), networking.Resources(),
 		policy.Resources(), rbac.Resources(), storageapi.Resources(), scheduling.Resources(),
 		admissionregistration.Resources(), certificates.Resources(), reviews.Resources(),
-		apiextensions.Resources(),
+		apiextensions.Resources(), metrics.Resources(),
 	} {
 		out = append(out, group...)
 	}

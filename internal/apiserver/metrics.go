@@ -1,0 +1,341 @@
+package apiserver
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"plainkube.dev/plainkube/internal/kubelet/stats"
+)
+
+// The metrics.k8s.io/v1beta1 API (what `kubectl top` reads), served as
+// metrics-server would: NodeMetrics and PodMetrics made on each request
+// from the usage summaries (/stats/summary) of the node agents. Nodes
+// whose agent cannot be reached, simulated nodes included, have no
+// metrics, nor have their pods. The types are ours, with upstream's JSON.
+
+const metricsGroup = "metrics.k8s.io"
+
+type nodeMetrics struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Timestamp         metav1.Time         `json:"timestamp"`
+	Window            metav1.Duration     `json:"window"`
+	Usage             corev1.ResourceList `json:"usage"`
+}
+
+type nodeMetricsList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []nodeMetrics `json:"items"`
+}
+
+type podMetrics struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Timestamp         metav1.Time        `json:"timestamp"`
+	Window            metav1.Duration    `json:"window"`
+	Containers        []containerMetrics `json:"containers"`
+}
+
+type podMetricsList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []podMetrics `json:"items"`
+}
+
+type containerMetrics struct {
+	Name  string              `json:"name"`
+	Usage corev1.ResourceList `json:"usage"`
+}
+
+var metricsGV = metav1.TypeMeta{APIVersion: metricsGroup + "/v1beta1"}
+
+// usage is CPU in nanocores and memory in bytes as metrics-server shows
+// them; false when the summary lacks either.
+func usage(cpu *stats.CPUStats, mem *stats.MemoryStats) (corev1.ResourceList, bool) {
+	if cpu == nil || cpu.UsageNanoCores == nil || mem == nil || mem.WorkingSetBytes == nil {
+		return nil, false
+	}
+	return corev1.ResourceList{
+		corev1.ResourceCPU:    *resource.NewScaledQuantity(int64(*cpu.UsageNanoCores), resource.Nano),
+		corev1.ResourceMemory: *resource.NewQuantity(int64(*mem.WorkingSetBytes), resource.BinarySI),
+	}, true
+}
+
+// nodeMetricsOf is node's metrics from its summary.
+func nodeMetricsOf(node *corev1.Node, s *stats.Summary, now time.Time) (nodeMetrics, bool) {
+	u, ok := usage(s.Node.CPU, s.Node.Memory)
+	if !ok {
+		return nodeMetrics{}, false
+	}
+	return nodeMetrics{
+		TypeMeta:   metav1.TypeMeta{Kind: "NodeMetrics", APIVersion: metricsGV.APIVersion},
+		ObjectMeta: metav1.ObjectMeta{Name: node.Name, Labels: node.Labels, CreationTimestamp: metav1.NewTime(now)},
+		Timestamp:  s.Node.CPU.Time, Window: metav1.Duration{Duration: stats.Interval}, Usage: u,
+	}, true
+}
+
+// podMetricsOf is pod's metrics from its node's summary: every running
+// container's usage (false if the summary has none of them).
+func podMetricsOf(pod *corev1.Pod, s *stats.Summary, now time.Time) (podMetrics, bool) {
+	for _, ps := range s.Pods {
+		// A mirror pod stands for the static pod whose UID is its hash.
+		uid := string(pod.UID)
+		if h, ok := pod.Annotations["kubernetes.io/config.mirror"]; ok {
+			uid = h
+		}
+		if ps.PodRef.Namespace != pod.Namespace || ps.PodRef.Name != pod.Name || ps.PodRef.UID != uid || len(ps.Containers) == 0 {
+			continue
+		}
+		pm := podMetrics{
+			TypeMeta:   metav1.TypeMeta{Kind: "PodMetrics", APIVersion: metricsGV.APIVersion},
+			ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, Labels: pod.Labels, CreationTimestamp: metav1.NewTime(now)},
+			Window:     metav1.Duration{Duration: stats.Interval},
+			Containers: []containerMetrics{},
+		}
+		for _, c := range ps.Containers {
+			u, ok := usage(c.CPU, c.Memory)
+			if !ok {
+				return podMetrics{}, false // as metrics-server: all containers or nothing
+			}
+			if c.CPU.Time.After(pm.Timestamp.Time) {
+				pm.Timestamp = c.CPU.Time
+			}
+			pm.Containers = append(pm.Containers, containerMetrics{Name: c.Name, Usage: u})
+		}
+		sort.Slice(pm.Containers, func(i, j int) bool { return pm.Containers[i].Name < pm.Containers[j].Name })
+		return pm, true
+	}
+	return podMetrics{}, false
+}
+
+// serveMetrics answers get and list of nodes and pods in metrics.k8s.io.
+func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request, info requestInfo) error {
+	gr := schema.GroupResource{Group: metricsGroup, Resource: info.Resource}
+	if info.Version != "v1beta1" || (info.Resource != "nodes" && info.Resource != "pods") || info.Subresource != "" {
+		return apierrors.NewNotFound(gr, info.Name)
+	}
+	if info.Verb != "get" && info.Verb != "list" {
+		return methodNotAllowed(r.Method, gr)
+	}
+	if info.Resource == "nodes" && info.Namespace != "" {
+		return apierrors.NewNotFound(gr, info.Name)
+	}
+	sel := labels.Everything()
+	if v := r.URL.Query().Get("labelSelector"); v != "" {
+		var err error
+		if sel, err = labels.Parse(v); err != nil {
+			return badRequest("unable to parse requirement: %v", err)
+		}
+	}
+	fsel := fields.Everything()
+	if v := r.URL.Query().Get("fieldSelector"); v != "" {
+		var err error
+		if fsel, err = fields.ParseSelector(v); err != nil {
+			return badRequest("%v", err)
+		}
+	}
+	ctx := r.Context()
+	now := s.now()
+	var out any
+	switch info.Resource {
+	case "nodes":
+		nodes, err := s.metricsObjects(ctx, "nodes", "", info.Name, sel, fsel)
+		if err != nil {
+			return err
+		}
+		summaries := s.summaries(ctx, nodes)
+		list := &nodeMetricsList{TypeMeta: metav1.TypeMeta{Kind: "NodeMetricsList", APIVersion: metricsGV.APIVersion}, Items: []nodeMetrics{}}
+		for _, o := range nodes {
+			n := o.(*corev1.Node)
+			if sum := summaries[n.Name]; sum != nil {
+				if m, ok := nodeMetricsOf(n, sum, now); ok {
+					list.Items = append(list.Items, m)
+				}
+			}
+		}
+		out = list
+		if info.Name != "" {
+			if len(list.Items) == 0 {
+				return apierrors.NewNotFound(schema.GroupResource{Group: metricsGroup, Resource: "nodemetrics"}, info.Name)
+			}
+			out = &list.Items[0]
+		}
+	case "pods":
+		pods, err := s.metricsObjects(ctx, "pods", info.Namespace, info.Name, sel, fsel)
+		if err != nil {
+			return err
+		}
+		names := map[string]bool{}
+		for _, o := range pods {
+			if n := o.(*corev1.Pod).Spec.NodeName; n != "" {
+				names[n] = true
+			}
+		}
+		var nodes []any
+		for n := range names {
+			if node, err := s.node(ctx, n); err == nil {
+				nodes = append(nodes, node)
+			}
+		}
+		summaries := s.summaries(ctx, nodes)
+		list := &podMetricsList{TypeMeta: metav1.TypeMeta{Kind: "PodMetricsList", APIVersion: metricsGV.APIVersion}, Items: []podMetrics{}}
+		for _, o := range pods {
+			p := o.(*corev1.Pod)
+			if sum := summaries[p.Spec.NodeName]; sum != nil {
+				if m, ok := podMetricsOf(p, sum, now); ok {
+					list.Items = append(list.Items, m)
+				}
+			}
+		}
+		out = list
+		if info.Name != "" {
+			if len(list.Items) == 0 {
+				return apierrors.NewNotFound(schema.GroupResource{Group: metricsGroup, Resource: "podmetrics"}, info.Name)
+			}
+			out = &list.Items[0]
+		}
+	}
+	if n, err := s.codecs.negotiate(r, true); err == nil && n.kind == outputTable {
+		out = metricsTable(out)
+	}
+	w.Header().Set("Content-Type", mediaJSON)
+	w.WriteHeader(http.StatusOK)
+	return json.NewEncoder(w).Encode(out)
+}
+
+// metricsObjects lists the nodes or pods (of namespace ns; one, if name is
+// set) that match the selectors.
+func (s *Server) metricsObjects(ctx context.Context, resource, ns, name string, sel labels.Selector, fsel fields.Selector) ([]any, error) {
+	rs := s.stores[schema.GroupVersionResource{Version: "v1", Resource: resource}]
+	if name != "" {
+		obj, _, err := rs.get(ctx, ns, name)
+		if err != nil {
+			return nil, err
+		}
+		return []any{obj}, nil
+	}
+	objs, _, err := s.listMatching(ctx, rs, ns, &listOptions{labels: sel, fields: fsel})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]any, len(objs))
+	for i, o := range objs {
+		out[i] = o
+	}
+	return out, nil
+}
+
+// summaries fetches the usage summaries of the nodes whose agents can be
+// reached, at once, by node name. Nodes that cannot (simulated nodes,
+// nodes without an agent API, agents that fail) are left out.
+func (s *Server) summaries(ctx context.Context, nodes []any) map[string]*stats.Summary {
+	out := map[string]*stats.Summary{}
+	if s.cfg.KubeletClient == nil {
+		return out
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, o := range nodes {
+		n := o.(*corev1.Node)
+		addr := nodeAddress(n)
+		if n.Labels[simulatedLabel] == "true" || addr == "" {
+			continue
+		}
+		wg.Go(func() {
+			sum, err := s.fetchSummary(ctx, addr)
+			if err != nil {
+				s.log.Debug("node usage summary", "node", n.Name, "err", err)
+				return
+			}
+			mu.Lock()
+			out[n.Name] = sum
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+func (s *Server) fetchSummary(ctx context.Context, addr string) (*stats.Summary, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+addr+"/stats/summary", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := s.cfg.KubeletClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return nil, fmt.Errorf("%s: %s", resp.Status, msg)
+	}
+	var sum stats.Summary
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&sum); err != nil {
+		return nil, err
+	}
+	return &sum, nil
+}
+
+// metricsTable is the Table of a metrics object or list, with
+// metrics-server's columns.
+func metricsTable(obj any) *metav1.Table {
+	t := &metav1.Table{TypeMeta: metav1.TypeMeta{Kind: "Table", APIVersion: "meta.k8s.io/v1"},
+		ColumnDefinitions: []metav1.TableColumnDefinition{
+			{Name: "Name", Type: "string", Format: "name", Description: "Name of the resource"},
+			{Name: "CPU", Type: "string", Description: "CPU usage"},
+			{Name: "Memory", Type: "string", Description: "Memory usage"},
+			{Name: "Window", Type: "string", Description: "Interval the usage is measured over"},
+		}}
+	row := func(meta metav1.ObjectMeta, cpu, mem resource.Quantity, window metav1.Duration) {
+		raw, _ := json.Marshal(map[string]any{"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": meta})
+		t.Rows = append(t.Rows, metav1.TableRow{Cells: []any{meta.Name, cpu.String(), mem.String(), window.Duration.String()}, Object: runtime.RawExtension{Raw: raw}})
+	}
+	addNode := func(m *nodeMetrics) {
+		row(m.ObjectMeta, m.Usage[corev1.ResourceCPU], m.Usage[corev1.ResourceMemory], m.Window)
+	}
+	addPod := func(m *podMetrics) {
+		var cpu, mem resource.Quantity
+		for _, c := range m.Containers {
+			cpu.Add(c.Usage[corev1.ResourceCPU])
+			mem.Add(c.Usage[corev1.ResourceMemory])
+		}
+		row(m.ObjectMeta, cpu, mem, m.Window)
+	}
+	switch o := obj.(type) {
+	case *nodeMetricsList:
+		for i := range o.Items {
+			addNode(&o.Items[i])
+		}
+	case *nodeMetrics:
+		addNode(o)
+	case *podMetricsList:
+		for i := range o.Items {
+			addPod(&o.Items[i])
+		}
+	case *podMetrics:
+		addPod(o)
+	}
+	if t.Rows == nil {
+		t.Rows = []metav1.TableRow{}
+	}
+	return t
+}
