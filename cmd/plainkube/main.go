@@ -229,7 +229,7 @@ func runAgent(args []string) error {
 	token := fs.String("token", "", "bootstrap token printed by the server (also in its DATA/join-token); not needed once the node has its certificate")
 	caHash := fs.String("ca-cert-hash", "", "sha256:<hex> pin of the cluster CA's public key, as in the server's join command")
 	caFile := fs.String("ca-file", "", "PEM file of the cluster CA (instead of --ca-cert-hash)")
-	dataDir := fs.String("data-dir", filepath.Join(server.DefaultDataDir(), "agent"), "directory for the node's credentials (pki/) and containerd, pods and logs (node/)")
+	dataDir := fs.String("data-dir", filepath.Join(server.DefaultDataDir(), "agent"), "directory for the node's credentials (pki/), static pod manifests (manifests/) and containerd, pods and logs (node/)")
 	nodeName := fs.String("node-name", "", "name of the Node (default: the host name, lower-cased)")
 	nodeIP := fs.String("node-ip", "", "InternalIP the node reports (default: the host's first global IPv4 address)")
 	port := fs.Int("port", 10250, "port of the node agent's HTTPS API (container logs for the API server)")
@@ -264,8 +264,13 @@ func runAgent(args []string) error {
 	if err != nil {
 		return err
 	}
+	// Static pod manifests: the node runs every Pod file put here.
+	manifests := filepath.Join(*dataDir, "manifests")
+	if err := os.MkdirAll(manifests, 0o755); err != nil {
+		return err
+	}
 	a, err := kubelet.New(creds.Config, kubelet.Options{DataDir: filepath.Join(*dataDir, "node"), NodeName: *nodeName, NodeIP: *nodeIP,
-		APIPort: *port, ClientCA: creds.CAPEM, Logger: log,
+		APIPort: *port, ClientCA: creds.CAPEM, Logger: log, ManifestsDir: manifests,
 		IssueServingCert: tlsbootstrap.ServingIssuer(creds.Config, creds.CAPEM, *dataDir, *nodeName, log)})
 	if err != nil {
 		return err
