@@ -172,7 +172,7 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request, info reque
 		out = list
 		if info.Name != "" {
 			if len(list.Items) == 0 {
-				return apierrors.NewNotFound(schema.GroupResource{Group: metricsGroup, Resource: "nodemetrics"}, info.Name)
+				return apierrors.NewNotFound(gr, info.Name)
 			}
 			out = &list.Items[0]
 		}
@@ -206,7 +206,7 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request, info reque
 		out = list
 		if info.Name != "" {
 			if len(list.Items) == 0 {
-				return apierrors.NewNotFound(schema.GroupResource{Group: metricsGroup, Resource: "podmetrics"}, info.Name)
+				return apierrors.NewNotFound(gr, info.Namespace+"/"+info.Name) // as metrics-server names it
 			}
 			out = &list.Items[0]
 		}
@@ -301,9 +301,9 @@ func metricsTable(obj any) *metav1.Table {
 	t := &metav1.Table{TypeMeta: metav1.TypeMeta{Kind: "Table", APIVersion: "meta.k8s.io/v1"},
 		ColumnDefinitions: []metav1.TableColumnDefinition{
 			{Name: "Name", Type: "string", Format: "name", Description: "Name of the resource"},
-			{Name: "CPU", Type: "string", Description: "CPU usage"},
-			{Name: "Memory", Type: "string", Description: "Memory usage"},
-			{Name: "Window", Type: "string", Description: "Interval the usage is measured over"},
+			{Name: "cpu", Type: "string", Format: "quantity"},
+			{Name: "memory", Type: "string", Format: "quantity"},
+			{Name: "window", Type: "string", Format: "duration", Description: "Interval the usage is measured over"},
 		}}
 	row := func(meta metav1.ObjectMeta, cpu, mem resource.Quantity, window metav1.Duration) {
 		raw, _ := json.Marshal(map[string]any{"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": meta})
