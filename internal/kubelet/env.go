@@ -423,8 +423,15 @@ func readVariable(input string) (read string, isVar bool, advance int) {
 }
 
 // serviceEnvFor reads, from the agent's cache, the Services whose
-// variables pod's containers get (serviceEnv).
+// variables pod's containers get (serviceEnv). A static pod does not wait
+// for them, as upstream: until the agent has read them it gets none.
 func (a *Agent) serviceEnvFor(pod *corev1.Pod) (map[string]string, error) {
+	if !a.apiSynced.Load() {
+		if pod.Annotations[AnnotationConfigSource] == "file" {
+			return map[string]string{}, nil
+		}
+		return nil, fmt.Errorf("services have not yet been read at least once, cannot construct envvars")
+	}
 	var services []*corev1.Service
 	links := pod.Spec.EnableServiceLinks == nil || *pod.Spec.EnableServiceLinks
 	if links {

@@ -65,7 +65,7 @@ spec:
 	// Nothing listens on port 1.
 	agent, err := kubelet.New(&rest.Config{Host: "https://127.0.0.1:1", Timeout: time.Second}, kubelet.Options{
 		NodeName: "node-1", DataDir: dir, Runtime: rt, ManifestsDir: manifests,
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {
 		t.Fatal(err)
