@@ -65,8 +65,19 @@ func TestClusterOnSimulatedNodes(t *testing.T) {
 	contains(t, out, "ScalingReplicaSet", "deployment-controller")
 
 	// A deleted pod is replaced.
-	first := strings.Fields(c.must("get", "pods", "-l", "app=web", "-o", "name"))[0]
-	c.must("delete", first, "--wait=false")
+	// (Pods of the old ReplicaSet may still be going away; pick again if
+	// the one picked is gone.)
+	for i := 0; ; i++ {
+		first := strings.Fields(c.must("get", "pods", "-l", "app=web", "-o", "name"))[0]
+		out, err := c.run("delete", first, "--wait=false")
+		if err == nil {
+			break
+		}
+		if !strings.Contains(out, "NotFound") || i == 20 {
+			t.Fatalf("kubectl delete %s: %v\n%s", first, err, out)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	c.eventually([]string{"3/3"}, "get", "deploy", "web")
 
 	// Logs of a simulated pod say why there are none.
