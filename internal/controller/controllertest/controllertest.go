@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -16,9 +17,9 @@ import (
 	"plainkube.dev/plainkube/internal/server"
 )
 
-// StartServer starts an in-memory control plane that stops when the test
-// ends, and returns its admin loopback config.
-func StartServer(t testing.TB) *rest.Config {
+// NewServer starts an in-memory control plane that stops when the test
+// ends, and returns it (for its KubeconfigPath, say).
+func NewServer(t testing.TB) *server.Server {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	s, err := server.Start(ctx, server.Options{DataDir: t.TempDir(), BindAddress: "127.0.0.1", Port: 0, InMemory: true,
@@ -28,7 +29,14 @@ func StartServer(t testing.TB) *rest.Config {
 		t.Fatalf("start server: %v", err)
 	}
 	t.Cleanup(func() { cancel(); s.Wait() })
-	return s.LoopbackConfig()
+	return s
+}
+
+// StartServer starts a control plane as NewServer does and returns its
+// admin loopback config.
+func StartServer(t testing.TB) *rest.Config {
+	t.Helper()
+	return NewServer(t).LoopbackConfig()
 }
 
 // Run runs c with workers workers until the test ends; an error from Run
@@ -59,7 +67,12 @@ func Clientset(t testing.TB, cfg *rest.Config) kubernetes.Interface {
 // Logger logs through t at debug level, so a failing test shows what the
 // controller did.
 func Logger(t testing.TB) *slog.Logger {
-	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	return LoggerAt(t, slog.LevelDebug)
+}
+
+// LoggerAt logs through t what is at level or above.
+func LoggerAt(t testing.TB, level slog.Level) *slog.Logger {
+	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: level}))
 }
 
 type tWriter struct{ t testing.TB }
@@ -73,8 +86,15 @@ func (w tWriter) Write(p []byte) (int, error) {
 // never holds; cond's last error is reported.
 func Eventually(t testing.TB, what string, cond func() (bool, error)) {
 	t.Helper()
+	EventuallyWithin(t, 20*time.Millisecond, 10*time.Second, what, cond)
+}
+
+// EventuallyWithin is Eventually polling every interval for up to timeout.
+// An error from cond does not stop the polling; the last one is reported.
+func EventuallyWithin(t testing.TB, interval, timeout time.Duration, what string, cond func() (bool, error)) {
+	t.Helper()
 	var last error
-	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 10*time.Second, true,
+	err := wait.PollUntilContextTimeout(context.Background(), interval, timeout, true,
 		func(context.Context) (bool, error) {
 			ok, err := cond()
 			last = err
@@ -83,4 +103,21 @@ func Eventually(t testing.TB, what string, cond func() (bool, error)) {
 	if err != nil {
 		t.Fatalf("waiting for %s: %v (last error: %v)", what, err, last)
 	}
+}
+
+// RolloutStatus runs `kubectl rollout status what` (in namespace default,
+// for up to 30 s) against the cluster of kubeconfig, which must report the
+// rollout finished. Without kubectl installed it only logs so.
+func RolloutStatus(t testing.TB, kubeconfig, what string) {
+	t.Helper()
+	kubectl, err := exec.LookPath("kubectl")
+	if err != nil {
+		t.Log("no kubectl; skipping kubectl rollout status")
+		return
+	}
+	out, err := exec.Command(kubectl, "--kubeconfig", kubeconfig, "-n", "default", "rollout", "status", what, "--timeout=30s").CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl rollout status %s: %v\n%s", what, err, out)
+	}
+	t.Logf("kubectl rollout status: %s", out)
 }
