@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"strings"
 	"testing"
 	"time"
 
@@ -13,48 +12,20 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
-	"plainkube.dev/plainkube/internal/controller"
+	"plainkube.dev/plainkube/internal/controller/controllertest"
 	"plainkube.dev/plainkube/internal/controller/cronjob"
 	"plainkube.dev/plainkube/internal/controller/job"
 	"plainkube.dev/plainkube/pkg/testenv"
 )
 
-type tWriter struct{ t *testing.T }
-
-func (w tWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimSuffix(string(p), "\n"))
-	return len(p), nil
-}
-
-func run(t *testing.T, c controller.Controller) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx, 2) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("%s controller: %v", c.Name(), err)
-		}
-	})
-}
-
+// eventually polls cond every 50 ms for up to 20 s.
 func eventually(t *testing.T, what string, cond func() (bool, error)) {
 	t.Helper()
-	var last error
-	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 20*time.Second, true,
-		func(context.Context) (bool, error) {
-			ok, err := cond()
-			last = err
-			return ok, nil
-		})
-	if err != nil {
-		t.Fatalf("waiting for %s: %v (last error: %v)", what, err, last)
-	}
+	controllertest.EventuallyWithin(t, 50*time.Millisecond, 20*time.Second, what, cond)
 }
 
 // TestCronJobSchedulesJobs runs the CronJob controller on a fake clock
@@ -63,7 +34,7 @@ func eventually(t *testing.T, what string, cond func() (bool, error)) {
 // keeps one successful Job of history, and does nothing while suspended.
 func TestCronJobSchedulesJobs(t *testing.T) {
 	env := testenv.Start(t, testenv.WithScheduler(), testenv.WithSimNodes(2))
-	log := slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	log := controllertest.LoggerAt(t, slog.LevelInfo)
 	clk := clocktesting.NewFakeClock(time.Now())
 	cjc, err := cronjob.New(env.Config)
 	if err != nil {
@@ -75,8 +46,8 @@ func TestCronJobSchedulesJobs(t *testing.T) {
 		t.Fatal(err)
 	}
 	jc.Logger = log.With("controller", "job")
-	run(t, cjc)
-	run(t, jc)
+	controllertest.Run(t, cjc, 2)
+	controllertest.Run(t, jc, 2)
 	cs := kubernetes.NewForConfigOrDie(env.Config)
 	ctx := context.Background()
 

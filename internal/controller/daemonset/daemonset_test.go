@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os/exec"
-	"strings"
 	"testing"
 	"time"
 
@@ -13,21 +11,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
+	"plainkube.dev/plainkube/internal/controller/controllertest"
 	"plainkube.dev/plainkube/internal/controller/daemonset"
 	"plainkube.dev/plainkube/pkg/testenv"
 )
-
-type tWriter struct{ t *testing.T }
-
-func (w tWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimSuffix(string(p), "\n"))
-	return len(p), nil
-}
 
 var kubeconfig string // of the last start; tests are not parallel
 
@@ -39,16 +30,8 @@ func start(t *testing.T) kubernetes.Interface {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.Logger = slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx, 2) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("daemonset controller: %v", err)
-		}
-	})
+	c.Logger = controllertest.LoggerAt(t, slog.LevelInfo)
+	controllertest.Run(t, c, 2)
 	cs := kubernetes.NewForConfigOrDie(env.Config)
 	eventually(t, "3 nodes", func() (bool, error) {
 		nodes, err := cs.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
@@ -57,33 +40,25 @@ func start(t *testing.T) kubernetes.Interface {
 	return cs
 }
 
-// rolloutStatus runs kubectl rollout status (if kubectl is installed),
-// which must report the rollout finished.
-func rolloutStatus(t *testing.T, what string) {
-	t.Helper()
-	kubectl, err := exec.LookPath("kubectl")
-	if err != nil {
-		t.Log("no kubectl; skipping kubectl rollout status")
-		return
-	}
-	out, err := exec.Command(kubectl, "--kubeconfig", kubeconfig, "-n", "default", "rollout", "status", what, "--timeout=30s").CombinedOutput()
-	if err != nil {
-		t.Fatalf("kubectl rollout status %s: %v\n%s", what, err, out)
-	}
-	t.Logf("kubectl rollout status: %s", out)
-}
-
+// eventually polls cond every 50 ms for up to 30 s.
 func eventually(t *testing.T, what string, cond func() (bool, error)) {
 	t.Helper()
-	var last error
-	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 30*time.Second, true,
-		func(context.Context) (bool, error) {
-			ok, err := cond()
-			last = err
-			return ok, nil
-		})
-	if err != nil {
-		t.Fatalf("waiting for %s: %v (last error: %v)", what, err, last)
+	controllertest.EventuallyWithin(t, 50*time.Millisecond, 30*time.Second, what, cond)
+}
+
+// setImage sets the image of the first container of DaemonSet name.
+func setImage(t *testing.T, cs kubernetes.Interface, name, image string) {
+	t.Helper()
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		d, err := cs.AppsV1().DaemonSets("default").Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		d.Spec.Template.Spec.Containers[0].Image = image
+		_, err = cs.AppsV1().DaemonSets("default").Update(context.Background(), d, metav1.UpdateOptions{})
+		return err
+	}); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -241,18 +216,8 @@ func TestRollingUpdate(t *testing.T) {
 				t.Fatal(err)
 			}
 			eventually(t, "one pod per node", func() (bool, error) { return onePerNode(cs, "roll", nodes) })
-			if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-				d, err := cs.AppsV1().DaemonSets("default").Get(ctx, "roll", metav1.GetOptions{})
-				if err != nil {
-					return err
-				}
-				d.Spec.Template.Spec.Containers[0].Image = "busybox:1.37"
-				_, err = cs.AppsV1().DaemonSets("default").Update(ctx, d, metav1.UpdateOptions{})
-				return err
-			}); err != nil {
-				t.Fatal(err)
-			}
-			rolloutStatus(t, "daemonset/roll")
+			setImage(t, cs, "roll", "busybox:1.37")
+			controllertest.RolloutStatus(t, kubeconfig, "daemonset/roll")
 			eventually(t, "rollout done", func() (bool, error) {
 				d, err := cs.AppsV1().DaemonSets("default").Get(ctx, "roll", metav1.GetOptions{})
 				if err != nil {
@@ -294,17 +259,7 @@ func TestOnDelete(t *testing.T) {
 	}
 	eventually(t, "one pod per node", func() (bool, error) { return onePerNode(cs, "od", nodes) })
 	before, _ := podsByNode(cs, "od")
-	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		d, err := cs.AppsV1().DaemonSets("default").Get(ctx, "od", metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		d.Spec.Template.Spec.Containers[0].Image = "busybox:1.37"
-		_, err = cs.AppsV1().DaemonSets("default").Update(ctx, d, metav1.UpdateOptions{})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	setImage(t, cs, "od", "busybox:1.37")
 	eventually(t, "generation observed", func() (bool, error) {
 		d, err := cs.AppsV1().DaemonSets("default").Get(ctx, "od", metav1.GetOptions{})
 		return err == nil && d.Status.ObservedGeneration == d.Generation && d.Status.UpdatedNumberScheduled == 0, err

@@ -20,15 +20,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
+	"plainkube.dev/plainkube/internal/controller/controllertest"
 	"plainkube.dev/plainkube/internal/controller/replicaset"
-	"plainkube.dev/plainkube/internal/server"
 )
 
 const ns = "default"
@@ -47,57 +46,29 @@ type env struct {
 // e.setReady(true).
 func start(t *testing.T) *env {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	s, err := server.Start(ctx, server.Options{DataDir: t.TempDir(), BindAddress: "127.0.0.1", Port: 0, InMemory: true, Logger: quiet})
-	if err != nil {
-		cancel()
-		t.Fatalf("start server: %v", err)
-	}
+	s := controllertest.NewServer(t)
 	cfg := s.LoopbackConfig()
 	dc, err := New(cfg)
 	if err != nil {
-		cancel()
 		t.Fatal(err)
 	}
-	dc.Logger = slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	dc.Logger = controllertest.Logger(t)
 	rc, err := replicaset.New(cfg)
 	if err != nil {
-		cancel()
 		t.Fatal(err)
 	}
-	rc.Logger = quiet
-	var wg sync.WaitGroup
-	for _, run := range []func(context.Context, int) error{dc.Run, rc.Run} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := run(ctx, 2); err != nil {
-				t.Errorf("controller: %v", err)
-			}
-		}()
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	e := &env{t: t, cs: cs, kubeconfig: s.KubeconfigPath, ready: true}
-	wg.Add(1)
-	go func() { defer wg.Done(); e.kubelet(ctx) }()
+	rc.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	controllertest.Run(t, dc, 2)
+	controllertest.Run(t, rc, 2)
+	e := &env{t: t, cs: controllertest.Clientset(t, cfg), kubeconfig: s.KubeconfigPath, ready: true}
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() { defer close(stopped); e.kubelet(ctx) }()
 	t.Cleanup(func() {
 		cancel()
-		wg.Wait()
-		s.Wait()
+		<-stopped
 	})
 	return e
-}
-
-type tWriter struct{ t *testing.T }
-
-func (w tWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimSuffix(string(p), "\n"))
-	return len(p), nil
 }
 
 func (e *env) setReady(v bool) {
@@ -174,16 +145,7 @@ func markReady(ctx context.Context, cs kubernetes.Interface, name string) error 
 // eventually polls cond every 20 ms for up to 20 s.
 func (e *env) eventually(what string, cond func() (bool, error)) {
 	e.t.Helper()
-	var last error
-	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 20*time.Second, true,
-		func(context.Context) (bool, error) {
-			ok, err := cond()
-			last = err
-			return ok, nil
-		})
-	if err != nil {
-		e.t.Fatalf("waiting for %s: %v (last error: %v)", what, err, last)
-	}
+	controllertest.EventuallyWithin(e.t, 20*time.Millisecond, 20*time.Second, what, cond)
 }
 
 func newDeployment(name string, replicas int32, image string) *appsv1.Deployment {

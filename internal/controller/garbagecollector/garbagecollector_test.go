@@ -3,9 +3,6 @@ package garbagecollector
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
-	"strings"
 	"testing"
 	"time"
 
@@ -17,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 
-	"plainkube.dev/plainkube/internal/server"
+	"plainkube.dev/plainkube/internal/controller/controllertest"
 )
 
 const ns = "default"
@@ -26,47 +23,14 @@ const ns = "default"
 // against it for one test.
 func startCollector(t *testing.T) kubernetes.Interface {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	s, err := server.Start(ctx, server.Options{DataDir: t.TempDir(), BindAddress: "127.0.0.1", Port: 0, InMemory: true,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		cancel()
-		t.Fatalf("start server: %v", err)
-	}
-	cfg := s.LoopbackConfig()
+	cfg := controllertest.StartServer(t)
 	gc, err := New(cfg)
 	if err != nil {
-		cancel()
 		t.Fatal(err)
 	}
-	gc.Logger = testLogger(t)
-	done := make(chan error, 1)
-	go func() { done <- gc.Run(ctx, 2) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("garbage collector: %v", err)
-		}
-		s.Wait()
-	})
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cs
-}
-
-// testLogger logs through t, so that a failing test shows what the
-// collector did.
-func testLogger(t *testing.T) *slog.Logger {
-	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
-
-type tWriter struct{ t *testing.T }
-
-func (w tWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
+	gc.Logger = controllertest.Logger(t)
+	controllertest.Run(t, gc, 2)
+	return controllertest.Clientset(t, cfg)
 }
 
 func createCM(t *testing.T, cs kubernetes.Interface, name string, finalizers []string, owners ...*corev1.ConfigMap) *corev1.ConfigMap {

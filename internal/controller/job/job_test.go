@@ -13,20 +13,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"plainkube.dev/plainkube/internal/controller/controllertest"
 	"plainkube.dev/plainkube/internal/controller/job"
 	"plainkube.dev/plainkube/pkg/testenv"
 )
-
-type tWriter struct{ t *testing.T }
-
-func (w tWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimSuffix(string(p), "\n"))
-	return len(p), nil
-}
 
 // start runs a control plane with the scheduler and two simulated nodes,
 // and the job controller (configured by configure) until the test ends.
@@ -37,35 +30,18 @@ func start(t *testing.T, configure func(*job.Controller)) kubernetes.Interface {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.Logger = slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	c.Logger = controllertest.LoggerAt(t, slog.LevelInfo)
 	if configure != nil {
 		configure(c)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx, 2) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("job controller: %v", err)
-		}
-	})
+	controllertest.Run(t, c, 2)
 	return kubernetes.NewForConfigOrDie(env.Config)
 }
 
 // eventually polls cond every 50 ms for up to timeout.
 func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, error)) {
 	t.Helper()
-	var last error
-	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, timeout, true,
-		func(context.Context) (bool, error) {
-			ok, err := cond()
-			last = err
-			return ok, nil
-		})
-	if err != nil {
-		t.Fatalf("waiting for %s: %v (last error: %v)", what, err, last)
-	}
+	controllertest.EventuallyWithin(t, 50*time.Millisecond, timeout, what, cond)
 }
 
 // newJob is a job whose pods run on simulated nodes and exit after

@@ -2,10 +2,7 @@ package nodelifecycle
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,15 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
-	"plainkube.dev/plainkube/internal/server"
+	"plainkube.dev/plainkube/internal/controller/controllertest"
 )
-
-type tWriter struct{ t *testing.T }
-
-func (w tWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
 
 // kubelet stands in for a node's kubelet: it registers the node Ready,
 // creates its lease and, while beating, renews the lease.
@@ -161,31 +151,26 @@ func waitTaints(t *testing.T, cs kubernetes.Interface, node string, want ...stri
 	}
 }
 
-func TestNodeLifecycle(t *testing.T) {
+// newController starts a control plane and makes the controller, with
+// grace period grace, for the test to run (controllertest.Run) once its
+// nodes and pods are in place. ctx, for the kubelets, ends with the test.
+func newController(t *testing.T, grace time.Duration) (context.Context, kubernetes.Interface, *Controller) {
+	t.Helper()
+	cfg := controllertest.StartServer(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	s, err := server.Start(ctx, server.Options{DataDir: t.TempDir(), BindAddress: "127.0.0.1", Port: 0, InMemory: true,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	t.Cleanup(cancel)
+	c, err := New(cfg)
 	if err != nil {
-		cancel()
 		t.Fatal(err)
 	}
-	cs := kubernetes.NewForConfigOrDie(s.LoopbackConfig())
-	c, err := New(s.LoopbackConfig())
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	c.Logger = slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	c.GracePeriod = 600 * time.Millisecond
+	c.Logger = controllertest.Logger(t)
+	c.GracePeriod = grace
 	c.EvictionQPS = 50
-	done := make(chan error, 1)
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-		s.Wait()
-	})
+	return ctx, controllertest.Clientset(t, cfg), c
+}
+
+func TestNodeLifecycle(t *testing.T) {
+	ctx, cs, c := newController(t, 600*time.Millisecond)
 
 	// Two nodes, so that one going silent is not a full disruption.
 	dying := startKubelet(t, ctx, cs, "dying")
@@ -197,7 +182,7 @@ func TestNodeLifecycle(t *testing.T) {
 	runPod(t, cs, "patient", "dying", corev1.Toleration{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists,
 		Effect: corev1.TaintEffectNoExecute})
 	runPod(t, cs, "elsewhere", "steady")
-	go func() { done <- c.Run(ctx, 2) }()
+	controllertest.Run(t, c, 2)
 
 	// Healthy nodes stay untainted past the grace period.
 	time.Sleep(900 * time.Millisecond)
@@ -291,33 +276,10 @@ func podCondition(p *corev1.Pod, typ corev1.PodConditionType) *corev1.PodConditi
 // TestFullDisruption: when every node goes silent, they are marked
 // Unknown but not given NoExecute taints, and no pod is evicted.
 func TestFullDisruption(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	s, err := server.Start(ctx, server.Options{DataDir: t.TempDir(), BindAddress: "127.0.0.1", Port: 0, InMemory: true,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	cs := kubernetes.NewForConfigOrDie(s.LoopbackConfig())
-	c, err := New(s.LoopbackConfig())
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	c.Logger = slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	c.GracePeriod = 500 * time.Millisecond
-	c.EvictionQPS = 50
-	done := make(chan error, 1)
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-		s.Wait()
-	})
+	ctx, cs, c := newController(t, 500*time.Millisecond)
 	only := startKubelet(t, ctx, cs, "only")
 	runPod(t, cs, "plain", "only")
-	go func() { done <- c.Run(ctx, 2) }()
+	controllertest.Run(t, c, 2)
 	only.setBeating(false)
 	waitTaints(t, cs, "only", "node.kubernetes.io/unreachable:NoSchedule")
 	time.Sleep(500 * time.Millisecond)

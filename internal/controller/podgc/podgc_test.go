@@ -3,10 +3,7 @@ package podgc
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -14,9 +11,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
 
-	"plainkube.dev/plainkube/internal/server"
+	"plainkube.dev/plainkube/internal/controller/controllertest"
 )
 
 var t0 = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -117,31 +113,17 @@ func TestPlan(t *testing.T) {
 	}
 }
 
-type tWriter struct{ t *testing.T }
-
-func (w tWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
-
 func TestPodGC(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	s, err := server.Start(ctx, server.Options{DataDir: t.TempDir(), BindAddress: "127.0.0.1", Port: 0, InMemory: true,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	cfg := controllertest.StartServer(t)
+	c, err := New(cfg)
 	if err != nil {
-		cancel()
 		t.Fatal(err)
 	}
-	c, err := New(s.LoopbackConfig())
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	c.Logger = slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	c.Logger = controllertest.Logger(t)
 	c.Quarantine = 300 * time.Millisecond
 	c.Period = 100 * time.Millisecond
 	c.TerminatedPodThreshold = 2
-	cs := kubernetes.NewForConfigOrDie(s.LoopbackConfig())
+	cs := controllertest.Clientset(t, cfg)
 	bg := context.Background()
 
 	if _, err := cs.CoreV1().Nodes().Create(bg, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "up"}}, metav1.CreateOptions{}); err != nil {
@@ -166,15 +148,7 @@ func TestPodGC(t *testing.T) {
 		mkPod(fmt.Sprintf("done-%d", i), "up", corev1.PodSucceeded)
 	}
 
-	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx, 2) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-		s.Wait()
-	})
+	controllertest.Run(t, c, 2)
 
 	gone := func(name string) func(context.Context) (bool, error) {
 		return func(ctx context.Context) (bool, error) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -16,13 +15,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
-	"plainkube.dev/plainkube/internal/server"
+	"plainkube.dev/plainkube/internal/controller/controllertest"
 )
 
 type env struct {
@@ -33,20 +31,8 @@ type env struct {
 // startServer runs an in-memory control plane for one test.
 func startServer(t *testing.T) *env {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	s, err := server.Start(ctx, server.Options{DataDir: t.TempDir(), BindAddress: "127.0.0.1", Port: 0, InMemory: true,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		cancel()
-		t.Fatalf("start server: %v", err)
-	}
-	t.Cleanup(func() { cancel(); s.Wait() })
-	cfg := s.LoopbackConfig()
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &env{cs: cs, cfg: cfg}
+	cfg := controllertest.StartServer(t)
+	return &env{cs: controllertest.Clientset(t, cfg), cfg: cfg}
 }
 
 // startController runs the controller against cfg until the test ends.
@@ -56,39 +42,15 @@ func startController(t *testing.T, cfg *rest.Config) *Controller {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.Logger = slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx, 2) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("replicaset controller: %v", err)
-		}
-	})
+	c.Logger = controllertest.Logger(t)
+	controllertest.Run(t, c, 2)
 	return c
-}
-
-type tWriter struct{ t *testing.T }
-
-func (w tWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimSuffix(string(p), "\n"))
-	return len(p), nil
 }
 
 // eventually polls cond every 20 ms for up to 15 s.
 func eventually(t *testing.T, what string, cond func() (bool, error)) {
 	t.Helper()
-	var last error
-	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 15*time.Second, true,
-		func(context.Context) (bool, error) {
-			ok, err := cond()
-			last = err
-			return ok, nil
-		})
-	if err != nil {
-		t.Fatalf("waiting for %s: %v (last error: %v)", what, err, last)
-	}
+	controllertest.EventuallyWithin(t, 20*time.Millisecond, 15*time.Second, what, cond)
 }
 
 func template(app string) corev1.PodTemplateSpec {

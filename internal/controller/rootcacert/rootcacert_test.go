@@ -2,18 +2,14 @@ package rootcacert
 
 import (
 	"context"
-	"io"
-	"log/slog"
-	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
 
-	"plainkube.dev/plainkube/internal/server"
+	"plainkube.dev/plainkube/internal/controller/controllertest"
 )
 
 const testCA = "-----BEGIN CERTIFICATE-----\nTUlJQ...\n-----END CERTIFICATE-----\n"
@@ -51,40 +47,18 @@ func TestDesired(t *testing.T) {
 	}
 }
 
-type tWriter struct{ t *testing.T }
-
-func (w tWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
-
 func TestRootCAConfigMap(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	s, err := server.Start(ctx, server.Options{DataDir: t.TempDir(), BindAddress: "127.0.0.1", Port: 0, InMemory: true,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	if _, err := New(s.LoopbackConfig(), nil); err == nil {
+	cfg := controllertest.StartServer(t)
+	if _, err := New(cfg, nil); err == nil {
 		t.Error("New accepted an empty CA")
 	}
-	c, err := New(s.LoopbackConfig(), []byte(testCA))
+	c, err := New(cfg, []byte(testCA))
 	if err != nil {
-		cancel()
 		t.Fatal(err)
 	}
-	c.Logger = slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx, 2) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-		s.Wait()
-	})
-	cs := kubernetes.NewForConfigOrDie(s.LoopbackConfig())
+	c.Logger = controllertest.Logger(t)
+	controllertest.Run(t, c, 2)
+	cs := controllertest.Clientset(t, cfg)
 	bg := context.Background()
 
 	waitRight := func(ns string, notUID string) *corev1.ConfigMap {

@@ -2,19 +2,15 @@ package serviceaccount
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
 
-	"plainkube.dev/plainkube/internal/server"
+	"plainkube.dev/plainkube/internal/controller/controllertest"
 )
 
 func TestMissing(t *testing.T) {
@@ -46,37 +42,15 @@ func TestMissing(t *testing.T) {
 	}
 }
 
-type tWriter struct{ t *testing.T }
-
-func (w tWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
-
 func TestDefaultServiceAccount(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	s, err := server.Start(ctx, server.Options{DataDir: t.TempDir(), BindAddress: "127.0.0.1", Port: 0, InMemory: true,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	cfg := controllertest.StartServer(t)
+	c, err := New(cfg)
 	if err != nil {
-		cancel()
 		t.Fatal(err)
 	}
-	c, err := New(s.LoopbackConfig())
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	c.Logger = slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx, 2) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-		s.Wait()
-	})
-	cs := kubernetes.NewForConfigOrDie(s.LoopbackConfig())
+	c.Logger = controllertest.Logger(t)
+	controllertest.Run(t, c, 2)
+	cs := controllertest.Clientset(t, cfg)
 
 	waitFor := func(ns string) *corev1.ServiceAccount {
 		t.Helper()

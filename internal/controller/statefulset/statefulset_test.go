@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -14,22 +13,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
+	"plainkube.dev/plainkube/internal/controller/controllertest"
 	"plainkube.dev/plainkube/internal/controller/statefulset"
 	"plainkube.dev/plainkube/pkg/testenv"
 )
-
-type tWriter struct{ t *testing.T }
-
-func (w tWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimSuffix(string(p), "\n"))
-	return len(p), nil
-}
 
 var kubeconfig string // of the last start; tests are not parallel
 
@@ -41,47 +33,15 @@ func start(t *testing.T) kubernetes.Interface {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.Logger = slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx, 2) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("statefulset controller: %v", err)
-		}
-	})
+	c.Logger = controllertest.LoggerAt(t, slog.LevelInfo)
+	controllertest.Run(t, c, 2)
 	return kubernetes.NewForConfigOrDie(env.Config)
 }
 
-// rolloutStatus runs kubectl rollout status (if kubectl is installed),
-// which must report the rollout finished.
-func rolloutStatus(t *testing.T, what string) {
-	t.Helper()
-	kubectl, err := exec.LookPath("kubectl")
-	if err != nil {
-		t.Log("no kubectl; skipping kubectl rollout status")
-		return
-	}
-	out, err := exec.Command(kubectl, "--kubeconfig", kubeconfig, "-n", "default", "rollout", "status", what, "--timeout=30s").CombinedOutput()
-	if err != nil {
-		t.Fatalf("kubectl rollout status %s: %v\n%s", what, err, out)
-	}
-	t.Logf("kubectl rollout status: %s", out)
-}
-
+// eventually polls cond every 50 ms for up to 30 s.
 func eventually(t *testing.T, what string, cond func() (bool, error)) {
 	t.Helper()
-	var last error
-	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 30*time.Second, true,
-		func(context.Context) (bool, error) {
-			ok, err := cond()
-			last = err
-			return ok, nil
-		})
-	if err != nil {
-		t.Fatalf("waiting for %s: %v (last error: %v)", what, err, last)
-	}
+	controllertest.EventuallyWithin(t, 50*time.Millisecond, 30*time.Second, what, cond)
 }
 
 func newSet(name string, replicas int32) *appsv1.StatefulSet {
@@ -283,7 +243,7 @@ func TestOrderedReadyScaleAndRollingUpdate(t *testing.T) {
 	// A template change rolls the pods from the highest ordinal down.
 	n := len(r.events())
 	mutate(t, cs, s.Name, func(s *appsv1.StatefulSet) { s.Spec.Template.Spec.Containers[0].Image = "busybox:1.37" })
-	rolloutStatus(t, "statefulset/web")
+	controllertest.RolloutStatus(t, kubeconfig, "statefulset/web")
 	s = waitSet(t, cs, "web", func(s *appsv1.StatefulSet) bool { return rolledOut(s) && s.Status.UpdatedReplicas == 3 })
 	if got, want := strings.Join(r.events()[n:], " "), "-web-2 +web-2 -web-1 +web-1 -web-0 +web-0"; got != want {
 		t.Fatalf("rolling update: %s, want %s", got, want)
