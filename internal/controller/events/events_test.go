@@ -2,32 +2,19 @@ package events
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
 
-	"plainkube.dev/plainkube/internal/server"
+	"plainkube.dev/plainkube/internal/controller/controllertest"
 )
 
 func TestRecorderWritesAndAggregatesEvents(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	s, err := server.Start(ctx, server.Options{DataDir: t.TempDir(), BindAddress: "127.0.0.1", Port: 0, InMemory: true,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cancel(); s.Wait() })
-	cs, err := kubernetes.NewForConfig(s.LoopbackConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx := context.Background()
+	cs := controllertest.Clientset(t, controllertest.StartServer(t))
 	cm, err := cs.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm"}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
