@@ -98,7 +98,7 @@ func main() {
 func runServer(args []string) error {
 	fs := flag.NewFlagSet("server", flag.ExitOnError)
 	// As upstream's kube-apiserver: the ServiceAccount admission plugin is on.
-	opts := server.Options{ServiceAccountAdmission: true}
+	opts := server.Options{DefaultAdmission: true}
 	fs.StringVar(&opts.DataDir, "data-dir", server.DefaultDataDir(), "directory for certificates, etcd data and admin.kubeconfig")
 	fs.StringVar(&opts.BindAddress, "bind-address", "0.0.0.0", "address the API server listens on")
 	fs.IntVar(&opts.Port, "port", 6443, "HTTPS port of the API server")

@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 
+	"plainkube.dev/plainkube/internal/admission/defaulttolerationseconds"
 	saadmission "plainkube.dev/plainkube/internal/admission/serviceaccount"
 	"plainkube.dev/plainkube/internal/allocator"
 	"plainkube.dev/plainkube/internal/apiextensions"
@@ -58,12 +59,14 @@ type Options struct {
 	// ServiceAccountIssuer is the iss of service-account tokens and the
 	// API server's audience ("": https://kubernetes.default.svc.cluster.local).
 	ServiceAccountIssuer string
-	// ServiceAccountAdmission runs the ServiceAccount admission plugin on
-	// pod creates (default service account, token volume, rejection of a
-	// missing account). It needs the service-account controller to create
-	// each namespace's "default" account, so the plainkube binary turns it
-	// on and in-process tests that run no such controller leave it off.
-	ServiceAccountAdmission bool
+	// DefaultAdmission runs upstream's default admission plugins on pod
+	// creates: ServiceAccount (default service account, token volume,
+	// rejection of a missing account) and DefaultTolerationSeconds (300 s
+	// tolerations of not-ready and unreachable nodes). The first needs the
+	// service-account controller to create each namespace's "default"
+	// account, so the plainkube binary turns them on and in-process tests
+	// that run no such controller leave them off.
+	DefaultAdmission bool
 }
 
 // Component is a part of the cluster run inside the server process until
@@ -173,8 +176,8 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	}
 	saAdmission := saadmission.New()
 	var admission map[schema.GroupResource][]apiserver.AdmitFunc
-	if opts.ServiceAccountAdmission {
-		admission = map[schema.GroupResource][]apiserver.AdmitFunc{{Resource: "pods"}: {saAdmission.Admit}}
+	if opts.DefaultAdmission {
+		admission = map[schema.GroupResource][]apiserver.AdmitFunc{{Resource: "pods"}: {saAdmission.Admit, defaulttolerationseconds.Admit}}
 	}
 	resources := all.Resources()
 	scheme := apiserver.Scheme()

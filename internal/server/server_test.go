@@ -34,7 +34,7 @@ import (
 func startServer(t *testing.T) (*Server, *rest.Config) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	s, err := Start(ctx, Options{DataDir: t.TempDir(), BindAddress: "127.0.0.1", Port: 0, InMemory: true, ServiceAccountAdmission: true,
+	s, err := Start(ctx, Options{DataDir: t.TempDir(), BindAddress: "127.0.0.1", Port: 0, InMemory: true, DefaultAdmission: true,
 		Components: []Component{func(ctx context.Context, env ComponentEnv) error {
 			return controllermanager.Run(ctx, env.Config, controllermanager.Options{RootCA: env.CAPEM})
 		}}})

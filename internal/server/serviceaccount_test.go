@@ -372,7 +372,7 @@ func TestServiceAccountIssuerDiscovery(t *testing.T) {
 	}
 }
 
-func TestServiceAccountAdmission(t *testing.T) {
+func TestDefaultAdmission(t *testing.T) {
 	e := newSAEnv(t, "adm")
 	ctx := context.Background()
 	pods := e.admin.CoreV1().Pods("adm")
@@ -392,6 +392,11 @@ func TestServiceAccountAdmission(t *testing.T) {
 	}
 	if p.Spec.ServiceAccountName != "default" || p.Spec.DeprecatedServiceAccount != "default" {
 		t.Errorf("serviceAccountName %q serviceAccount %q, want default", p.Spec.ServiceAccountName, p.Spec.DeprecatedServiceAccount)
+	}
+	// DefaultTolerationSeconds runs beside it.
+	if tol := p.Spec.Tolerations; len(tol) != 2 || tol[0].Key != corev1.TaintNodeNotReady || tol[1].Key != corev1.TaintNodeUnreachable ||
+		tol[1].TolerationSeconds == nil || *tol[1].TolerationSeconds != 300 {
+		t.Errorf("tolerations %+v, want not-ready and unreachable for 300 s", tol)
 	}
 	if len(p.Spec.Volumes) != 1 || !strings.HasPrefix(p.Spec.Volumes[0].Name, "kube-api-access-") || len(p.Spec.Volumes[0].Name) != len("kube-api-access-")+5 {
 		t.Fatalf("volumes %+v", p.Spec.Volumes)

@@ -39,9 +39,10 @@ type options struct {
 	crds       []*apiextensionsv1.CustomResourceDefinition
 	// crdPathsOptional skips missing CRD paths (envtest's default).
 	crdPathsOptional bool
-	// serviceAccounts runs the ServiceAccount admission plugin: only with
-	// the controllers, whose service-account controller makes the
-	// "default" accounts it needs (envtest runs without it).
+	// serviceAccounts runs the default pod admission plugins
+	// (ServiceAccount, DefaultTolerationSeconds): only with the
+	// controllers, whose service-account controller makes the "default"
+	// accounts they need (envtest runs without them).
 	serviceAccounts bool
 }
 
@@ -152,7 +153,7 @@ func start(dataDir string, opts []Option) (env *Env, stop func(), err error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	srv, err := server.Start(ctx, server.Options{
 		DataDir: dataDir, BindAddress: "127.0.0.1", Port: o.port, InMemory: !o.etcd,
-		Components: components, Logger: o.logger, ServiceAccountAdmission: o.serviceAccounts,
+		Components: components, Logger: o.logger, DefaultAdmission: o.serviceAccounts,
 	})
 	if err != nil {
 		cancel()

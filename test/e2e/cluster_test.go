@@ -21,6 +21,9 @@ spec:
       labels: {app: web}
     spec:
       terminationGracePeriodSeconds: 1
+      # Evicted 1 s after the node is unreachable, not the default 300 s.
+      tolerations:
+        - {key: node.kubernetes.io/unreachable, operator: Exists, effect: NoExecute, tolerationSeconds: 1}
       containers:
         - name: web
           image: busybox:1.36
