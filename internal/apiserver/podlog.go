@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -97,16 +98,6 @@ func (s *Server) servePodLog(rq *request) error {
 // logContainer picks the container whose log is asked for: the named one,
 // or the only one, as upstream.
 func logContainer(pod *corev1.Pod, name string) (string, error) {
-	var names []string
-	for _, c := range pod.Spec.InitContainers {
-		names = append(names, c.Name)
-	}
-	for _, c := range pod.Spec.Containers {
-		names = append(names, c.Name)
-	}
-	for _, c := range pod.Spec.EphemeralContainers {
-		names = append(names, c.Name)
-	}
 	if name == "" {
 		if len(pod.Spec.Containers) == 1 {
 			return pod.Spec.Containers[0].Name, nil
@@ -117,10 +108,29 @@ func logContainer(pod *corev1.Pod, name string) (string, error) {
 		}
 		return "", badRequest("a container name must be specified for pod %s, choose one of: %v", pod.Name, main)
 	}
-	for _, n := range names {
-		if n == name {
-			return name, nil
-		}
+	return namedContainer(pod, name)
+}
+
+// containerNames lists a pod's init, regular and ephemeral containers.
+func containerNames(pod *corev1.Pod) []string {
+	var names []string
+	for _, c := range pod.Spec.InitContainers {
+		names = append(names, c.Name)
+	}
+	for _, c := range pod.Spec.Containers {
+		names = append(names, c.Name)
+	}
+	for _, c := range pod.Spec.EphemeralContainers {
+		names = append(names, c.Name)
+	}
+	return names
+}
+
+// namedContainer returns name if the pod has a container of any kind so
+// named, else upstream's 400.
+func namedContainer(pod *corev1.Pod, name string) (string, error) {
+	if slices.Contains(containerNames(pod), name) {
+		return name, nil
 	}
 	return "", badRequest("container %s is not valid for pod %s", name, pod.Name)
 }

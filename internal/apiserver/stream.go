@@ -185,16 +185,6 @@ func parseForwardPorts(vals []string) ([]string, error) {
 // streamContainer picks the container of an exec or attach session as
 // upstream: the named one (any kind), else the only one.
 func streamContainer(pod *corev1.Pod, name string) (string, error) {
-	var all []string
-	for _, c := range pod.Spec.InitContainers {
-		all = append(all, c.Name)
-	}
-	for _, c := range pod.Spec.Containers {
-		all = append(all, c.Name)
-	}
-	for _, c := range pod.Spec.EphemeralContainers {
-		all = append(all, c.Name)
-	}
 	if name == "" {
 		switch len(pod.Spec.Containers) {
 		case 1:
@@ -202,14 +192,9 @@ func streamContainer(pod *corev1.Pod, name string) (string, error) {
 		case 0:
 			return "", badRequest("a container name must be specified for pod %s", pod.Name)
 		}
-		return "", badRequest("a container name must be specified for pod %s, choose one of: %v", pod.Name, all)
+		return "", badRequest("a container name must be specified for pod %s, choose one of: %v", pod.Name, containerNames(pod))
 	}
-	for _, n := range all {
-		if n == name {
-			return name, nil
-		}
-	}
-	return "", badRequest("container %s is not valid for pod %s", name, pod.Name)
+	return namedContainer(pod, name)
 }
 
 // authorizeAlso checks that the request's user may also do verb on the

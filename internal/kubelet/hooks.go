@@ -4,10 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
-	"net/url"
-	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -60,25 +56,9 @@ func (a *Agent) runHook(ctx context.Context, pod *corev1.Pod, c *corev1.Containe
 
 // hookHTTPGet sends a hook's GET; any response counts as done.
 func hookHTTPGet(ctx context.Context, pod *corev1.Pod, g *corev1.HTTPGetAction, podIP string) error {
-	port, err := probePort(pod, g.Port)
+	req, err := httpGetRequest(ctx, pod, g, podIP, "")
 	if err != nil {
 		return err
-	}
-	host := podIP
-	if g.Host != "" {
-		host = g.Host
-	}
-	scheme := "http"
-	if g.Scheme == corev1.URISchemeHTTPS {
-		scheme = "https"
-	}
-	u := url.URL{Scheme: scheme, Host: net.JoinHostPort(host, strconv.Itoa(port)), Path: g.Path}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-	if err != nil {
-		return err
-	}
-	for _, h := range g.HTTPHeaders {
-		req.Header.Add(h.Name, h.Value)
 	}
 	resp, err := probeClient(0).Do(req)
 	if err != nil {

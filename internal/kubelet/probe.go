@@ -214,27 +214,9 @@ func (a *Agent) runProbe(ctx context.Context, pod *corev1.Pod, obs *observed, id
 		}
 		return nil
 	case p.HTTPGet != nil:
-		g := p.HTTPGet
-		port, err := probePort(pod, g.Port)
+		req, err := httpGetRequest(ctx, pod, p.HTTPGet, ip, "kube-probe/plainkube")
 		if err != nil {
 			return err
-		}
-		host := ip
-		if g.Host != "" {
-			host = g.Host
-		}
-		scheme := "http"
-		if g.Scheme == corev1.URISchemeHTTPS {
-			scheme = "https"
-		}
-		u := url.URL{Scheme: scheme, Host: net.JoinHostPort(host, strconv.Itoa(port)), Path: g.Path}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-		if err != nil {
-			return err
-		}
-		req.Header.Set("User-Agent", "kube-probe/plainkube")
-		for _, h := range g.HTTPHeaders {
-			req.Header.Add(h.Name, h.Value)
 		}
 		resp, err := probeClient(timeout).Do(req)
 		if err != nil {
@@ -310,4 +292,34 @@ func probePort(pod *corev1.Pod, port intstr.IntOrString) (int, error) {
 		}
 	}
 	return 0, fmt.Errorf("no port named %q", port.StrVal)
+}
+
+// httpGetRequest is the GET of an httpGet probe or hook: to g.Host, else
+// the pod's IP, at g's port (a number or a container port's name), with
+// userAgent (if any) and then g's headers.
+func httpGetRequest(ctx context.Context, pod *corev1.Pod, g *corev1.HTTPGetAction, podIP, userAgent string) (*http.Request, error) {
+	port, err := probePort(pod, g.Port)
+	if err != nil {
+		return nil, err
+	}
+	host := podIP
+	if g.Host != "" {
+		host = g.Host
+	}
+	scheme := "http"
+	if g.Scheme == corev1.URISchemeHTTPS {
+		scheme = "https"
+	}
+	u := url.URL{Scheme: scheme, Host: net.JoinHostPort(host, strconv.Itoa(port)), Path: g.Path}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+	if userAgent != "" {
+		req.Header.Set("User-Agent", userAgent)
+	}
+	for _, h := range g.HTTPHeaders {
+		req.Header.Add(h.Name, h.Value)
+	}
+	return req, nil
 }

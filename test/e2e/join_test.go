@@ -26,20 +26,7 @@ import (
 // its log is read and a command run in it through the API server. Root
 // only.
 func TestJoinNode(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("skipping: running real containers needs root (CI runs as root)")
-	}
-	for _, bin := range []string{"containerd", "runc", "ctr"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Skipf("skipping: %s is not installed (apt-get install containerd runc)", bin)
-		}
-	}
-	if _, err := os.Stat("/bin/busybox"); err != nil {
-		t.Skip("skipping: /bin/busybox (busybox-static) is not installed")
-	}
-	if _, err := os.Stat("/usr/lib/cni/bridge"); err != nil {
-		t.Skip("skipping: the CNI plugins (containernetworking-plugins) are not installed")
-	}
+	requireRealNode(t)
 	// A pod range of its own, away from other tests' bridges.
 	c := startCluster(t, "--enable-node", "--cluster-cidr", "10.93.0.0/16")
 	token, err := os.ReadFile(filepath.Join(c.dataDir, "join-token"))
@@ -88,10 +75,7 @@ func TestJoinNode(t *testing.T) {
 		t.Fatalf("pod CIDRs %v (joined node: %q)", cidrs, cidr)
 	}
 
-	out, err := exec.Command(binary, "image", "build", "--data-dir", agentDir, "--tag", "busybox:e2e", "--binary", "/bin/busybox", "--links", "sh,echo,sleep").CombinedOutput()
-	if err != nil {
-		t.Fatalf("image build into the joined node: %v\n%s", err, out)
-	}
+	buildBusybox(t, agentDir, "sh,echo,sleep")
 	c.must("apply", "-f", writeFile(t, t.TempDir(), "pod.yaml", `apiVersion: v1
 kind: Pod
 metadata: {name: on-joined}

@@ -29,12 +29,13 @@ func requireRealNode(t *testing.T) {
 	}
 }
 
-// buildBusybox builds the busybox:e2e image into the cluster node's
-// containerd.
-func buildBusybox(t *testing.T, c *cluster) {
+// buildBusybox builds the busybox:e2e image, with links (comma-separated
+// applet names) in /bin, into the containerd of the node whose data
+// directory is dataDir (a server's, or a joined agent's).
+func buildBusybox(t *testing.T, dataDir, links string) {
 	t.Helper()
-	out, err := exec.Command(binary, "image", "build", "--data-dir", c.dataDir, "--tag", "busybox:e2e", "--binary", "/bin/busybox",
-		"--links", "sh,echo,sleep,cat,touch,rm,ls,date,httpd,wget,mkdir,hostname,env,tar,test").CombinedOutput()
+	out, err := exec.Command(binary, "image", "build", "--data-dir", dataDir, "--tag", "busybox:e2e", "--binary", "/bin/busybox",
+		"--links", links).CombinedOutput()
 	if err != nil {
 		t.Fatalf("image build: %v\n%s", err, out)
 	}
@@ -68,7 +69,7 @@ func TestNodeAgentChecks(t *testing.T) {
 		c.eventually([]string{"No resources found"}, "get", "pods")
 	})
 	c.eventually([]string{"Ready", "control-plane"}, "get", "nodes")
-	buildBusybox(t, c)
+	buildBusybox(t, c.dataDir, "sh,echo,sleep,cat,touch,rm,ls,date,httpd,wget,mkdir,hostname,env,tar,test")
 	hostDir := t.TempDir()
 	c.must("apply", "-f", writeFile(t, t.TempDir(), "pods.yaml", `apiVersion: v1
 kind: Pod

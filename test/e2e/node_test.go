@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -11,23 +9,10 @@ import (
 // TestRealNode runs a real container with the node agent on containerd
 // (root only) and reads its log through the API server with kubectl.
 func TestRealNode(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("skipping: running real containers needs root (CI runs as root)")
-	}
-	for _, bin := range []string{"containerd", "runc", "ctr"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Skipf("skipping: %s is not installed (apt-get install containerd runc)", bin)
-		}
-	}
-	if _, err := os.Stat("/bin/busybox"); err != nil {
-		t.Skip("skipping: /bin/busybox (busybox-static) is not installed")
-	}
+	requireRealNode(t)
 	c := startCluster(t, "--enable-node")
 	c.eventually([]string{"Ready", "control-plane"}, "get", "nodes")
-	out, err := exec.Command(binary, "image", "build", "--data-dir", c.dataDir, "--tag", "busybox:e2e", "--binary", "/bin/busybox", "--links", "sh,echo,sleep").CombinedOutput()
-	if err != nil {
-		t.Fatalf("image build: %v\n%s", err, out)
-	}
+	buildBusybox(t, c.dataDir, "sh,echo,sleep")
 	c.must("apply", "-f", writeFile(t, t.TempDir(), "pod.yaml", `apiVersion: v1
 kind: Pod
 metadata: {name: hello}
@@ -61,17 +46,7 @@ spec:
 // TestRealNodeDeploymentNetworking runs a Deployment of 3 busybox replicas
 // on the real node: each gets its own pod IP and reaches the others.
 func TestRealNodeDeploymentNetworking(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("skipping: running real containers needs root (CI runs as root)")
-	}
-	for _, bin := range []string{"containerd", "runc", "ctr"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Skipf("skipping: %s is not installed (apt-get install containerd runc)", bin)
-		}
-	}
-	if _, err := os.Stat("/usr/lib/cni/bridge"); err != nil {
-		t.Skip("skipping: the CNI plugins (containernetworking-plugins) are not installed")
-	}
+	requireRealNode(t)
 	// A pod range of its own: the node agent's package tests may be using
 	// 10.42.0.0/24 on the same host bridge at the same time.
 	c := startCluster(t, "--enable-node", "--cluster-cidr", "10.99.0.0/16")
@@ -83,10 +58,7 @@ func TestRealNodeDeploymentNetworking(t *testing.T) {
 		c.eventually([]string{"No resources found"}, "get", "pods")
 	})
 	c.eventually([]string{"Ready", "control-plane"}, "get", "nodes")
-	out, err := exec.Command(binary, "image", "build", "--data-dir", c.dataDir, "--tag", "busybox:e2e", "--binary", "/bin/busybox", "--links", "sh,echo,sleep,httpd,wget,mkdir,hostname").CombinedOutput()
-	if err != nil {
-		t.Fatalf("image build: %v\n%s", err, out)
-	}
+	buildBusybox(t, c.dataDir, "sh,echo,sleep,httpd,wget,mkdir,hostname")
 	c.must("apply", "-f", writeFile(t, t.TempDir(), "web.yaml", `apiVersion: apps/v1
 kind: Deployment
 metadata: {name: web}

@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,23 +13,10 @@ import (
 // TokenRequest bound to the pod), and kubectl is that pod's service account
 // with it — until the pod is deleted.
 func TestRealNodeServiceAccountToken(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("skipping: running real containers needs root (CI runs as root)")
-	}
-	for _, bin := range []string{"containerd", "runc", "ctr"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Skipf("skipping: %s is not installed (apt-get install containerd runc)", bin)
-		}
-	}
-	if _, err := os.Stat("/bin/busybox"); err != nil {
-		t.Skip("skipping: /bin/busybox (busybox-static) is not installed")
-	}
+	requireRealNode(t)
 	c := startCluster(t, "--enable-node")
 	c.eventually([]string{"Ready", "control-plane"}, "get", "nodes")
-	out, err := exec.Command(binary, "image", "build", "--data-dir", c.dataDir, "--tag", "busybox:e2e", "--binary", "/bin/busybox", "--links", "sh,cat,sleep").CombinedOutput()
-	if err != nil {
-		t.Fatalf("image build: %v\n%s", err, out)
-	}
+	buildBusybox(t, c.dataDir, "sh,cat,sleep")
 	c.must("apply", "-f", writeFile(t, t.TempDir(), "pod.yaml", `apiVersion: v1
 kind: Pod
 metadata: {name: tok}

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -13,17 +12,7 @@ import (
 // realNode skips unless real containers can run here, then starts a
 // cluster with its node, waits for the node and builds busybox:e2e.
 func realNode(t *testing.T, links string) (*cluster, string) {
-	if os.Geteuid() != 0 {
-		t.Skip("skipping: running real containers needs root (CI runs as root)")
-	}
-	for _, bin := range []string{"containerd", "runc", "ctr"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Skipf("skipping: %s is not installed (apt-get install containerd runc)", bin)
-		}
-	}
-	if _, err := os.Stat("/bin/busybox"); err != nil {
-		t.Skip("skipping: /bin/busybox (busybox-static) is not installed")
-	}
+	requireRealNode(t)
 	c := startCluster(t, "--enable-node")
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -31,10 +20,7 @@ func realNode(t *testing.T, links string) (*cluster, string) {
 		}
 	})
 	c.eventually([]string{"Ready", "control-plane"}, "get", "nodes")
-	out, err := exec.Command(binary, "image", "build", "--data-dir", c.dataDir, "--tag", "busybox:e2e", "--binary", "/bin/busybox", "--links", links).CombinedOutput()
-	if err != nil {
-		t.Fatalf("image build: %v\n%s", err, out)
-	}
+	buildBusybox(t, c.dataDir, links)
 	node := strings.TrimSpace(c.must("get", "nodes", "-o", "jsonpath={.items[0].metadata.name}"))
 	return c, node
 }

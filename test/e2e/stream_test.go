@@ -30,31 +30,14 @@ import (
 // through the API server to the node agent and containerd (root only).
 // One server and one set of pods serve every subtest.
 func TestRealNodeStreams(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("skipping: running real containers needs root (CI runs as root)")
-	}
-	for _, bin := range []string{"containerd", "runc", "ctr"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Skipf("skipping: %s is not installed (apt-get install containerd runc)", bin)
-		}
-	}
-	if _, err := os.Stat("/usr/lib/cni/bridge"); err != nil {
-		t.Skip("skipping: the CNI plugins (containernetworking-plugins) are not installed")
-	}
-	if _, err := os.Stat("/bin/busybox"); err != nil {
-		t.Skip("skipping: /bin/busybox (busybox-static) is not installed")
-	}
+	requireRealNode(t)
 	c := startCluster(t, "--enable-node", "--cluster-cidr", "10.45.0.0/16")
 	t.Cleanup(func() {
 		c.run("delete", "pod", "--all", "--wait=false", "--grace-period=0")
 		c.eventually([]string{"No resources found"}, "get", "pods")
 	})
 	c.eventually([]string{"Ready", "control-plane"}, "get", "nodes")
-	out, err := exec.Command(binary, "image", "build", "--data-dir", c.dataDir, "--tag", "busybox:e2e", "--binary", "/bin/busybox",
-		"--links", "sh,echo,sleep,httpd,mkdir,tar,cat,stty,tty").CombinedOutput()
-	if err != nil {
-		t.Fatalf("image build: %v\n%s", err, out)
-	}
+	buildBusybox(t, c.dataDir, "sh,echo,sleep,httpd,mkdir,tar,cat,stty,tty")
 	c.must("apply", "-f", writeFile(t, t.TempDir(), "pods.yaml", `apiVersion: v1
 kind: Pod
 metadata: {name: web, labels: {app: web}}
