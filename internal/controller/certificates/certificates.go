@@ -5,6 +5,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 
@@ -146,4 +147,22 @@ func sortedUsages(u []certificatesv1.KeyUsage) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// NodeAddresses are what a node's serving certificate may name: its name
+// and Hostname/InternalDNS/ExternalDNS addresses (lower-cased), and its
+// InternalIP/ExternalIP addresses.
+func NodeAddresses(node *corev1.Node) (names map[string]bool, ips []net.IP) {
+	names = map[string]bool{strings.ToLower(node.Name): true}
+	for _, a := range node.Status.Addresses {
+		switch a.Type {
+		case corev1.NodeHostName, corev1.NodeInternalDNS, corev1.NodeExternalDNS:
+			names[strings.ToLower(a.Address)] = true
+		case corev1.NodeInternalIP, corev1.NodeExternalIP:
+			if ip := net.ParseIP(a.Address); ip != nil {
+				ips = append(ips, ip)
+			}
+		}
+	}
+	return names, ips
 }

@@ -30,6 +30,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"plainkube.dev/plainkube/internal/controller/certificates"
 	"plainkube.dev/plainkube/internal/pki"
 )
 
@@ -315,18 +316,7 @@ func ServingIssuer(cfg *rest.Config, caPEM []byte, dataDir, nodeName string, log
 // NodeSANs keeps of the requested SANs those that are node's name or
 // addresses, as the CSR approver requires.
 func NodeSANs(node *corev1.Node, dnsNames []string, ips []net.IP) ([]string, []net.IP) {
-	names := map[string]bool{strings.ToLower(node.Name): true}
-	var addrs []net.IP
-	for _, a := range node.Status.Addresses {
-		switch a.Type {
-		case corev1.NodeHostName, corev1.NodeInternalDNS, corev1.NodeExternalDNS:
-			names[strings.ToLower(a.Address)] = true
-		case corev1.NodeInternalIP, corev1.NodeExternalIP:
-			if ip := net.ParseIP(a.Address); ip != nil {
-				addrs = append(addrs, ip)
-			}
-		}
-	}
+	names, addrs := certificates.NodeAddresses(node)
 	var outNames []string
 	for _, n := range dnsNames {
 		if names[strings.ToLower(n)] && !slices.Contains(outNames, n) {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"slices"
 	"strings"
 
@@ -113,18 +112,7 @@ func (k Kind) message() string {
 // names its name or a Hostname/InternalDNS/ExternalDNS address, IPs an
 // InternalIP/ExternalIP address. It returns the first SAN that does not.
 func ServingSANsMatch(req *x509.CertificateRequest, node *corev1.Node) (bool, string) {
-	names := map[string]bool{strings.ToLower(node.Name): true}
-	var ips []net.IP
-	for _, a := range node.Status.Addresses {
-		switch a.Type {
-		case corev1.NodeHostName, corev1.NodeInternalDNS, corev1.NodeExternalDNS:
-			names[strings.ToLower(a.Address)] = true
-		case corev1.NodeInternalIP, corev1.NodeExternalIP:
-			if ip := net.ParseIP(a.Address); ip != nil {
-				ips = append(ips, ip)
-			}
-		}
-	}
+	names, ips := certificates.NodeAddresses(node)
 	for _, n := range req.DNSNames {
 		if !names[strings.ToLower(n)] {
 			return false, n
