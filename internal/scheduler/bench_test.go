@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"plainkube.dev/plainkube/internal/scheduler/framework"
 	"plainkube.dev/plainkube/internal/scheduler/internal/st"
@@ -35,8 +37,31 @@ func benchCluster(b *testing.B) *framework.Snapshot {
 	return framework.NewSnapshot(pods, nodes)
 }
 
+// benchWorkloads says that ReplicaSet "rs" selects app=app-1 (a tenth of
+// benchCluster's pods), so its pods get the default spreading constraints.
+type benchWorkloads struct{}
+
+func (benchWorkloads) Services(string) []*v1.Service { return nil }
+
+func (benchWorkloads) ControllerSelector(_ string, owner *metav1.OwnerReference) labels.Selector {
+	if owner.Kind == "ReplicaSet" && owner.Name == "rs" {
+		return labels.SelectorFromSet(labels.Set{"app": "app-1"})
+	}
+	return nil
+}
+
+// replicaSetPod is a new replica of ReplicaSet "rs", the density
+// workload's shape: default spreading over 1000 pods like it.
+func replicaSetPod() *v1.Pod {
+	p := st.Pod("new").Label("app", "app-1").Req("1", "2Gi").Obj()
+	yes := true
+	p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "rs", UID: "rs-uid", Controller: &yes}}
+	return p
+}
+
 func BenchmarkScheduleOne(b *testing.B) {
 	snap := benchCluster(b)
+	snap.Workloads = benchWorkloads{}
 	f := defaultFramework(b)
 	cases := []struct {
 		name string
@@ -45,6 +70,7 @@ func BenchmarkScheduleOne(b *testing.B) {
 		{"basic", st.Pod("new").Req("1", "2Gi").Obj()},
 		{"spread", st.Pod("new").Label("app", "web").Req("1", "2Gi").Spread(1, v1.LabelTopologyZone, v1.DoNotSchedule, "app", "web").Spread(1, v1.LabelHostname, v1.ScheduleAnyway, "app", "web").Obj()},
 		{"affinity", st.Pod("new").Label("app", "web").Req("1", "2Gi").PodAntiAffinity(v1.LabelHostname, "app", "web").PreferPodAffinity(10, v1.LabelTopologyZone, "app", "app-1").Obj()},
+		{"replicaset", replicaSetPod()},
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {

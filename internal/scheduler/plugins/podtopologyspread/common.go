@@ -13,6 +13,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"plainkube.dev/plainkube/internal/scheduler/framework"
+	"plainkube.dev/plainkube/internal/scheduler/plugins/helper"
 	"plainkube.dev/plainkube/internal/scheduler/plugins/tainttoleration"
 )
 
@@ -51,6 +52,8 @@ type PodTopologySpread struct {
 	h                  framework.Handle
 	defaultConstraints []v1.TopologySpreadConstraint
 	systemDefaulted    bool
+	// matches memoizes per-node counts of matching pods across cycles.
+	matches helper.MatchCounter
 }
 
 var (

@@ -98,6 +98,10 @@ func (pl *PodTopologySpread) PreFilter(_ context.Context, state *framework.Cycle
 	for i := range cs {
 		s.counts[i] = map[string]int{}
 	}
+	keys := make([]string, len(cs))
+	for i := range cs {
+		keys[i] = helper.SelectorKey(pod.Namespace, cs[i].Selector)
+	}
 	req := nodeaffinity.GetRequiredNodeAffinity(pod)
 	for _, ni := range nodes {
 		node := ni.Node()
@@ -109,7 +113,7 @@ func (pl *PodTopologySpread) PreFilter(_ context.Context, state *framework.Cycle
 			if !c.matchNodeInclusionPolicies(pod, node, req) {
 				continue
 			}
-			s.counts[i][node.Labels[c.TopologyKey]] += helper.CountPodsMatchSelector(ni.Pods, c.Selector, pod.Namespace)
+			s.counts[i][node.Labels[c.TopologyKey]] += pl.matches.Count(ni, c.Selector, pod.Namespace, keys[i])
 		}
 	}
 	for i := range cs {

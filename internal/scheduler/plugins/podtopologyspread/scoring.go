@@ -16,6 +16,8 @@ const preScoreStateKey = "PreScore" + Name
 
 type preScoreState struct {
 	constraints []constraint
+	// keys are the constraints' helper.SelectorKey, for pl.matches.
+	keys []string
 	// ignored are feasible nodes missing a topology key; they score 0.
 	ignored sets.Set[string]
 	// counts per constraint and topology value (hostname constraints are
@@ -49,7 +51,10 @@ func (pl *PodTopologySpread) PreScore(_ context.Context, state *framework.CycleS
 	// the system defaults, nodes without a zone are still spread by
 	// hostname.
 	requireAll := len(pod.Spec.TopologySpreadConstraints) > 0 || !pl.systemDefaulted
-	s := &preScoreState{constraints: cs, ignored: sets.New[string](), counts: make([]map[string]int64, len(cs)), weights: make([]float64, len(cs))}
+	s := &preScoreState{constraints: cs, keys: make([]string, len(cs)), ignored: sets.New[string](), counts: make([]map[string]int64, len(cs)), weights: make([]float64, len(cs))}
+	for i := range cs {
+		s.keys[i] = helper.SelectorKey(pod.Namespace, cs[i].Selector)
+	}
 	sizes := make([]int, len(cs))
 	for i := range cs {
 		s.counts[i] = map[string]int64{}
@@ -93,7 +98,7 @@ func (pl *PodTopologySpread) PreScore(_ context.Context, state *framework.CycleS
 			if _, ok := s.counts[i][v]; !ok || c.TopologyKey == v1.LabelHostname {
 				continue
 			}
-			s.counts[i][v] += int64(helper.CountPodsMatchSelector(ni.Pods, c.Selector, pod.Namespace))
+			s.counts[i][v] += int64(pl.matches.Count(ni, c.Selector, pod.Namespace, s.keys[i]))
 		}
 	}
 	state.Write(preScoreStateKey, s)
@@ -120,7 +125,7 @@ func (pl *PodTopologySpread) Score(_ context.Context, state *framework.CycleStat
 		}
 		var n int64
 		if c.TopologyKey == v1.LabelHostname {
-			n = int64(helper.CountPodsMatchSelector(ni.Pods, c.Selector, pod.Namespace))
+			n = int64(pl.matches.Count(ni, c.Selector, pod.Namespace, s.keys[i]))
 		} else {
 			n = s.counts[i][v]
 		}
