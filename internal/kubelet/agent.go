@@ -58,6 +58,7 @@ type Agent struct {
 	apiSynced atomic.Bool
 	static    *staticPods // nil without Options.ManifestsDir
 	usage     usage
+	metrics   *kubeletserver.Metrics
 }
 
 // New makes an agent that talks to the API server at cfg. Nothing starts
@@ -75,7 +76,9 @@ func New(cfg *rest.Config, opts Options) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Agent{opts: opts, cs: cs, log: opts.Logger.With("node", opts.NodeName)}, nil
+	a := &Agent{opts: opts, cs: cs, log: opts.Logger.With("node", opts.NodeName)}
+	a.metrics = kubeletserver.NewMetrics(opts.NodeName, a.runningPods)
+	return a, nil
 }
 
 // NodeName is the name of the agent's Node.
@@ -224,7 +227,9 @@ func (a *Agent) relist(ctx context.Context, q interface{ Add(types.NamespacedNam
 // pod it plans and applies the actions until its plan is empty (or only
 // waits), reports its status, and deletes it once a graceful deletion is
 // complete.
-func (a *Agent) syncPod(ctx context.Context, key types.NamespacedName) (controller.Result, error) {
+func (a *Agent) syncPod(ctx context.Context, key types.NamespacedName) (res controller.Result, err error) {
+	start := time.Now()
+	defer func() { a.metrics.ObserveSync(time.Since(start), err) }()
 	var pod *corev1.Pod
 	if a.apiSynced.Load() {
 		p, err := a.pods.Pods(key.Namespace).Get(key.Name)
@@ -233,9 +238,12 @@ func (a *Agent) syncPod(ctx context.Context, key types.NamespacedName) (controll
 		}
 		pod = p
 	}
-	res, err := a.syncStatic(ctx, key, pod)
+	res, err = a.syncStatic(ctx, key, pod)
 	if err != nil || pod == nil || IsMirrorPod(pod) {
 		return res, err
+	}
+	if pod.Status.Phase == corev1.PodPending || pod.Status.Phase == "" {
+		a.metrics.PodSeen(pod.UID)
 	}
 	if vres, wait := a.syncVolumes(ctx, pod); wait {
 		return vres, nil
@@ -280,6 +288,7 @@ func (a *Agent) syncPod(ctx context.Context, key types.NamespacedName) (controll
 // its probes, volumes and files.
 func (a *Agent) forgetPod(uid types.UID) error {
 	a.probes.set(uid, nil)
+	a.metrics.Forget(uid)
 	if err := a.cleanupVolumes(uid); err != nil {
 		return err
 	}
@@ -344,6 +353,9 @@ func (a *Agent) updateStatus(ctx context.Context, pod *corev1.Pod, obs observed)
 	}
 	if err == nil {
 		a.statusEvents(pod, pod.Status, st)
+		if st.Phase == corev1.PodRunning && pod.Status.Phase != corev1.PodRunning {
+			a.metrics.PodRunning(pod.UID)
+		}
 	}
 	return err // a conflict requeues: the informer is behind
 }
@@ -381,13 +393,16 @@ func (a *Agent) serveAPI(ctx context.Context) error {
 	if !pool.AppendCertsFromPEM(a.opts.ClientCA) {
 		return errors.New("no client CA certificate given")
 	}
-	tlsConfig := &tls.Config{Certificates: []tls.Certificate{cert}, ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pool, MinVersion: tls.VersionTLS12}
+	// Callers show a client certificate of the cluster CA or a bearer
+	// token; the API server authorizes each request (server.Auth).
+	tlsConfig := &tls.Config{Certificates: []tls.Certificate{cert}, ClientAuth: tls.VerifyClientCertIfGiven, ClientCAs: pool, MinVersion: tls.VersionTLS12}
 	ln, err := net.Listen("tcp", net.JoinHostPort("", strconv.Itoa(int(port))))
 	if err != nil {
 		return err
 	}
 	go func() {
-		if err := kubeletserver.ServeListener(ctx, ln, tlsConfig, &kubeletserver.Handler{DataDir: a.opts.DataDir, Streams: streams{a}, Summary: a.Summary}, a.log); err != nil {
+		h := &kubeletserver.Handler{DataDir: a.opts.DataDir, Streams: streams{a}, Summary: a.Summary, Pods: a.runningPods, Metrics: a.metrics}
+		if err := kubeletserver.ServeListener(ctx, ln, tlsConfig, kubeletserver.NewAuth(a.opts.NodeName, a.cs).Wrap(h), a.log); err != nil {
 			a.log.Error("agent API stopped", "err", err)
 		}
 	}()

@@ -1,6 +1,11 @@
-// Package server is the node agent's HTTPS API (port 10250), which only the
-// API server calls; clients must present a certificate signed by the
-// cluster CA. It serves:
+// Package server is the node agent's HTTPS API (port 10250). As upstream's
+// kubelet in Webhook mode, every request is authenticated (a client
+// certificate of the cluster CA: CN the user, O the groups; or a bearer
+// token, by TokenReview) and authorized by the API server with a
+// SubjectAccessReview on this node's nodes/<subresource> (auth.go:
+// Attributes maps paths and methods; answers are cached). The API server's
+// kubelet client is in system:masters; other callers need RBAC-like grants
+// such as nodes/proxy, nodes/stats, nodes/metrics. It serves:
 //
 //   - /healthz;
 //   - /containerLogs/{namespace}/{pod}/{container}, from the container log
@@ -14,5 +19,11 @@
 //   - POST /run/{namespace}/{pod}/{container}?cmd=…, which runs a command
 //     to its end and answers its output;
 //   - /stats/summary, the agent's usage summary (Handler.Summary, package
-//     stats).
+//     stats);
+//   - /pods, the v1 PodList of the pods the agent runs, static pods
+//     included (Handler.Pods);
+//   - /metrics, the agent's Prometheus metrics (Metrics: running pods and
+//     containers, pod start latency, pod sync durations and errors, go_*
+//     and process_*), and /metrics/resource, node, pod and container CPU
+//     and working-set memory from the usage summary.
 package server

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"plainkube.dev/plainkube/internal/kubelet/logs"
 	"plainkube.dev/plainkube/internal/kubelet/stats"
 )
@@ -27,8 +29,13 @@ type Handler struct {
 	DataDir string
 	// Streams serves /exec, /attach and /portForward (nil: 501).
 	Streams Streamer
-	// Summary is the node's usage for /stats/summary (stats.go); nil: 501.
+	// Summary is the node's usage for /stats/summary (stats.go) and
+	// /metrics/resource (metrics.go); nil: 501, and scrape_error 1.
 	Summary func() (*stats.Summary, error)
+	// Pods lists the pods the agent runs, for /pods (pods.go); nil: 501.
+	Pods func() []corev1.Pod
+	// Metrics are served on /metrics (metrics.go); nil: 501.
+	Metrics *Metrics
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -39,6 +46,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.containerLogs(w, r)
 	case r.URL.Path == "/stats/summary":
 		h.statsSummary(w, r)
+	case r.URL.Path == "/pods" || r.URL.Path == "/pods/":
+		h.pods(w, r)
+	case isSubpath(r.URL.Path, "/metrics"):
+		h.metrics(w, r)
 	default:
 		if !h.serveStream(w, r) {
 			http.NotFound(w, r)
@@ -150,7 +161,7 @@ func (f *flushWriter) Write(p []byte) (int, error) {
 }
 
 // ServeListener serves h on ln with TLS until ctx ends; tlsConfig must
-// require and verify client certificates.
+// verify the client certificates given, and h authorize (Auth.Wrap).
 func ServeListener(ctx context.Context, ln net.Listener, tlsConfig *tls.Config, h http.Handler, log *slog.Logger) error {
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
 	go func() {
