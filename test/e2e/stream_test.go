@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -98,6 +99,22 @@ spec:
 		if out := c.must("get", "--raw", "/api/v1/nodes/"+node+"/proxy/healthz"); out != "ok" {
 			t.Errorf("nodes/proxy/healthz: %q", out)
 		}
+		// The agent's /pods and /metrics, as upstream's kubelet serves them.
+		var pods corev1.PodList
+		if err := json.Unmarshal([]byte(c.must("get", "--raw", "/api/v1/nodes/"+node+"/proxy/pods")), &pods); err != nil || pods.Kind != "PodList" {
+			t.Errorf("nodes/proxy/pods: %v %+v", err, pods.TypeMeta)
+		}
+		names := map[string]bool{}
+		for _, p := range pods.Items {
+			names[p.Namespace+"/"+p.Name] = true
+		}
+		if !names["default/web"] || !names["default/echoer"] {
+			t.Errorf("nodes/proxy/pods lacks default/web or default/echoer: %v", names)
+		}
+		contains(t, c.must("get", "--raw", "/api/v1/nodes/"+node+"/proxy/metrics"),
+			"kubelet_running_pods ", `kubelet_running_containers{container_state="running"}`, "kubelet_pod_start_duration_seconds_bucket", "process_resident_memory_bytes")
+		contains(t, c.eventually([]string{"pod_memory_working_set_bytes"}, "get", "--raw", "/api/v1/nodes/"+node+"/proxy/metrics/resource"),
+			"node_cpu_usage_seconds_total", "scrape_error 0")
 		empty := writeFile(t, t.TempDir(), "empty", "")
 		if out := c.must("create", "--raw", "/api/v1/nodes/"+node+"/proxy/run/default/web/web?cmd=cat+/www/index.html", "-f", empty); out != "hello-web\n" {
 			t.Errorf("nodes/proxy/run: %q", out)
