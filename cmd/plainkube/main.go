@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strconv"
@@ -113,6 +114,7 @@ func runServer(args []string) error {
 	clusterCIDR := fs.String("cluster-cidr", "10.42.0.0/16", "range of pod IPs; each node gets a /24 of it")
 	nodeGrace := fs.Duration("node-monitor-grace-period", 40*time.Second, "how long a node may miss heartbeats before it is marked unreachable and its pods evicted")
 	simNodes := fs.Int("sim-nodes", 0, "run this many simulated nodes in this process (labelled plainkube.dev/simulated=true)")
+	runtimeEndpoint, cniConfDir := runtimeFlags(fs)
 	fs.Parse(args)
 	if *etcdServers != "" {
 		opts.EtcdServers = strings.Split(*etcdServers, ",")
@@ -138,7 +140,7 @@ func runServer(args []string) error {
 		opts.Components = append(opts.Components, schedulerComponent(scheduler.Options{Logger: log}))
 	}
 	if !*disableNode {
-		if err := nodePreflight(); err != nil {
+		if err := nodePreflight(*runtimeEndpoint); err != nil {
 			return err
 		}
 		dataDir := opts.DataDir
@@ -149,7 +151,8 @@ func runServer(args []string) error {
 		}
 		opts.Components = append(opts.Components, func(ctx context.Context, env server.ComponentEnv) error {
 			a, err := kubelet.New(env.Config, kubelet.Options{DataDir: filepath.Join(dataDir, "node"), ControlPlane: true, Logger: log,
-				IssueServingCert: env.IssueServingCert, ClientCA: env.CAPEM, ManifestsDir: manifests})
+				IssueServingCert: env.IssueServingCert, ClientCA: env.CAPEM, ManifestsDir: manifests,
+				RuntimeEndpoint: *runtimeEndpoint, CNIConfDir: *cniConfDir})
 			if err != nil {
 				return err
 			}
@@ -174,16 +177,55 @@ func runServer(args []string) error {
 	return nil
 }
 
+// runtimeFlags adds --container-runtime-endpoint and --cni-conf-dir.
+func runtimeFlags(fs *flag.FlagSet) (endpoint, cniConfDir *string) {
+	endpoint = fs.String("container-runtime-endpoint", "", "use the containerd already running at this CRI v1 endpoint (unix:///run/containerd/containerd.sock) instead of starting one: "+
+		"plainkube neither starts nor stops it, and imports its pause image into its k8s.io namespace (also under the sandbox image name it is configured with). "+
+		"Its configuration is yours: the CRI plugin enabled, the CNI plugins (Debian's containernetworking-plugins: "+containerd.DefaultCNIBinDir+") in its cni bin_dir, "+
+		"and its cni conf_dir the folder the agent writes the pod network into (--cni-conf-dir)")
+	cniConfDir = fs.String("cni-conf-dir", "", "with --container-runtime-endpoint: where the agent writes the pod network's CNI configuration; it must be that containerd's cni conf_dir (default: the conf_dir it reports, else "+containerd.DefaultCNIConfDir+")")
+	return endpoint, cniConfDir
+}
+
 // nodePreflight says what is missing for the node agent that 'plainkube
 // server' runs by default, and how to go without it.
-func nodePreflight() error {
+func nodePreflight(runtimeEndpoint string) error {
 	if os.Geteuid() != 0 {
 		return errors.New("the node agent needs root (it runs containerd and sets up pod networking); run as root, or pass --disable-node for a control plane without a node")
+	}
+	if runtimeEndpoint != "" {
+		return externalRuntimePreflight(runtimeEndpoint)
 	}
 	if err := containerd.CheckInstalled(containerd.DefaultCNIBinDir); err != nil {
 		return fmt.Errorf("%w (or pass --disable-node for a control plane without a node)", err)
 	}
 	return nil
+}
+
+// externalRuntimePreflight checks a --container-runtime-endpoint: a unix
+// socket that exists, and ctr (from Debian's containerd package), with
+// which images are imported.
+func externalRuntimePreflight(endpoint string) error {
+	sock, err := containerd.SocketPath(endpoint)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(sock); err != nil {
+		return fmt.Errorf("--container-runtime-endpoint: %w", err)
+	}
+	if _, err := exec.LookPath("ctr"); err != nil {
+		return errors.New("the node agent imports images with ctr; install it with: apt-get install -y containerd")
+	}
+	return nil
+}
+
+// imageSocket is the containerd socket the image commands use: the
+// endpoint's, else the one plainkube starts under dataDir.
+func imageSocket(endpoint, dataDir, sub string) (string, error) {
+	if endpoint != "" {
+		return containerd.SocketPath(endpoint)
+	}
+	return containerd.Socket(filepath.Join(dataDir, sub, "containerd")), nil
 }
 
 func runControllerManager(args []string) error {
@@ -234,6 +276,7 @@ func runAgent(args []string) error {
 	nodeIP := fs.String("node-ip", "", "InternalIP the node reports (default: the host's first global IPv4 address)")
 	port := fs.Int("port", 10250, "port of the node agent's HTTPS API (container logs for the API server)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	runtimeEndpoint, cniConfDir := runtimeFlags(fs)
 	fs.Parse(args)
 	if *serverURL == "" {
 		return errors.New("agent: --server is required")
@@ -241,7 +284,11 @@ func runAgent(args []string) error {
 	if os.Geteuid() != 0 {
 		return errors.New("the node agent needs root (it runs containerd and sets up pod networking)")
 	}
-	if err := containerd.CheckInstalled(containerd.DefaultCNIBinDir); err != nil {
+	if *runtimeEndpoint != "" {
+		if err := externalRuntimePreflight(*runtimeEndpoint); err != nil {
+			return err
+		}
+	} else if err := containerd.CheckInstalled(containerd.DefaultCNIBinDir); err != nil {
 		return err
 	}
 	var level slog.Level
@@ -271,6 +318,7 @@ func runAgent(args []string) error {
 	}
 	a, err := kubelet.New(creds.Config, kubelet.Options{DataDir: filepath.Join(*dataDir, "node"), NodeName: *nodeName, NodeIP: *nodeIP,
 		APIPort: *port, ClientCA: creds.CAPEM, Logger: log, ManifestsDir: manifests,
+		RuntimeEndpoint: *runtimeEndpoint, CNIConfDir: *cniConfDir,
 		IssueServingCert: tlsbootstrap.ServingIssuer(creds.Config, creds.CAPEM, *dataDir, *nodeName, log)})
 	if err != nil {
 		return err
@@ -428,10 +476,10 @@ func runScheduler(args []string) error {
 // 'plainkube server --enable-node' runs.
 func runImage(args []string) error {
 	const usage = `usage:
-  plainkube image build --tag NAME (--dir DIR | --binary FILE [--links a,b]) [--entrypoint "CMD ARGS"] [--data-dir D]
-  plainkube image load FILE.tar [--data-dir D]
-  plainkube image ls [--data-dir D]
-  plainkube image rm NAME... [--data-dir D]`
+  plainkube image build --tag NAME (--dir DIR | --binary FILE [--links a,b]) [--entrypoint "CMD ARGS"] [--data-dir D | --container-runtime-endpoint E]
+  plainkube image load FILE.tar [--data-dir D | --container-runtime-endpoint E]
+  plainkube image ls [--data-dir D | --container-runtime-endpoint E]
+  plainkube image rm NAME... [--data-dir D | --container-runtime-endpoint E]`
 	if len(args) == 0 {
 		return errors.New(usage)
 	}
@@ -442,8 +490,12 @@ func runImage(args []string) error {
 	binary := fs.String("binary", "", "build: one static binary to run as the image's entrypoint")
 	entrypoint := fs.String("entrypoint", "", "build: the entrypoint command (space-separated)")
 	links := fs.String("links", "", "build --binary: comma-separated names to link to the binary in /bin (for busybox: sh,echo,sleep)")
+	endpoint := fs.String("container-runtime-endpoint", "", "the containerd to use (unix:///run/containerd/containerd.sock), as given to the server or agent (default: the one plainkube starts under --data-dir)")
 	fs.Parse(args[1:])
-	socket := containerd.Socket(filepath.Join(*dataDir, "node", "containerd"))
+	socket, err := imageSocket(*endpoint, *dataDir, "node")
+	if err != nil {
+		return err
+	}
 	ctx := context.Background()
 	switch args[0] {
 	case "build":

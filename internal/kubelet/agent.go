@@ -84,11 +84,19 @@ func New(cfg *rest.Config, opts Options) (*Agent, error) {
 // NodeName is the name of the agent's Node.
 func (a *Agent) NodeName() string { return a.opts.NodeName }
 
-// Run starts containerd (unless Options.Runtime is set), imports the pause
-// image, registers the node and runs its pods until ctx ends. Pods keep
+// Run starts containerd (unless Options.Runtime or RuntimeEndpoint gives
+// one), imports the pause image, registers the node and runs its pods until ctx ends. Pods keep
 // running when Run returns, as with any kubelet restart.
 func (a *Agent) Run(ctx context.Context) error {
 	a.rt = a.opts.Runtime
+	if a.rt == nil && a.opts.RuntimeEndpoint != "" {
+		rt, err := containerd.Connect(ctx, a.opts.RuntimeEndpoint, containerd.ConnectOptions{CNIConfDir: a.opts.CNIConfDir, Logger: a.opts.Logger})
+		if err != nil {
+			return err
+		}
+		defer rt.Stop() // closes the clients only
+		a.rt = rt
+	}
 	if a.rt == nil {
 		if err := containerd.CheckInstalled(containerd.DefaultCNIBinDir); err != nil {
 			return err
@@ -100,7 +108,11 @@ func (a *Agent) Run(ctx context.Context) error {
 		defer rt.Stop()
 		a.rt = rt
 	}
-	if err := pause.Ensure(ctx, a.rt.Socket(), filepath.Join(a.opts.DataDir, "cache")); err != nil {
+	var sandboxImage string
+	if a.rt.External() {
+		sandboxImage = a.rt.SandboxImage(ctx)
+	}
+	if err := pause.Ensure(ctx, a.rt.Socket(), filepath.Join(a.opts.DataDir, "cache"), sandboxImage); err != nil {
 		return fmt.Errorf("importing the pause image: %w", err)
 	}
 	version, err := a.rt.Version(ctx)

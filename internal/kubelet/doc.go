@@ -5,10 +5,14 @@
 // and of containerd (k8s.io/cri-client) and of nothing else. New makes one;
 // Run drives it until its context ends:
 //
-//   - Runtime. Unless Options.Runtime hands it a running containerd, Run
-//     starts one as a child process under <DataDir>/containerd (package
-//     containerd), and imports the pause image plainkube builds itself
-//     (package internal/image/pause). Images are never pulled: a container
+//   - Runtime. Unless Options.Runtime hands it a running containerd, or
+//     Options.RuntimeEndpoint names one already running (used through CRI,
+//     never started or stopped; the agent writes its CNI network into the
+//     conf_dir it reports, or Options.CNIConfDir), Run starts one as a
+//     child process under <DataDir>/containerd (package containerd). It
+//     imports the pause image plainkube builds itself (package
+//     internal/image/pause; into an external containerd also under the
+//     sandbox image name it is configured with). Images are never pulled: a container
 //     whose image is not in containerd waits in ErrImagePull, then
 //     ImagePullBackOff (ErrImageNeverPull for pull policy Never), with a
 //     message saying to import it.
@@ -166,7 +170,13 @@
 //     removed file stops the pod.
 //   - Usage (usage.go): every stats.Interval the agent samples /proc and
 //     the runtime's container stats; the agent API serves the summary at
-//     /stats/summary, which the API server turns into metrics.k8s.io.
+//     /stats/summary, which the API server turns into metrics.k8s.io, and
+//     as Prometheus metrics at /metrics/resource.
+//   - Agent API (package server): its HTTPS API, authorized by the API
+//     server (SubjectAccessReview on nodes/<subresource>) for each caller,
+//     serves logs, exec/attach/port-forward, /pods (agentapi.go: the
+//     API's pods of the node and the static pods), /stats/summary and
+//     /metrics (running pods and containers, pod start latency, syncs).
 //
 // What is not there yet: persistent volumes (and every other volume
 // type); clusterTrustBundle and podCertificate projections;

@@ -50,9 +50,22 @@ type Options struct {
 	// SyncInterval.
 	ManifestsDir string
 	// Runtime is a containerd already started (tests start their own to
-	// import images first); when nil, Run starts one under DataDir and
-	// stops it when it returns.
+	// import images first); when nil, Run connects to RuntimeEndpoint, or
+	// without one starts a containerd under DataDir and stops it when it
+	// returns.
 	Runtime *containerd.Process
+	// RuntimeEndpoint (unix:///path/containerd.sock) is a containerd that
+	// is already running, which the agent uses through CRI v1 and neither
+	// starts nor stops. The plainkube pause image is imported into its
+	// k8s.io namespace (also under the sandbox image name it reports).
+	// Its configuration is its owner's: the CRI plugin enabled, CNI
+	// plugins in its bin_dir, and its conf_dir the CNI configuration
+	// directory the agent writes its pod network into (CNIConfDir).
+	RuntimeEndpoint string
+	// CNIConfDir is where the agent writes the pod network's CNI
+	// configuration for a containerd at RuntimeEndpoint (default: the
+	// conf_dir that containerd reports, else /etc/cni/net.d).
+	CNIConfDir string
 	// HeartbeatInterval is how often the Lease is renewed (default 10s);
 	// StatusInterval, how often node conditions are refreshed (default 1m);
 	// SyncInterval, how often every pod is compared with the runtime to

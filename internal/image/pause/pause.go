@@ -81,19 +81,28 @@ func Image(ctx context.Context, cacheDir string) (v1.Image, error) {
 	return image.Build([]image.File{{Path: "/pause", Source: bin, Mode: 0o755}}, image.Config{Entrypoint: []string{"/pause"}})
 }
 
-// Ensure imports the pause image into the containerd at socket unless it
-// is already there.
-func Ensure(ctx context.Context, socket, cacheDir string) error {
+// Ensure imports the pause image into the containerd at socket as Ref and
+// as each of alsoAs (for a containerd configured with another sandbox
+// image), under each name not already there.
+func Ensure(ctx context.Context, socket, cacheDir string, alsoAs ...string) error {
 	refs, err := image.List(ctx, socket)
 	if err != nil {
 		return err
 	}
-	if slices.Contains(refs, Ref) {
-		return nil
+	var img v1.Image
+	for _, ref := range append([]string{Ref}, alsoAs...) {
+		if ref == "" || slices.Contains(refs, ref) || slices.Contains(refs, image.Normalize(ref)) {
+			continue
+		}
+		if img == nil {
+			if img, err = Image(ctx, cacheDir); err != nil {
+				return err
+			}
+		}
+		if err := image.Load(ctx, socket, img, ref); err != nil {
+			return err
+		}
+		refs = append(refs, ref)
 	}
-	img, err := Image(ctx, cacheDir)
-	if err != nil {
-		return err
-	}
-	return image.Load(ctx, socket, img, Ref)
+	return nil
 }

@@ -47,13 +47,17 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// Process is a running containerd and CRI clients connected to it.
+// Process is a running containerd and CRI clients connected to it: one
+// Start started (and Stop ends), or one already running that Connect
+// reached (Stop only closes the clients).
 type Process struct {
 	opts    Options
-	cmd     *exec.Cmd
+	cmd     *exec.Cmd // nil: not ours (Connect)
 	done    chan struct{}
 	waitErr error
 	log     *os.File
+	socket  string
+	cniConf string
 
 	// Runtime and Images are CRI v1 clients of this containerd.
 	Runtime internalapi.RuntimeService
@@ -172,7 +176,7 @@ func Start(ctx context.Context, opts Options) (*Process, error) {
 		logf.Close()
 		return nil, fmt.Errorf("starting containerd: %w", err)
 	}
-	p := &Process{opts: opts, cmd: cmd, done: make(chan struct{}), log: logf}
+	p := &Process{opts: opts, cmd: cmd, done: make(chan struct{}), log: logf, socket: sock, cniConf: CNIConfDir(opts.DataDir)}
 	go func() {
 		p.waitErr = cmd.Wait()
 		close(p.done)
@@ -189,17 +193,21 @@ func Start(ctx context.Context, opts Options) (*Process, error) {
 func (p *Process) connect(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, p.opts.StartTimeout)
 	defer cancel()
-	sock := Socket(p.opts.DataDir)
+	sock := p.socket
 	endpoint := "unix://" + sock
+	logHint := ""
+	if p.log != nil {
+		logHint = "; see " + p.log.Name()
+	}
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	var lastErr error
 	for {
 		select {
 		case <-p.done:
-			return fmt.Errorf("containerd exited during start-up (%v); see %s", p.waitErr, p.log.Name())
+			return fmt.Errorf("containerd exited during start-up (%v)%s", p.waitErr, logHint)
 		case <-ctx.Done():
-			return fmt.Errorf("containerd did not answer on %s within %s (last error: %v); see %s", sock, p.opts.StartTimeout, lastErr, p.log.Name())
+			return fmt.Errorf("containerd did not answer on %s within %s (last error: %v)%s", sock, p.opts.StartTimeout, lastErr, logHint)
 		case <-tick.C:
 		}
 		if _, err := os.Stat(sock); err != nil {
@@ -231,13 +239,13 @@ func (p *Process) connect(ctx context.Context) error {
 }
 
 // Socket is the path of this containerd's gRPC socket (for ctr -a).
-func (p *Process) Socket() string { return Socket(p.opts.DataDir) }
+func (p *Process) Socket() string { return p.socket }
 
 // Endpoint is the CRI endpoint, unix://<socket>.
 func (p *Process) Endpoint() string { return "unix://" + p.Socket() }
 
 // CNIConfDir is where this containerd reads CNI network configuration.
-func (p *Process) CNIConfDir() string { return CNIConfDir(p.opts.DataDir) }
+func (p *Process) CNIConfDir() string { return p.cniConf }
 
 // Version is the runtime's name and version as a node reports it:
 // containerd://<version>.
@@ -279,6 +287,9 @@ func (p *Process) Stop() error {
 	}
 	if p.Images != nil {
 		_ = p.Images.Close(ctx)
+	}
+	if p.cmd == nil {
+		return nil
 	}
 	select {
 	case <-p.done:
