@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -17,20 +16,7 @@ import (
 // --container-runtime-endpoint`, a pod runs on the pod network, and the
 // containerd keeps running when the server stops.
 func TestExternalContainerd(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("skipping: running real containers needs root (CI runs as root)")
-	}
-	for _, bin := range []string{"containerd", "runc", "ctr"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Skipf("skipping: %s is not installed (apt-get install containerd runc)", bin)
-		}
-	}
-	if _, err := os.Stat("/usr/lib/cni/bridge"); err != nil {
-		t.Skip("skipping: the CNI plugins (containernetworking-plugins) are not installed")
-	}
-	if _, err := os.Stat("/bin/busybox"); err != nil {
-		t.Skip("skipping: /bin/busybox (busybox-static) is not installed")
-	}
+	requireRealNode(t)
 	ctx := context.Background()
 	rt, err := containerd.Start(ctx, containerd.Options{DataDir: t.TempDir()})
 	if err != nil {
