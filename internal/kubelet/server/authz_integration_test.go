@@ -107,6 +107,7 @@ func TestAgentAPIAuthorization(t *testing.T) {
 	}
 
 	// Directly, with client certificates of the cluster CA.
+	bearer := ""
 	get := func(user string, groups []string, path string) (int, string) {
 		t.Helper()
 		tc := &tls.Config{RootCAs: pool}
@@ -122,7 +123,11 @@ func TestAgentAPIAuthorization(t *testing.T) {
 			tc.Certificates = []tls.Certificate{kp}
 		}
 		client := &http.Client{Transport: &http.Transport{TLSClientConfig: tc}, Timeout: 10 * time.Second}
-		resp, err := client.Get("https://127.0.0.1:" + strconv.Itoa(port) + path)
+		req, _ := http.NewRequest("GET", "https://127.0.0.1:"+strconv.Itoa(port)+path, nil)
+		if bearer != "" {
+			req.Header.Set("Authorization", "Bearer "+bearer)
+		}
+		resp, err := client.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -146,5 +151,17 @@ func TestAgentAPIAuthorization(t *testing.T) {
 	}
 	if code, b := get("", nil, "/healthz"); code != 401 || b != "Unauthorized" {
 		t.Errorf("no identity: %d %q", code, b)
+	}
+	// Bearer tokens are reviewed by the API server (TokenReview): the join
+	// token is a bootstrap token, whose user may not call the agent.
+	bearer = s.JoinToken
+	id, _, _ := strings.Cut(s.JoinToken, ".")
+	if code, b := get("", nil, "/healthz"); code != 403 ||
+		b != "Forbidden (user=system:bootstrap:"+id+", verb=get, resource=nodes, subresource(s)=[healthz proxy])" {
+		t.Errorf("bootstrap token: %d %q", code, b)
+	}
+	bearer = id + ".0123456789abcdef"
+	if code, b := get("", nil, "/healthz"); code != 401 {
+		t.Errorf("a wrong token: %d %q", code, b)
 	}
 }
