@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -76,7 +77,7 @@ kind: Pod
 metadata: {name: crasher}
 spec:
   containers:
-  - {name: c, image: busybox:e2e, imagePullPolicy: Never, command: ["sh", "-c", "exit 1"]}
+  - {name: c, image: busybox:e2e, imagePullPolicy: Never, command: ["sh", "-c", "echo crashed-at-$(date +%s%N); exit 1"]}
 ---
 apiVersion: v1
 kind: Pod
@@ -162,6 +163,13 @@ spec:
 		contains(t, c.must("get", "pod", "crasher"), "CrashLoopBackOff")
 	})
 
+	t.Run("logs of the previous instance", func(t *testing.T) {
+		out := c.must("logs", "crasher", "--previous")
+		if !strings.HasPrefix(out, "crashed-at-") {
+			t.Fatalf("kubectl logs --previous: %q", out)
+		}
+	})
+
 	t.Run("failing liveness probe restarts", func(t *testing.T) {
 		waitFor(t, 40*time.Second, "a liveness restart", func() (bool, string) {
 			out, _ := c.run("get", "pod", "sickly", "-o", "jsonpath={.status.containerStatuses[0].restartCount}")
@@ -196,6 +204,23 @@ spec:
 			out, _ := c.run("logs", "reader")
 			return strings.Contains(out, want), out
 		})
+	})
+
+	t.Run("logs -f streams lines as they are written", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, c.kubectl, "logs", "-f", "reader", "--since=1s")
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+c.kubeconfig())
+		out, _ := cmd.Output() // ends when the context does
+		// The pod writes a line a second: a stream of 4 s has several,
+		// though --since=1s started it with at most one old one.
+		if n := strings.Count(string(out), "colour="); n < 3 {
+			t.Fatalf("kubectl logs -f for 4 s gave %d lines: %q", n, out)
+		}
+		all := c.must("logs", "reader")
+		if strings.Count(all, "\n") < 4 || strings.Count(c.must("logs", "reader", "--tail=2"), "\n") != 2 {
+			t.Fatalf("logs --tail=2 of %q", all)
+		}
 	})
 
 	t.Run("a configMap volume shows its update", func(t *testing.T) {
