@@ -65,6 +65,9 @@ type Controller struct {
 	UnhealthyZoneThreshold float64
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
+	// Informers, when set, supplies the Pod informer, shared with the
+	// process's other components (see controller.SharedInformers).
+	Informers *controller.SharedInformers
 
 	client kubernetes.Interface
 	now    func() time.Time
@@ -134,14 +137,15 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	factory := informers.NewSharedInformerFactory(c.client, 0)
 	leaseFactory := informers.NewSharedInformerFactoryWithOptions(c.client, 0, informers.WithNamespace(corev1.NamespaceNodeLease))
 	nodeInformer := factory.Core().V1().Nodes()
-	podInformer := factory.Core().V1().Pods()
+	podFactory := controller.PodFactory(c.Informers, factory)
+	podInformer := podFactory.Core().V1().Pods()
 	leaseInformer := leaseFactory.Coordination().V1().Leases()
-	if err := podInformer.Informer().AddIndexers(cache.Indexers{podNodeIndex: func(obj any) ([]string, error) {
+	if err := controller.AddIndexer(podInformer.Informer(), podNodeIndex, func(obj any) ([]string, error) {
 		if pod, ok := obj.(*corev1.Pod); ok && pod.Spec.NodeName != "" {
 			return []string{pod.Spec.NodeName}, nil
 		}
 		return nil, nil
-	}}); err != nil {
+	}); err != nil {
 		return err
 	}
 	l := listers{nodes: nodeInformer.Lister(), leases: leaseInformer.Lister(), pods: podInformer.Informer().GetIndexer()}
@@ -169,7 +173,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	}
 	// A pod that lands on a node, or whose tolerations or readiness change,
 	// gets its node looked at (eviction, readiness on a dead node).
-	if _, err := podInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	removePodHandler, err := controller.AddHandler(podInformer.Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
 			if pod, ok := obj.(*corev1.Pod); ok && pod.Spec.NodeName != "" {
 				queue.Add(pod.Spec.NodeName)
@@ -186,11 +190,14 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 				queue.Add(p.Spec.NodeName)
 			}
 		},
-	}); err != nil {
+	})
+	if err != nil {
 		return err
 	}
+	defer removePodHandler()
 
 	factory.Start(ctx.Done())
+	podFactory.Start(ctx.Done())
 	leaseFactory.Start(ctx.Done())
 	defer factory.Shutdown()
 	defer leaseFactory.Shutdown()

@@ -48,6 +48,9 @@ type Controller struct {
 	TerminatedPodThreshold int
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
+	// Informers, when set, supplies the Pod informer, shared with the
+	// process's other components (see controller.SharedInformers).
+	Informers *controller.SharedInformers
 
 	client kubernetes.Interface
 	now    func() time.Time
@@ -91,7 +94,8 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	}
 	queue := controller.NewQueue[string](Name)
 	factory := informers.NewSharedInformerFactory(c.client, 0)
-	podInformer := factory.Core().V1().Pods()
+	podFactory := controller.PodFactory(c.Informers, factory)
+	podInformer := podFactory.Core().V1().Pods()
 	nodeInformer := factory.Core().V1().Nodes()
 	podLister, nodeLister := podInformer.Lister(), nodeInformer.Lister()
 	nodeSynced := nodeInformer.Informer().HasSynced
@@ -111,12 +115,14 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 			}
 		}
 	}
-	if _, err := podInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	removePodHandler, err := controller.AddHandler(podInformer.Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc:    onPod,
 		UpdateFunc: func(_, obj any) { onPod(obj) },
-	}); err != nil {
+	})
+	if err != nil {
 		return err
 	}
+	defer removePodHandler()
 	if _, err := nodeInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		UpdateFunc: func(old, obj any) {
 			// A node taken out of service.
@@ -131,6 +137,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		return err
 	}
 	factory.Start(ctx.Done())
+	podFactory.Start(ctx.Done())
 	defer factory.Shutdown()
 	if !cache.WaitForCacheSync(ctx.Done(), podInformer.Informer().HasSynced, nodeSynced) {
 		queue.ShutDown()
