@@ -13,7 +13,9 @@ import (
 // process (the controllers and the scheduler), so that each resource is
 // listed, watched and held in memory once rather than once per component:
 // with 10,000 pods, a copy of every pod per controller was most of the
-// server's memory.
+// server's memory. Controllers take Pods and Nodes, the resources that grow
+// with the cluster, from it (SharedOr) and keep their own informers for the
+// rest, with their own resync periods.
 //
 // Its informers live as long as the context given to NewSharedInformers:
 // Start ignores the channel a component passes, and Shutdown does nothing,
@@ -84,9 +86,9 @@ func AddIndexer(inf cache.SharedIndexInformer, name string, f cache.IndexFunc) e
 	return nil
 }
 
-// PodFactory returns shared if it is set, else own: the factory a
-// controller takes its Pod informer from.
-func PodFactory(shared *SharedInformers, own informers.SharedInformerFactory) informers.SharedInformerFactory {
+// SharedOr returns shared if it is set, else own: the factory a
+// controller takes its Pod and Node informers from.
+func SharedOr(shared *SharedInformers, own informers.SharedInformerFactory) informers.SharedInformerFactory {
 	if shared != nil {
 		return shared
 	}

@@ -58,9 +58,9 @@ type Options struct {
 	// CA, as upstream's --cluster-signing-cert-file/--cluster-signing-key-file);
 	// without it the CSR signing controller does not run.
 	SigningCA *csrsigning.CA
-	// Informers is the informer factory the controllers take their Pod
-	// informer from, shared with the process's other components (the
-	// scheduler) so that every pod is held in memory once. Nil: Run makes
+	// Informers is the informer factory the controllers take their Pod and
+	// Node informers from, shared with the process's other components (the
+	// scheduler) so that every pod and node is held in memory once. Nil: Run makes
 	// one for the controllers; New leaves each controller its own.
 	Informers *controller.SharedInformers
 }
@@ -149,6 +149,7 @@ func New(cfg *rest.Config, o Options) ([]controller.Controller, error) {
 	if o.ClusterCIDR.IsValid() {
 		ipam.ClusterCIDR = o.ClusterCIDR
 	}
+	ipam.Informers = o.Informers
 	pg, err := podgc.New(cfg)
 	if err := add("pod GC", pg, err); err != nil {
 		return nil, err

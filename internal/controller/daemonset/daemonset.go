@@ -44,8 +44,8 @@ const expectationsTimeout = 2 * time.Minute
 type Controller struct {
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
-	// Informers, when set, supplies the Pod informer, shared with the
-	// process's other components (see controller.SharedInformers).
+	// Informers, when set, supplies the Pod and Node informers, shared
+	// with the process's other components (see controller.SharedInformers).
 	Informers *controller.SharedInformers
 
 	client kubernetes.Interface
@@ -90,9 +90,9 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	factory := informers.NewSharedInformerFactoryWithOptions(c.client, 0, informers.WithCustomResyncConfig(
 		map[metav1.Object]time.Duration{&appsv1.DaemonSet{}: resyncPeriod}))
 	dsInf := factory.Apps().V1().DaemonSets()
-	podFactory := controller.PodFactory(c.Informers, factory)
-	podInf := podFactory.Core().V1().Pods()
-	nodeInf := factory.Core().V1().Nodes()
+	sharedFactory := controller.SharedOr(c.Informers, factory)
+	podInf := sharedFactory.Core().V1().Pods()
+	nodeInf := sharedFactory.Core().V1().Nodes()
 	revInf := factory.Apps().V1().ControllerRevisions()
 	c.dsLister, c.podLister, c.nodes, c.revisions = dsInf.Lister(), podInf.Lister(), nodeInf.Lister(), revInf.Lister()
 	handlers := []struct {
@@ -123,7 +123,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		defer remove()
 	}
 	factory.Start(ctx.Done())
-	podFactory.Start(ctx.Done())
+	sharedFactory.Start(ctx.Done())
 	defer factory.Shutdown()
 	if !cache.WaitForCacheSync(ctx.Done(), dsInf.Informer().HasSynced, podInf.Informer().HasSynced,
 		nodeInf.Informer().HasSynced, revInf.Informer().HasSynced) {

@@ -88,8 +88,8 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		informers.WithCustomResyncConfig(map[metav1.Object]time.Duration{&appsv1.Deployment{}: resyncPeriod}))
 	dInf := factory.Apps().V1().Deployments()
 	rsInf := factory.Apps().V1().ReplicaSets()
-	podFactory := controller.PodFactory(c.Informers, factory)
-	podInf := podFactory.Core().V1().Pods()
+	sharedFactory := controller.SharedOr(c.Informers, factory)
+	podInf := sharedFactory.Core().V1().Pods()
 	rec, stop := events.NewRecorder(ctx, c.client, Component, log)
 	defer stop()
 	r := &run{client: c.client, dLister: dInf.Lister(), rsLister: rsInf.Lister(), podLister: podInf.Lister(),
@@ -112,7 +112,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	}
 	defer removePodHandler()
 	factory.Start(ctx.Done())
-	podFactory.Start(ctx.Done())
+	sharedFactory.Start(ctx.Done())
 	defer factory.Shutdown()
 	if !cache.WaitForCacheSync(ctx.Done(), dInf.Informer().HasSynced, rsInf.Informer().HasSynced, podInf.Informer().HasSynced) {
 		r.queue.ShutDown()

@@ -76,8 +76,8 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	queue := controller.NewQueue[string](Name)
 	factory := informers.NewSharedInformerFactory(c.client, 0)
 	svcInformer := factory.Core().V1().Services()
-	podFactory := controller.PodFactory(c.Informers, factory)
-	podInformer := podFactory.Core().V1().Pods()
+	sharedFactory := controller.SharedOr(c.Informers, factory)
+	podInformer := sharedFactory.Core().V1().Pods()
 	epInformer := factory.Core().V1().Endpoints()
 	l := listers{services: svcInformer.Lister(), pods: podInformer.Lister(), endpoints: epInformer.Lister()}
 
@@ -131,7 +131,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	}
 
 	factory.Start(ctx.Done())
-	podFactory.Start(ctx.Done())
+	sharedFactory.Start(ctx.Done())
 	defer factory.Shutdown()
 	if !cache.WaitForCacheSync(ctx.Done(), svcInformer.Informer().HasSynced, podInformer.Informer().HasSynced, epInformer.Informer().HasSynced) {
 		queue.ShutDown()

@@ -43,8 +43,8 @@ type Controller struct {
 	MaxEndpointsPerSlice int
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
-	// Informers, when set, supplies the Pod informer, shared with the
-	// process's other components (see controller.SharedInformers).
+	// Informers, when set, supplies the Pod and Node informers, shared
+	// with the process's other components (see controller.SharedInformers).
 	Informers *controller.SharedInformers
 
 	client   kubernetes.Interface
@@ -93,9 +93,9 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		o.LabelSelector = discoveryv1.LabelManagedBy + "=" + ControllerName
 	}))
 	svcInformer := factory.Core().V1().Services()
-	podFactory := controller.PodFactory(c.Informers, factory)
-	podInformer := podFactory.Core().V1().Pods()
-	nodeInformer := factory.Core().V1().Nodes()
+	sharedFactory := controller.SharedOr(c.Informers, factory)
+	podInformer := sharedFactory.Core().V1().Pods()
+	nodeInformer := sharedFactory.Core().V1().Nodes()
 	sliceInformer := sliceFactory.Discovery().V1().EndpointSlices()
 	l := listers{
 		services: svcInformer.Lister(),
@@ -208,7 +208,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	}
 
 	factory.Start(ctx.Done())
-	podFactory.Start(ctx.Done())
+	sharedFactory.Start(ctx.Done())
 	sliceFactory.Start(ctx.Done())
 	defer factory.Shutdown()
 	defer sliceFactory.Shutdown()

@@ -121,8 +121,8 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	factory := informers.NewSharedInformerFactoryWithOptions(c.client, 0, informers.WithCustomResyncConfig(
 		map[metav1.Object]time.Duration{&batchv1.Job{}: resyncPeriod}))
 	jobInf := factory.Batch().V1().Jobs()
-	podFactory := controller.PodFactory(c.Informers, factory)
-	podInf := podFactory.Core().V1().Pods()
+	sharedFactory := controller.SharedOr(c.Informers, factory)
+	podInf := sharedFactory.Core().V1().Pods()
 	l.jobs, l.pods = jobInf.Lister(), podInf.Lister()
 	if _, err := jobInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: l.addJob, UpdateFunc: l.updateJob, DeleteFunc: l.deleteJob,
@@ -137,7 +137,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	}
 	defer removePodHandler()
 	factory.Start(ctx.Done())
-	podFactory.Start(ctx.Done())
+	sharedFactory.Start(ctx.Done())
 	defer factory.Shutdown()
 	if !cache.WaitForCacheSync(ctx.Done(), jobInf.Informer().HasSynced, podInf.Informer().HasSynced) {
 		l.queue.ShutDown()

@@ -65,8 +65,8 @@ type Controller struct {
 	UnhealthyZoneThreshold float64
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
-	// Informers, when set, supplies the Pod informer, shared with the
-	// process's other components (see controller.SharedInformers).
+	// Informers, when set, supplies the Pod and Node informers, shared
+	// with the process's other components (see controller.SharedInformers).
 	Informers *controller.SharedInformers
 
 	client kubernetes.Interface
@@ -136,9 +136,9 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	queue := controller.NewQueue[string](Name)
 	factory := informers.NewSharedInformerFactory(c.client, 0)
 	leaseFactory := informers.NewSharedInformerFactoryWithOptions(c.client, 0, informers.WithNamespace(corev1.NamespaceNodeLease))
-	nodeInformer := factory.Core().V1().Nodes()
-	podFactory := controller.PodFactory(c.Informers, factory)
-	podInformer := podFactory.Core().V1().Pods()
+	sharedFactory := controller.SharedOr(c.Informers, factory)
+	nodeInformer := sharedFactory.Core().V1().Nodes()
+	podInformer := sharedFactory.Core().V1().Pods()
 	leaseInformer := leaseFactory.Coordination().V1().Leases()
 	if err := controller.AddIndexer(podInformer.Informer(), podNodeIndex, func(obj any) ([]string, error) {
 		if pod, ok := obj.(*corev1.Pod); ok && pod.Spec.NodeName != "" {
@@ -158,13 +158,15 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 			queue.Add(m.GetName())
 		}
 	}
-	if _, err := nodeInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	removeNodeHandler, err := controller.AddHandler(nodeInformer.Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc:    enqueueName,
 		UpdateFunc: func(_, obj any) { enqueueName(obj) },
 		DeleteFunc: enqueueName,
-	}); err != nil {
+	})
+	if err != nil {
 		return err
 	}
+	defer removeNodeHandler()
 	if _, err := leaseInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    enqueueName,
 		UpdateFunc: func(_, obj any) { enqueueName(obj) },
@@ -197,7 +199,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	defer removePodHandler()
 
 	factory.Start(ctx.Done())
-	podFactory.Start(ctx.Done())
+	sharedFactory.Start(ctx.Done())
 	leaseFactory.Start(ctx.Done())
 	defer factory.Shutdown()
 	defer leaseFactory.Shutdown()

@@ -48,8 +48,8 @@ type Controller struct {
 	TerminatedPodThreshold int
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
-	// Informers, when set, supplies the Pod informer, shared with the
-	// process's other components (see controller.SharedInformers).
+	// Informers, when set, supplies the Pod and Node informers, shared
+	// with the process's other components (see controller.SharedInformers).
 	Informers *controller.SharedInformers
 
 	client kubernetes.Interface
@@ -94,9 +94,9 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	}
 	queue := controller.NewQueue[string](Name)
 	factory := informers.NewSharedInformerFactory(c.client, 0)
-	podFactory := controller.PodFactory(c.Informers, factory)
-	podInformer := podFactory.Core().V1().Pods()
-	nodeInformer := factory.Core().V1().Nodes()
+	sharedFactory := controller.SharedOr(c.Informers, factory)
+	podInformer := sharedFactory.Core().V1().Pods()
+	nodeInformer := sharedFactory.Core().V1().Nodes()
 	podLister, nodeLister := podInformer.Lister(), nodeInformer.Lister()
 	nodeSynced := nodeInformer.Informer().HasSynced
 	// A pod that needs collecting soon triggers a pass.
@@ -123,7 +123,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		return err
 	}
 	defer removePodHandler()
-	if _, err := nodeInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	removeNodeHandler, err := controller.AddHandler(nodeInformer.Informer(), cache.ResourceEventHandlerFuncs{
 		UpdateFunc: func(old, obj any) {
 			// A node taken out of service.
 			o, ok1 := old.(*corev1.Node)
@@ -133,11 +133,13 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 			}
 		},
 		DeleteFunc: func(any) { queue.Add(passKey) },
-	}); err != nil {
+	})
+	if err != nil {
 		return err
 	}
+	defer removeNodeHandler()
 	factory.Start(ctx.Done())
-	podFactory.Start(ctx.Done())
+	sharedFactory.Start(ctx.Done())
 	defer factory.Shutdown()
 	if !cache.WaitForCacheSync(ctx.Done(), podInformer.Informer().HasSynced, nodeSynced) {
 		queue.ShutDown()

@@ -80,8 +80,8 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	}
 	factory := informers.NewSharedInformerFactoryWithOptions(c.client, 0, informers.WithCustomResyncConfig(map[metav1.Object]time.Duration{
 		&appsv1.ReplicaSet{}: resyncPeriod, &corev1.ReplicationController{}: resyncPeriod}))
-	podFactory := controller.PodFactory(c.Informers, factory)
-	podInformer := podFactory.Core().V1().Pods()
+	sharedFactory := controller.SharedOr(c.Informers, factory)
+	podInformer := sharedFactory.Core().V1().Pods()
 	synced := []cache.InformerSynced{podInformer.Informer().HasSynced}
 	var kinds []kind
 	if c.ReplicaSets {
@@ -114,7 +114,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		loops = append(loops, l)
 	}
 	factory.Start(ctx.Done())
-	podFactory.Start(ctx.Done())
+	sharedFactory.Start(ctx.Done())
 	defer factory.Shutdown()
 	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 		for _, l := range loops {

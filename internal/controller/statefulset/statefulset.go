@@ -79,8 +79,8 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	factory := informers.NewSharedInformerFactoryWithOptions(c.client, 0, informers.WithCustomResyncConfig(
 		map[metav1.Object]time.Duration{&appsv1.StatefulSet{}: resyncPeriod}))
 	setInf := factory.Apps().V1().StatefulSets()
-	podFactory := controller.PodFactory(c.Informers, factory)
-	podInf := podFactory.Core().V1().Pods()
+	sharedFactory := controller.SharedOr(c.Informers, factory)
+	podInf := sharedFactory.Core().V1().Pods()
 	pvcInf := factory.Core().V1().PersistentVolumeClaims()
 	revInf := factory.Apps().V1().ControllerRevisions()
 	c.sets, c.pods, c.claims, c.revisions = setInf.Lister(), podInf.Lister(), pvcInf.Lister(), revInf.Lister()
@@ -101,7 +101,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	}
 	defer removePodHandler()
 	factory.Start(ctx.Done())
-	podFactory.Start(ctx.Done())
+	sharedFactory.Start(ctx.Done())
 	defer factory.Shutdown()
 	if !cache.WaitForCacheSync(ctx.Done(), setInf.Informer().HasSynced, podInf.Informer().HasSynced,
 		pvcInf.Informer().HasSynced, revInf.Informer().HasSynced) {
