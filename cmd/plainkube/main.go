@@ -133,7 +133,8 @@ func runServer(args []string) error {
 	if !*disableControllers {
 		opts.Components = append(opts.Components, func(ctx context.Context, env server.ComponentEnv) error {
 			return controllermanager.Run(ctx, env.Config, controllermanager.Options{RootCA: env.CAPEM, LeaderElect: true,
-				NodeMonitorGracePeriod: *nodeGrace, ClusterCIDR: podRange, SigningCA: &csrsigning.CA{Cert: env.CACert, Key: env.CAKey}})
+				NodeMonitorGracePeriod: *nodeGrace, ClusterCIDR: podRange, SigningCA: &csrsigning.CA{Cert: env.CACert, Key: env.CAKey},
+				Informers: env.Informers})
 		})
 	}
 	if !*disableScheduler {
@@ -438,6 +439,9 @@ func runSim(args []string) error {
 // schedulerComponent runs the scheduler inside the server process.
 func schedulerComponent(o scheduler.Options) server.Component {
 	return func(ctx context.Context, env server.ComponentEnv) error {
+		if env.Informers != nil {
+			o.Informers = env.Informers // pods held once, with the controllers
+		}
 		s, err := scheduler.New(env.Config, o)
 		if err != nil {
 			return err

@@ -58,6 +58,11 @@ type Options struct {
 	// CA, as upstream's --cluster-signing-cert-file/--cluster-signing-key-file);
 	// without it the CSR signing controller does not run.
 	SigningCA *csrsigning.CA
+	// Informers is the informer factory the controllers take their Pod and
+	// Node informers from, shared with the process's other components (the
+	// scheduler) so that every pod and node is held in memory once. Nil: Run makes
+	// one for the controllers; New leaves each controller its own.
+	Informers *controller.SharedInformers
 }
 
 // Lease timings, as upstream's defaults.
@@ -81,22 +86,27 @@ func New(cfg *rest.Config, o Options) ([]controller.Controller, error) {
 	if err := add("deployment controller", deploy, err); err != nil {
 		return nil, err
 	}
+	deploy.Informers = o.Informers
 	rs, err := replicaset.New(cfg)
 	if err := add("replicaset controller", rs, err); err != nil {
 		return nil, err
 	}
+	rs.Informers = o.Informers
 	ds, err := daemonset.New(cfg)
 	if err := add("daemonset controller", ds, err); err != nil {
 		return nil, err
 	}
+	ds.Informers = o.Informers
 	sts, err := statefulset.New(cfg)
 	if err := add("statefulset controller", sts, err); err != nil {
 		return nil, err
 	}
+	sts.Informers = o.Informers
 	job, err := job.New(cfg)
 	if err := add("job controller", job, err); err != nil {
 		return nil, err
 	}
+	job.Informers = o.Informers
 	cj, err := cronjob.New(cfg)
 	if err := add("cronjob controller", cj, err); err != nil {
 		return nil, err
@@ -113,10 +123,12 @@ func New(cfg *rest.Config, o Options) ([]controller.Controller, error) {
 	if err := add("endpointslice controller", slices, err); err != nil {
 		return nil, err
 	}
+	slices.Informers = o.Informers
 	eps, err := endpoints.New(cfg)
 	if err := add("endpoints controller", eps, err); err != nil {
 		return nil, err
 	}
+	eps.Informers = o.Informers
 	sa, err := serviceaccount.New(cfg)
 	if err := add("serviceaccount controller", sa, err); err != nil {
 		return nil, err
@@ -125,6 +137,7 @@ func New(cfg *rest.Config, o Options) ([]controller.Controller, error) {
 	if err := add("node lifecycle controller", nl, err); err != nil {
 		return nil, err
 	}
+	nl.Informers = o.Informers
 	if o.NodeMonitorGracePeriod > 0 {
 		nl.GracePeriod = o.NodeMonitorGracePeriod
 		nl.StartupGracePeriod = max(nl.StartupGracePeriod, o.NodeMonitorGracePeriod)
@@ -136,10 +149,12 @@ func New(cfg *rest.Config, o Options) ([]controller.Controller, error) {
 	if o.ClusterCIDR.IsValid() {
 		ipam.ClusterCIDR = o.ClusterCIDR
 	}
+	ipam.Informers = o.Informers
 	pg, err := podgc.New(cfg)
 	if err := add("pod GC", pg, err); err != nil {
 		return nil, err
 	}
+	pg.Informers = o.Informers
 	approver, err := csrapproving.New(cfg)
 	if err := add("CSR approving controller", approver, err); err != nil {
 		return nil, err
@@ -167,6 +182,16 @@ func New(cfg *rest.Config, o Options) ([]controller.Controller, error) {
 // this process leads. Losing the lead stops the controllers and returns an
 // error, as upstream's controller manager exits.
 func Run(ctx context.Context, cfg *rest.Config, o Options) error {
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	if o.Informers == nil {
+		ictx, cancel := context.WithCancel(ctx)
+		o.Informers = controller.NewSharedInformers(ictx, client)
+		defer o.Informers.Wait()
+		defer cancel()
+	}
 	cs, err := New(cfg, o)
 	if err != nil {
 		return err
@@ -179,10 +204,6 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if id == "" {
 		host, _ := os.Hostname()
 		id = host + "_" + string(uuid.NewUUID())
-	}
-	client, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return err
 	}
 	lock := &resourcelock.LeaseLock{
 		LeaseMeta:  metav1.ObjectMeta{Namespace: "kube-system", Name: "kube-controller-manager"},

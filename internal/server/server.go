@@ -20,6 +20,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"plainkube.dev/plainkube/internal/admission/defaulttolerationseconds"
@@ -28,6 +29,7 @@ import (
 	"plainkube.dev/plainkube/internal/apiextensions"
 	"plainkube.dev/plainkube/internal/apiserver"
 	"plainkube.dev/plainkube/internal/auth"
+	"plainkube.dev/plainkube/internal/controller"
 	"plainkube.dev/plainkube/internal/loopback"
 	"plainkube.dev/plainkube/internal/openapi"
 	"plainkube.dev/plainkube/internal/pki"
@@ -88,6 +90,10 @@ type ComponentEnv struct {
 	// CSR signer.
 	CACert *x509.Certificate
 	CAKey  crypto.Signer
+	// Informers is one informer factory over Config for every component
+	// of this process, so that what several of them watch (pods) is held
+	// in memory once. Its informers run until the server stops.
+	Informers *controller.SharedInformers
 }
 
 // DefaultDataDir is /var/lib/plainkube for root and ~/.plainkube otherwise.
@@ -284,8 +290,13 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		return nil, err
 	}
 	go startCompactor(ctx, s.store, log)
+	loopbackClient, err := kubernetes.NewForConfig(s.LoopbackConfig())
+	if err != nil {
+		s.stop()
+		return nil, err
+	}
 	env := ComponentEnv{Config: s.LoopbackConfig(), CAPEM: bundle.CAPEM, URL: s.URL, IssueServingCert: bundle.IssueServingCert,
-		CACert: bundle.CACert, CAKey: bundle.CAKey}
+		CACert: bundle.CACert, CAKey: bundle.CAKey, Informers: controller.NewSharedInformers(ctx, loopbackClient)}
 	for _, run := range opts.Components {
 		go func() {
 			if err := run(ctx, env); err != nil && ctx.Err() == nil {

@@ -61,20 +61,23 @@ func WithControllers() Option {
 	return func(o *options) {
 		o.serviceAccounts = true
 		o.components = append(o.components, func(ctx context.Context, env server.ComponentEnv) error {
-			return controllermanager.Run(ctx, env.Config, controllermanager.Options{RootCA: env.CAPEM})
+			return controllermanager.Run(ctx, env.Config, controllermanager.Options{RootCA: env.CAPEM, Informers: env.Informers})
 		})
 	}
 }
 
 // WithScheduler runs plainkube's scheduler, so pods get bound to nodes.
+// It shares its informers with the controllers, as in plainkube server.
 func WithScheduler() Option {
-	return WithComponent(func(ctx context.Context, cfg *rest.Config) error {
-		s, err := scheduler.New(cfg, scheduler.Options{})
-		if err != nil {
-			return err
-		}
-		return s.Run(ctx)
-	})
+	return func(o *options) {
+		o.components = append(o.components, func(ctx context.Context, env server.ComponentEnv) error {
+			s, err := scheduler.New(env.Config, scheduler.Options{Informers: env.Informers})
+			if err != nil {
+				return err
+			}
+			return s.Run(ctx)
+		})
+	}
 }
 
 // WithSimNodes runs n simulated nodes (Ready, with leases; pods bound to

@@ -44,6 +44,9 @@ const expectationsTimeout = 2 * time.Minute
 type Controller struct {
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
+	// Informers, when set, supplies the Pod and Node informers, shared
+	// with the process's other components (see controller.SharedInformers).
+	Informers *controller.SharedInformers
 
 	client kubernetes.Interface
 	now    func() time.Time
@@ -87,8 +90,9 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	factory := informers.NewSharedInformerFactoryWithOptions(c.client, 0, informers.WithCustomResyncConfig(
 		map[metav1.Object]time.Duration{&appsv1.DaemonSet{}: resyncPeriod}))
 	dsInf := factory.Apps().V1().DaemonSets()
-	podInf := factory.Core().V1().Pods()
-	nodeInf := factory.Core().V1().Nodes()
+	sharedFactory := controller.SharedOr(c.Informers, factory)
+	podInf := sharedFactory.Core().V1().Pods()
+	nodeInf := sharedFactory.Core().V1().Nodes()
 	revInf := factory.Apps().V1().ControllerRevisions()
 	c.dsLister, c.podLister, c.nodes, c.revisions = dsInf.Lister(), podInf.Lister(), nodeInf.Lister(), revInf.Lister()
 	handlers := []struct {
@@ -112,11 +116,14 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		}},
 	}
 	for _, h := range handlers {
-		if _, err := h.inf.AddEventHandler(h.h); err != nil {
+		remove, err := controller.AddHandler(h.inf, h.h)
+		if err != nil {
 			return err
 		}
+		defer remove()
 	}
 	factory.Start(ctx.Done())
+	sharedFactory.Start(ctx.Done())
 	defer factory.Shutdown()
 	if !cache.WaitForCacheSync(ctx.Done(), dsInf.Informer().HasSynced, podInf.Informer().HasSynced,
 		nodeInf.Informer().HasSynced, revInf.Informer().HasSynced) {

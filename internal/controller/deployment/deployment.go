@@ -39,6 +39,9 @@ var controllerKind = appsv1.SchemeGroupVersion.WithKind("Deployment")
 type Controller struct {
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
+	// Informers, when set, supplies the Pod informer, shared with the
+	// process's other components (see controller.SharedInformers).
+	Informers *controller.SharedInformers
 
 	client kubernetes.Interface
 	now    func() time.Time
@@ -85,7 +88,8 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		informers.WithCustomResyncConfig(map[metav1.Object]time.Duration{&appsv1.Deployment{}: resyncPeriod}))
 	dInf := factory.Apps().V1().Deployments()
 	rsInf := factory.Apps().V1().ReplicaSets()
-	podInf := factory.Core().V1().Pods()
+	sharedFactory := controller.SharedOr(c.Informers, factory)
+	podInf := sharedFactory.Core().V1().Pods()
 	rec, stop := events.NewRecorder(ctx, c.client, Component, log)
 	defer stop()
 	r := &run{client: c.client, dLister: dInf.Lister(), rsLister: rsInf.Lister(), podLister: podInf.Lister(),
@@ -102,10 +106,13 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	}); err != nil {
 		return err
 	}
-	if _, err := podInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: r.deletePod}); err != nil {
+	removePodHandler, err := controller.AddHandler(podInf.Informer(), cache.ResourceEventHandlerFuncs{DeleteFunc: r.deletePod})
+	if err != nil {
 		return err
 	}
+	defer removePodHandler()
 	factory.Start(ctx.Done())
+	sharedFactory.Start(ctx.Done())
 	defer factory.Shutdown()
 	if !cache.WaitForCacheSync(ctx.Done(), dInf.Informer().HasSynced, rsInf.Informer().HasSynced, podInf.Informer().HasSynced) {
 		r.queue.ShutDown()

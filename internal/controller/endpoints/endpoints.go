@@ -32,6 +32,9 @@ const leaderAnnotation = "control-plane.alpha.kubernetes.io/leader"
 type Controller struct {
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
+	// Informers, when set, supplies the Pod informer, shared with the
+	// process's other components (see controller.SharedInformers).
+	Informers *controller.SharedInformers
 
 	client   kubernetes.Interface
 	triggers *endpointslice.TriggerTimeTracker
@@ -73,7 +76,8 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	queue := controller.NewQueue[string](Name)
 	factory := informers.NewSharedInformerFactory(c.client, 0)
 	svcInformer := factory.Core().V1().Services()
-	podInformer := factory.Core().V1().Pods()
+	sharedFactory := controller.SharedOr(c.Informers, factory)
+	podInformer := sharedFactory.Core().V1().Pods()
 	epInformer := factory.Core().V1().Endpoints()
 	l := listers{services: svcInformer.Lister(), pods: podInformer.Lister(), endpoints: epInformer.Lister()}
 
@@ -94,7 +98,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	}); err != nil {
 		return err
 	}
-	if _, err := podInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	removePodHandler, err := controller.AddHandler(podInformer.Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
 			if pod, ok := obj.(*corev1.Pod); ok {
 				enqueuePod(pod)
@@ -116,15 +120,18 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 				enqueuePod(pod)
 			}
 		},
-	}); err != nil {
+	})
+	if err != nil {
 		return err
 	}
+	defer removePodHandler()
 	// An Endpoints object deleted by someone else is written again.
 	if _, err := epInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: enqueue}); err != nil {
 		return err
 	}
 
 	factory.Start(ctx.Done())
+	sharedFactory.Start(ctx.Done())
 	defer factory.Shutdown()
 	if !cache.WaitForCacheSync(ctx.Done(), svcInformer.Informer().HasSynced, podInformer.Informer().HasSynced, epInformer.Informer().HasSynced) {
 		queue.ShutDown()

@@ -43,6 +43,9 @@ type Controller struct {
 	MaxEndpointsPerSlice int
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
+	// Informers, when set, supplies the Pod and Node informers, shared
+	// with the process's other components (see controller.SharedInformers).
+	Informers *controller.SharedInformers
 
 	client   kubernetes.Interface
 	tracker  *sliceTracker
@@ -90,8 +93,9 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		o.LabelSelector = discoveryv1.LabelManagedBy + "=" + ControllerName
 	}))
 	svcInformer := factory.Core().V1().Services()
-	podInformer := factory.Core().V1().Pods()
-	nodeInformer := factory.Core().V1().Nodes()
+	sharedFactory := controller.SharedOr(c.Informers, factory)
+	podInformer := sharedFactory.Core().V1().Pods()
+	nodeInformer := sharedFactory.Core().V1().Nodes()
 	sliceInformer := sliceFactory.Discovery().V1().EndpointSlices()
 	l := listers{
 		services: svcInformer.Lister(),
@@ -99,12 +103,12 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		nodes:    nodeInformer.Lister(),
 		slices:   sliceInformer.Lister(),
 	}
-	if err := podInformer.Informer().AddIndexers(cache.Indexers{podNodeIndex: func(obj any) ([]string, error) {
+	if err := controller.AddIndexer(podInformer.Informer(), podNodeIndex, func(obj any) ([]string, error) {
 		if pod, ok := obj.(*corev1.Pod); ok && pod.Spec.NodeName != "" {
 			return []string{pod.Spec.NodeName}, nil
 		}
 		return nil, nil
-	}}); err != nil {
+	}); err != nil {
 		return err
 	}
 
@@ -196,12 +200,15 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		}},
 	}
 	for _, h := range handlers {
-		if _, err := h.inf.AddEventHandler(h.h); err != nil {
+		remove, err := controller.AddHandler(h.inf, h.h)
+		if err != nil {
 			return err
 		}
+		defer remove()
 	}
 
 	factory.Start(ctx.Done())
+	sharedFactory.Start(ctx.Done())
 	sliceFactory.Start(ctx.Done())
 	defer factory.Shutdown()
 	defer sliceFactory.Shutdown()

@@ -53,6 +53,9 @@ type Controller struct {
 	PodFailureBackoff, MaxPodFailureBackoff time.Duration
 	// SyncBatchPeriod defaults to DefaultSyncBatchPeriod.
 	SyncBatchPeriod time.Duration
+	// Informers, when set, supplies the Pod informer, shared with the
+	// process's other components (see controller.SharedInformers).
+	Informers *controller.SharedInformers
 
 	client kubernetes.Interface
 }
@@ -118,19 +121,23 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	factory := informers.NewSharedInformerFactoryWithOptions(c.client, 0, informers.WithCustomResyncConfig(
 		map[metav1.Object]time.Duration{&batchv1.Job{}: resyncPeriod}))
 	jobInf := factory.Batch().V1().Jobs()
-	podInf := factory.Core().V1().Pods()
+	sharedFactory := controller.SharedOr(c.Informers, factory)
+	podInf := sharedFactory.Core().V1().Pods()
 	l.jobs, l.pods = jobInf.Lister(), podInf.Lister()
 	if _, err := jobInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: l.addJob, UpdateFunc: l.updateJob, DeleteFunc: l.deleteJob,
 	}); err != nil {
 		return err
 	}
-	if _, err := podInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	removePodHandler, err := controller.AddHandler(podInf.Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc: l.addPod, UpdateFunc: l.updatePod, DeleteFunc: func(obj any) { l.deletePod(obj, true) },
-	}); err != nil {
+	})
+	if err != nil {
 		return err
 	}
+	defer removePodHandler()
 	factory.Start(ctx.Done())
+	sharedFactory.Start(ctx.Done())
 	defer factory.Shutdown()
 	if !cache.WaitForCacheSync(ctx.Done(), jobInf.Informer().HasSynced, podInf.Informer().HasSynced) {
 		l.queue.ShutDown()

@@ -85,7 +85,10 @@ type Controller struct {
 	ClusterCIDR netip.Prefix
 	MaskBits    int
 	Logger      *slog.Logger
-	client      kubernetes.Interface
+	// Informers, when set, supplies the Node informer, shared with the
+	// process's other components (see controller.SharedInformers).
+	Informers *controller.SharedInformers
+	client    kubernetes.Interface
 }
 
 var _ controller.Controller = (*Controller)(nil)
@@ -111,19 +114,23 @@ func (c *Controller) Run(ctx context.Context, _ int) error {
 	}
 	queue := controller.NewQueue[string](Name)
 	factory := informers.NewSharedInformerFactory(c.client, 0)
-	nodes := factory.Core().V1().Nodes()
+	sharedFactory := controller.SharedOr(c.Informers, factory)
+	nodes := sharedFactory.Core().V1().Nodes()
 	enqueue := func(obj any) {
 		if n, ok := obj.(*corev1.Node); ok && n.Spec.PodCIDR == "" {
 			queue.Add(n.Name)
 		}
 	}
-	if _, err := nodes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	removeNodeHandler, err := controller.AddHandler(nodes.Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc: enqueue, UpdateFunc: func(_, obj any) { enqueue(obj) },
-	}); err != nil {
+	})
+	if err != nil {
 		return err
 	}
+	defer removeNodeHandler()
 	lister := nodes.Lister()
 	factory.Start(ctx.Done())
+	sharedFactory.Start(ctx.Done())
 	defer factory.Shutdown()
 	if !cache.WaitForCacheSync(ctx.Done(), nodes.Informer().HasSynced) {
 		queue.ShutDown()

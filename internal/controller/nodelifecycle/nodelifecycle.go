@@ -65,6 +65,9 @@ type Controller struct {
 	UnhealthyZoneThreshold float64
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
+	// Informers, when set, supplies the Pod and Node informers, shared
+	// with the process's other components (see controller.SharedInformers).
+	Informers *controller.SharedInformers
 
 	client kubernetes.Interface
 	now    func() time.Time
@@ -133,15 +136,16 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	queue := controller.NewQueue[string](Name)
 	factory := informers.NewSharedInformerFactory(c.client, 0)
 	leaseFactory := informers.NewSharedInformerFactoryWithOptions(c.client, 0, informers.WithNamespace(corev1.NamespaceNodeLease))
-	nodeInformer := factory.Core().V1().Nodes()
-	podInformer := factory.Core().V1().Pods()
+	sharedFactory := controller.SharedOr(c.Informers, factory)
+	nodeInformer := sharedFactory.Core().V1().Nodes()
+	podInformer := sharedFactory.Core().V1().Pods()
 	leaseInformer := leaseFactory.Coordination().V1().Leases()
-	if err := podInformer.Informer().AddIndexers(cache.Indexers{podNodeIndex: func(obj any) ([]string, error) {
+	if err := controller.AddIndexer(podInformer.Informer(), podNodeIndex, func(obj any) ([]string, error) {
 		if pod, ok := obj.(*corev1.Pod); ok && pod.Spec.NodeName != "" {
 			return []string{pod.Spec.NodeName}, nil
 		}
 		return nil, nil
-	}}); err != nil {
+	}); err != nil {
 		return err
 	}
 	l := listers{nodes: nodeInformer.Lister(), leases: leaseInformer.Lister(), pods: podInformer.Informer().GetIndexer()}
@@ -154,13 +158,15 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 			queue.Add(m.GetName())
 		}
 	}
-	if _, err := nodeInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	removeNodeHandler, err := controller.AddHandler(nodeInformer.Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc:    enqueueName,
 		UpdateFunc: func(_, obj any) { enqueueName(obj) },
 		DeleteFunc: enqueueName,
-	}); err != nil {
+	})
+	if err != nil {
 		return err
 	}
+	defer removeNodeHandler()
 	if _, err := leaseInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    enqueueName,
 		UpdateFunc: func(_, obj any) { enqueueName(obj) },
@@ -169,7 +175,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	}
 	// A pod that lands on a node, or whose tolerations or readiness change,
 	// gets its node looked at (eviction, readiness on a dead node).
-	if _, err := podInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	removePodHandler, err := controller.AddHandler(podInformer.Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
 			if pod, ok := obj.(*corev1.Pod); ok && pod.Spec.NodeName != "" {
 				queue.Add(pod.Spec.NodeName)
@@ -186,11 +192,14 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 				queue.Add(p.Spec.NodeName)
 			}
 		},
-	}); err != nil {
+	})
+	if err != nil {
 		return err
 	}
+	defer removePodHandler()
 
 	factory.Start(ctx.Done())
+	sharedFactory.Start(ctx.Done())
 	leaseFactory.Start(ctx.Done())
 	defer factory.Shutdown()
 	defer leaseFactory.Shutdown()

@@ -48,6 +48,9 @@ type Controller struct {
 	TerminatedPodThreshold int
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
+	// Informers, when set, supplies the Pod and Node informers, shared
+	// with the process's other components (see controller.SharedInformers).
+	Informers *controller.SharedInformers
 
 	client kubernetes.Interface
 	now    func() time.Time
@@ -91,8 +94,9 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	}
 	queue := controller.NewQueue[string](Name)
 	factory := informers.NewSharedInformerFactory(c.client, 0)
-	podInformer := factory.Core().V1().Pods()
-	nodeInformer := factory.Core().V1().Nodes()
+	sharedFactory := controller.SharedOr(c.Informers, factory)
+	podInformer := sharedFactory.Core().V1().Pods()
+	nodeInformer := sharedFactory.Core().V1().Nodes()
 	podLister, nodeLister := podInformer.Lister(), nodeInformer.Lister()
 	nodeSynced := nodeInformer.Informer().HasSynced
 	// A pod that needs collecting soon triggers a pass.
@@ -111,13 +115,15 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 			}
 		}
 	}
-	if _, err := podInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	removePodHandler, err := controller.AddHandler(podInformer.Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc:    onPod,
 		UpdateFunc: func(_, obj any) { onPod(obj) },
-	}); err != nil {
+	})
+	if err != nil {
 		return err
 	}
-	if _, err := nodeInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	defer removePodHandler()
+	removeNodeHandler, err := controller.AddHandler(nodeInformer.Informer(), cache.ResourceEventHandlerFuncs{
 		UpdateFunc: func(old, obj any) {
 			// A node taken out of service.
 			o, ok1 := old.(*corev1.Node)
@@ -127,10 +133,13 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 			}
 		},
 		DeleteFunc: func(any) { queue.Add(passKey) },
-	}); err != nil {
+	})
+	if err != nil {
 		return err
 	}
+	defer removeNodeHandler()
 	factory.Start(ctx.Done())
+	sharedFactory.Start(ctx.Done())
 	defer factory.Shutdown()
 	if !cache.WaitForCacheSync(ctx.Done(), podInformer.Informer().HasSynced, nodeSynced) {
 		queue.ShutDown()

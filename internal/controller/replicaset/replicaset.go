@@ -44,6 +44,9 @@ type Controller struct {
 	// ReplicaSets and ReplicationControllers say which kinds to serve
 	// (both by default).
 	ReplicaSets, ReplicationControllers bool
+	// Informers, when set, supplies the Pod informer, shared with the
+	// process's other components (see controller.SharedInformers).
+	Informers *controller.SharedInformers
 
 	client kubernetes.Interface
 	now    func() time.Time
@@ -77,7 +80,8 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	}
 	factory := informers.NewSharedInformerFactoryWithOptions(c.client, 0, informers.WithCustomResyncConfig(map[metav1.Object]time.Duration{
 		&appsv1.ReplicaSet{}: resyncPeriod, &corev1.ReplicationController{}: resyncPeriod}))
-	podInformer := factory.Core().V1().Pods()
+	sharedFactory := controller.SharedOr(c.Informers, factory)
+	podInformer := sharedFactory.Core().V1().Pods()
 	synced := []cache.InformerSynced{podInformer.Informer().HasSynced}
 	var kinds []kind
 	if c.ReplicaSets {
@@ -99,15 +103,18 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		}); err != nil {
 			return err
 		}
-		if _, err := podInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		remove, err := controller.AddHandler(podInformer.Informer(), cache.ResourceEventHandlerFuncs{
 			AddFunc: l.addPod, UpdateFunc: l.updatePod, DeleteFunc: l.deletePod,
-		}); err != nil {
+		})
+		if err != nil {
 			return err
 		}
+		defer remove()
 		synced = append(synced, inf.HasSynced)
 		loops = append(loops, l)
 	}
 	factory.Start(ctx.Done())
+	sharedFactory.Start(ctx.Done())
 	defer factory.Shutdown()
 	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 		for _, l := range loops {

@@ -35,6 +35,9 @@ const resyncPeriod = 5 * time.Minute
 type Controller struct {
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
+	// Informers, when set, supplies the Pod informer, shared with the
+	// process's other components (see controller.SharedInformers).
+	Informers *controller.SharedInformers
 
 	client kubernetes.Interface
 	now    func() time.Time
@@ -76,7 +79,8 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	factory := informers.NewSharedInformerFactoryWithOptions(c.client, 0, informers.WithCustomResyncConfig(
 		map[metav1.Object]time.Duration{&appsv1.StatefulSet{}: resyncPeriod}))
 	setInf := factory.Apps().V1().StatefulSets()
-	podInf := factory.Core().V1().Pods()
+	sharedFactory := controller.SharedOr(c.Informers, factory)
+	podInf := sharedFactory.Core().V1().Pods()
 	pvcInf := factory.Core().V1().PersistentVolumeClaims()
 	revInf := factory.Apps().V1().ControllerRevisions()
 	c.sets, c.pods, c.claims, c.revisions = setInf.Lister(), podInf.Lister(), pvcInf.Lister(), revInf.Lister()
@@ -87,14 +91,17 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	}); err != nil {
 		return err
 	}
-	if _, err := podInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	removePodHandler, err := controller.AddHandler(podInf.Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.podEvent,
 		UpdateFunc: func(old, cur any) { c.podEvent(old); c.podEvent(cur) },
 		DeleteFunc: c.podEvent,
-	}); err != nil {
+	})
+	if err != nil {
 		return err
 	}
+	defer removePodHandler()
 	factory.Start(ctx.Done())
+	sharedFactory.Start(ctx.Done())
 	defer factory.Shutdown()
 	if !cache.WaitForCacheSync(ctx.Done(), setInf.Informer().HasSynced, podInf.Informer().HasSynced,
 		pvcInf.Informer().HasSynced, revInf.Informer().HasSynced) {
