@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/informers"
@@ -93,4 +94,17 @@ func SharedOr(shared *SharedInformers, own informers.SharedInformerFactory) info
 		return shared
 	}
 	return own
+}
+
+// WaitForSync waits for a controller's informers. When they did not sync
+// it says so with ok false, and err is nil if ctx ended (Run returns
+// quietly), else an error naming what failed to sync.
+func WaitForSync(ctx context.Context, what string, synced ...cache.InformerSynced) (ok bool, err error) {
+	if cache.WaitForCacheSync(ctx.Done(), synced...) {
+		return true, nil
+	}
+	if ctx.Err() != nil {
+		return false, nil
+	}
+	return false, fmt.Errorf("%s did not sync", what)
 }

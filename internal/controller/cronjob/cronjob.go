@@ -2,7 +2,6 @@ package cronjob
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"reflect"
 
@@ -101,12 +100,9 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	}
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
-	if !cache.WaitForCacheSync(ctx.Done(), cjInf.Informer().HasSynced, jobInf.Informer().HasSynced) {
+	if ok, err := controller.WaitForSync(ctx, "cronjob informers", cjInf.Informer().HasSynced, jobInf.Informer().HasSynced); !ok {
 		l.queue.ShutDown()
-		if ctx.Err() != nil {
-			return nil
-		}
-		return errors.New("cronjob informers did not sync")
+		return err
 	}
 	log.Info("cronjob controller synced")
 	controller.ProcessQueue[string](ctx, l.queue, workers, log, l.sync)

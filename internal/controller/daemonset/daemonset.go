@@ -2,7 +2,6 @@ package daemonset
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"reflect"
 	"sync"
@@ -125,13 +124,10 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	factory.Start(ctx.Done())
 	sharedFactory.Start(ctx.Done())
 	defer factory.Shutdown()
-	if !cache.WaitForCacheSync(ctx.Done(), dsInf.Informer().HasSynced, podInf.Informer().HasSynced,
-		nodeInf.Informer().HasSynced, revInf.Informer().HasSynced) {
+	if ok, err := controller.WaitForSync(ctx, "daemonset informers", dsInf.Informer().HasSynced, podInf.Informer().HasSynced,
+		nodeInf.Informer().HasSynced, revInf.Informer().HasSynced); !ok {
 		c.queue.ShutDown()
-		if ctx.Err() != nil {
-			return nil
-		}
-		return errors.New("daemonset informers did not sync")
+		return err
 	}
 	c.log.Info("daemonset controller synced")
 	controller.ProcessQueue(ctx, c.queue, workers, c.log, c.sync)

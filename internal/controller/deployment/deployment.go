@@ -2,7 +2,6 @@ package deployment
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"reflect"
 	"time"
@@ -114,12 +113,9 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	factory.Start(ctx.Done())
 	sharedFactory.Start(ctx.Done())
 	defer factory.Shutdown()
-	if !cache.WaitForCacheSync(ctx.Done(), dInf.Informer().HasSynced, rsInf.Informer().HasSynced, podInf.Informer().HasSynced) {
+	if ok, err := controller.WaitForSync(ctx, "deployment informers", dInf.Informer().HasSynced, rsInf.Informer().HasSynced, podInf.Informer().HasSynced); !ok {
 		r.queue.ShutDown()
-		if ctx.Err() != nil {
-			return nil
-		}
-		return errors.New("deployment informers did not sync")
+		return err
 	}
 	log.Info("deployment controller synced")
 	controller.ProcessQueue(ctx, r.queue, workers, log, r.sync)

@@ -2,7 +2,6 @@ package endpoints
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -133,12 +132,9 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	factory.Start(ctx.Done())
 	sharedFactory.Start(ctx.Done())
 	defer factory.Shutdown()
-	if !cache.WaitForCacheSync(ctx.Done(), svcInformer.Informer().HasSynced, podInformer.Informer().HasSynced, epInformer.Informer().HasSynced) {
+	if ok, err := controller.WaitForSync(ctx, "endpoints informers", svcInformer.Informer().HasSynced, podInformer.Informer().HasSynced, epInformer.Informer().HasSynced); !ok {
 		queue.ShutDown()
-		if ctx.Err() != nil {
-			return nil
-		}
-		return errors.New("endpoints informers did not sync")
+		return err
 	}
 	// Endpoints left behind by Services deleted while the controller was
 	// not running are found once, at start (as upstream).

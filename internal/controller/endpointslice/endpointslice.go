@@ -2,7 +2,6 @@ package endpointslice
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -212,13 +211,10 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	sliceFactory.Start(ctx.Done())
 	defer factory.Shutdown()
 	defer sliceFactory.Shutdown()
-	if !cache.WaitForCacheSync(ctx.Done(), svcInformer.Informer().HasSynced, podInformer.Informer().HasSynced,
-		nodeInformer.Informer().HasSynced, sliceInformer.Informer().HasSynced) {
+	if ok, err := controller.WaitForSync(ctx, "endpointslice informers", svcInformer.Informer().HasSynced, podInformer.Informer().HasSynced,
+		nodeInformer.Informer().HasSynced, sliceInformer.Informer().HasSynced); !ok {
 		queue.ShutDown()
-		if ctx.Err() != nil {
-			return nil
-		}
-		return errors.New("endpointslice informers did not sync")
+		return err
 	}
 	log.Info("endpointslice controller synced")
 	controller.ProcessQueue(ctx, queue, workers, log, func(ctx context.Context, key string) (controller.Result, error) {

@@ -2,7 +2,6 @@ package job
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -139,13 +138,10 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	factory.Start(ctx.Done())
 	sharedFactory.Start(ctx.Done())
 	defer factory.Shutdown()
-	if !cache.WaitForCacheSync(ctx.Done(), jobInf.Informer().HasSynced, podInf.Informer().HasSynced) {
+	if ok, err := controller.WaitForSync(ctx, "job informers", jobInf.Informer().HasSynced, podInf.Informer().HasSynced); !ok {
 		l.queue.ShutDown()
 		l.orphans.ShutDown()
-		if ctx.Err() != nil {
-			return nil
-		}
-		return errors.New("job informers did not sync")
+		return err
 	}
 	log.Info("job controller synced")
 	var wg sync.WaitGroup

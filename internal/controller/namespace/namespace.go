@@ -100,12 +100,9 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	lister := nsInformer.Lister()
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
-	if !cache.WaitForCacheSync(ctx.Done(), nsInformer.Informer().HasSynced) {
+	if ok, err := controller.WaitForSync(ctx, "namespace informer", nsInformer.Informer().HasSynced); !ok {
 		queue.ShutDown()
-		if ctx.Err() != nil {
-			return nil
-		}
-		return errors.New("namespace informer did not sync")
+		return err
 	}
 	log.Info("namespace controller synced")
 	controller.ProcessQueue(ctx, queue, workers, log, func(ctx context.Context, name string) (controller.Result, error) {

@@ -132,12 +132,9 @@ func (c *Controller) Run(ctx context.Context, _ int) error {
 	factory.Start(ctx.Done())
 	sharedFactory.Start(ctx.Done())
 	defer factory.Shutdown()
-	if !cache.WaitForCacheSync(ctx.Done(), nodes.Informer().HasSynced) {
+	if ok, err := controller.WaitForSync(ctx, "nodeipam: node informer", nodes.Informer().HasSynced); !ok {
 		queue.ShutDown()
-		if ctx.Err() != nil {
-			return nil
-		}
-		return errors.New("nodeipam: node informer did not sync")
+		return err
 	}
 	// Ranges handed out but maybe not yet seen by the informer.
 	assigned := map[string]netip.Prefix{}

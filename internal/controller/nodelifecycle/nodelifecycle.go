@@ -203,12 +203,9 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	leaseFactory.Start(ctx.Done())
 	defer factory.Shutdown()
 	defer leaseFactory.Shutdown()
-	if !cache.WaitForCacheSync(ctx.Done(), nodeInformer.Informer().HasSynced, podInformer.Informer().HasSynced, leaseInformer.Informer().HasSynced) {
+	if ok, err := controller.WaitForSync(ctx, "nodelifecycle informers", nodeInformer.Informer().HasSynced, podInformer.Informer().HasSynced, leaseInformer.Informer().HasSynced); !ok {
 		queue.ShutDown()
-		if ctx.Err() != nil {
-			return nil
-		}
-		return errors.New("nodelifecycle informers did not sync")
+		return err
 	}
 	log.Info("nodelifecycle controller synced")
 	enqueueAll := func() {

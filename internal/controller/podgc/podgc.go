@@ -141,12 +141,9 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	factory.Start(ctx.Done())
 	sharedFactory.Start(ctx.Done())
 	defer factory.Shutdown()
-	if !cache.WaitForCacheSync(ctx.Done(), podInformer.Informer().HasSynced, nodeSynced) {
+	if ok, err := controller.WaitForSync(ctx, "podgc informers", podInformer.Informer().HasSynced, nodeSynced); !ok {
 		queue.ShutDown()
-		if ctx.Err() != nil {
-			return nil
-		}
-		return errors.New("podgc informers did not sync")
+		return err
 	}
 	log.Info("podgc controller synced")
 	queue.Add(passKey)

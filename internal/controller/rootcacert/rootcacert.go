@@ -128,12 +128,9 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	cmFactory.Start(ctx.Done())
 	defer factory.Shutdown()
 	defer cmFactory.Shutdown()
-	if !cache.WaitForCacheSync(ctx.Done(), nsInformer.Informer().HasSynced, cmInformer.Informer().HasSynced) {
+	if ok, err := controller.WaitForSync(ctx, "rootcacert informers", nsInformer.Informer().HasSynced, cmInformer.Informer().HasSynced); !ok {
 		queue.ShutDown()
-		if ctx.Err() != nil {
-			return nil
-		}
-		return errors.New("rootcacert informers did not sync")
+		return err
 	}
 	log.Info("rootcacert controller synced")
 	controller.ProcessQueue(ctx, queue, workers, log, func(ctx context.Context, name string) (controller.Result, error) {

@@ -2,7 +2,6 @@ package serviceaccount
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -102,12 +101,9 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	nsLister, saLister := nsInformer.Lister(), saInformer.Lister()
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
-	if !cache.WaitForCacheSync(ctx.Done(), nsInformer.Informer().HasSynced, saInformer.Informer().HasSynced) {
+	if ok, err := controller.WaitForSync(ctx, "serviceaccount informers", nsInformer.Informer().HasSynced, saInformer.Informer().HasSynced); !ok {
 		queue.ShutDown()
-		if ctx.Err() != nil {
-			return nil
-		}
-		return errors.New("serviceaccount informers did not sync")
+		return err
 	}
 	log.Info("serviceaccount controller synced")
 	controller.ProcessQueue(ctx, queue, workers, log, func(ctx context.Context, name string) (controller.Result, error) {

@@ -2,7 +2,6 @@ package statefulset
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"time"
 
@@ -103,13 +102,10 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	factory.Start(ctx.Done())
 	sharedFactory.Start(ctx.Done())
 	defer factory.Shutdown()
-	if !cache.WaitForCacheSync(ctx.Done(), setInf.Informer().HasSynced, podInf.Informer().HasSynced,
-		pvcInf.Informer().HasSynced, revInf.Informer().HasSynced) {
+	if ok, err := controller.WaitForSync(ctx, "statefulset informers", setInf.Informer().HasSynced, podInf.Informer().HasSynced,
+		pvcInf.Informer().HasSynced, revInf.Informer().HasSynced); !ok {
 		c.queue.ShutDown()
-		if ctx.Err() != nil {
-			return nil
-		}
-		return errors.New("statefulset informers did not sync")
+		return err
 	}
 	c.log.Info("statefulset controller synced")
 	controller.ProcessQueue(ctx, c.queue, workers, c.log, c.sync)

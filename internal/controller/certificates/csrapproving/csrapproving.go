@@ -3,7 +3,6 @@ package csrapproving
 import (
 	"context"
 	"crypto/x509"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -169,12 +168,9 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	}
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
-	if !cache.WaitForCacheSync(ctx.Done(), csrInformer.Informer().HasSynced, nodeInformer.Informer().HasSynced) {
+	if ok, err := controller.WaitForSync(ctx, "csrapproving informers", csrInformer.Informer().HasSynced, nodeInformer.Informer().HasSynced); !ok {
 		queue.ShutDown()
-		if ctx.Err() != nil {
-			return nil
-		}
-		return errors.New("csrapproving informers did not sync")
+		return err
 	}
 	controller.ProcessQueue(ctx, queue, workers, log, func(ctx context.Context, name string) (controller.Result, error) {
 		csr, err := csrLister.Get(name)

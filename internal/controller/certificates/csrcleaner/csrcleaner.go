@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/x509"
 	"encoding/pem"
-	"errors"
 	"log/slog"
 	"time"
 
@@ -15,7 +14,6 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/cache"
 
 	"plainkube.dev/plainkube/internal/controller"
 )
@@ -114,11 +112,8 @@ func (c *Controller) Run(ctx context.Context, _ int) error {
 	inf.Informer() // register before Start
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
-	if !cache.WaitForCacheSync(ctx.Done(), inf.Informer().HasSynced) {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return errors.New("csrcleaner informer did not sync")
+	if ok, err := controller.WaitForSync(ctx, "csrcleaner informer", inf.Informer().HasSynced); !ok {
+		return err
 	}
 	t := time.NewTicker(interval)
 	defer t.Stop()

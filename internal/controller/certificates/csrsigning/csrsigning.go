@@ -236,12 +236,9 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	}
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
-	if !cache.WaitForCacheSync(ctx.Done(), inf.Informer().HasSynced) {
+	if ok, err := controller.WaitForSync(ctx, "csrsigning informer", inf.Informer().HasSynced); !ok {
 		queue.ShutDown()
-		if ctx.Err() != nil {
-			return nil
-		}
-		return errors.New("csrsigning informer did not sync")
+		return err
 	}
 	controller.ProcessQueue(ctx, queue, workers, log, func(ctx context.Context, name string) (controller.Result, error) {
 		csr, err := lister.Get(name)
