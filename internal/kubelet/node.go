@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"plainkube.dev/plainkube/internal/kubelet/nodestatus"
 	"plainkube.dev/plainkube/internal/version"
 )
 
@@ -163,34 +164,12 @@ func (a *Agent) node(now time.Time) *corev1.Node {
 		Status: corev1.NodeStatus{
 			Capacity:        capacity,
 			Allocatable:     capacity.DeepCopy(),
-			Conditions:      nodeConditions(nil, now),
+			Conditions:      nodestatus.HealthyConditions(nil, now),
 			Addresses:       addrs,
 			DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: a.apiPort()}},
 			NodeInfo:        h.info,
 		},
 	}
-}
-
-// nodeConditions are a healthy node's conditions at now, keeping the
-// transition times of those in have with the same status.
-func nodeConditions(have []corev1.NodeCondition, now time.Time) []corev1.NodeCondition {
-	t := stamp(now)
-	conds := []corev1.NodeCondition{
-		{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasSufficientMemory", Message: "kubelet has sufficient memory available"},
-		{Type: corev1.NodeDiskPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasNoDiskPressure", Message: "kubelet has no disk pressure"},
-		{Type: corev1.NodePIDPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasSufficientPID", Message: "kubelet has sufficient PID available"},
-		{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", Message: "kubelet is posting ready status"},
-	}
-	for i := range conds {
-		c := &conds[i]
-		c.LastHeartbeatTime, c.LastTransitionTime = t, t
-		for _, o := range have {
-			if o.Type == c.Type && o.Status == c.Status && !o.LastTransitionTime.IsZero() {
-				c.LastTransitionTime = o.LastTransitionTime
-			}
-		}
-	}
-	return conds
 }
 
 // Upstream's limits on the images a Node's status lists.
@@ -257,7 +236,7 @@ func (a *Agent) register(ctx context.Context) error {
 		upd.Status.Addresses, upd.Status.NodeInfo = want.Status.Addresses, want.Status.NodeInfo
 		upd.Status.DaemonEndpoints = want.Status.DaemonEndpoints
 		upd.Status.Images = want.Status.Images
-		upd.Status.Conditions = nodeConditions(upd.Status.Conditions, time.Now())
+		upd.Status.Conditions = nodestatus.HealthyConditions(upd.Status.Conditions, time.Now())
 		got, err := nodes.UpdateStatus(ctx, upd, metav1.UpdateOptions{})
 		if err != nil {
 			return err
@@ -303,7 +282,7 @@ func (a *Agent) updateNodeStatus(ctx context.Context) error {
 	if cur, err := a.cs.CoreV1().Nodes().Get(ctx, a.opts.NodeName, metav1.GetOptions{}); err == nil {
 		have = cur.Status.Conditions
 	}
-	status := map[string]any{"conditions": nodeConditions(have, time.Now())}
+	status := map[string]any{"conditions": nodestatus.HealthyConditions(have, time.Now())}
 	if imgs := a.nodeImages(ctx); imgs != nil {
 		status["images"] = imgs // no merge key: the list is replaced
 	}

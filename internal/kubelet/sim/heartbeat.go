@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"plainkube.dev/plainkube/internal/controller"
+	"plainkube.dev/plainkube/internal/kubelet/nodestatus"
 )
 
 // register creates node n, or brings an existing Node object up to date,
@@ -86,7 +87,7 @@ func (s *Sim) adopt(ctx context.Context, want *corev1.Node, now time.Time) (*cor
 		upd.Status.Addresses = want.Status.Addresses
 		upd.Status.DaemonEndpoints = want.Status.DaemonEndpoints
 		upd.Status.NodeInfo = want.Status.NodeInfo
-		upd.Status.Conditions = mergeNodeConditions(node.Status.Conditions, nodeConditions(node.Status.Conditions, now))
+		upd.Status.Conditions = mergeNodeConditions(node.Status.Conditions, nodestatus.HealthyConditions(node.Status.Conditions, now))
 		updated, err := nodes.UpdateStatus(ctx, upd, metav1.UpdateOptions{})
 		if apierrors.IsConflict(err) {
 			if fresh, gerr := nodes.Get(ctx, want.Name, metav1.GetOptions{}); gerr == nil {
@@ -197,7 +198,7 @@ func (s *Sim) updateNodeStatus(ctx context.Context, n *simNode, now time.Time) e
 	if cur, err := s.nodeLister.Get(n.name); err == nil {
 		have = cur.Status.Conditions
 	}
-	patch, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": nodeConditions(have, now)}})
+	patch, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": nodestatus.HealthyConditions(have, now)}})
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"plainkube.dev/plainkube/internal/kubelet/nodestatus"
 	"plainkube.dev/plainkube/internal/version"
 )
 
@@ -87,7 +88,7 @@ func (o *Options) node(i int, now time.Time) *corev1.Node {
 		Status: corev1.NodeStatus{
 			Capacity:    capacity,
 			Allocatable: capacity.DeepCopy(),
-			Conditions:  nodeConditions(nil, now),
+			Conditions:  nodestatus.HealthyConditions(nil, now),
 			Addresses: []corev1.NodeAddress{
 				{Type: corev1.NodeInternalIP, Address: nodeIP(i).String()},
 				{Type: corev1.NodeHostName, Address: name},
@@ -112,28 +113,6 @@ func (o *Options) nodeInfo(name string) corev1.NodeSystemInfo {
 		OperatingSystem:         "linux",
 		Architecture:            o.Arch,
 	}
-}
-
-// nodeConditions are the conditions a healthy kubelet reports at now,
-// keeping the transition times of those in have whose status is the same.
-func nodeConditions(have []corev1.NodeCondition, now time.Time) []corev1.NodeCondition {
-	t := stamp(now)
-	conds := []corev1.NodeCondition{
-		{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasSufficientMemory", Message: "kubelet has sufficient memory available"},
-		{Type: corev1.NodeDiskPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasNoDiskPressure", Message: "kubelet has no disk pressure"},
-		{Type: corev1.NodePIDPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasSufficientPID", Message: "kubelet has sufficient PID available"},
-		{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", Message: "kubelet is posting ready status"},
-	}
-	for i := range conds {
-		c := &conds[i]
-		c.LastHeartbeatTime, c.LastTransitionTime = t, t
-		for _, h := range have {
-			if h.Type == c.Type && h.Status == c.Status && !h.LastTransitionTime.IsZero() {
-				c.LastTransitionTime = h.LastTransitionTime
-			}
-		}
-	}
-	return conds
 }
 
 // leaseDuration is four heartbeats, as upstream's 40s for 10s renewals.
