@@ -1,0 +1,25 @@
+// Package proxy is plainkube's service proxy: on every node it turns
+// Services and their EndpointSlices into nftables rules (through
+// sigs.k8s.io/knftables), as upstream's kube-proxy does in its nftables
+// mode. It is a client of the API server only, through informers.
+//
+// All rules live in one table of the proxy's own per IP family (ip and
+// ip6 "plainkube"). A packet to a Service costs one lookup in a verdict
+// map (service-ips: address . protocol . port → the Service's chain), so
+// it does not grow with the number of Services; the Service's chain picks
+// an endpoint (numgen random, or the one a client is pinned to by
+// sessionAffinity) and the endpoint's chain DNATs to it. Filter chains,
+// which run after DNAT, reject what is still addressed to a Service: a
+// Service without endpoints, another port of a ClusterIP, an unallocated
+// address of the service range — such packets never leave the node.
+//
+// The core is pure: servicePorts (model.go) resolves a Service and its
+// slices for this node (ready endpoints, else serving-terminating ones;
+// topology hints; traffic policies); render (rules.go) turns them into
+// the Service's chains, sets and map elements; tableState (table.go)
+// diffs them against what was written last into a knftables transaction,
+// so one changed EndpointSlice rewrites only its Service's part. Proxy
+// (proxy.go) is the driver: informer events mark Services dirty, Run
+// syncs them, rewrites the whole table at start, every ResyncPeriod and
+// after a failed transaction, and deletes the table when it stops.
+package proxy

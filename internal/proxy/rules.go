@@ -1,0 +1,388 @@
+package proxy
+
+import (
+	"crypto/sha256"
+	"encoding/base32"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/knftables"
+)
+
+// The table's fixed objects. Every Service adds elements to the maps and
+// chains of its own; a packet's cost is one map lookup, whatever the
+// number of Services.
+const (
+	// serviceIPsMap sends (destination, protocol, port) of a ClusterIP,
+	// external IP or load-balancer address to its Service's chain.
+	serviceIPsMap = "service-ips"
+	// nodePortsMap sends (protocol, port) arriving at a node address to
+	// its Service's external chain.
+	nodePortsMap = "service-nodeports"
+	// nodePortIPsSet are the addresses NodePorts are served on.
+	nodePortIPsSet = "nodeport-ips"
+	// noEndpointsMap and noEndpointNodePortsMap reject (or drop) what a
+	// Service without endpoints would have been sent to.
+	noEndpointsMap         = "no-endpoint-services"
+	noEndpointNodePortsMap = "no-endpoint-nodeports"
+	// clusterIPsSet are the allocated ClusterIPs: other ports of them are
+	// rejected; serviceCIDRsSet are the ranges, whose unallocated
+	// addresses are rejected too.
+	clusterIPsSet   = "cluster-ips"
+	serviceCIDRsSet = "service-cidrs"
+
+	servicesChain    = "services"
+	checksChain      = "service-checks"
+	nodePortChecks   = "nodeport-checks"
+	markMasqChain    = "mark-for-masquerade"
+	masqueradeChain  = "masquerading"
+	rejectChain      = "reject-chain"
+	firewallLoopback = "loopback-guard"
+
+	// masqueradeBit marks packets to masquerade on their way out (the
+	// bit upstream's kube-proxy uses).
+	masqueradeBit = "0x4000"
+)
+
+// family is one IP family's table and syntax.
+type family struct {
+	nft      knftables.Family
+	ip       string // "ip" or "ip6", the address match keyword
+	addrType string // the set element type of an address
+	is6      bool
+}
+
+var (
+	ipv4 = family{nft: knftables.IPv4Family, ip: "ip", addrType: "ipv4_addr"}
+	ipv6 = family{nft: knftables.IPv6Family, ip: "ip6", addrType: "ipv6_addr", is6: true}
+)
+
+// element is one map or set element of a Service's.
+type element struct {
+	container string // the map or set
+	key       string // the key, its parts joined by " . "
+	value     string // "" for a set
+}
+
+// serviceRules is everything one Service adds to the table: chains of
+// its own (name → rules), affinity sets (name → timeout) and elements of
+// the shared maps and sets. Chains and sets are named after the Service,
+// so two Services never share one.
+type serviceRules struct {
+	chains   map[string][]string
+	sets     map[string]time.Duration
+	elements []element
+	// warnings say what of the Service could not be programmed.
+	warnings []string
+	// localEndpoints count, per health-check node port, the Service's
+	// endpoints on this node (externalTrafficPolicy Local only).
+	healthCheck *healthCheck
+}
+
+// healthCheck is a Service's healthCheckNodePort and what it reports.
+type healthCheck struct {
+	port           int32
+	namespace      string
+	name           string
+	localEndpoints int
+}
+
+// hostPort is a port a host process listens on.
+type hostPort struct {
+	protocol corev1.Protocol
+	port     int32
+}
+
+// render computes the rules of svc's ports on node, for the family f.
+// listening are the host's listening ports: a NodePort, or a port of an
+// external address of the node's own, that a host process holds is not
+// taken over but reported in warnings.
+func (f family) render(svc *corev1.Service, ports []servicePort, node *Node, listening map[hostPort]bool) serviceRules {
+	r := serviceRules{chains: map[string][]string{}, sets: map[string]time.Duration{}}
+	seen := map[element]bool{}
+	add := func(e element) {
+		if !seen[e] {
+			seen[e] = true
+			r.elements = append(r.elements, e)
+		}
+	}
+	local := map[netip.Addr]bool{}
+	for _, a := range node.Addresses {
+		local[a] = true
+	}
+	for _, sp := range ports {
+		for _, ip := range sp.clusterIPs {
+			add(element{container: clusterIPsSet, key: ip.String()})
+		}
+		f.renderPort(&r, sp, node, func(e element) { add(e) }, func(a netip.Addr) bool { return local[a] || a.IsLoopback() }, listening)
+	}
+	if svc.Spec.HealthCheckNodePort != 0 && len(ports) > 0 && ports[0].externalLocal {
+		n := 0
+		for _, sp := range ports {
+			n = max(n, len(sp.local))
+		}
+		r.healthCheck = &healthCheck{port: svc.Spec.HealthCheckNodePort, namespace: svc.Namespace, name: svc.Name, localEndpoints: n}
+	}
+	return r
+}
+
+func (f family) renderPort(r *serviceRules, sp servicePort, node *Node, add func(element), isLocal func(netip.Addr) bool, listening map[hostPort]bool) {
+	proto := strings.ToLower(string(sp.protocol))
+	portKey := func(ip netip.Addr, port int32) string {
+		return ip.String() + " . " + proto + " . " + strconv.Itoa(int(port))
+	}
+	tag := chainTag(sp.id)
+	svcChain, extChain := "svc-"+tag, "ext-"+tag
+
+	epChains := map[endpoint]string{}
+	affinity := map[endpoint]string{}
+	endpointChain := func(e endpoint) string {
+		if c, ok := epChains[e]; ok {
+			return c
+		}
+		c := "ep-" + chainTag(sp.id+"@"+e.String())
+		epChains[e] = c
+		rules := []string{fmt.Sprintf("%s saddr %s jump %s", f.ip, e.ip, markMasqChain)}
+		if sp.affinitySeconds > 0 {
+			set := "aff-" + chainTag(sp.id+"@"+e.String()+"/"+strconv.Itoa(int(sp.affinitySeconds)))
+			r.sets[set] = time.Duration(sp.affinitySeconds) * time.Second
+			affinity[e] = set
+			rules = append(rules, fmt.Sprintf("update @%s { %s saddr }", set, f.ip))
+		}
+		rules = append(rules, fmt.Sprintf("meta l4proto %s dnat to %s", proto, f.addrPort(e)))
+		r.chains[c] = rules
+		return c
+	}
+	// balance picks an endpoint: the one a client is pinned to, else a
+	// random one.
+	balance := func(eps []endpoint) []string {
+		var rules []string
+		chains := make([]string, len(eps))
+		for i, e := range eps {
+			chains[i] = endpointChain(e)
+		}
+		if sp.affinitySeconds > 0 {
+			for i, e := range eps {
+				rules = append(rules, fmt.Sprintf("%s saddr @%s goto %s", f.ip, affinity[e], chains[i]))
+			}
+		}
+		if len(chains) == 1 {
+			return append(rules, "goto "+chains[0])
+		}
+		var vm []string
+		for i, c := range chains {
+			vm = append(vm, fmt.Sprintf("%d : goto %s", i, c))
+		}
+		return append(rules, fmt.Sprintf("numgen random mod %d vmap { %s }", len(chains), strings.Join(vm, ", ")))
+	}
+
+	internal := sp.cluster
+	if sp.internalLocal {
+		internal = sp.local
+	}
+	noEndpoints := "goto " + rejectChain
+	if len(internal) > 0 {
+		masq := "jump " + markMasqChain
+		if node.PodCIDR.IsValid() && node.PodCIDR.Addr().Is6() == f.is6 {
+			masq = fmt.Sprintf("%s saddr != %s jump %s", f.ip, node.PodCIDR.Masked(), markMasqChain)
+		}
+		r.chains[svcChain] = append([]string{masq}, balance(internal)...)
+		for _, ip := range sp.clusterIPs {
+			add(element{container: serviceIPsMap, key: portKey(ip, sp.port), value: "goto " + svcChain})
+		}
+	} else {
+		verdict := noEndpoints
+		if sp.internalLocal {
+			verdict = "drop" // as upstream: no local endpoints for internal traffic
+		}
+		for _, ip := range sp.clusterIPs {
+			add(element{container: noEndpointsMap, key: portKey(ip, sp.port), value: verdict})
+		}
+	}
+
+	// External destinations: node ports, external IPs, load-balancer
+	// addresses.
+	var external []netip.Addr
+	for _, ip := range sp.external {
+		if isLocal(ip) && listening[hostPort{sp.protocol, sp.port}] {
+			r.warnings = append(r.warnings, fmt.Sprintf("port %d/%s of %s is held by a process on the node: not served there", sp.port, sp.protocol, ip))
+			continue
+		}
+		external = append(external, ip)
+	}
+	nodePort := sp.nodePort
+	if nodePort != 0 && listening[hostPort{sp.protocol, nodePort}] {
+		r.warnings = append(r.warnings, fmt.Sprintf("node port %d/%s is held by a process on the node: not served", nodePort, sp.protocol))
+		nodePort = 0
+	}
+	if nodePort == 0 && len(external) == 0 {
+		return
+	}
+	if len(sp.cluster) == 0 {
+		for _, ip := range external {
+			add(element{container: noEndpointsMap, key: portKey(ip, sp.port), value: noEndpoints})
+		}
+		if nodePort != 0 {
+			add(element{container: noEndpointNodePortsMap, key: proto + " . " + strconv.Itoa(int(nodePort)), value: noEndpoints})
+		}
+		return
+	}
+	var ext []string
+	if !sp.externalLocal {
+		ext = append([]string{"jump " + markMasqChain}, balance(sp.cluster)...)
+	} else {
+		// Local: the client's address is kept, and only this node's
+		// endpoints serve; pods and the node itself use the internal
+		// path instead.
+		if _, ok := r.chains[svcChain]; ok {
+			if node.PodCIDR.IsValid() && node.PodCIDR.Addr().Is6() == f.is6 {
+				ext = append(ext, fmt.Sprintf("%s saddr %s goto %s", f.ip, node.PodCIDR.Masked(), svcChain))
+			}
+			ext = append(ext, "fib saddr type local goto "+svcChain)
+		}
+		if len(sp.local) > 0 {
+			ext = append(ext, balance(sp.local)...)
+		} else {
+			ext = append(ext, "drop")
+		}
+	}
+	r.chains[extChain] = ext
+	for _, ip := range external {
+		add(element{container: serviceIPsMap, key: portKey(ip, sp.port), value: "goto " + extChain})
+	}
+	if nodePort != 0 {
+		add(element{container: nodePortsMap, key: proto + " . " + strconv.Itoa(int(nodePort)), value: "goto " + extChain})
+	}
+}
+
+// addrPort is an endpoint as a dnat target.
+func (f family) addrPort(e endpoint) string {
+	if f.is6 {
+		return fmt.Sprintf("[%s]:%d", e.ip, e.port)
+	}
+	return fmt.Sprintf("%s:%d", e.ip, e.port)
+}
+
+// chainTag names a chain after id: a short hash (so that names never
+// collide, whatever their length or characters) and id itself, readable
+// in `nft list` (characters nft does not take in a name become '_').
+func chainTag(id string) string {
+	sum := sha256.Sum256([]byte(id))
+	h := strings.ToLower(base32.StdEncoding.EncodeToString(sum[:5]))
+	name := h + "-" + strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./", r) {
+			return r
+		}
+		return '_' // nft's names take no ':' or '@'
+	}, id)
+	if len(name) > knftables.NameLengthMax-8 {
+		name = name[:knftables.NameLengthMax-8]
+	}
+	return name
+}
+
+// skeleton are the table's fixed objects: base chains hooked into
+// netfilter, the shared maps and sets, and the chains every Service's
+// rules jump to. The maps' and sets' contents and the chains' rules are
+// written by the caller.
+func (f family) skeleton() (chains []*knftables.Chain, maps []*knftables.Map, sets []*knftables.Set) {
+	base := func(name string, typ knftables.BaseChainType, hook knftables.BaseChainHook, prio knftables.BaseChainPriority) *knftables.Chain {
+		return &knftables.Chain{Name: name, Type: &typ, Hook: &hook, Priority: &prio}
+	}
+	chains = []*knftables.Chain{
+		base("nat-prerouting", knftables.NATType, knftables.PreroutingHook, knftables.DNATPriority),
+		base("nat-output", knftables.NATType, knftables.OutputHook, knftables.DNATPriority),
+		base("nat-postrouting", knftables.NATType, knftables.PostroutingHook, knftables.SNATPriority),
+		// Filters run after DNAT: a packet still addressed to a Service
+		// here was not sent to an endpoint.
+		base("filter-forward", knftables.FilterType, knftables.ForwardHook, knftables.FilterPriority),
+		base("filter-output", knftables.FilterType, knftables.OutputHook, knftables.FilterPriority),
+		base("filter-input", knftables.FilterType, knftables.InputHook, knftables.FilterPriority),
+		{Name: servicesChain}, {Name: checksChain}, {Name: nodePortChecks}, {Name: markMasqChain},
+		{Name: masqueradeChain}, {Name: rejectChain}, {Name: firewallLoopback},
+	}
+	l4 := "inet_proto . inet_service"
+	maps = []*knftables.Map{
+		{Name: serviceIPsMap, Type: f.addrType + " . " + l4 + " : verdict"},
+		{Name: nodePortsMap, Type: l4 + " : verdict"},
+		{Name: noEndpointsMap, Type: f.addrType + " . " + l4 + " : verdict"},
+		{Name: noEndpointNodePortsMap, Type: l4 + " : verdict"},
+	}
+	sets = []*knftables.Set{
+		{Name: nodePortIPsSet, Type: f.addrType},
+		{Name: clusterIPsSet, Type: f.addrType},
+		{Name: serviceCIDRsSet, Type: f.addrType, Flags: []knftables.SetFlag{knftables.IntervalFlag}},
+	}
+	return chains, maps, sets
+}
+
+// skeletonRules are the rules of the fixed chains.
+func (f family) skeletonRules() map[string][]string {
+	ip := f.ip
+	loopback := "127.0.0.0/8"
+	if f.is6 {
+		loopback = "::1"
+	}
+	rejectWith := "reject with icmp type port-unreachable"
+	if f.is6 {
+		rejectWith = "reject with icmpv6 type port-unreachable"
+	}
+	return map[string][]string{
+		"nat-prerouting":  {"jump " + servicesChain},
+		"nat-output":      {"jump " + servicesChain},
+		"nat-postrouting": {"jump " + masqueradeChain},
+		"filter-forward":  {"ct state new jump " + checksChain},
+		"filter-output":   {"ct state new jump " + checksChain},
+		"filter-input":    {"jump " + firewallLoopback, "ct state new jump " + nodePortChecks},
+		servicesChain: {
+			fmt.Sprintf("%s daddr . meta l4proto . th dport vmap @%s", ip, serviceIPsMap),
+			fmt.Sprintf("%s daddr @%s meta l4proto . th dport vmap @%s", ip, nodePortIPsSet, nodePortsMap),
+		},
+		checksChain: {
+			fmt.Sprintf("%s daddr . meta l4proto . th dport vmap @%s", ip, noEndpointsMap),
+			fmt.Sprintf("%s daddr @%s goto %s", ip, clusterIPsSet, rejectChain),
+			fmt.Sprintf("%s daddr @%s goto %s", ip, serviceCIDRsSet, rejectChain),
+		},
+		nodePortChecks: {
+			fmt.Sprintf("%s daddr @%s meta l4proto . th dport vmap @%s", ip, nodePortIPsSet, noEndpointNodePortsMap),
+		},
+		markMasqChain: {"meta mark set meta mark or " + masqueradeBit},
+		masqueradeChain: {
+			fmt.Sprintf("meta mark & %s == 0 return", masqueradeBit),
+			fmt.Sprintf("meta mark set meta mark xor %s", masqueradeBit),
+			"masquerade fully-random",
+		},
+		rejectChain: {rejectWith},
+		// With route_localnet on (NodePorts on 127.0.0.1), drop what
+		// comes from outside to a loopback address, as upstream does.
+		firewallLoopback: {fmt.Sprintf(`iifname != "lo" %s daddr %s %s saddr != %s ct status != dnat drop`, ip, loopback, ip, loopback)},
+	}
+}
+
+// nodeElements are the node's own elements: its NodePort addresses and
+// the service ranges.
+func (f family) nodeElements(node *Node) []element {
+	var out []element
+	addrs := slices.Clone(node.Addresses)
+	if !f.is6 {
+		addrs = append(addrs, netip.MustParseAddr("127.0.0.1"))
+	}
+	seen := map[netip.Addr]bool{}
+	for _, a := range addrs {
+		if a.Is6() == f.is6 && !seen[a] {
+			seen[a] = true
+			out = append(out, element{container: nodePortIPsSet, key: a.String()})
+		}
+	}
+	for _, p := range node.ServiceCIDRs {
+		if p.Addr().Is6() == f.is6 {
+			out = append(out, element{container: serviceCIDRsSet, key: p.Masked().String()})
+		}
+	}
+	return out
+}

@@ -1,0 +1,309 @@
+package proxy
+
+import (
+	"context"
+	"net/netip"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/knftables"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+var testNode = &Node{
+	Name:         "n1",
+	Zone:         "zone-a",
+	Addresses:    []netip.Addr{netip.MustParseAddr("192.0.2.10")},
+	PodCIDR:      netip.MustParsePrefix("10.42.0.0/24"),
+	ServiceCIDRs: []netip.Prefix{netip.MustParsePrefix("10.96.0.0/12")},
+}
+
+func service(name string, mut func(*corev1.Service)) *corev1.Service {
+	s := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
+		Spec: corev1.ServiceSpec{
+			Type: corev1.ServiceTypeClusterIP, ClusterIP: "10.96.0.20", ClusterIPs: []string{"10.96.0.20"},
+			Ports: []corev1.ServicePort{{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromString("web")}},
+		},
+	}
+	if mut != nil {
+		mut(s)
+	}
+	return s
+}
+
+type ep struct {
+	ip, node           string
+	ready, terminating bool
+	forNodes           []string
+}
+
+func slice(svc string, port int32, eps ...ep) *discoveryv1.EndpointSlice {
+	s := &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Namespace: "default", Name: svc + "-x", Labels: map[string]string{discoveryv1.LabelServiceName: svc}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Ports:       []discoveryv1.EndpointPort{{Name: ptr("http"), Port: ptr(port), Protocol: ptr(corev1.ProtocolTCP)}},
+	}
+	for _, e := range eps {
+		x := discoveryv1.Endpoint{Addresses: []string{e.ip}, NodeName: ptr(e.node),
+			Conditions: discoveryv1.EndpointConditions{Ready: ptr(e.ready), Serving: ptr(e.ready || e.terminating), Terminating: ptr(e.terminating)}}
+		if e.forNodes != nil {
+			x.Hints = &discoveryv1.EndpointHints{}
+			for _, n := range e.forNodes {
+				x.Hints.ForNodes = append(x.Hints.ForNodes, discoveryv1.ForNode{Name: n})
+			}
+		}
+		s.Endpoints = append(s.Endpoints, x)
+	}
+	return s
+}
+
+func endpointsOf(eps []endpoint) []string {
+	var out []string
+	for _, e := range eps {
+		out = append(out, e.String())
+	}
+	return out
+}
+
+func TestServicePortsChoosesEndpoints(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		svc            *corev1.Service
+		slice          *discoveryv1.EndpointSlice
+		cluster, local []string
+	}{
+		{"ready only", service("a", nil), slice("a", 8080,
+			ep{ip: "10.42.0.5", node: "n1", ready: true}, ep{ip: "10.42.1.5", node: "n2", ready: true}, ep{ip: "10.42.0.6", node: "n1"}),
+			[]string{"10.42.0.5:8080", "10.42.1.5:8080"}, []string{"10.42.0.5:8080"}},
+		{"terminating when none is ready", service("a", nil), slice("a", 8080,
+			ep{ip: "10.42.0.5", node: "n1", terminating: true}, ep{ip: "10.42.0.6", node: "n1"}),
+			[]string{"10.42.0.5:8080"}, []string{"10.42.0.5:8080"}},
+		{"hints for this node", service("a", func(s *corev1.Service) { s.Spec.TrafficDistribution = ptr("PreferSameNode") }), slice("a", 53,
+			ep{ip: "192.0.2.10", node: "n1", ready: true, forNodes: []string{"n1"}}, ep{ip: "192.0.2.11", node: "n2", ready: true, forNodes: []string{"n2"}}),
+			[]string{"192.0.2.10:53"}, []string{"192.0.2.10:53"}},
+		{"hints ignored without trafficDistribution", service("a", nil), slice("a", 53,
+			ep{ip: "192.0.2.10", node: "n1", ready: true, forNodes: []string{"n1"}}, ep{ip: "192.0.2.11", node: "n2", ready: true, forNodes: []string{"n2"}}),
+			[]string{"192.0.2.10:53", "192.0.2.11:53"}, []string{"192.0.2.10:53"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sps := servicePorts(tc.svc, []*discoveryv1.EndpointSlice{tc.slice}, testNode, false)
+			if len(sps) != 1 {
+				t.Fatalf("%d ports", len(sps))
+			}
+			if got := endpointsOf(sps[0].cluster); !slices.Equal(got, tc.cluster) {
+				t.Errorf("cluster endpoints %v, want %v", got, tc.cluster)
+			}
+			if got := endpointsOf(sps[0].local); !slices.Equal(got, tc.local) {
+				t.Errorf("local endpoints %v, want %v", got, tc.local)
+			}
+		})
+	}
+}
+
+func renderOf(svc *corev1.Service, s *discoveryv1.EndpointSlice, listening map[hostPort]bool) serviceRules {
+	var sl []*discoveryv1.EndpointSlice
+	if s != nil {
+		sl = append(sl, s)
+	}
+	return ipv4.render(svc, servicePorts(svc, sl, testNode, false), testNode, listening)
+}
+
+func elementsOf(r serviceRules) []string {
+	var out []string
+	for _, e := range r.elements {
+		out = append(out, e.container+" "+e.key+" "+e.value)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func TestRenderClusterIP(t *testing.T) {
+	r := renderOf(service("web", nil), slice("web", 8080, ep{ip: "10.42.0.5", node: "n1", ready: true}, ep{ip: "10.42.0.6", node: "n1", ready: true}), nil)
+	tag := chainTag("default/web/tcp/http")
+	want := []string{"cluster-ips 10.96.0.20 ", "service-ips 10.96.0.20 . tcp . 80 goto svc-" + tag}
+	if got := elementsOf(r); !slices.Equal(got, want) {
+		t.Fatalf("elements %q, want %q", got, want)
+	}
+	svc := r.chains["svc-"+tag]
+	if len(svc) != 2 || svc[0] != "ip saddr != 10.42.0.0/24 jump mark-for-masquerade" || !strings.HasPrefix(svc[1], "numgen random mod 2 vmap { 0 : goto ep-") {
+		t.Fatalf("service chain %q", svc)
+	}
+	if len(r.chains) != 3 {
+		t.Fatalf("chains %v, want the service's and two endpoints'", r.chains)
+	}
+	for name, rules := range r.chains {
+		if strings.HasPrefix(name, "ep-") && (len(rules) != 2 || !strings.HasPrefix(rules[1], "meta l4proto tcp dnat to 10.42.0.")) {
+			t.Fatalf("endpoint chain %s: %q", name, rules)
+		}
+	}
+}
+
+func TestRenderWithoutEndpointsRejects(t *testing.T) {
+	r := renderOf(service("web", func(s *corev1.Service) {
+		s.Spec.Type = corev1.ServiceTypeNodePort
+		s.Spec.Ports[0].NodePort = 30080
+	}), nil, nil)
+	want := []string{"cluster-ips 10.96.0.20 ", "no-endpoint-nodeports tcp . 30080 goto reject-chain", "no-endpoint-services 10.96.0.20 . tcp . 80 goto reject-chain"}
+	if got := elementsOf(r); !slices.Equal(got, want) {
+		t.Fatalf("elements %q, want %q", got, want)
+	}
+	if len(r.chains) != 0 {
+		t.Fatalf("chains %v", r.chains)
+	}
+}
+
+func TestRenderNodePortLocalAffinityAndClash(t *testing.T) {
+	svc := service("web", func(s *corev1.Service) {
+		s.Spec.Type = corev1.ServiceTypeLoadBalancer
+		s.Spec.Ports[0].NodePort = 30080
+		s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+		s.Spec.HealthCheckNodePort = 30999
+		s.Spec.SessionAffinity = corev1.ServiceAffinityClientIP
+		s.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "192.0.2.10"}}
+	})
+	sl := slice("web", 8080, ep{ip: "10.42.0.5", node: "n1", ready: true}, ep{ip: "10.42.1.5", node: "n2", ready: true})
+	r := renderOf(svc, sl, nil)
+	tag := chainTag("default/web/tcp/http")
+	ext := r.chains["ext-"+tag]
+	if len(ext) != 4 || ext[0] != "ip saddr 10.42.0.0/24 goto svc-"+tag || ext[1] != "fib saddr type local goto svc-"+tag ||
+		!strings.HasPrefix(ext[2], "ip saddr @aff-") || !strings.HasPrefix(ext[3], "goto ep-") {
+		t.Fatalf("external chain %q", ext)
+	}
+	if len(r.sets) != 2 {
+		t.Fatalf("affinity sets %v, want one per endpoint", r.sets)
+	}
+	if r.healthCheck == nil || r.healthCheck.port != 30999 || r.healthCheck.localEndpoints != 1 {
+		t.Fatalf("health check %+v", r.healthCheck)
+	}
+	got := elementsOf(r)
+	if !slices.Contains(got, "service-nodeports tcp . 30080 goto ext-"+tag) || !slices.Contains(got, "service-ips 192.0.2.10 . tcp . 80 goto ext-"+tag) {
+		t.Fatalf("elements %q", got)
+	}
+	// A host process on port 80 and on the node port: neither is taken.
+	r = renderOf(svc, sl, map[hostPort]bool{{corev1.ProtocolTCP, 80}: true, {corev1.ProtocolTCP, 30080}: true})
+	if got := elementsOf(r); len(got) != 2 || len(r.warnings) != 2 {
+		t.Fatalf("elements %q, warnings %q", got, r.warnings)
+	}
+}
+
+// TestTableStateIncremental checks that a change to one Service rewrites
+// only its chains and elements.
+func TestTableStateIncremental(t *testing.T) {
+	st := newTableState(ipv4)
+	tx := (&fakeNFT{}).tx()
+	st.update(tx, "default/web", renderOf(service("web", nil), slice("web", 8080, ep{ip: "10.42.0.5", node: "n1", ready: true}), nil))
+	first := tx.String()
+	if !strings.Contains(first, "add element ip plainkube service-ips { 10.96.0.20 . tcp . 80 : goto svc-") {
+		t.Fatalf("first transaction:\n%s", first)
+	}
+	// A second endpoint: the service chain is rewritten, one endpoint
+	// chain added, the map element stays.
+	tx = (&fakeNFT{}).tx()
+	st.update(tx, "default/web", renderOf(service("web", nil), slice("web", 8080, ep{ip: "10.42.0.5", node: "n1", ready: true}, ep{ip: "10.42.0.6", node: "n1", ready: true}), nil))
+	second := tx.String()
+	if strings.Contains(second, "element") || !strings.Contains(second, "flush chain ip plainkube svc-") || strings.Count(second, "add chain") != 1 {
+		t.Fatalf("second transaction:\n%s", second)
+	}
+	// Gone: everything it added is removed.
+	tx = (&fakeNFT{}).tx()
+	st.update(tx, "default/web", serviceRules{})
+	third := tx.String()
+	if strings.Count(third, "delete chain") != 3 || !strings.Contains(third, "delete element ip plainkube service-ips") || len(st.applied) != 0 {
+		t.Fatalf("third transaction:\n%s", third)
+	}
+}
+
+// TestExternalAddressClaimedOnce: two Services on one external address
+// and port; the second waits until the first lets go.
+func TestExternalAddressClaimedOnce(t *testing.T) {
+	st := newTableState(ipv4)
+	withExt := func(name, ip string) serviceRules {
+		return renderOf(service(name, func(s *corev1.Service) {
+			s.Spec.ClusterIP, s.Spec.ClusterIPs = ip, []string{ip}
+			s.Spec.ExternalIPs = []string{"192.0.2.99"}
+		}), slice(name, 8080, ep{ip: "10.42.0.5", node: "n1", ready: true}), nil)
+	}
+	st.update((&fakeNFT{}).tx(), "default/a", withExt("a", "10.96.0.21"))
+	st.update((&fakeNFT{}).tx(), "default/b", withExt("b", "10.96.0.22"))
+	if w := st.applied["default/b"].warnings; len(w) != 1 || !strings.Contains(w[0], "default/a") {
+		t.Fatalf("b's warnings %q", w)
+	}
+	if retry := st.update((&fakeNFT{}).tx(), "default/a", serviceRules{}); !slices.Equal(retry, []string{"default/b"}) {
+		t.Fatalf("retry %v, want b", retry)
+	}
+}
+
+type fakeNFT struct{}
+
+func (fakeNFT) tx() *knftables.Transaction {
+	return knftables.NewFake(knftables.IPv4Family, DefaultTable).NewTransaction()
+}
+
+// TestRulesLoadIntoNftables writes a full table with real nft (root
+// only), in a table of the test's own, so that the rule syntax is checked
+// by the kernel.
+func TestRulesLoadIntoNftables(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	if _, err := exec.LookPath("nft"); err != nil {
+		t.Skip("nft is not installed")
+	}
+	name := "plainkube-test-" + strings.ReplaceAll(t.Name(), "/", "-")
+	nft, err := knftables.New(knftables.IPv4Family, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	defer func() {
+		tx := nft.NewTransaction()
+		tx.Destroy(&knftables.Table{})
+		nft.Run(ctx, tx)
+	}()
+	svc := service("web", func(s *corev1.Service) {
+		s.Spec.Type = corev1.ServiceTypeLoadBalancer
+		s.Spec.Ports[0].NodePort = 30080
+		s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+		s.Spec.SessionAffinity = corev1.ServiceAffinityClientIP
+		s.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "192.0.2.10"}}
+	})
+	rules := map[string]serviceRules{
+		"default/web":   renderOf(svc, slice("web", 8080, ep{ip: "10.42.0.5", node: "n1", ready: true}, ep{ip: "10.42.1.5", node: "n2", ready: true}), nil),
+		"default/empty": renderOf(service("empty", func(s *corev1.Service) { s.Spec.ClusterIP, s.Spec.ClusterIPs = "10.96.0.30", []string{"10.96.0.30"} }), nil, nil),
+	}
+	st := newTableState(ipv4)
+	for i := 0; i < 2; i++ { // the second time over an existing table
+		existing, err := nft.ListAll(ctx)
+		if err != nil && !knftables.IsNotFound(err) {
+			t.Fatal(err)
+		}
+		tx := nft.NewTransaction()
+		st.full(tx, testNode, rules, existing)
+		if err := nft.Run(ctx, tx); err != nil {
+			t.Fatalf("full sync %d: %v\n%s", i, err, tx)
+		}
+	}
+	// Incremental: one Service goes, one endpoint goes.
+	tx := nft.NewTransaction()
+	st.update(tx, "default/empty", serviceRules{})
+	st.update(tx, "default/web", renderOf(svc, slice("web", 8080, ep{ip: "10.42.0.5", node: "n1", ready: true}), nil))
+	if err := nft.Run(ctx, tx); err != nil {
+		t.Fatalf("partial sync: %v\n%s", err, tx)
+	}
+	out, err := exec.Command("nft", "list", "table", "ip", name).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if !strings.Contains(string(out), "10.96.0.20 . tcp . 80 : goto svc-") || strings.Contains(string(out), "10.96.0.30") || strings.Contains(string(out), "10.42.1.5") {
+		t.Fatalf("table after the partial sync:\n%s", out)
+	}
+}
