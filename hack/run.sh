@@ -14,6 +14,7 @@ if [ "$(id -u)" = 0 ]; then
   command -v runc >/dev/null 2>&1 || need+=(runc)
   [ -x /usr/lib/cni/bridge ] || need+=(containernetworking-plugins)
   command -v iptables >/dev/null 2>&1 || need+=(iptables)
+  command -v nft >/dev/null 2>&1 || need+=(nftables)
   if [ ${#need[@]} -gt 0 ] && command -v apt-get >/dev/null; then
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"

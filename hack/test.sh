@@ -13,6 +13,7 @@ if [ "$(id -u)" = 0 ]; then
   [ -x /usr/lib/cni/bridge ] || need+=(containernetworking-plugins)
   [ -x /bin/busybox ] || need+=(busybox-static)
   command -v iptables >/dev/null 2>&1 || need+=(iptables)
+  command -v nft >/dev/null 2>&1 || need+=(nftables)
 fi
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then

@@ -33,6 +33,7 @@ import (
 	"plainkube.dev/plainkube/internal/kubelet/containerd"
 	"plainkube.dev/plainkube/internal/kubelet/sim"
 	"plainkube.dev/plainkube/internal/kubelet/tlsbootstrap"
+	"plainkube.dev/plainkube/internal/node"
 	"plainkube.dev/plainkube/internal/pki"
 	"plainkube.dev/plainkube/internal/scheduler"
 	schedconfig "plainkube.dev/plainkube/internal/scheduler/config"
@@ -56,6 +57,8 @@ Usage:
                              measure a cluster (startup crud list watch churn density pod-startup)
   plainkube image build|load|ls|rm ...
                              images in the node's containerd, without Docker or a registry
+  plainkube cleanup [--data-dir DIR]
+                             remove what a crashed node left: rules, bridges, mounts (root)
   plainkube version          print the version
 
 Run 'plainkube server -h' for the server's flags.
@@ -82,6 +85,8 @@ func main() {
 		err = runSim(os.Args[2:])
 	case "bench":
 		err = runBench(os.Args[2:])
+	case "cleanup":
+		err = runCleanup(os.Args[2:])
 	case "version", "--version":
 		fmt.Println("plainkube", version.GitVersion())
 	case "help", "-h", "--help":
@@ -112,6 +117,8 @@ func runServer(args []string) error {
 	disableNode := fs.Bool("disable-node", false, "do not run a node agent on this host (by default one runs, with containerd, as root; its API listens on port 10250)")
 	fs.Bool("enable-node", true, "deprecated, the default: a node agent runs unless --disable-node is given")
 	clusterCIDR := fs.String("cluster-cidr", "10.42.0.0/16", "range of pod IPs; each node gets a /24 of it")
+	fs.StringVar(&opts.ClusterDNS, "cluster-dns", "", "address of the kube-dns Service pods resolve names at (default: the tenth of --service-cidr, 10.96.0.10; none: no cluster DNS)")
+	nodeFlags := addNodeFlags(fs)
 	nodeGrace := fs.Duration("node-monitor-grace-period", 40*time.Second, "how long a node may miss heartbeats before it is marked unreachable and its pods evicted")
 	simNodes := fs.Int("sim-nodes", 0, "run this many simulated nodes in this process (labelled plainkube.dev/simulated=true)")
 	runtimeEndpoint, cniConfDir := runtimeFlags(fs)
@@ -130,6 +137,17 @@ func runServer(args []string) error {
 	if err != nil {
 		return fmt.Errorf("--cluster-cidr: %w", err)
 	}
+	serviceRange, err := netip.ParsePrefix(opts.ServiceCIDR)
+	if err != nil {
+		return fmt.Errorf("--service-cidr: %w", err)
+	}
+	if podRange.Overlaps(serviceRange) {
+		return fmt.Errorf("--cluster-cidr %s overlaps --service-cidr %s: pods and Services need ranges of their own", podRange, serviceRange)
+	}
+	clusterDNS, err := server.ClusterDNSAddress(opts.ClusterDNS, serviceRange)
+	if err != nil {
+		return err
+	}
 	if !*disableControllers {
 		opts.Components = append(opts.Components, func(ctx context.Context, env server.ComponentEnv) error {
 			return controllermanager.Run(ctx, env.Config, controllermanager.Options{RootCA: env.CAPEM, LeaderElect: true,
@@ -144,6 +162,9 @@ func runServer(args []string) error {
 		if err := nodePreflight(*runtimeEndpoint); err != nil {
 			return err
 		}
+		if err := nodeFlags.preflight(); err != nil {
+			return fmt.Errorf("%w (or pass --disable-node for a control plane without a node)", err)
+		}
 		dataDir := opts.DataDir
 		// Static pod manifests: the node runs every Pod file put here.
 		manifests := filepath.Join(dataDir, "manifests")
@@ -151,13 +172,11 @@ func runServer(args []string) error {
 			return err
 		}
 		opts.Components = append(opts.Components, func(ctx context.Context, env server.ComponentEnv) error {
-			a, err := kubelet.New(env.Config, kubelet.Options{DataDir: filepath.Join(dataDir, "node"), ControlPlane: true, Logger: log,
+			o := nodeFlags.options([]netip.Prefix{serviceRange}, clusterDNS)
+			o.Agent = kubelet.Options{DataDir: filepath.Join(dataDir, "node"), ControlPlane: true, Logger: log,
 				IssueServingCert: env.IssueServingCert, ClientCA: env.CAPEM, ManifestsDir: manifests,
-				RuntimeEndpoint: *runtimeEndpoint, CNIConfDir: *cniConfDir})
-			if err != nil {
-				return err
-			}
-			return a.Run(ctx)
+				RuntimeEndpoint: *runtimeEndpoint, CNIConfDir: *cniConfDir, ClusterDNS: o.Agent.ClusterDNS, ClusterDomain: o.Agent.ClusterDomain}
+			return node.Run(ctx, env.Config, o)
 		})
 	}
 	if *simNodes > 0 {
@@ -278,7 +297,14 @@ func runAgent(args []string) error {
 	port := fs.Int("port", 10250, "port of the node agent's HTTPS API (container logs for the API server)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	runtimeEndpoint, cniConfDir := runtimeFlags(fs)
+	serviceCIDR := fs.String("service-cidr", "10.96.0.0/12", "the cluster's Service range, as the server's --service-cidr (its unallocated addresses are rejected on this node)")
+	clusterDNS := fs.String("cluster-dns", "", "address pods resolve names at (default: the kube-system/kube-dns Service's)")
+	nodeFlags := addNodeFlags(fs)
 	fs.Parse(args)
+	serviceRange, err := netip.ParsePrefix(*serviceCIDR)
+	if err != nil {
+		return fmt.Errorf("--service-cidr: %w", err)
+	}
 	if *serverURL == "" {
 		return errors.New("agent: --server is required")
 	}
@@ -292,6 +318,9 @@ func runAgent(args []string) error {
 	} else if err := containerd.CheckInstalled(containerd.DefaultCNIBinDir); err != nil {
 		return err
 	}
+	if err := nodeFlags.preflight(); err != nil {
+		return err
+	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
 		return fmt.Errorf("--log-level: %w", err)
@@ -299,11 +328,9 @@ func runAgent(args []string) error {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	slog.SetDefault(log)
 	if *nodeName == "" {
-		h, err := os.Hostname()
-		if err != nil {
+		if *nodeName, err = kubelet.DefaultNodeName(); err != nil {
 			return err
 		}
-		*nodeName = strings.ToLower(h)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
@@ -317,16 +344,14 @@ func runAgent(args []string) error {
 	if err := os.MkdirAll(manifests, 0o755); err != nil {
 		return err
 	}
-	a, err := kubelet.New(creds.Config, kubelet.Options{DataDir: filepath.Join(*dataDir, "node"), NodeName: *nodeName, NodeIP: *nodeIP,
+	o := nodeFlags.options([]netip.Prefix{serviceRange}, *clusterDNS)
+	o.Agent = kubelet.Options{DataDir: filepath.Join(*dataDir, "node"), NodeName: *nodeName, NodeIP: *nodeIP,
 		APIPort: *port, ClientCA: creds.CAPEM, Logger: log, ManifestsDir: manifests,
-		RuntimeEndpoint: *runtimeEndpoint, CNIConfDir: *cniConfDir,
-		IssueServingCert: tlsbootstrap.ServingIssuer(creds.Config, creds.CAPEM, *dataDir, *nodeName, log)})
-	if err != nil {
-		return err
-	}
+		RuntimeEndpoint: *runtimeEndpoint, CNIConfDir: *cniConfDir, ClusterDNS: o.Agent.ClusterDNS, ClusterDomain: o.Agent.ClusterDomain,
+		IssueServingCert: tlsbootstrap.ServingIssuer(creds.Config, creds.CAPEM, *dataDir, *nodeName, log)}
 	go tlsbootstrap.RotateClient(ctx, creds, *nodeName, nil, log)
 	fmt.Printf("plainkube agent %s: node %q joined %s\n", version.GitVersion(), *nodeName, *serverURL)
-	return a.Run(ctx)
+	return node.Run(ctx, creds.Config, o)
 }
 
 // rootCA is the CA a kubeconfig trusts, for the kube-root-ca.crt ConfigMaps.
@@ -546,4 +571,63 @@ func runImage(args []string) error {
 		return errors.New(usage)
 	}
 	return nil
+}
+
+// nodeFlags are the flags of what runs beside the node agent: the service
+// proxy and the node's DNS answerer.
+type nodeFlags struct {
+	clusterDomain, dnsUpstreams, proxyTable *string
+	dnsPort                                 *int
+	disableProxy, disableDNS                *bool
+}
+
+func addNodeFlags(fs *flag.FlagSet) *nodeFlags {
+	return &nodeFlags{
+		clusterDomain: fs.String("cluster-domain", "cluster.local", "the cluster's DNS domain"),
+		dnsUpstreams:  fs.String("dns-upstream", "", "comma-separated ip:port resolvers the node's DNS forwards other names to (default: the host's, from /etc/resolv.conf)"),
+		dnsPort:       fs.Int("dns-port", 53, "port of the node's DNS answerer, at the node's address"),
+		proxyTable:    fs.String("proxy-table", "plainkube", "name of the service proxy's nftables table (ip and ip6 families)"),
+		disableProxy:  fs.Bool("disable-proxy", false, "run no service proxy on this node"),
+		disableDNS:    fs.Bool("disable-dns", false, "run no DNS answerer on this node"),
+	}
+}
+
+// preflight says what the service proxy needs that the host lacks.
+func (f *nodeFlags) preflight() error {
+	if *f.disableProxy {
+		return nil
+	}
+	if _, err := exec.LookPath("nft"); err != nil {
+		return errors.New("the service proxy programs nftables with nft; install it with: apt-get install -y nftables (or pass --disable-proxy)")
+	}
+	return nil
+}
+
+// options are the node's options from the flags (the agent's are the
+// caller's to fill in, but for ClusterDNS and ClusterDomain).
+func (f *nodeFlags) options(serviceCIDRs []netip.Prefix, clusterDNS string) node.Options {
+	o := node.Options{ServiceCIDRs: serviceCIDRs, DisableProxy: *f.disableProxy, DisableDNS: *f.disableDNS,
+		DNSPort: *f.dnsPort, ProxyTable: *f.proxyTable}
+	o.Agent.ClusterDomain = *f.clusterDomain
+	if clusterDNS != "" && !*f.disableDNS {
+		o.Agent.ClusterDNS = []string{clusterDNS}
+	}
+	for _, u := range strings.Split(*f.dnsUpstreams, ",") {
+		if u = strings.TrimSpace(u); u != "" {
+			o.DNSUpstreams = append(o.DNSUpstreams, u)
+		}
+	}
+	return o
+}
+
+// runCleanup removes what a node that crashed left on this host.
+func runCleanup(args []string) error {
+	fs := flag.NewFlagSet("cleanup", flag.ExitOnError)
+	dataDir := fs.String("data-dir", server.DefaultDataDir(), "the server's data directory (its node's files are in node/), or a joined agent's (--data-dir of plainkube agent)")
+	table := fs.String("proxy-table", "plainkube", "the service proxy's nftables table")
+	fs.Parse(args)
+	if os.Geteuid() != 0 {
+		return errors.New("cleanup needs root")
+	}
+	return node.Cleanup(context.Background(), filepath.Join(*dataDir, "node"), *table, func(s string) { fmt.Println(s) })
 }

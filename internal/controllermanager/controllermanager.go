@@ -34,6 +34,7 @@ import (
 	"plainkube.dev/plainkube/internal/controller/replicaset"
 	"plainkube.dev/plainkube/internal/controller/rootcacert"
 	"plainkube.dev/plainkube/internal/controller/serviceaccount"
+	"plainkube.dev/plainkube/internal/controller/servicelb"
 	"plainkube.dev/plainkube/internal/controller/statefulset"
 )
 
@@ -150,6 +151,11 @@ func New(cfg *rest.Config, o Options) ([]controller.Controller, error) {
 		ipam.ClusterCIDR = o.ClusterCIDR
 	}
 	ipam.Informers = o.Informers
+	slb, err := servicelb.New(cfg)
+	if err := add("service load balancer", slb, err); err != nil {
+		return nil, err
+	}
+	slb.Informers = o.Informers
 	pg, err := podgc.New(cfg)
 	if err := add("pod GC", pg, err); err != nil {
 		return nil, err

@@ -50,7 +50,7 @@ func readHost(o Options, runtimeVersion string) host {
 		h.storage = *resource.NewQuantity(int64(fs.Blocks)*fs.Bsize, resource.BinarySI)
 	}
 	if h.ip == "" {
-		h.ip = hostIPv4()
+		h.ip = HostIPv4()
 	}
 	h.hostname, _ = os.Hostname()
 	var uts syscall.Utsname
@@ -114,7 +114,9 @@ func osImage() string {
 	return "Linux"
 }
 
-func hostIPv4() string {
+// HostIPv4 is the address a node reports by default: the host's first
+// global unicast IPv4 address, else 127.0.0.1.
+func HostIPv4() string {
 	addrs, err := net.InterfaceAddrs()
 	if err == nil {
 		for _, a := range addrs {

@@ -105,11 +105,9 @@ func (o Options) withDefaults() (Options, error) {
 		}
 	}
 	if o.NodeName == "" {
-		h, err := os.Hostname()
-		if err != nil {
+		if o.NodeName, err = DefaultNodeName(); err != nil {
 			return o, err
 		}
-		o.NodeName = strings.ToLower(h)
 	}
 	if o.HeartbeatInterval <= 0 {
 		o.HeartbeatInterval = 10 * time.Second
@@ -133,4 +131,11 @@ func (o Options) withDefaults() (Options, error) {
 		o.Logger = slog.Default()
 	}
 	return o, nil
+}
+
+// DefaultNodeName is a node's name unless one is given: the host name,
+// lower-cased.
+func DefaultNodeName() (string, error) {
+	h, err := os.Hostname()
+	return strings.ToLower(h), err
 }

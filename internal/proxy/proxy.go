@@ -36,7 +36,8 @@ type Options struct {
 	// NodeName is the node the proxy runs on (required).
 	NodeName string
 	// Addresses are the node's addresses NodePorts and load-balancer
-	// ports are served on (127.0.0.1 is added).
+	// ports are served on (default: the Node's InternalIP and ExternalIP
+	// addresses). As in upstream's nftables mode, 127.0.0.1 is not one.
 	Addresses []netip.Addr
 	// ServiceCIDRs are the cluster's Service ranges: their families are
 	// programmed, and their unallocated addresses rejected. Default:
@@ -250,12 +251,8 @@ func (p *Proxy) Run(ctx context.Context) error {
 func (p *Proxy) removeTables() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	for _, t := range p.tables {
-		tx := t.nft.NewTransaction()
-		tx.Destroy(&knftables.Table{})
-		if err := t.nft.Run(ctx, tx); err != nil {
-			p.log.Warn("removing the nftables table", "family", t.fam.nft, "err", err)
-		}
+	if err := RemoveTables(ctx, p.opts.Table); err != nil {
+		p.log.Warn("removing the nftables tables", "err", err)
 	}
 }
 
@@ -411,19 +408,37 @@ func (p *Proxy) recordWarnings(keys []string, warnings map[string][]string) {
 
 // enableForwarding sets the kernel switches Services need: forwarding,
 // bridged traffic through netfilter (so that a pod's reply to a pod on
-// the same bridge is translated back), and routing to 127.0.0.1 NodePorts.
+// the same bridge is translated back).
 func enableForwarding() error {
 	var errs []error
 	for _, f := range []string{
 		"/proc/sys/net/ipv4/ip_forward",
 		"/proc/sys/net/bridge/bridge-nf-call-iptables",
 		"/proc/sys/net/bridge/bridge-nf-call-ip6tables",
-		"/proc/sys/net/ipv4/conf/all/route_localnet",
 	} {
 		if b, err := os.ReadFile(f); err == nil && len(b) > 0 && b[0] == '1' {
 			continue
 		}
 		if err := os.WriteFile(f, []byte("1"), 0o644); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// RemoveTables deletes the proxy's tables named table (both families), as
+// after a node that crashed; a missing table is no error.
+func RemoveTables(ctx context.Context, table string) error {
+	var errs []error
+	for _, f := range []family{ipv4, ipv6} {
+		nft, err := knftables.New(f.nft, table)
+		if err != nil {
+			return fmt.Errorf("nftables: %w", err)
+		}
+		tx := nft.NewTransaction()
+		tx.Add(&knftables.Table{}) // so that the delete finds it
+		tx.Delete(&knftables.Table{})
+		if err := nft.Run(ctx, tx); err != nil {
 			errs = append(errs, err)
 		}
 	}

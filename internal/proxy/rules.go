@@ -5,7 +5,6 @@ import (
 	"encoding/base32"
 	"fmt"
 	"net/netip"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -36,13 +35,12 @@ const (
 	clusterIPsSet   = "cluster-ips"
 	serviceCIDRsSet = "service-cidrs"
 
-	servicesChain    = "services"
-	checksChain      = "service-checks"
-	nodePortChecks   = "nodeport-checks"
-	markMasqChain    = "mark-for-masquerade"
-	masqueradeChain  = "masquerading"
-	rejectChain      = "reject-chain"
-	firewallLoopback = "loopback-guard"
+	servicesChain   = "services"
+	checksChain     = "service-checks"
+	nodePortChecks  = "nodeport-checks"
+	markMasqChain   = "mark-for-masquerade"
+	masqueradeChain = "masquerading"
+	rejectChain     = "reject-chain"
 
 	// masqueradeBit marks packets to masquerade on their way out (the
 	// bit upstream's kube-proxy uses).
@@ -304,7 +302,7 @@ func (f family) skeleton() (chains []*knftables.Chain, maps []*knftables.Map, se
 		base("filter-output", knftables.FilterType, knftables.OutputHook, knftables.FilterPriority),
 		base("filter-input", knftables.FilterType, knftables.InputHook, knftables.FilterPriority),
 		{Name: servicesChain}, {Name: checksChain}, {Name: nodePortChecks}, {Name: markMasqChain},
-		{Name: masqueradeChain}, {Name: rejectChain}, {Name: firewallLoopback},
+		{Name: masqueradeChain}, {Name: rejectChain},
 	}
 	l4 := "inet_proto . inet_service"
 	maps = []*knftables.Map{
@@ -324,10 +322,6 @@ func (f family) skeleton() (chains []*knftables.Chain, maps []*knftables.Map, se
 // skeletonRules are the rules of the fixed chains.
 func (f family) skeletonRules() map[string][]string {
 	ip := f.ip
-	loopback := "127.0.0.0/8"
-	if f.is6 {
-		loopback = "::1"
-	}
 	rejectWith := "reject with icmp type port-unreachable"
 	if f.is6 {
 		rejectWith = "reject with icmpv6 type port-unreachable"
@@ -338,7 +332,7 @@ func (f family) skeletonRules() map[string][]string {
 		"nat-postrouting": {"jump " + masqueradeChain},
 		"filter-forward":  {"ct state new jump " + checksChain},
 		"filter-output":   {"ct state new jump " + checksChain},
-		"filter-input":    {"jump " + firewallLoopback, "ct state new jump " + nodePortChecks},
+		"filter-input":    {"ct state new jump " + nodePortChecks},
 		servicesChain: {
 			fmt.Sprintf("%s daddr . meta l4proto . th dport vmap @%s", ip, serviceIPsMap),
 			fmt.Sprintf("%s daddr @%s meta l4proto . th dport vmap @%s", ip, nodePortIPsSet, nodePortsMap),
@@ -358,9 +352,6 @@ func (f family) skeletonRules() map[string][]string {
 			"masquerade fully-random",
 		},
 		rejectChain: {rejectWith},
-		// With route_localnet on (NodePorts on 127.0.0.1), drop what
-		// comes from outside to a loopback address, as upstream does.
-		firewallLoopback: {fmt.Sprintf(`iifname != "lo" %s daddr %s %s saddr != %s ct status != dnat drop`, ip, loopback, ip, loopback)},
 	}
 }
 
@@ -368,10 +359,7 @@ func (f family) skeletonRules() map[string][]string {
 // the service ranges.
 func (f family) nodeElements(node *Node) []element {
 	var out []element
-	addrs := slices.Clone(node.Addresses)
-	if !f.is6 {
-		addrs = append(addrs, netip.MustParseAddr("127.0.0.1"))
-	}
+	addrs := node.Addresses
 	seen := map[netip.Addr]bool{}
 	for _, a := range addrs {
 		if a.Is6() == f.is6 && !seen[a] {

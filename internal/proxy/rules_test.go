@@ -265,9 +265,7 @@ func TestRulesLoadIntoNftables(t *testing.T) {
 	}
 	ctx := context.Background()
 	defer func() {
-		tx := nft.NewTransaction()
-		tx.Destroy(&knftables.Table{})
-		nft.Run(ctx, tx)
+		RemoveTables(ctx, name)
 	}()
 	svc := service("web", func(s *corev1.Service) {
 		s.Spec.Type = corev1.ServiceTypeLoadBalancer

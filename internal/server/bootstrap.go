@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"k8s.io/utils/ptr"
 	"net"
 
 	corev1 "k8s.io/api/core/v1"
@@ -18,9 +19,10 @@ import (
 var SystemNamespaces = []string{"default", "kube-system", "kube-public", "kube-node-lease"}
 
 // bootstrap creates, through the API, what every cluster has: the system
-// namespaces and the `kubernetes` Service in default, whose endpoints point
-// at this API server. It is idempotent.
-func bootstrap(ctx context.Context, cfg *rest.Config, serviceIP, hostIP string, port int) error {
+// namespaces, the `kubernetes` Service in default, whose endpoints point
+// at this API server, and (clusterDNS not "") the kube-dns Service in
+// kube-system at that address. It is idempotent.
+func bootstrap(ctx context.Context, cfg *rest.Config, serviceIP, hostIP string, port int, clusterDNS string) error {
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err
@@ -40,15 +42,29 @@ func bootstrap(ctx context.Context, cfg *rest.Config, serviceIP, hostIP string, 
 			Ports:     []corev1.ServicePort{{Name: "https", Port: 443, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(int32(port))}},
 		},
 	}
-	// Get first: a create of an existing Service fails on its cluster IP
-	// (already allocated) before it could fail on its name.
-	if _, err := cs.CoreV1().Services("default").Get(ctx, "kubernetes", metav1.GetOptions{}); apierrors.IsNotFound(err) {
-		_, err = cs.CoreV1().Services("default").Create(ctx, svc, metav1.CreateOptions{})
-		if err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("service kubernetes: %w", err)
+	if err := ensureService(ctx, cs, svc); err != nil {
+		return err
+	}
+	if clusterDNS != "" {
+		// Cluster DNS: every node answers at its own address, behind this
+		// Service, through an EndpointSlice the node keeps (package dns).
+		dnsSvc := &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Name: "kube-dns", Namespace: "kube-system",
+				Labels: map[string]string{"k8s-app": "kube-dns", "kubernetes.io/name": "CoreDNS", "kubernetes.io/cluster-service": "true"}},
+			Spec: corev1.ServiceSpec{
+				Type:      corev1.ServiceTypeClusterIP,
+				ClusterIP: clusterDNS,
+				Ports: []corev1.ServicePort{
+					{Name: "dns", Port: 53, Protocol: corev1.ProtocolUDP, TargetPort: intstr.FromInt32(53)},
+					{Name: "dns-tcp", Port: 53, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(53)},
+				},
+				// Each node's pods ask their own node's answerer.
+				TrafficDistribution: ptr.To(corev1.ServiceTrafficDistributionPreferSameNode),
+			},
 		}
-	} else if err != nil {
-		return fmt.Errorf("service kubernetes: %w", err)
+		if err := ensureService(ctx, cs, dnsSvc); err != nil {
+			return err
+		}
 	}
 	ep := &corev1.Endpoints{
 		ObjectMeta: metav1.ObjectMeta{Name: "kubernetes", Namespace: "default", Labels: map[string]string{"endpointslice.kubernetes.io/skip-mirror": "true"}},
@@ -94,6 +110,23 @@ func bootstrap(ctx context.Context, cfg *rest.Config, serviceIP, hostIP string, 
 		_, err = cs.DiscoveryV1().EndpointSlices("default").Update(ctx, cur, metav1.UpdateOptions{})
 		return err
 	})
+}
+
+// ensureService creates svc unless a Service of its name exists. It gets
+// first: a create of an existing Service fails on its cluster IP (already
+// allocated) before it could fail on its name.
+func ensureService(ctx context.Context, cs kubernetes.Interface, svc *corev1.Service) error {
+	_, err := cs.CoreV1().Services(svc.Namespace).Get(ctx, svc.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		_, err = cs.CoreV1().Services(svc.Namespace).Create(ctx, svc, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			err = nil
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("service %s/%s: %w", svc.Namespace, svc.Name, err)
+	}
+	return nil
 }
 
 func createOrUpdate(ctx context.Context, create, update func() error) error {

@@ -53,6 +53,9 @@ type Options struct {
 	// InMemory keeps everything in memory (tests); it ignores EtcdServers.
 	InMemory    bool
 	ServiceCIDR string
+	// ClusterDNS is the kube-dns Service's address (default: the tenth
+	// of the service range, 10.96.0.10); "none" creates no such Service.
+	ClusterDNS string
 	// Components run in-process once the API serves (the controller
 	// manager, the scheduler, nodes…). The server package does not import
 	// them, so their tests can start a control plane.
@@ -144,6 +147,10 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	}
 	alloc := allocator.New(nil, cidr, allocator.DefaultNodePorts)
 	firstIP := alloc.FirstIP()
+	clusterDNS, err := ClusterDNSAddress(opts.ClusterDNS, cidr)
+	if err != nil {
+		return nil, err
+	}
 	bundle, err := pki.LoadOrCreate(filepath.Join(opts.DataDir, "pki"), pki.Options{ExtraIPs: []net.IP{net.IP(firstIP.AsSlice())}})
 	if err != nil {
 		return nil, fmt.Errorf("certificates: %w", err)
@@ -270,7 +277,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		return nil, ctx.Err()
 	}
 	advertise := hostIP()
-	if err := bootstrap(ctx, s.LoopbackConfig(), firstIP.String(), advertise, port); err != nil {
+	if err := bootstrap(ctx, s.LoopbackConfig(), firstIP.String(), advertise, port, clusterDNS); err != nil {
 		s.stop()
 		return nil, fmt.Errorf("bootstrap: %w", err)
 	}
@@ -404,4 +411,25 @@ func kubeletClientFor(b *pki.Bundle) (*http.Client, error) {
 		TLSClientConfig:     &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool, MinVersion: tls.VersionTLS12},
 		MaxIdleConnsPerHost: 16,
 	}}, nil
+}
+
+// ClusterDNSAddress is the kube-dns Service's address: flag ("none" for
+// no cluster DNS), else the tenth address of the service range, as
+// upstream's installers choose (10.96.0.10).
+func ClusterDNSAddress(flag string, serviceCIDR netip.Prefix) (string, error) {
+	switch flag {
+	case "none":
+		return "", nil
+	case "":
+		a := serviceCIDR.Masked().Addr()
+		for range 10 {
+			a = a.Next()
+		}
+		return a.String(), nil
+	}
+	a, err := netip.ParseAddr(flag)
+	if err != nil || !serviceCIDR.Contains(a) {
+		return "", fmt.Errorf("--cluster-dns %q: not an address in the service range %s", flag, serviceCIDR)
+	}
+	return a.String(), nil
 }

@@ -14,8 +14,9 @@ import (
 	"time"
 )
 
-// binary is the plainkube binary built once for the package.
-var binary string
+// binary is the plainkube binary built once for the package; nettool the
+// test client and server run in pods (static: CGO_ENABLED=0).
+var binary, nettool string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "plainkube-e2e")
@@ -27,6 +28,14 @@ func TestMain(m *testing.M) {
 	build.Stdout, build.Stderr = os.Stdout, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building plainkube:", err)
+		os.Exit(1)
+	}
+	nettool = filepath.Join(dir, "nettool")
+	build = exec.Command("go", "build", "-o", nettool, "./nettool")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	build.Stdout, build.Stderr = os.Stdout, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building nettool:", err)
 		os.Exit(1)
 	}
 	code := m.Run()

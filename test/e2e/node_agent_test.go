@@ -64,7 +64,7 @@ func waitFor(t *testing.T, limit time.Duration, what string, cond func() (bool, 
 // pod, env from a Secret and the downward API, and preStop on delete.
 func TestNodeAgentChecks(t *testing.T) {
 	requireRealNode(t)
-	c := startCluster(t, "--enable-node", "--cluster-cidr", "10.98.0.0/16")
+	c := startCluster(t, "--enable-node", "--cluster-cidr", "10.122.0.0/16")
 	t.Cleanup(func() {
 		c.run("delete", "pods", "--all", "--grace-period=1", "--wait=false")
 		c.eventually([]string{"No resources found"}, "get", "pods")

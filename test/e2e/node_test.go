@@ -47,9 +47,10 @@ spec:
 // on the real node: each gets its own pod IP and reaches the others.
 func TestRealNodeDeploymentNetworking(t *testing.T) {
 	requireRealNode(t)
-	// A pod range of its own: the node agent's package tests may be using
-	// 10.42.0.0/24 on the same host bridge at the same time.
-	c := startCluster(t, "--enable-node", "--cluster-cidr", "10.99.0.0/16")
+	// A pod range of its own (outside the service range 10.96.0.0/12):
+	// the node agent's package tests may be using 10.42.0.0/24 on the
+	// same host bridge at the same time.
+	c := startCluster(t, "--enable-node", "--cluster-cidr", "10.121.0.0/16")
 	// Containers outlive the agent, so remove them before the server stops
 	// (cleanups run last first).
 	t.Cleanup(func() {
@@ -82,7 +83,7 @@ spec:
 		t.Fatalf("pod IPs %v, want 3 distinct", ips)
 	}
 	for _, ip := range ips {
-		if !strings.HasPrefix(ip, "10.99.") {
+		if !strings.HasPrefix(ip, "10.121.") {
 			t.Fatalf("pod IP %s outside the cluster CIDR", ip)
 		}
 	}

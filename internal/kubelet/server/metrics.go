@@ -67,6 +67,10 @@ func NewMetrics(node string, pods func() []corev1.Pod) *Metrics {
 	return m
 }
 
+// Registerer is where other components of the node (the service proxy)
+// add their metrics, so that /metrics serves them too.
+func (m *Metrics) Registerer() prometheus.Registerer { return m.reg }
+
 // PodSeen notes when the agent first saw a pod that has not started.
 func (m *Metrics) PodSeen(uid types.UID) {
 	m.mu.Lock()

@@ -1,0 +1,82 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+
+	"plainkube.dev/plainkube/internal/proxy"
+)
+
+// bridgeName matches the pod bridges the node agent creates (one per pod
+// range: pk and the range's address in hex, see kubelet.BridgeName).
+var bridgeName = regexp.MustCompile(`^pk[0-9a-f]{8}$`)
+
+// Cleanup removes what a node that did not stop cleanly left on the host:
+// the service proxy's nftables tables, the pod bridges, the pod address
+// allocations under nodeDir, and the mounts under it (pods' tmpfs
+// volumes). Containers still running are containerd's to stop. It says
+// what it removed through report.
+func Cleanup(ctx context.Context, nodeDir, proxyTable string, report func(string)) error {
+	var errs []error
+	if err := proxy.RemoveTables(ctx, proxyTable); err != nil {
+		errs = append(errs, fmt.Errorf("nftables: %w", err))
+	} else {
+		report("removed the nftables tables ip/ip6 " + proxyTable)
+	}
+	ifaces, _ := net.Interfaces()
+	for _, i := range ifaces {
+		if _, err := os.Stat(filepath.Join("/sys/class/net", i.Name, "bridge")); err != nil || !bridgeName.MatchString(i.Name) {
+			continue
+		}
+		if out, err := exec.CommandContext(ctx, "ip", "link", "delete", i.Name).CombinedOutput(); err != nil {
+			errs = append(errs, fmt.Errorf("deleting bridge %s: %v: %s", i.Name, err, out))
+			continue
+		}
+		report("deleted the pod bridge " + i.Name)
+	}
+	if mounts, err := mountsUnder(nodeDir); err == nil {
+		for i := len(mounts) - 1; i >= 0; i-- { // the latest first
+			if err := syscall.Unmount(mounts[i], syscall.MNT_DETACH); err != nil {
+				errs = append(errs, fmt.Errorf("unmounting %s: %w", mounts[i], err))
+				continue
+			}
+			report("unmounted " + mounts[i])
+		}
+	}
+	ipam := filepath.Join(nodeDir, "cni", "ipam")
+	if _, err := os.Stat(ipam); err == nil {
+		if err := os.RemoveAll(ipam); err != nil {
+			errs = append(errs, err)
+		} else {
+			report("removed the pod address allocations in " + ipam)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// mountsUnder are the mount points below dir, in mount order.
+func mountsUnder(dir string) ([]string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(f[4], abs+"/") {
+			out = append(out, f[4])
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,277 @@
+package e2e
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	mdns "github.com/miekg/dns"
+)
+
+// fakeUpstream is a DNS server on loopback standing in for the host's
+// resolvers: it answers external.example. with 192.0.2.123 and
+// everything else with NXDOMAIN. It returns its address.
+func fakeUpstream(t *testing.T) string {
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &mdns.Server{PacketConn: pc, Handler: mdns.HandlerFunc(func(w mdns.ResponseWriter, r *mdns.Msg) {
+		m := new(mdns.Msg)
+		m.SetReply(r)
+		if len(r.Question) == 1 && r.Question[0].Name == "external.example." && r.Question[0].Qtype == mdns.TypeA {
+			rr, _ := mdns.NewRR("external.example. 60 IN A 192.0.2.123")
+			m.Answer = append(m.Answer, rr)
+		} else {
+			m.Rcode = mdns.RcodeNameError
+		}
+		w.WriteMsg(m)
+	})}
+	go srv.ActivateAndServe()
+	t.Cleanup(func() { srv.Shutdown() })
+	return pc.LocalAddr().String()
+}
+
+// buildNettool builds the nettool:e2e image into the node's containerd.
+func buildNettool(t *testing.T, dataDir string) {
+	t.Helper()
+	out, err := exec.Command(binary, "image", "build", "--data-dir", dataDir, "--tag", "nettool:e2e", "--binary", nettool).CombinedOutput()
+	if err != nil {
+		t.Fatalf("image build: %v\n%s", err, out)
+	}
+}
+
+// TestServicesAndDNS is issue #15's walk-through: a Deployment behind a
+// Service answers by name from another pod, through the node's service
+// proxy and DNS, and from the node at its NodePort and load-balancer
+// address; affinity, selector-less Services, Services without endpoints,
+// headless StatefulSets, SRV records and external names.
+func TestServicesAndDNS(t *testing.T) {
+	requireRealNode(t)
+	if _, err := exec.LookPath("nft"); err != nil {
+		t.Skip("nft (nftables) is not installed")
+	}
+	upstream := fakeUpstream(t)
+	c := startCluster(t, "--enable-node", "--bind-address", "0.0.0.0", "--cluster-cidr", "10.120.0.0/16", "--dns-upstream", upstream)
+	t.Cleanup(func() {
+		c.run("delete", "deployment,statefulset,pod", "--all", "--wait=false")
+		c.eventually([]string{"No resources found"}, "get", "pods")
+	})
+	c.eventually([]string{"Ready", "control-plane"}, "get", "nodes")
+	buildNettool(t, c.dataDir)
+	buildBusybox(t, c.dataDir, "sh,sleep,nslookup")
+	c.must("apply", "-f", writeFile(t, t.TempDir(), "web.yaml", `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 3
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      terminationGracePeriodSeconds: 5
+      containers:
+      - name: web
+        image: nettool:e2e
+        imagePullPolicy: Never
+        command: ["nettool", "serve", "-port", "8080"]
+        ports: [{name: http, containerPort: 8080}]
+        readinessProbe: {tcpSocket: {port: 8080}, periodSeconds: 1}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web}
+spec:
+  selector: {app: web}
+  ports: [{name: http, port: 80, targetPort: http}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web-lb}
+spec:
+  type: LoadBalancer
+  selector: {app: web}
+  ports: [{name: http, port: 8081, targetPort: http}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: sticky}
+spec:
+  selector: {app: web}
+  sessionAffinity: ClientIP
+  ports: [{port: 80, targetPort: 8080}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: empty}
+spec:
+  selector: {app: nothing}
+  ports: [{port: 80}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: client}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - {name: c, image: nettool:e2e, imagePullPolicy: Never, command: ["nettool", "pause"]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: shell}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - {name: c, image: busybox:e2e, imagePullPolicy: Never, command: ["sleep", "3600"]}
+`))
+	c.must("rollout", "status", "deployment/web", "--timeout=90s")
+	c.must("wait", "--for=condition=Ready", "pod/client", "pod/shell", "--timeout=60s")
+	exec := func(args ...string) (string, error) {
+		return c.run(append([]string{"exec", "client", "--", "nettool"}, args...)...)
+	}
+	mustExec := func(args ...string) string {
+		t.Helper()
+		out, err := exec(args...)
+		if err != nil {
+			t.Fatalf("nettool %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return out
+	}
+	// By every name, and by the ClusterIP.
+	clusterIP := c.must("get", "svc", "web", "-o", "jsonpath={.spec.clusterIP}")
+	var names []string
+	waitFor(t, 30*time.Second, "http://web answers", func() (bool, string) {
+		out, err := exec("get", "http://web")
+		return err == nil, out
+	})
+	for _, url := range []string{"http://web", "http://web.default", "http://web.default.svc.cluster.local", "http://" + clusterIP} {
+		names = strings.Fields(mustExec("get", url))
+		if len(names) != 1 || !strings.HasPrefix(names[0], "web-") {
+			t.Fatalf("%s answered %q", url, names)
+		}
+	}
+	// 60 requests reach all 3 replicas.
+	seen := map[string]int{}
+	for _, n := range strings.Fields(mustExec("get", "-n", "60", "http://web")) {
+		seen[n]++
+	}
+	if len(seen) != 3 {
+		t.Fatalf("60 requests reached %v, want the 3 replicas", seen)
+	}
+	// The API server, as every in-cluster client reaches it.
+	mustExec("connect", "kubernetes.default.svc:443")
+	// Session affinity pins the client to one replica.
+	seen = map[string]int{}
+	for _, n := range strings.Fields(mustExec("get", "-n", "20", "http://sticky")) {
+		seen[n]++
+	}
+	if len(seen) != 1 {
+		t.Fatalf("sessionAffinity ClientIP: reached %v, want one replica", seen)
+	}
+	// No endpoints: refused at once, not a hang.
+	start := time.Now()
+	if out, err := exec("get", "-timeout", "10s", "http://empty"); err == nil || !strings.Contains(out, "refused") {
+		t.Fatalf("a Service without endpoints: %v %s", err, out)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("a Service without endpoints took %s to refuse", d)
+	}
+	// From the node: the NodePort at the node's address, and the load
+	// balancer's address.
+	nodePort := c.must("get", "svc", "web-lb", "-o", "jsonpath={.spec.ports[0].nodePort}")
+	nodeIP := c.must("get", "nodes", "-o", "jsonpath={.items[0].status.addresses[?(@.type==\"InternalIP\")].address}")
+	lbIP := c.eventually([]string{"."}, "get", "svc", "web-lb", "-o", "jsonpath={.status.loadBalancer.ingress[0].ip}")
+	if lbIP != nodeIP {
+		t.Fatalf("load balancer ingress %q, want the node's address %q", lbIP, nodeIP)
+	}
+	for _, addr := range []string{nodeIP + ":" + nodePort, lbIP + ":8081"} {
+		waitFor(t, 20*time.Second, "http://"+addr+" from the node", func() (bool, string) {
+			resp, err := (&http.Client{Timeout: 3 * time.Second}).Get("http://" + addr)
+			if err != nil {
+				return false, err.Error()
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			return strings.HasPrefix(string(b), "web-"), string(b)
+		})
+	}
+	// A selector-less Service with a hand-made EndpointSlice.
+	podIP := c.must("get", "pods", "-l", "app=web", "-o", "jsonpath={.items[0].status.podIP}")
+	c.must("apply", "-f", writeFile(t, t.TempDir(), "manual.yaml", fmt.Sprintf(`apiVersion: v1
+kind: Service
+metadata: {name: manual}
+spec:
+  ports: [{name: http, port: 80}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: manual-1
+  labels: {kubernetes.io/service-name: manual}
+addressType: IPv4
+ports: [{name: http, port: 8080, protocol: TCP}]
+endpoints: [{addresses: ["%s"]}]
+`, podIP)))
+	waitFor(t, 20*time.Second, "the selector-less Service answers", func() (bool, string) {
+		out, err := exec("get", "http://manual")
+		return err == nil, out
+	})
+	// Scaling down and deleting a pod mid-stream fails no request.
+	done := make(chan string, 1)
+	go func() {
+		out, _ := exec("get", "-n", "150", "-interval", "40ms", "-keep-going", "http://web")
+		done <- out
+	}()
+	time.Sleep(time.Second)
+	c.must("scale", "deployment/web", "--replicas=1")
+	time.Sleep(2 * time.Second)
+	pod := strings.Fields(c.must("get", "pods", "-l", "app=web", "-o", "jsonpath={.items[*].metadata.name}"))
+	c.must("delete", "pod", pod[len(pod)-1], "--wait=false")
+	if out := <-done; !strings.Contains(out, "failed: 0") {
+		t.Fatalf("requests while scaling down and deleting a pod:\n%s", out)
+	}
+	// DNS: a headless StatefulSet's pod, SRV, and an external name.
+	c.must("apply", "-f", writeFile(t, t.TempDir(), "sts.yaml", `apiVersion: v1
+kind: Service
+metadata: {name: db}
+spec:
+  clusterIP: None
+  selector: {app: db}
+  ports: [{name: http, port: 8080}]
+---
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db}
+spec:
+  serviceName: db
+  replicas: 1
+  selector: {matchLabels: {app: db}}
+  template:
+    metadata: {labels: {app: db}}
+    spec:
+      terminationGracePeriodSeconds: 1
+      containers:
+      - {name: db, image: nettool:e2e, imagePullPolicy: Never, command: ["nettool", "serve", "-port", "8080"]}
+`))
+	c.must("rollout", "status", "statefulset/db", "--timeout=90s")
+	dbIP := c.must("get", "pod", "db-0", "-o", "jsonpath={.status.podIP}")
+	waitFor(t, 20*time.Second, "nslookup of the StatefulSet's pod", func() (bool, string) {
+		out, _ := c.run("exec", "shell", "--", "nslookup", "db-0.db.default.svc.cluster.local")
+		return strings.Contains(out, dbIP), out
+	})
+	if out := mustExec("lookup", "-type", "SRV", "_http._tcp.web.default.svc.cluster.local"); !strings.Contains(out, "web.default.svc.cluster.local. 80") {
+		t.Fatalf("SRV: %s", out)
+	}
+	if out, _ := c.run("exec", "shell", "--", "nslookup", "external.example"); !strings.Contains(out, "192.0.2.123") {
+		t.Fatalf("nslookup of an external name (the forwarder):\n%s", out)
+	}
+	// The proxy's metrics, on the agent's /metrics.
+	node := c.must("get", "nodes", "-o", "jsonpath={.items[0].metadata.name}")
+	metrics := c.must("get", "--raw", "/api/v1/nodes/"+node+"/proxy/metrics")
+	contains(t, metrics, "kubeproxy_sync_proxy_rules_duration_seconds", "kubeproxy_network_programming_duration_seconds")
+}
