@@ -228,10 +228,10 @@ endpoints: [{addresses: ["%s"]}]
 		done <- out
 	}()
 	time.Sleep(time.Second)
-	c.must("scale", "deployment/web", "--replicas=1")
-	time.Sleep(2 * time.Second)
 	pod := strings.Fields(c.must("get", "pods", "-l", "app=web", "-o", "jsonpath={.items[*].metadata.name}"))
-	c.must("delete", "pod", pod[len(pod)-1], "--wait=false")
+	c.must("delete", "pod", pod[0], "--wait=false")
+	time.Sleep(2 * time.Second)
+	c.must("scale", "deployment/web", "--replicas=1")
 	if out := <-done; !strings.Contains(out, "failed: 0") {
 		t.Fatalf("requests while scaling down and deleting a pod:\n%s", out)
 	}
