@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus"
 	"log/slog"
 	"net"
 	"path/filepath"
@@ -32,6 +33,7 @@ import (
 	"plainkube.dev/plainkube/internal/image/pause"
 	"plainkube.dev/plainkube/internal/kubelet/containerd"
 	kubeletserver "plainkube.dev/plainkube/internal/kubelet/server"
+	"plainkube.dev/plainkube/internal/resolvconf"
 )
 
 // Agent is the node agent of one node whose pods run in containerd.
@@ -84,6 +86,10 @@ func New(cfg *rest.Config, opts Options) (*Agent, error) {
 // NodeName is the name of the agent's Node.
 func (a *Agent) NodeName() string { return a.opts.NodeName }
 
+// MetricsRegisterer is where other components of the node add metrics
+// that the agent's /metrics serves.
+func (a *Agent) MetricsRegisterer() prometheus.Registerer { return a.metrics.Registerer() }
+
 // Run starts containerd (unless Options.Runtime or RuntimeEndpoint gives
 // one), imports the pause image, registers the node and runs its pods until ctx ends. Pods keep
 // running when Run returns, as with any kubelet restart.
@@ -120,7 +126,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		return err
 	}
 	a.host = readHost(a.opts, version)
-	a.hostDNS = hostResolvConf()
+	a.hostDNS = resolvConf(resolvconf.Host())
 	a.startRecorder(ctx)
 	q := controller.NewQueue[types.NamespacedName]("kubelet-pods")
 	var wg sync.WaitGroup

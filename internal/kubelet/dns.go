@@ -1,16 +1,15 @@
 package kubelet
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
-	"net/netip"
-	"os"
 	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"plainkube.dev/plainkube/internal/resolvconf"
 )
 
 // Name resolution inside pods, as upstream's kubelet sets it up: a pod's
@@ -19,60 +18,9 @@ import (
 // host network, its containers get an /etc/hosts the agent writes (the
 // localhost lines, the pod's IP with its host name, and hostAliases).
 
-// resolvConf is what a resolv.conf says.
-type resolvConf struct {
-	Servers, Searches, Options []string
-}
-
-// parseResolvConf reads nameserver, search/domain and options lines.
-func parseResolvConf(b []byte) resolvConf {
-	var rc resolvConf
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		line := sc.Text()
-		if i := strings.IndexAny(line, "#;"); i >= 0 {
-			line = line[:i]
-		}
-		f := strings.Fields(line)
-		if len(f) < 2 {
-			continue
-		}
-		switch f[0] {
-		case "nameserver":
-			rc.Servers = append(rc.Servers, f[1])
-		case "search", "domain":
-			// The last search or domain line wins, as in the resolver.
-			rc.Searches = append([]string(nil), f[1:]...)
-		case "options":
-			rc.Options = append(rc.Options, f[1:]...)
-		}
-	}
-	return rc
-}
-
-// hostResolvConf is the node's resolver configuration. When
-// /etc/resolv.conf names only loopback servers (a local stub such as
-// systemd-resolved's, which pods in their own network namespace cannot
-// reach), the upstream servers from /run/systemd/resolve/resolv.conf are
-// used, as kubeadm configures upstream's kubelet to.
-func hostResolvConf() resolvConf {
-	b, _ := os.ReadFile("/etc/resolv.conf")
-	rc := parseResolvConf(b)
-	loopback := len(rc.Servers) > 0
-	for _, s := range rc.Servers {
-		if a, err := netip.ParseAddr(s); err != nil || !a.IsLoopback() {
-			loopback = false
-		}
-	}
-	if loopback {
-		if b, err := os.ReadFile("/run/systemd/resolve/resolv.conf"); err == nil {
-			if alt := parseResolvConf(b); len(alt.Servers) > 0 {
-				return alt
-			}
-		}
-	}
-	return rc
-}
+// resolvConf is what a resolv.conf says (package resolvconf reads them);
+// a type of its own here so that it carries the CRI conversion.
+type resolvConf resolvconf.Config
 
 // Upstream's resolver limits.
 const (

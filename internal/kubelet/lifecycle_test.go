@@ -14,14 +14,6 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-func TestParseResolvConf(t *testing.T) {
-	rc := parseResolvConf([]byte("# comment\nnameserver 10.0.0.1\nnameserver 10.0.0.2 ; x\ndomain old\nsearch a.example b.example\noptions ndots:2 edns0\n"))
-	if !slices.Equal(rc.Servers, []string{"10.0.0.1", "10.0.0.2"}) || !slices.Equal(rc.Searches, []string{"a.example", "b.example"}) ||
-		!slices.Equal(rc.Options, []string{"ndots:2", "edns0"}) {
-		t.Errorf("parsed %+v", rc)
-	}
-}
-
 func TestPodDNS(t *testing.T) {
 	host := resolvConf{Servers: []string{"192.0.2.53"}, Searches: []string{"corp.example"}, Options: []string{"edns0"}}
 	two := "2"
