@@ -39,8 +39,8 @@ type service struct {
 	external     bool
 	externalName string
 	headless     bool
-	clusterIPs []netip.Addr
-	ports      []port
+	clusterIPs   []netip.Addr
+	ports        []port
 	// publishNotReady serves not-ready endpoints too.
 	publishNotReady bool
 }
