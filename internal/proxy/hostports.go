@@ -5,14 +5,22 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 )
 
-// hostListeners are the ports host processes listen on (TCP sockets in
-// LISTEN state, bound UDP sockets), from /proc/net: a NodePort or
-// load-balancer port that one of them holds is not taken over.
-func hostListeners() map[hostPort]bool {
+// hostListeners says whether a host process listens on a port (a TCP
+// socket in LISTEN state, a bound UDP socket): a NodePort or
+// load-balancer port that one of them holds is not taken over. /proc/net
+// is read at the first question only, so that a sync of Services without
+// node ports reads nothing.
+func hostListeners() func(hostPort) bool {
+	ports := sync.OnceValue(readHostListeners)
+	return func(p hostPort) bool { return ports()[p] }
+}
+
+func readHostListeners() map[hostPort]bool {
 	out := map[hostPort]bool{}
 	for _, f := range []struct {
 		path  string

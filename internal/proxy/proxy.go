@@ -306,7 +306,7 @@ func (p *Proxy) syncOnce(ctx context.Context) error {
 	keys = slices.Compact(keys)
 	health := map[string]*healthCheck{}
 	warnings := map[string][]string{}
-	var firstErr error
+	var errs []error
 	for _, t := range p.tables {
 		rules := map[string]serviceRules{}
 		for _, key := range keys {
@@ -320,7 +320,7 @@ func (p *Proxy) syncOnce(ctx context.Context) error {
 		if full {
 			existing, err := t.nft.ListAll(ctx)
 			if err != nil && !knftables.IsNotFound(err) {
-				firstErr = cmpErr(firstErr, err)
+				errs = append(errs, err)
 				continue
 			}
 			t.state.full(tx, node, rules, existing)
@@ -342,16 +342,16 @@ func (p *Proxy) syncOnce(ctx context.Context) error {
 		}
 		if err := t.nft.Run(ctx, tx); err != nil {
 			// The state no longer says what is in the table.
-			firstErr = cmpErr(firstErr, fmt.Errorf("%s table: %w", t.fam.nft, err))
+			errs = append(errs, fmt.Errorf("%s table: %w", t.fam.nft, err))
 			continue
 		}
 	}
-	if firstErr != nil {
+	if len(errs) > 0 {
 		p.mu.Lock()
 		maps.Copy(p.dirty, dirty)
 		p.triggers = append(p.triggers, triggers...)
 		p.mu.Unlock()
-		return firstErr
+		return errors.Join(errs...)
 	}
 	p.health.update(keys, health, full)
 	p.recordWarnings(keys, warnings)
@@ -361,16 +361,9 @@ func (p *Proxy) syncOnce(ctx context.Context) error {
 	return nil
 }
 
-func cmpErr(first, err error) error {
-	if first != nil {
-		return first
-	}
-	return err
-}
-
 // compute renders Service key for family f; a Service that is gone or
 // not proxied renders to nothing.
-func (p *Proxy) compute(f family, key string, node *Node, listening map[hostPort]bool) serviceRules {
+func (p *Proxy) compute(f family, key string, node *Node, listening func(hostPort) bool) serviceRules {
 	ns, name, _ := cache.SplitMetaNamespaceKey(key)
 	svc, err := p.services.Services(ns).Get(name)
 	if err != nil {

@@ -97,10 +97,10 @@ type hostPort struct {
 }
 
 // render computes the rules of svc's ports on node, for the family f.
-// listening are the host's listening ports: a NodePort, or a port of an
-// external address of the node's own, that a host process holds is not
-// taken over but reported in warnings.
-func (f family) render(svc *corev1.Service, ports []servicePort, node *Node, listening map[hostPort]bool) serviceRules {
+// listening says whether a host process listens on a port: a NodePort,
+// or a port of an external address of the node's own, that one holds is
+// not taken over but reported in warnings.
+func (f family) render(svc *corev1.Service, ports []servicePort, node *Node, listening func(hostPort) bool) serviceRules {
 	r := serviceRules{chains: map[string][]string{}, sets: map[string]time.Duration{}}
 	seen := map[element]bool{}
 	add := func(e element) {
@@ -113,11 +113,12 @@ func (f family) render(svc *corev1.Service, ports []servicePort, node *Node, lis
 	for _, a := range node.Addresses {
 		local[a] = true
 	}
+	isLocal := func(a netip.Addr) bool { return local[a] || a.IsLoopback() }
 	for _, sp := range ports {
 		for _, ip := range sp.clusterIPs {
 			add(element{container: clusterIPsSet, key: ip.String()})
 		}
-		f.renderPort(&r, sp, node, func(e element) { add(e) }, func(a netip.Addr) bool { return local[a] || a.IsLoopback() }, listening)
+		f.renderPort(&r, sp, node, add, isLocal, listening)
 	}
 	if svc.Spec.HealthCheckNodePort != 0 && len(ports) > 0 && ports[0].externalLocal {
 		n := 0
@@ -129,7 +130,7 @@ func (f family) render(svc *corev1.Service, ports []servicePort, node *Node, lis
 	return r
 }
 
-func (f family) renderPort(r *serviceRules, sp servicePort, node *Node, add func(element), isLocal func(netip.Addr) bool, listening map[hostPort]bool) {
+func (f family) renderPort(r *serviceRules, sp servicePort, node *Node, add func(element), isLocal func(netip.Addr) bool, listening func(hostPort) bool) {
 	proto := strings.ToLower(string(sp.protocol))
 	portKey := func(ip netip.Addr, port int32) string {
 		return ip.String() + " . " + proto + " . " + strconv.Itoa(int(port))
@@ -152,7 +153,7 @@ func (f family) renderPort(r *serviceRules, sp servicePort, node *Node, add func
 			affinity[e] = set
 			rules = append(rules, fmt.Sprintf("update @%s { %s saddr }", set, f.ip))
 		}
-		rules = append(rules, fmt.Sprintf("meta l4proto %s dnat to %s", proto, f.addrPort(e)))
+		rules = append(rules, fmt.Sprintf("meta l4proto %s dnat to %s", proto, e))
 		r.chains[c] = rules
 		return c
 	}
@@ -207,14 +208,14 @@ func (f family) renderPort(r *serviceRules, sp servicePort, node *Node, add func
 	// addresses.
 	var external []netip.Addr
 	for _, ip := range sp.external {
-		if isLocal(ip) && listening[hostPort{sp.protocol, sp.port}] {
+		if isLocal(ip) && listening(hostPort{sp.protocol, sp.port}) {
 			r.warnings = append(r.warnings, fmt.Sprintf("port %d/%s of %s is held by a process on the node: not served there", sp.port, sp.protocol, ip))
 			continue
 		}
 		external = append(external, ip)
 	}
 	nodePort := sp.nodePort
-	if nodePort != 0 && listening[hostPort{sp.protocol, nodePort}] {
+	if nodePort != 0 && listening(hostPort{sp.protocol, nodePort}) {
 		r.warnings = append(r.warnings, fmt.Sprintf("node port %d/%s is held by a process on the node: not served", nodePort, sp.protocol))
 		nodePort = 0
 	}
@@ -256,14 +257,6 @@ func (f family) renderPort(r *serviceRules, sp servicePort, node *Node, add func
 	if nodePort != 0 {
 		add(element{container: nodePortsMap, key: proto + " . " + strconv.Itoa(int(nodePort)), value: "goto " + extChain})
 	}
-}
-
-// addrPort is an endpoint as a dnat target.
-func (f family) addrPort(e endpoint) string {
-	if f.is6 {
-		return fmt.Sprintf("[%s]:%d", e.ip, e.port)
-	}
-	return fmt.Sprintf("%s:%d", e.ip, e.port)
 }
 
 // chainTag names a chain after id: a short hash (so that names never

@@ -110,11 +110,12 @@ func TestServicePortsChoosesEndpoints(t *testing.T) {
 }
 
 func renderOf(svc *corev1.Service, s *discoveryv1.EndpointSlice, listening map[hostPort]bool) serviceRules {
+	held := func(p hostPort) bool { return listening[p] }
 	var sl []*discoveryv1.EndpointSlice
 	if s != nil {
 		sl = append(sl, s)
 	}
-	return ipv4.render(svc, servicePorts(svc, sl, testNode, false), testNode, listening)
+	return ipv4.render(svc, servicePorts(svc, sl, testNode, false), testNode, held)
 }
 
 func elementsOf(r serviceRules) []string {
