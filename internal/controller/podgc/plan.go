@@ -7,6 +7,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"plainkube.dev/plainkube/internal/controller"
 )
 
 // Input is what a pass knows.
@@ -78,7 +80,7 @@ func Plan(in Input) Decision {
 			taken[pod] = true
 			continue
 		}
-		if node := in.Nodes[pod.Spec.NodeName]; node != nil && !isNodeReady(node) && hasTaintKey(node, corev1.TaintNodeOutOfService) {
+		if node := in.Nodes[pod.Spec.NodeName]; node != nil && !controller.NodeReady(node) && hasTaintKey(node, corev1.TaintNodeOutOfService) {
 			d.TerminatingOutOfService = append(d.TerminatingOutOfService, pod)
 			taken[pod] = true
 		}
@@ -117,15 +119,6 @@ func isTerminated(pod *corev1.Pod) bool {
 		return false
 	}
 	return true
-}
-
-func isNodeReady(node *corev1.Node) bool {
-	for _, c := range node.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 func hasTaintKey(node *corev1.Node, key string) bool {

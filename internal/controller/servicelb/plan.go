@@ -5,6 +5,8 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"plainkube.dev/plainkube/internal/controller"
 )
 
 // SimulatedLabel marks simulated nodes, which serve no traffic.
@@ -22,7 +24,7 @@ func Managed(svc *corev1.Service) bool {
 func Plan(services []*corev1.Service, nodes []*corev1.Node) map[string][]corev1.LoadBalancerIngress {
 	var ingress []corev1.LoadBalancerIngress
 	for _, n := range nodes {
-		if n.Labels[SimulatedLabel] == "true" || !ready(n) {
+		if n.Labels[SimulatedLabel] == "true" || !controller.NodeReady(n) {
 			continue
 		}
 		if ip := nodeAddress(n); ip != "" {
@@ -56,15 +58,6 @@ func Plan(services []*corev1.Service, nodes []*corev1.Node) map[string][]corev1.
 		out[key] = ingress
 	}
 	return out
-}
-
-func ready(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 func nodeAddress(n *corev1.Node) string {
