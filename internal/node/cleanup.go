@@ -9,9 +9,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strings"
 	"syscall"
 
+	"plainkube.dev/plainkube/internal/mounts"
 	"plainkube.dev/plainkube/internal/proxy"
 )
 
@@ -42,7 +42,7 @@ func Cleanup(ctx context.Context, nodeDir, proxyTable string, report func(string
 		}
 		report("deleted the pod bridge " + i.Name)
 	}
-	if mounts, err := mountsUnder(nodeDir); err == nil {
+	if mounts, err := mounts.Under(nodeDir); err == nil {
 		for i := len(mounts) - 1; i >= 0; i-- { // the latest first
 			if err := syscall.Unmount(mounts[i], syscall.MNT_DETACH); err != nil {
 				errs = append(errs, fmt.Errorf("unmounting %s: %w", mounts[i], err))
@@ -60,23 +60,4 @@ func Cleanup(ctx context.Context, nodeDir, proxyTable string, report func(string
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// mountsUnder are the mount points below dir, in mount order.
-func mountsUnder(dir string) ([]string, error) {
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return nil, err
-	}
-	data, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, line := range strings.Split(string(data), "\n") {
-		if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(f[4], abs+"/") {
-			out = append(out, f[4])
-		}
-	}
-	return out, nil
 }

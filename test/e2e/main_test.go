@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"plainkube.dev/plainkube/internal/mounts"
 )
 
 // binary is the plainkube binary built once for the package; nettool the
@@ -145,16 +147,7 @@ func (c *cluster) stop() {
 // kubelet leaves it, when the server stops with pods on its node), so that
 // the test's temporary directory can be removed.
 func unmountUnder(dir string) {
-	data, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return
-	}
-	var points []string
-	for _, line := range strings.Split(string(data), "\n") {
-		if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
-			points = append(points, f[4])
-		}
-	}
+	points, _ := mounts.Under(dir)
 	for i := len(points) - 1; i >= 0; i-- { // the latest mounts first
 		syscall.Unmount(points[i], syscall.MNT_DETACH)
 	}
