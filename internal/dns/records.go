@@ -482,59 +482,40 @@ func (s *Server) ptr(ip netip.Addr) []string {
 	return names
 }
 
-// reverseAddr is the address a reverse name (lower case) stands for.
+// reverseAddr is the address a reverse name (lower case) stands for: its
+// labels read backwards, 4 decimal ones (no leading zeros, as ParseAddr
+// takes them) or 32 hex nibbles.
 func reverseAddr(name string) (netip.Addr, bool) {
-	switch {
-	case strings.HasSuffix(name, ".in-addr.arpa."):
-		labels := strings.Split(strings.TrimSuffix(name, ".in-addr.arpa."), ".")
+	var text string
+	if v4, ok := strings.CutSuffix(name, ".in-addr.arpa."); ok {
+		labels := strings.Split(v4, ".")
 		if len(labels) != 4 {
 			return netip.Addr{}, false
 		}
-		var b [4]byte
-		for i, l := range labels {
-			if len(l) == 0 || len(l) > 3 || (len(l) > 1 && l[0] == '0') {
-				return netip.Addr{}, false
-			}
-			v := 0
-			for _, c := range l {
-				if c < '0' || c > '9' {
-					return netip.Addr{}, false
-				}
-				v = v*10 + int(c-'0')
-			}
-			if v > 255 {
-				return netip.Addr{}, false
-			}
-			b[3-i] = byte(v)
-		}
-		return netip.AddrFrom4(b), true
-	case strings.HasSuffix(name, ".ip6.arpa."):
-		labels := strings.Split(strings.TrimSuffix(name, ".ip6.arpa."), ".")
-		if len(labels) != 32 {
+		slices.Reverse(labels)
+		text = strings.Join(labels, ".")
+	} else if v6, ok := strings.CutSuffix(name, ".ip6.arpa."); ok {
+		nibbles := strings.Split(v6, ".")
+		if len(nibbles) != 32 {
 			return netip.Addr{}, false
 		}
-		var b [16]byte
-		for i, l := range labels {
-			if len(l) != 1 {
+		var b strings.Builder
+		for i := 31; i >= 0; i-- {
+			if len(nibbles[i]) != 1 {
 				return netip.Addr{}, false
 			}
-			var v byte
-			switch c := l[0]; {
-			case c >= '0' && c <= '9':
-				v = c - '0'
-			case c >= 'a' && c <= 'f':
-				v = c - 'a' + 10
-			default:
-				return netip.Addr{}, false
-			}
-			n := 31 - i // nibble index from the most significant
-			if n%2 == 0 {
-				b[n/2] |= v << 4
-			} else {
-				b[n/2] |= v
+			b.WriteString(nibbles[i])
+			if i%4 == 0 && i > 0 {
+				b.WriteByte(':')
 			}
 		}
-		return netip.AddrFrom16(b).Unmap(), true
+		text = b.String()
+	} else {
+		return netip.Addr{}, false
 	}
-	return netip.Addr{}, false
+	a, err := netip.ParseAddr(text)
+	if err != nil || a.Zone() != "" {
+		return netip.Addr{}, false
+	}
+	return a.Unmap(), true
 }
