@@ -172,11 +172,10 @@ func runServer(args []string) error {
 			return err
 		}
 		opts.Components = append(opts.Components, func(ctx context.Context, env server.ComponentEnv) error {
-			o := nodeFlags.options([]netip.Prefix{serviceRange}, clusterDNS)
-			o.Agent = kubelet.Options{DataDir: filepath.Join(dataDir, "node"), ControlPlane: true, Logger: log,
+			return node.Run(ctx, env.Config, nodeFlags.options([]netip.Prefix{serviceRange}, clusterDNS, kubelet.Options{
+				DataDir: filepath.Join(dataDir, "node"), ControlPlane: true, Logger: log,
 				IssueServingCert: env.IssueServingCert, ClientCA: env.CAPEM, ManifestsDir: manifests,
-				RuntimeEndpoint: *runtimeEndpoint, CNIConfDir: *cniConfDir, ClusterDNS: o.Agent.ClusterDNS, ClusterDomain: o.Agent.ClusterDomain}
-			return node.Run(ctx, env.Config, o)
+				RuntimeEndpoint: *runtimeEndpoint, CNIConfDir: *cniConfDir}))
 		})
 	}
 	if *simNodes > 0 {
@@ -344,11 +343,11 @@ func runAgent(args []string) error {
 	if err := os.MkdirAll(manifests, 0o755); err != nil {
 		return err
 	}
-	o := nodeFlags.options([]netip.Prefix{serviceRange}, *clusterDNS)
-	o.Agent = kubelet.Options{DataDir: filepath.Join(*dataDir, "node"), NodeName: *nodeName, NodeIP: *nodeIP,
+	o := nodeFlags.options([]netip.Prefix{serviceRange}, *clusterDNS, kubelet.Options{
+		DataDir: filepath.Join(*dataDir, "node"), NodeName: *nodeName, NodeIP: *nodeIP,
 		APIPort: *port, ClientCA: creds.CAPEM, Logger: log, ManifestsDir: manifests,
-		RuntimeEndpoint: *runtimeEndpoint, CNIConfDir: *cniConfDir, ClusterDNS: o.Agent.ClusterDNS, ClusterDomain: o.Agent.ClusterDomain,
-		IssueServingCert: tlsbootstrap.ServingIssuer(creds.Config, creds.CAPEM, *dataDir, *nodeName, log)}
+		RuntimeEndpoint: *runtimeEndpoint, CNIConfDir: *cniConfDir,
+		IssueServingCert: tlsbootstrap.ServingIssuer(creds.Config, creds.CAPEM, *dataDir, *nodeName, log)})
 	go tlsbootstrap.RotateClient(ctx, creds, *nodeName, nil, log)
 	fmt.Printf("plainkube agent %s: node %q joined %s\n", version.GitVersion(), *nodeName, *serverURL)
 	return node.Run(ctx, creds.Config, o)
@@ -603,10 +602,10 @@ func (f *nodeFlags) preflight() error {
 	return nil
 }
 
-// options are the node's options from the flags (the agent's are the
-// caller's to fill in, but for ClusterDNS and ClusterDomain).
-func (f *nodeFlags) options(serviceCIDRs []netip.Prefix, clusterDNS string) node.Options {
-	o := node.Options{ServiceCIDRs: serviceCIDRs, DisableProxy: *f.disableProxy, DisableDNS: *f.disableDNS,
+// options are the node's options from the flags, around the agent's
+// (whose ClusterDNS and ClusterDomain they set).
+func (f *nodeFlags) options(serviceCIDRs []netip.Prefix, clusterDNS string, agent kubelet.Options) node.Options {
+	o := node.Options{Agent: agent, ServiceCIDRs: serviceCIDRs, DisableProxy: *f.disableProxy, DisableDNS: *f.disableDNS,
 		DNSPort: *f.dnsPort, ProxyTable: *f.proxyTable}
 	o.Agent.ClusterDomain = *f.clusterDomain
 	if clusterDNS != "" && !*f.disableDNS {
