@@ -343,7 +343,6 @@ func (p *Proxy) syncOnce(ctx context.Context) error {
 		if err := t.nft.Run(ctx, tx); err != nil {
 			// The state no longer says what is in the table.
 			errs = append(errs, fmt.Errorf("%s table: %w", t.fam.nft, err))
-			continue
 		}
 	}
 	if len(errs) > 0 {
