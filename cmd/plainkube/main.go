@@ -374,14 +374,17 @@ func runBench(args []string) error {
 	o := bench.Options{Progress: os.Stderr}
 	fs.IntVar(&o.Repeat, "repeat", 3, "startup: runs")
 	fs.DurationVar(&o.NodeWait, "node-wait", 10*time.Second, "startup: how long to wait for a first Ready node after /readyz")
-	concurrency := fs.String("concurrency", "1,16,64", "crud: comma-separated concurrency levels")
-	fs.DurationVar(&o.Duration, "duration", 0, "crud: time per level (default 5s); churn: total time (default 20s)")
+	concurrency := fs.String("concurrency", "1,16,64", "crud, dns: comma-separated concurrency levels")
+	fs.DurationVar(&o.Duration, "duration", 0, "crud, dns: time per level (default 5s); churn: total time (default 20s)")
 	fs.IntVar(&o.ListPods, "list-pods", 10000, "list: pods to create")
 	fs.IntVar(&o.Watchers, "watchers", 1000, "watch: concurrent watchers")
 	fs.IntVar(&o.Events, "events", 100, "watch: events written")
 	fs.IntVar(&o.Replicas, "replicas", 10000, "density: deployment replicas")
 	fs.IntVar(&o.Pods, "pods", 20, "pod-startup: pods")
 	fs.StringVar(&o.PodImage, "image", "busybox:1.36", "pod-startup: image present on the nodes")
+	fs.IntVar(&o.Services, "services", 1000, "netprog: Services of 10 endpoints each")
+	fs.IntVar(&o.Changes, "changes", 100, "netprog: EndpointSlice changes timed, one at a time")
+	fs.StringVar(&o.DNSServer, "dns-server", "", "dns: ip:port of the DNS server to ask (default: the first real node's answerer)")
 	fs.Usage = func() {
 		fmt.Fprintln(os.Stderr, "Usage: plainkube bench [flags] WORKLOAD...\n\nWorkloads:")
 		for _, w := range bench.Workloads {

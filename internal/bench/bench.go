@@ -80,7 +80,12 @@ type Options struct {
 	Replicas    int
 	PodImage    string
 	Pods        int
-	Progress    io.Writer
+	// Services and Changes size netprog; DNSServer (ip:port) is the DNS
+	// answerer the dns workload asks (default: the first real node's).
+	Services  int
+	Changes   int
+	DNSServer string
+	Progress  io.Writer
 
 	// startedVersion is the version the startup workload's server reported.
 	startedVersion string
@@ -102,6 +107,8 @@ var Workloads = []Workload{
 	{"churn", "creates/updates/deletes while an informer watches: errors and event lag", runChurn},
 	{"density", "a deployment of many replicas on the cluster's nodes: time to all Running", runDensity},
 	{"pod-startup", "pods on real nodes (image present): creation to Running and Ready", runPodStartup},
+	{"netprog", "Services of 10 endpoints on a real node's proxy: EndpointSlice change to rules in place", runNetprog},
+	{"dns", "a node's DNS answerer: queries/s and latency for a cluster name from one client", runDNS},
 }
 
 // Run runs the named workloads and returns the report.
