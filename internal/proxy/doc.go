@@ -6,9 +6,9 @@
 // All rules live in one table of the proxy's own per IP family (ip and
 // ip6 "plainkube"). A packet to a Service costs one lookup in a verdict
 // map (service-ips: address . protocol . port → the Service's chain), so
-// it does not grow with the number of Services; the Service's chain picks
-// an endpoint (numgen random, or the one a client is pinned to by
-// sessionAffinity) and the endpoint's chain DNATs to it. Filter chains,
+// it does not grow with the number of Services; the Service's chain DNATs
+// to a random endpoint from a map in its rule. Only with sessionAffinity
+// does each endpoint get a chain, which remembers its clients in a set. Filter chains,
 // which run after DNAT, reject what is still addressed to a Service: a
 // Service without endpoints, another port of a ClusterIP, an unallocated
 // address of the service range — such packets never leave the node.

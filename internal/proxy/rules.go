@@ -157,27 +157,46 @@ func (f family) renderPort(r *serviceRules, sp servicePort, node *Node, add func
 		r.chains[c] = rules
 		return c
 	}
-	// balance picks an endpoint: the one a client is pinned to, else a
-	// random one.
+	// balance picks an endpoint. With session affinity, each endpoint has
+	// a chain of its own that remembers its clients, and a client pinned
+	// to one goes there; without, the DNAT picks at random from a map in
+	// the rule itself, so that a Service costs one chain, not one per
+	// endpoint (nft reads every chain of the table at each transaction).
 	balance := func(eps []endpoint) []string {
-		var rules []string
-		chains := make([]string, len(eps))
-		for i, e := range eps {
-			chains[i] = endpointChain(e)
-		}
 		if sp.affinitySeconds > 0 {
+			var rules []string
+			chains := make([]string, len(eps))
 			for i, e := range eps {
+				chains[i] = endpointChain(e)
 				rules = append(rules, fmt.Sprintf("%s saddr @%s goto %s", f.ip, affinity[e], chains[i]))
 			}
+			if len(chains) == 1 {
+				return append(rules, "goto "+chains[0])
+			}
+			vm := make([]string, len(chains))
+			for i, c := range chains {
+				vm[i] = fmt.Sprintf("%d : goto %s", i, c)
+			}
+			return append(rules, fmt.Sprintf("numgen random mod %d vmap { %s }", len(chains), strings.Join(vm, ", ")))
 		}
-		if len(chains) == 1 {
-			return append(rules, "goto "+chains[0])
+		// A pod reaching itself through the Service is masqueraded, so
+		// that its reply comes back through the node (hairpin).
+		if len(eps) == 1 {
+			return []string{
+				fmt.Sprintf("%s saddr %s jump %s", f.ip, eps[0].ip, markMasqChain),
+				fmt.Sprintf("meta l4proto %s dnat to %s", proto, eps[0]),
+			}
 		}
-		var vm []string
-		for i, c := range chains {
-			vm = append(vm, fmt.Sprintf("%d : goto %s", i, c))
+		ips := make([]string, len(eps))
+		targets := make([]string, len(eps))
+		for i, e := range eps {
+			ips[i] = e.ip.String()
+			targets[i] = fmt.Sprintf("%d : %s . %d", i, e.ip, e.port)
 		}
-		return append(rules, fmt.Sprintf("numgen random mod %d vmap { %s }", len(chains), strings.Join(vm, ", ")))
+		return []string{
+			fmt.Sprintf("%s saddr { %s } jump %s", f.ip, strings.Join(ips, ", "), markMasqChain),
+			fmt.Sprintf("meta l4proto %s dnat %s to numgen random mod %d map { %s }", proto, f.ip, len(eps), strings.Join(targets, ", ")),
+		}
 	}
 
 	internal := sp.cluster
