@@ -235,6 +235,16 @@ endpoints: [{addresses: ["%s"]}]
 	if out := <-done; !strings.Contains(out, "failed: 0") {
 		t.Fatalf("requests while scaling down and deleting a pod:\n%s", out)
 	}
+	// Hairpin: the one replica left reaches itself through its Service.
+	waitFor(t, 30*time.Second, "a pod reaching itself through its Service", func() (bool, string) {
+		ready := strings.Fields(c.must("get", "endpointslices", "-l", "kubernetes.io/service-name=web", "-o",
+			"jsonpath={.items[*].endpoints[?(@.conditions.ready==true)].targetRef.name}"))
+		if len(ready) != 1 {
+			return false, fmt.Sprintf("ready endpoints %v", ready)
+		}
+		out, err := c.run("exec", ready[0], "--", "nettool", "get", "-n", "3", "http://web")
+		return err == nil && strings.Count(out, ready[0]) == 3, out
+	})
 	// DNS: a headless StatefulSet's pod, SRV, and an external name.
 	c.must("apply", "-f", writeFile(t, t.TempDir(), "sts.yaml", `apiVersion: v1
 kind: Service
