@@ -316,6 +316,7 @@ func (p *Proxy) syncOnce(ctx context.Context) error {
 				health[key] = r.healthCheck
 			}
 		}
+		before := maps.Clone(t.state.applied)
 		tx := t.nft.NewTransaction()
 		if full {
 			existing, err := t.nft.ListAll(ctx)
@@ -343,6 +344,14 @@ func (p *Proxy) syncOnce(ctx context.Context) error {
 		if err := t.nft.Run(ctx, tx); err != nil {
 			// The state no longer says what is in the table.
 			errs = append(errs, fmt.Errorf("%s table: %w", t.fam.nft, err))
+			continue
+		}
+		var stale []udpFlow
+		for _, key := range keys {
+			stale = append(stale, staleUDP(before[key], t.state.applied[key])...)
+		}
+		if err := deleteUDPFlows(stale); err != nil {
+			p.log.Warn("deleting stale UDP conntrack entries", "err", err)
 		}
 	}
 	if len(errs) > 0 {

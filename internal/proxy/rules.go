@@ -5,6 +5,7 @@ import (
 	"encoding/base32"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -77,9 +78,13 @@ type serviceRules struct {
 	elements []element
 	// warnings say what of the Service could not be programmed.
 	warnings []string
-	// localEndpoints count, per health-check node port, the Service's
-	// endpoints on this node (externalTrafficPolicy Local only).
+	// healthCheck is the Service's health-check node port and its count
+	// of endpoints on this node (externalTrafficPolicy Local only).
 	healthCheck *healthCheck
+	// udp are the endpoints each UDP destination (an address and port
+	// of the Service's) may be sent to: conntrack entries to an endpoint
+	// that is no longer there are deleted (see staleUDP).
+	udp map[netip.AddrPort][]netip.Addr
 }
 
 // healthCheck is a Service's healthCheckNodePort and what it reports.
@@ -238,6 +243,9 @@ func (f family) renderPort(r *serviceRules, sp servicePort, node *Node, add func
 		r.warnings = append(r.warnings, fmt.Sprintf("node port %d/%s is held by a process on the node: not served", nodePort, sp.protocol))
 		nodePort = 0
 	}
+	if sp.protocol == corev1.ProtocolUDP {
+		r.recordUDP(sp, external, nodePort, node)
+	}
 	if nodePort == 0 && len(external) == 0 {
 		return
 	}
@@ -382,6 +390,54 @@ func (f family) nodeElements(node *Node) []element {
 	for _, p := range node.ServiceCIDRs {
 		if p.Addr().Is6() == f.is6 {
 			out = append(out, element{container: serviceCIDRsSet, key: p.Masked().String()})
+		}
+	}
+	return out
+}
+
+// recordUDP notes where sp's UDP traffic may be sent: from its ClusterIPs
+// and external addresses on its port, and from the node's addresses on
+// its node port, to any of its endpoints.
+func (r *serviceRules) recordUDP(sp servicePort, external []netip.Addr, nodePort int32, node *Node) {
+	var eps []netip.Addr
+	for _, e := range append(slices.Clone(sp.cluster), sp.local...) {
+		if !slices.Contains(eps, e.ip) {
+			eps = append(eps, e.ip)
+		}
+	}
+	if len(eps) == 0 {
+		return
+	}
+	if r.udp == nil {
+		r.udp = map[netip.AddrPort][]netip.Addr{}
+	}
+	for _, ip := range append(slices.Clone(sp.clusterIPs), external...) {
+		r.udp[netip.AddrPortFrom(ip, uint16(sp.port))] = eps
+	}
+	if nodePort != 0 {
+		for _, ip := range node.Addresses {
+			r.udp[netip.AddrPortFrom(ip, uint16(nodePort))] = eps
+		}
+	}
+}
+
+// udpFlow is the conntrack entries of UDP traffic to a Service's address
+// that was sent to one endpoint.
+type udpFlow struct {
+	dst      netip.AddrPort
+	endpoint netip.Addr
+}
+
+// staleUDP are the UDP flows old allowed and cur no longer does: a UDP
+// client that keeps sending keeps its conntrack entry, and so its old
+// endpoint, forever unless the entry is deleted.
+func staleUDP(old, cur serviceRules) []udpFlow {
+	var out []udpFlow
+	for dst, eps := range old.udp {
+		for _, ep := range eps {
+			if !slices.Contains(cur.udp[dst], ep) {
+				out = append(out, udpFlow{dst, ep})
+			}
 		}
 	}
 	return out

@@ -307,3 +307,35 @@ func TestRulesLoadIntoNftables(t *testing.T) {
 		t.Fatalf("table after the partial sync:\n%s", out)
 	}
 }
+
+// TestStaleUDP: an endpoint that leaves a UDP Service leaves stale
+// conntrack flows for each of the Service's destinations; one that stays
+// does not.
+func TestStaleUDP(t *testing.T) {
+	udp := func(eps ...ep) serviceRules {
+		svc := service("dns", func(s *corev1.Service) {
+			s.Spec.Type = corev1.ServiceTypeNodePort
+			s.Spec.Ports = []corev1.ServicePort{{Name: "http", Port: 53, Protocol: corev1.ProtocolUDP, NodePort: 30053}}
+		})
+		sl := slice("dns", 5353, eps...)
+		sl.Ports[0].Protocol = ptr(corev1.ProtocolUDP)
+		return renderOf(svc, sl, nil)
+	}
+	old := udp(ep{ip: "10.42.0.5", node: "n1", ready: true}, ep{ip: "10.42.0.6", node: "n1", ready: true})
+	cur := udp(ep{ip: "10.42.0.6", node: "n1", ready: true})
+	var got []string
+	for _, f := range staleUDP(old, cur) {
+		got = append(got, f.dst.String()+" via "+f.endpoint.String())
+	}
+	slices.Sort(got)
+	want := []string{"10.96.0.20:53 via 10.42.0.5", "192.0.2.10:30053 via 10.42.0.5"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("stale flows %q, want %q", got, want)
+	}
+	if f := staleUDP(cur, cur); len(f) != 0 {
+		t.Fatalf("no change, stale flows %v", f)
+	}
+	if f := staleUDP(cur, serviceRules{}); len(f) != 2 {
+		t.Fatalf("Service gone: stale flows %v, want both destinations", f)
+	}
+}

@@ -245,6 +245,49 @@ endpoints: [{addresses: ["%s"]}]
 		out, err := c.run("exec", ready[0], "--", "nettool", "get", "-n", "3", "http://web")
 		return err == nil && strings.Count(out, ready[0]) == 3, out
 	})
+	// UDP: when a Service's endpoint changes, a client that keeps sending
+	// from one port moves to the new endpoint (its conntrack entry to the
+	// old one is deleted), though the old pod still answers.
+	c.must("apply", "-f", writeFile(t, t.TempDir(), "udp.yaml", `apiVersion: v1
+kind: Service
+metadata: {name: echo-udp}
+spec:
+  selector: {app: udp}
+  ports: [{port: 9090, protocol: UDP}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: udp-a, labels: {app: udp}}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - {name: c, image: nettool:e2e, imagePullPolicy: Never, command: ["nettool", "serve", "-udp-port", "9090"]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: udp-b, labels: {app: spare}}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - {name: c, image: nettool:e2e, imagePullPolicy: Never, command: ["nettool", "serve", "-udp-port", "9090"]}
+`))
+	c.must("wait", "--for=condition=Ready", "pod/udp-a", "pod/udp-b", "--timeout=60s")
+	waitFor(t, 20*time.Second, "the UDP Service answers", func() (bool, string) {
+		out, _ := exec("udp", "echo-udp:9090")
+		return strings.Contains(out, "udp-a"), out
+	})
+	udpDone := make(chan string, 1)
+	go func() {
+		out, _ := exec("udp", "-n", "50", "-interval", "200ms", "-local-port", "40000", "echo-udp:9090")
+		udpDone <- out
+	}()
+	time.Sleep(3 * time.Second)
+	c.must("label", "pod", "udp-a", "app=spare", "--overwrite")
+	c.must("label", "pod", "udp-b", "app=udp", "--overwrite")
+	answers := strings.Fields(<-udpDone)
+	if len(answers) < 10 || answers[0] != "udp-a" || strings.Join(answers[len(answers)-10:], " ") != strings.TrimSpace(strings.Repeat("udp-b ", 10)) {
+		t.Fatalf("UDP answers while the endpoint changed (want udp-a first, udp-b at the end):\n%v", answers)
+	}
 	// DNS: a headless StatefulSet's pod, SRV, and an external name.
 	c.must("apply", "-f", writeFile(t, t.TempDir(), "sts.yaml", `apiVersion: v1
 kind: Service

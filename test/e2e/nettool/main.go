@@ -2,7 +2,10 @@
 // in pods (built with CGO_ENABLED=0, so that its resolver is Go's own,
 // which reads the pod's resolv.conf with its search list and ndots).
 //
-//	nettool serve -port 8080        HTTP: answers its host name; on SIGTERM keeps serving 2s, then exits
+//	nettool serve -port 8080 [-udp-port 9090]
+//	                                HTTP (and UDP): answers its host name; on SIGTERM keeps serving 2s, then exits
+//	nettool udp [-n N] [-interval D] [-local-port P] HOST:PORT
+//	                                N datagrams from one source port; prints each answer ("timeout" for none)
 //	nettool get [-n N] [-interval D] [-keep-going] URL
 //	                                N requests, each on a new connection; prints each answer, and "failed: N" with -keep-going
 //	nettool lookup [-type A|SRV|PTR|CNAME] NAME
@@ -35,6 +38,8 @@ func main() {
 		err = serve(os.Args[2:])
 	case "get":
 		err = get(os.Args[2:])
+	case "udp":
+		err = udp(os.Args[2:])
 	case "lookup":
 		err = lookup(os.Args[2:])
 	case "connect":
@@ -59,8 +64,25 @@ func main() {
 func serve(args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ExitOnError)
 	port := fs.Int("port", 8080, "port")
+	udpPort := fs.Int("udp-port", 0, "also answer datagrams on this UDP port")
 	fs.Parse(args)
 	host, _ := os.Hostname()
+	if *udpPort != 0 {
+		pc, err := net.ListenPacket("udp", fmt.Sprintf(":%d", *udpPort))
+		if err != nil {
+			return err
+		}
+		go func() {
+			buf := make([]byte, 512)
+			for {
+				_, from, err := pc.ReadFrom(buf)
+				if err != nil {
+					return
+				}
+				pc.WriteTo([]byte(host+"\n"), from)
+			}
+		}()
+	}
 	ln, err := net.Listen("tcp", fmt.Sprintf(":%d", *port))
 	if err != nil {
 		return err
@@ -125,6 +147,44 @@ func get(args []string) error {
 	}
 	if *keepGoing {
 		fmt.Printf("failed: %d\n", failed)
+	}
+	return nil
+}
+
+func udp(args []string) error {
+	fs := flag.NewFlagSet("udp", flag.ExitOnError)
+	n := fs.Int("n", 1, "datagrams")
+	interval := fs.Duration("interval", 0, "pause between datagrams")
+	localPort := fs.Int("local-port", 0, "source port (0: any)")
+	fs.Parse(args)
+	if fs.NArg() != 1 {
+		return fmt.Errorf("udp: one HOST:PORT")
+	}
+	raddr, err := net.ResolveUDPAddr("udp", fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	conn, err := net.DialUDP("udp", &net.UDPAddr{Port: *localPort}, raddr)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	buf := make([]byte, 512)
+	for i := 0; i < *n; i++ {
+		if i > 0 {
+			time.Sleep(*interval)
+		}
+		if _, err := conn.Write([]byte("hello")); err != nil {
+			fmt.Println("error")
+			continue
+		}
+		conn.SetReadDeadline(time.Now().Add(time.Second))
+		m, err := conn.Read(buf)
+		if err != nil {
+			fmt.Println("timeout")
+			continue
+		}
+		fmt.Print(string(buf[:m]))
 	}
 	return nil
 }
