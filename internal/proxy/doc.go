@@ -21,5 +21,6 @@
 // so one changed EndpointSlice rewrites only its Service's part. Proxy
 // (proxy.go) is the driver: informer events mark Services dirty, Run
 // syncs them, rewrites the whole table at start, every ResyncPeriod and
-// after a failed transaction, and deletes the table when it stops.
+// after a failed transaction, and leaves only a fence rejecting the
+// service range when it stops (pods outlive it).
 package proxy

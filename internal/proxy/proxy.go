@@ -201,9 +201,8 @@ func (p *Proxy) poke() {
 	}
 }
 
-// Run programs the node until ctx ends, then removes the table (a
-// node's established connections keep flowing: conntrack holds their
-// translation).
+// Run programs the node until ctx ends, then leaves only the fence that
+// rejects the service range (see fence).
 func (p *Proxy) Run(ctx context.Context) error {
 	b := record.NewBroadcaster(record.WithContext(ctx))
 	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: p.cs.CoreV1().Events("")})
@@ -216,7 +215,7 @@ func (p *Proxy) Run(ctx context.Context) error {
 		p.log.Warn("setting the kernel's forwarding switches", "err", err)
 	}
 	defer p.health.closeAll()
-	defer p.removeTables()
+	defer p.fence()
 	resync := time.NewTicker(p.opts.ResyncPeriod)
 	defer resync.Stop()
 	backoff := time.Duration(0)
@@ -247,12 +246,26 @@ func (p *Proxy) Run(ctx context.Context) error {
 	}
 }
 
-// removeTables deletes the proxy's tables (on a clean stop).
-func (p *Proxy) removeTables() {
+// fence empties the tables of every Service's rules when the proxy
+// stops, keeping the skeleton: what is addressed to the service range is
+// rejected until the proxy runs again, never sent off the node (pods
+// outlive their node agent). Established connections keep flowing:
+// conntrack holds their translation. plainkube cleanup removes the rest.
+func (p *Proxy) fence() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := RemoveTables(ctx, p.opts.Table); err != nil {
-		p.log.Warn("removing the nftables tables", "err", err)
+	node := p.node()
+	for _, t := range p.tables {
+		existing, err := t.nft.ListAll(ctx)
+		if err != nil && !knftables.IsNotFound(err) {
+			p.log.Warn("fencing the service range", "family", t.fam.nft, "err", err)
+			continue
+		}
+		tx := t.nft.NewTransaction()
+		t.state.full(tx, node, nil, existing)
+		if err := t.nft.Run(ctx, tx); err != nil {
+			p.log.Warn("fencing the service range", "family", t.fam.nft, "err", err)
+		}
 	}
 }
 

@@ -153,6 +153,15 @@ func unmountUnder(dir string) {
 	}
 }
 
+// restart stops the server with SIGTERM and starts it again on the same
+// data directory; what its node runs keeps running.
+func (c *cluster) restart() {
+	c.t.Helper()
+	c.cmd.Process.Signal(syscall.SIGTERM)
+	c.cmd.Wait()
+	c.start()
+}
+
 // kill stops the server with SIGKILL, as a crash would.
 func (c *cluster) kill() {
 	c.cmd.Process.Kill()

@@ -323,6 +323,30 @@ spec:
 	if out, _ := c.run("exec", "shell", "--", "nslookup", "external.example"); !strings.Contains(out, "192.0.2.123") {
 		t.Fatalf("nslookup of an external name (the forwarder):\n%s", out)
 	}
+	// A restart of the server and its node keeps an established
+	// connection through a Service, and new connections work again once
+	// the node is back.
+	c.must("apply", "-f", writeFile(t, t.TempDir(), "held.yaml", `apiVersion: v1
+kind: Pod
+metadata: {name: held}
+spec:
+  restartPolicy: Never
+  containers:
+  - {name: c, image: nettool:e2e, imagePullPolicy: Never, command: ["nettool", "get", "-keep-alive", "-keep-going", "-n", "100", "-interval", "200ms", "http://web"]}
+`))
+	c.must("wait", "--for=jsonpath={.status.phase}=Running", "pod/held", "--timeout=60s")
+	time.Sleep(2 * time.Second)
+	c.restart()
+	restarted := time.Now()
+	waitFor(t, 30*time.Second, "a new connection to the Service after the restart", func() (bool, string) {
+		out, err := exec("get", "http://web")
+		return err == nil, out
+	})
+	t.Logf("a new connection worked %s after the API server was back", time.Since(restarted).Round(100*time.Millisecond))
+	c.must("wait", "--for=jsonpath={.status.phase}=Succeeded", "pod/held", "--timeout=60s")
+	if out := c.must("logs", "held"); !strings.Contains(out, "failed: 0") {
+		t.Fatalf("requests on a connection held across the restart:\n%s", out)
+	}
 	// The proxy's metrics, on the agent's /metrics.
 	node := c.must("get", "nodes", "-o", "jsonpath={.items[0].metadata.name}")
 	metrics := c.must("get", "--raw", "/api/v1/nodes/"+node+"/proxy/metrics")

@@ -6,8 +6,9 @@
 //	                                HTTP (and UDP): answers its host name; on SIGTERM keeps serving 2s, then exits
 //	nettool udp [-n N] [-interval D] [-local-port P] HOST:PORT
 //	                                N datagrams from one source port; prints each answer ("timeout" for none)
-//	nettool get [-n N] [-interval D] [-keep-going] URL
-//	                                N requests, each on a new connection; prints each answer, and "failed: N" with -keep-going
+//	nettool get [-n N] [-interval D] [-keep-going] [-keep-alive] URL
+//	                                N requests, each on a new connection (-keep-alive: all on one);
+//	                                prints each answer, and "failed: N" with -keep-going
 //	nettool lookup [-type A|SRV|PTR|CNAME] NAME
 //	nettool connect HOST:PORT       a TCP connection
 //	nettool pause                   sleeps until killed
@@ -115,11 +116,12 @@ func get(args []string) error {
 	interval := fs.Duration("interval", 0, "pause between requests")
 	keepGoing := fs.Bool("keep-going", false, "count failures instead of stopping at the first")
 	timeout := fs.Duration("timeout", 3*time.Second, "per request")
+	keepAlive := fs.Bool("keep-alive", false, "one connection for every request (a new one only when it breaks)")
 	fs.Parse(args)
 	if fs.NArg() != 1 {
 		return fmt.Errorf("get: one URL")
 	}
-	client := &http.Client{Timeout: *timeout, Transport: &http.Transport{DisableKeepAlives: true}}
+	client := &http.Client{Timeout: *timeout, Transport: &http.Transport{DisableKeepAlives: !*keepAlive, MaxConnsPerHost: 1}}
 	failed := 0
 	for i := 0; i < *n; i++ {
 		if i > 0 {
