@@ -37,7 +37,7 @@ type Options struct {
 	NodeName string
 	// Addresses are the node's addresses NodePorts and load-balancer
 	// ports are served on (default: the Node's InternalIP and ExternalIP
-	// addresses). As in upstream's nftables mode, 127.0.0.1 is not one.
+	// addresses); 127.0.0.1 is added, as upstream's iptables mode does.
 	Addresses []netip.Addr
 	// ServiceCIDRs are the cluster's Service ranges: their families are
 	// programmed, and their unallocated addresses rejected. Default:
@@ -422,13 +422,15 @@ func (p *Proxy) recordWarnings(keys []string, warnings map[string][]string) {
 
 // enableForwarding sets the kernel switches Services need: forwarding,
 // bridged traffic through netfilter (so that a pod's reply to a pod on
-// the same bridge is translated back).
+// the same bridge is translated back), and route_localnet for NodePorts
+// on 127.0.0.1.
 func enableForwarding() error {
 	var errs []error
 	for _, f := range []string{
 		"/proc/sys/net/ipv4/ip_forward",
 		"/proc/sys/net/bridge/bridge-nf-call-iptables",
 		"/proc/sys/net/bridge/bridge-nf-call-ip6tables",
+		"/proc/sys/net/ipv4/conf/all/route_localnet",
 	} {
 		if b, err := os.ReadFile(f); err == nil && len(b) > 0 && b[0] == '1' {
 			continue

@@ -42,6 +42,7 @@ const (
 	markMasqChain   = "mark-for-masquerade"
 	masqueradeChain = "masquerading"
 	rejectChain     = "reject-chain"
+	loopbackGuard   = "loopback-guard"
 
 	// masqueradeBit marks packets to masquerade on their way out (the
 	// bit upstream's kube-proxy uses).
@@ -322,7 +323,7 @@ func (f family) skeleton() (chains []*knftables.Chain, maps []*knftables.Map, se
 		base("filter-output", knftables.FilterType, knftables.OutputHook, knftables.FilterPriority),
 		base("filter-input", knftables.FilterType, knftables.InputHook, knftables.FilterPriority),
 		{Name: servicesChain}, {Name: checksChain}, {Name: nodePortChecks}, {Name: markMasqChain},
-		{Name: masqueradeChain}, {Name: rejectChain},
+		{Name: masqueradeChain}, {Name: rejectChain}, {Name: loopbackGuard},
 	}
 	l4 := "inet_proto . inet_service"
 	maps = []*knftables.Map{
@@ -346,13 +347,17 @@ func (f family) skeletonRules() map[string][]string {
 	if f.is6 {
 		rejectWith = "reject with icmpv6 type port-unreachable"
 	}
+	var guard []string // IPv6 serves no NodePorts on ::1
+	if !f.is6 {
+		guard = []string{`iifname != "lo" ip daddr 127.0.0.0/8 ip saddr != 127.0.0.0/8 ct status & dnat == 0 drop`}
+	}
 	return map[string][]string{
 		"nat-prerouting":  {"jump " + servicesChain},
 		"nat-output":      {"jump " + servicesChain},
 		"nat-postrouting": {"jump " + masqueradeChain},
 		"filter-forward":  {"ct state new jump " + checksChain},
 		"filter-output":   {"ct state new jump " + checksChain},
-		"filter-input":    {"ct state new jump " + nodePortChecks},
+		"filter-input":    {"jump " + loopbackGuard, "ct state new jump " + nodePortChecks},
 		servicesChain: {
 			fmt.Sprintf("%s daddr . meta l4proto . th dport vmap @%s", ip, serviceIPsMap),
 			fmt.Sprintf("%s daddr @%s meta l4proto . th dport vmap @%s", ip, nodePortIPsSet, nodePortsMap),
@@ -372,6 +377,11 @@ func (f family) skeletonRules() map[string][]string {
 			"masquerade fully-random",
 		},
 		rejectChain: {rejectWith},
+		// NodePorts on 127.0.0.1 need route_localnet, which would let
+		// other hosts reach the node's loopback services: drop what comes
+		// to 127.0.0.0/8 from elsewhere unless it is a translated reply,
+		// as upstream's iptables mode does.
+		loopbackGuard: guard,
 	}
 }
 
@@ -380,6 +390,9 @@ func (f family) skeletonRules() map[string][]string {
 func (f family) nodeElements(node *Node) []element {
 	var out []element
 	addrs := node.Addresses
+	if !f.is6 {
+		addrs = append(slices.Clone(addrs), netip.MustParseAddr("127.0.0.1"))
+	}
 	seen := map[netip.Addr]bool{}
 	for _, a := range addrs {
 		if a.Is6() == f.is6 && !seen[a] {

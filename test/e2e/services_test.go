@@ -181,15 +181,15 @@ spec:
 	if d := time.Since(start); d > 5*time.Second {
 		t.Fatalf("a Service without endpoints took %s to refuse", d)
 	}
-	// From the node: the NodePort at the node's address, and the load
-	// balancer's address.
+	// From the node: the NodePort on loopback and at the node's address,
+	// and the load balancer's address.
 	nodePort := c.must("get", "svc", "web-lb", "-o", "jsonpath={.spec.ports[0].nodePort}")
 	nodeIP := c.must("get", "nodes", "-o", "jsonpath={.items[0].status.addresses[?(@.type==\"InternalIP\")].address}")
 	lbIP := c.eventually([]string{"."}, "get", "svc", "web-lb", "-o", "jsonpath={.status.loadBalancer.ingress[0].ip}")
 	if lbIP != nodeIP {
 		t.Fatalf("load balancer ingress %q, want the node's address %q", lbIP, nodeIP)
 	}
-	for _, addr := range []string{nodeIP + ":" + nodePort, lbIP + ":8081"} {
+	for _, addr := range []string{"127.0.0.1:" + nodePort, nodeIP + ":" + nodePort, lbIP + ":8081"} {
 		waitFor(t, 20*time.Second, "http://"+addr+" from the node", func() (bool, string) {
 			resp, err := (&http.Client{Timeout: 3 * time.Second}).Get("http://" + addr)
 			if err != nil {
