@@ -200,6 +200,21 @@ spec:
 			return strings.HasPrefix(string(b), "web-"), string(b)
 		})
 	}
+	// A node port a host process holds is not taken over: the Service
+	// says so in a Warning event, and the process keeps its port.
+	held, err := net.Listen("tcp", ":31999")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	go http.Serve(held, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "host process") }))
+	c.must("create", "service", "nodeport", "clash", "--tcp=80:8080", "--node-port=31999")
+	c.eventually([]string{"FailedToProgram", "node port 31999/TCP is held by a process on the node"}, "get", "events", "--field-selector=involvedObject.name=clash")
+	if resp, err := http.Get("http://" + nodeIP + ":31999"); err != nil {
+		t.Fatalf("the host process's port: %v", err)
+	} else if b, _ := io.ReadAll(resp.Body); string(b) != "host process" {
+		t.Fatalf("the host process's port answered %q", b)
+	}
 	// A selector-less Service with a hand-made EndpointSlice.
 	podIP := c.must("get", "pods", "-l", "app=web", "-o", "jsonpath={.items[0].status.podIP}")
 	c.must("apply", "-f", writeFile(t, t.TempDir(), "manual.yaml", fmt.Sprintf(`apiVersion: v1
