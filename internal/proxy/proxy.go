@@ -329,7 +329,10 @@ func (p *Proxy) syncOnce(ctx context.Context) error {
 				health[key] = r.healthCheck
 			}
 		}
-		before := maps.Clone(t.state.applied)
+		before := make(map[string]serviceRules, len(keys))
+		for _, key := range keys {
+			before[key] = t.state.applied[key]
+		}
 		tx := t.nft.NewTransaction()
 		if full {
 			existing, err := t.nft.ListAll(ctx)

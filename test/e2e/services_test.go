@@ -37,6 +37,22 @@ func fakeUpstream(t *testing.T) string {
 	return pc.LocalAddr().String()
 }
 
+// waitPods waits up to 50 s for the pods (pod/NAME) to meet condition
+// (kubectl wait's --for); if they do not, the test fails with what the
+// pods and the server say.
+func waitPods(t *testing.T, c *cluster, condition string, pods ...string) {
+	t.Helper()
+	args := append(append([]string{"wait", condition}, pods...), "--timeout=50s")
+	if out, err := c.run(args...); err != nil {
+		desc, _ := c.run(append([]string{"describe"}, pods...)...)
+		log := c.log.String()
+		if len(log) > 20000 {
+			log = log[len(log)-20000:]
+		}
+		t.Fatalf("kubectl wait %s: %v\n%s\n%s\nserver log (end):\n%s", condition, err, out, desc, log)
+	}
+}
+
 // buildNettool builds the nettool:e2e image into the node's containerd.
 func buildNettool(t *testing.T, dataDir string) {
 	t.Helper()
@@ -128,9 +144,32 @@ spec:
   terminationGracePeriodSeconds: 1
   containers:
   - {name: c, image: busybox:e2e, imagePullPolicy: Never, command: ["sleep", "3600"]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: echo-udp}
+spec:
+  selector: {app: udp}
+  ports: [{port: 9090, protocol: UDP}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: udp-a, labels: {app: udp}}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - {name: c, image: nettool:e2e, imagePullPolicy: Never, command: ["nettool", "serve", "-udp-port", "9090"]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: udp-b, labels: {app: spare}}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - {name: c, image: nettool:e2e, imagePullPolicy: Never, command: ["nettool", "serve", "-udp-port", "9090"]}
 `))
 	c.must("rollout", "status", "deployment/web", "--timeout=90s")
-	c.must("wait", "--for=condition=Ready", "pod/client", "pod/shell", "--timeout=60s")
+	waitPods(t, c, "--for=condition=Ready", "pod/client", "pod/shell", "pod/udp-a", "pod/udp-b")
 	exec := func(args ...string) (string, error) {
 		return c.run(append([]string{"exec", "client", "--", "nettool"}, args...)...)
 	}
@@ -263,30 +302,6 @@ endpoints: [{addresses: ["%s"]}]
 	// UDP: when a Service's endpoint changes, a client that keeps sending
 	// from one port moves to the new endpoint (its conntrack entry to the
 	// old one is deleted), though the old pod still answers.
-	c.must("apply", "-f", writeFile(t, t.TempDir(), "udp.yaml", `apiVersion: v1
-kind: Service
-metadata: {name: echo-udp}
-spec:
-  selector: {app: udp}
-  ports: [{port: 9090, protocol: UDP}]
----
-apiVersion: v1
-kind: Pod
-metadata: {name: udp-a, labels: {app: udp}}
-spec:
-  terminationGracePeriodSeconds: 1
-  containers:
-  - {name: c, image: nettool:e2e, imagePullPolicy: Never, command: ["nettool", "serve", "-udp-port", "9090"]}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: udp-b, labels: {app: spare}}
-spec:
-  terminationGracePeriodSeconds: 1
-  containers:
-  - {name: c, image: nettool:e2e, imagePullPolicy: Never, command: ["nettool", "serve", "-udp-port", "9090"]}
-`))
-	c.must("wait", "--for=condition=Ready", "pod/udp-a", "pod/udp-b", "--timeout=60s")
 	waitFor(t, 20*time.Second, "the UDP Service answers", func() (bool, string) {
 		out, _ := exec("udp", "echo-udp:9090")
 		return strings.Contains(out, "udp-a"), out
@@ -349,7 +364,7 @@ spec:
   containers:
   - {name: c, image: nettool:e2e, imagePullPolicy: Never, command: ["nettool", "get", "-keep-alive", "-keep-going", "-n", "100", "-interval", "200ms", "http://web"]}
 `))
-	c.must("wait", "--for=jsonpath={.status.phase}=Running", "pod/held", "--timeout=60s")
+	waitPods(t, c, "--for=jsonpath={.status.phase}=Running", "pod/held")
 	time.Sleep(2 * time.Second)
 	c.restart()
 	restarted := time.Now()
@@ -358,7 +373,7 @@ spec:
 		return err == nil, out
 	})
 	t.Logf("a new connection worked %s after the API server was back", time.Since(restarted).Round(100*time.Millisecond))
-	c.must("wait", "--for=jsonpath={.status.phase}=Succeeded", "pod/held", "--timeout=60s")
+	waitPods(t, c, "--for=jsonpath={.status.phase}=Succeeded", "pod/held")
 	if out := c.must("logs", "held"); !strings.Contains(out, "failed: 0") {
 		t.Fatalf("requests on a connection held across the restart:\n%s", out)
 	}
