@@ -339,3 +339,56 @@ func TestStaleUDP(t *testing.T) {
 		t.Fatalf("Service gone: stale flows %v, want both destinations", f)
 	}
 }
+
+// TestIPv6RulesLoadIntoNftables writes an IPv6 table (a service range of
+// IPv6) with real nft (root only): affinity and plain Services, a
+// NodePort without endpoints.
+func TestIPv6RulesLoadIntoNftables(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	if _, err := exec.LookPath("nft"); err != nil {
+		t.Skip("nft is not installed")
+	}
+	name := "plainkube-test-ipv6"
+	nft, err := knftables.New(knftables.IPv6Family, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	defer RemoveTables(ctx, name)
+	node := &Node{Name: "n1", Addresses: []netip.Addr{netip.MustParseAddr("2001:db8::10")},
+		PodCIDR: netip.MustParsePrefix("fd00:42::/64"), ServiceCIDRs: []netip.Prefix{netip.MustParsePrefix("fd00:96::/108")}}
+	v6 := func(name, ip string, affinity bool, eps ...string) serviceRules {
+		svc := service(name, func(s *corev1.Service) {
+			s.Spec.ClusterIP, s.Spec.ClusterIPs = ip, []string{ip}
+			s.Spec.Type = corev1.ServiceTypeNodePort
+			s.Spec.Ports[0].NodePort = 30080
+			if affinity {
+				s.Spec.SessionAffinity = corev1.ServiceAffinityClientIP
+				s.Spec.Ports[0].NodePort = 30081
+			}
+		})
+		sl := slice(name, 8080)
+		sl.AddressType = discoveryv1.AddressTypeIPv6
+		for _, e := range eps {
+			sl.Endpoints = append(sl.Endpoints, discoveryv1.Endpoint{Addresses: []string{e}, NodeName: ptr("n1"),
+				Conditions: discoveryv1.EndpointConditions{Ready: ptr(true)}})
+		}
+		return ipv6.render(svc, servicePorts(svc, []*discoveryv1.EndpointSlice{sl}, node, true), node, func(hostPort) bool { return false })
+	}
+	rules := map[string]serviceRules{
+		"default/plain":  v6("plain", "fd00:96::20", false, "fd00:42::5", "fd00:42::6"),
+		"default/sticky": v6("sticky", "fd00:96::21", true, "fd00:42::5", "fd00:42::6"),
+		"default/empty":  v6("empty", "fd00:96::22", false),
+	}
+	tx := nft.NewTransaction()
+	newTableState(ipv6).full(tx, node, rules, nil)
+	if err := nft.Run(ctx, tx); err != nil {
+		t.Fatalf("IPv6 full sync: %v\n%s", err, tx)
+	}
+	out, err := exec.Command("nft", "list", "table", "ip6", name).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "dnat ip6 to numgen random mod 2 map { 0 : fd00:42::5 . 8080, 1 : fd00:42::6 . 8080 }") {
+		t.Fatalf("%v:\n%s", err, out)
+	}
+}
