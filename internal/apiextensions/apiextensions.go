@@ -18,7 +18,7 @@ import (
 	"plainkube.dev/plainkube/internal/apiextensions/finalizer"
 	"plainkube.dev/plainkube/internal/apiextensions/naming"
 	"plainkube.dev/plainkube/internal/apiextensions/serving"
-	"plainkube.dev/plainkube/internal/controller"
+	"plainkube.dev/plainkube/internal/reconcile"
 )
 
 // Start runs the CRD controllers against cfg until ctx ends, installing
@@ -44,7 +44,7 @@ func Start(ctx context.Context, cfg *rest.Config, api serving.Installer) (<-chan
 	nam := naming.New(cs.ApiextensionsV1(), crds)
 	fin := finalizer.New(cs.ApiextensionsV1(), dyn, crds)
 	factory.Start(ctx.Done())
-	go controller.RunAll(ctx, controller.WithWorkers(srv, 1), controller.WithWorkers(nam, 1), est, fin)
+	go reconcile.RunAll(ctx, reconcile.WithWorkers(srv, 1), reconcile.WithWorkers(nam, 1), est, fin)
 	return srv.Synced(), nil
 }
 

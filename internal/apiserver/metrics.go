@@ -19,7 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"plainkube.dev/plainkube/internal/kubelet/stats"
+	"plainkube.dev/plainkube/internal/api/stats"
 )
 
 // The metrics.k8s.io/v1beta1 API (what `kubectl top` reads), served as

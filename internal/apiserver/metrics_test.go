@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"plainkube.dev/plainkube/internal/api/stats"
 	"plainkube.dev/plainkube/internal/auth"
-	"plainkube.dev/plainkube/internal/kubelet/stats"
 	"plainkube.dev/plainkube/internal/registry/all"
 	"plainkube.dev/plainkube/internal/storage/memory"
 )

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"plainkube.dev/plainkube/internal/api/podutil"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,15 +31,6 @@ func readyNodes(ctx context.Context, cs kubernetes.Interface) (int, error) {
 		}
 	}
 	return n, nil
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
-			return true
-		}
-	}
-	return false
 }
 
 // watchPods calls handle for every pod in ns as it is added or changes, from
@@ -192,7 +185,7 @@ func runPodStartup(ctx context.Context, o *Options, r *Result) error {
 				runningSeen[p.Name] = true
 				toRunning = append(toRunning, seen.Sub(t))
 			}
-			if podReady(p) && !readySeen[p.Name] {
+			if podutil.IsReady(p) && !readySeen[p.Name] {
 				readySeen[p.Name] = true
 				toReady = append(toReady, seen.Sub(t))
 				if len(readySeen) == n {

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"plainkube.dev/plainkube/internal/api/nodeutil"
+
 	mdns "github.com/miekg/dns"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -19,8 +21,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
-
-	"plainkube.dev/plainkube/internal/controller"
 )
 
 // Metric names of the service proxy (upstream kube-proxy's).
@@ -37,7 +37,7 @@ func proxiedNode(ctx context.Context, cs kubernetes.Interface) (*corev1.Node, er
 		return nil, err
 	}
 	for i := range nodes.Items {
-		if controller.NodeReady(&nodes.Items[i]) {
+		if nodeutil.IsReady(&nodes.Items[i]) {
 			return &nodes.Items[i], nil
 		}
 	}

@@ -1,16 +1,13 @@
-// Package controller runs plainkube's controllers and holds what they share.
+// Package controller holds what plainkube's controllers share; each
+// controller lives in its own package under internal/controller/<name>.
 //
 // A controller is a small program that watches resources through the API
 // server (client-go informers) and writes back through it; it never reads
-// storage and never calls another controller. Each lives in its own package
-// under internal/controller/<name>, takes a *rest.Config and builds its own
-// clients, and implements Controller. RunAll starts a set of them, each in
-// its own goroutine, and restarts one whose Run returns early, with backoff.
+// storage and never calls another controller (a controller is not a library
+// of another: what two share lives in a helper package such as events,
+// history or endpointutil). It runs on package reconcile's work loop.
 //
-// Controllers are level-based: an informer event only names a key to look
-// at; the key goes into a rate-limited workqueue, and a worker reconciles it
-// against current state. ProcessQueue is that worker loop: a reconcile that
-// fails is retried with exponential backoff, one that asks to be looked at
-// later is re-added after a delay, and a key is never worked on by two
-// workers at once.
+// This package decides which objects a controller owns: DecideClaim is
+// upstream's ControllerRefManager rule for adopting orphans and releasing
+// objects that no longer match.
 package controller

@@ -16,7 +16,6 @@ import (
 
 	"k8s.io/client-go/rest"
 
-	"plainkube.dev/plainkube/internal/controller"
 	"plainkube.dev/plainkube/internal/controller/certificates/csrapproving"
 	"plainkube.dev/plainkube/internal/controller/certificates/csrcleaner"
 	"plainkube.dev/plainkube/internal/controller/certificates/csrsigning"
@@ -36,6 +35,7 @@ import (
 	"plainkube.dev/plainkube/internal/controller/serviceaccount"
 	"plainkube.dev/plainkube/internal/controller/servicelb"
 	"plainkube.dev/plainkube/internal/controller/statefulset"
+	"plainkube.dev/plainkube/internal/reconcile"
 )
 
 // Options configure the controllers.
@@ -63,7 +63,7 @@ type Options struct {
 	// Node informers from, shared with the process's other components (the
 	// scheduler) so that every pod and node is held in memory once. Nil: Run makes
 	// one for the controllers; New leaves each controller its own.
-	Informers *controller.SharedInformers
+	Informers *reconcile.SharedInformers
 }
 
 // Lease timings, as upstream's defaults.
@@ -74,9 +74,9 @@ const (
 )
 
 // New builds every controller against cfg.
-func New(cfg *rest.Config, o Options) ([]controller.Controller, error) {
-	var out []controller.Controller
-	add := func(name string, c controller.Controller, err error) error {
+func New(cfg *rest.Config, o Options) ([]reconcile.Controller, error) {
+	var out []reconcile.Controller
+	add := func(name string, c reconcile.Controller, err error) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
@@ -194,7 +194,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	}
 	if o.Informers == nil {
 		ictx, cancel := context.WithCancel(ctx)
-		o.Informers = controller.NewSharedInformers(ictx, client)
+		o.Informers = reconcile.NewSharedInformers(ictx, client)
 		defer o.Informers.Wait()
 		defer cancel()
 	}
@@ -203,7 +203,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		return err
 	}
 	if !o.LeaderElect {
-		controller.RunAll(ctx, cs...)
+		reconcile.RunAll(ctx, cs...)
 		return nil
 	}
 	id := o.Identity
@@ -224,7 +224,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		Lock: lock, LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RetryPeriod: retryPeriod,
 		ReleaseOnCancel: true, Name: "kube-controller-manager",
 		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(ctx context.Context) { controller.RunAll(ctx, cs...) },
+			OnStartedLeading: func(ctx context.Context) { reconcile.RunAll(ctx, cs...) },
 			OnStoppedLeading: func() {
 				if ctx.Err() == nil {
 					result = lost

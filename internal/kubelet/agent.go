@@ -6,7 +6,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"github.com/prometheus/client_golang/prometheus"
 	"log/slog"
 	"net"
 	"path/filepath"
@@ -14,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -29,10 +30,10 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
-	"plainkube.dev/plainkube/internal/controller"
 	"plainkube.dev/plainkube/internal/image/pause"
 	"plainkube.dev/plainkube/internal/kubelet/containerd"
 	kubeletserver "plainkube.dev/plainkube/internal/kubelet/server"
+	"plainkube.dev/plainkube/internal/reconcile"
 	"plainkube.dev/plainkube/internal/resolvconf"
 )
 
@@ -59,7 +60,7 @@ type Agent struct {
 	// has synced; until then only static pods are synced.
 	apiSynced atomic.Bool
 	static    *staticPods // nil without Options.ManifestsDir
-	usage     usage
+	usage     usageState
 	metrics   *kubeletserver.Metrics
 }
 
@@ -128,7 +129,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.host = readHost(a.opts, version)
 	a.hostDNS = resolvConf(resolvconf.Host())
 	a.startRecorder(ctx)
-	q := controller.NewQueue[types.NamespacedName]("kubelet-pods")
+	q := reconcile.NewQueue[types.NamespacedName]("kubelet-pods")
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	ctx, cancel := context.WithCancel(ctx)
@@ -139,7 +140,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	if a.opts.ManifestsDir != "" {
 		a.static = newStaticPods()
 	}
-	wg.Go(func() { controller.ProcessQueue(ctx, q, a.opts.Workers, a.log, a.syncPod) })
+	wg.Go(func() { reconcile.ProcessQueue(ctx, q, a.opts.Workers, a.log, a.syncPod) })
 	wg.Go(func() { a.collectUsage(ctx) })
 	if a.static != nil {
 		wg.Go(func() { a.watchManifests(ctx, q) })
@@ -245,14 +246,14 @@ func (a *Agent) relist(ctx context.Context, q interface{ Add(types.NamespacedNam
 // pod it plans and applies the actions until its plan is empty (or only
 // waits), reports its status, and deletes it once a graceful deletion is
 // complete.
-func (a *Agent) syncPod(ctx context.Context, key types.NamespacedName) (res controller.Result, err error) {
+func (a *Agent) syncPod(ctx context.Context, key types.NamespacedName) (res reconcile.Result, err error) {
 	start := time.Now()
 	defer func() { a.metrics.ObserveSync(time.Since(start), err) }()
 	var pod *corev1.Pod
 	if a.apiSynced.Load() {
 		p, err := a.pods.Pods(key.Namespace).Get(key.Name)
 		if err != nil && !apierrors.IsNotFound(err) {
-			return controller.Result{}, err
+			return reconcile.Result{}, err
 		}
 		pod = p
 	}
@@ -271,14 +272,14 @@ func (a *Agent) syncPod(ctx context.Context, key types.NamespacedName) (res cont
 		if out.observed {
 			a.updateStatus(ctx, pod, out.obs)
 		}
-		return controller.Result{}, err
+		return reconcile.Result{}, err
 	}
 	if err := a.updateStatus(ctx, pod, out.obs); err != nil {
-		return controller.Result{}, err
+		return reconcile.Result{}, err
 	}
 	if out.deleted {
 		if err := a.forgetPod(pod.UID); err != nil {
-			return controller.Result{}, err
+			return reconcile.Result{}, err
 		}
 		zero := int64(0)
 		err := a.cs.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
@@ -286,7 +287,7 @@ func (a *Agent) syncPod(ctx context.Context, key types.NamespacedName) (res cont
 			Preconditions:      &metav1.Preconditions{UID: &pod.UID},
 		})
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-			return controller.Result{}, err
+			return reconcile.Result{}, err
 		}
 		if err == nil {
 			a.log.Info("pod deleted", "pod", key.String())

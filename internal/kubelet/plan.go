@@ -7,8 +7,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"plainkube.dev/plainkube/internal/api/podspec"
 	"plainkube.dev/plainkube/internal/kubelet/podstatus"
-	"plainkube.dev/plainkube/internal/registry/podspec"
 )
 
 // This file is the pure core of the agent: what to do for one pod, and what

@@ -7,7 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"plainkube.dev/plainkube/internal/registry/podspec"
+	"plainkube.dev/plainkube/internal/api/podspec"
 )
 
 // Security contexts and resources, as CRI sees them. These are pure

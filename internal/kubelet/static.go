@@ -22,8 +22,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 
-	"plainkube.dev/plainkube/internal/controller"
-	"plainkube.dev/plainkube/internal/registry/podspec"
+	"plainkube.dev/plainkube/internal/api/podspec"
+	"plainkube.dev/plainkube/internal/reconcile"
 )
 
 // Static pods: pods the agent reads from manifest files in
@@ -308,12 +308,12 @@ func (a *Agent) watchManifests(ctx context.Context, q interface{ Add(types.Names
 // orphaned, outdated or being deleted, runs the current version, creates
 // its mirror pod once the API answers and reports its status there.
 // apiPod is the API's pod of key (nil when none or not known yet).
-func (a *Agent) syncStatic(ctx context.Context, key types.NamespacedName, apiPod *corev1.Pod) (controller.Result, error) {
+func (a *Agent) syncStatic(ctx context.Context, key types.NamespacedName, apiPod *corev1.Pod) (reconcile.Result, error) {
 	if a.static == nil {
-		return controller.Result{}, nil
+		return reconcile.Result{}, nil
 	}
 	cur, stopping := a.static.get(key)
-	var res controller.Result
+	var res reconcile.Result
 	for _, old := range stopping {
 		out, err := a.converge(ctx, old)
 		if err != nil {

@@ -8,14 +8,15 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"plainkube.dev/plainkube/internal/kubelet/stats"
+	"plainkube.dev/plainkube/internal/api/stats"
+	"plainkube.dev/plainkube/internal/kubelet/usage"
 )
 
-// usage keeps the last two usage samples and the summary made of them
-// (package stats), for the agent API's /stats/summary.
-type usage struct {
+// usageState keeps the last two usage samples and the summary made of them
+// (package usage), for the agent API's /stats/summary.
+type usageState struct {
 	mu      sync.Mutex
-	last    *stats.Sample
+	last    *usage.Sample
 	summary *stats.Summary
 }
 
@@ -44,7 +45,7 @@ func (a *Agent) collectUsage(ctx context.Context) {
 			}
 		} else {
 			a.usage.mu.Lock()
-			s := stats.Summarize(a.usage.last, cur)
+			s := usage.Summarize(a.usage.last, cur)
 			a.usage.last, a.usage.summary = cur, &s
 			a.usage.mu.Unlock()
 		}
@@ -58,8 +59,8 @@ func (a *Agent) collectUsage(ctx context.Context) {
 
 // sampleUsage reads /proc for the node and the runtime for the running
 // containers of ready pod sandboxes.
-func (a *Agent) sampleUsage(ctx context.Context) (*stats.Sample, error) {
-	node, err := stats.ReadNode("/proc")
+func (a *Agent) sampleUsage(ctx context.Context) (*usage.Sample, error) {
+	node, err := usage.ReadNode("/proc")
 	if err != nil {
 		return nil, err
 	}
@@ -82,14 +83,14 @@ func (a *Agent) sampleUsage(ctx context.Context) (*stats.Sample, error) {
 			byID[s.Attributes.Id] = s
 		}
 	}
-	sample := &stats.Sample{Time: time.Now(), NodeName: a.opts.NodeName, Node: node}
+	sample := &usage.Sample{Time: time.Now(), NodeName: a.opts.NodeName, Node: node}
 	pods := map[string]int{} // sandbox ID -> index in sample.Pods
 	for _, sb := range sbs {
 		if sb.Labels[labelPodUID] == "" || sb.Metadata == nil {
 			continue
 		}
 		pods[sb.Id] = len(sample.Pods)
-		sample.Pods = append(sample.Pods, stats.PodSample{
+		sample.Pods = append(sample.Pods, usage.PodSample{
 			Ref:       stats.PodReference{Name: sb.Metadata.Name, Namespace: sb.Metadata.Namespace, UID: sb.Metadata.Uid},
 			StartTime: unixNano(sb.CreatedAt),
 		})
@@ -99,7 +100,7 @@ func (a *Agent) sampleUsage(ctx context.Context) (*stats.Sample, error) {
 		if !ok || c.Metadata == nil {
 			continue
 		}
-		cs := stats.ContainerSample{ID: c.Id, Name: c.Metadata.Name, StartTime: unixNano(c.CreatedAt)}
+		cs := usage.ContainerSample{ID: c.Id, Name: c.Metadata.Name, StartTime: unixNano(c.CreatedAt)}
 		if s := byID[c.Id]; s != nil {
 			if cpu := s.Cpu; cpu != nil && cpu.UsageCoreNanoSeconds != nil {
 				cs.HasCPU, cs.CPUTime, cs.CPU = true, unixNano(cpu.Timestamp), cpu.UsageCoreNanoSeconds.Value

@@ -20,7 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"plainkube.dev/plainkube/internal/controller"
+	"plainkube.dev/plainkube/internal/reconcile"
 )
 
 // The volume manager: when a pod's volumes are set up and refreshed.
@@ -115,9 +115,9 @@ func podMeta(pod *corev1.Pod) string {
 // syncVolumes sets up, refreshes and checks pod's volumes during its
 // sync. When done is true the pod cannot go on yet (its volumes are not
 // ready, or it was just evicted): the sync ends with res.
-func (a *Agent) syncVolumes(ctx context.Context, pod *corev1.Pod) (res controller.Result, done bool) {
+func (a *Agent) syncVolumes(ctx context.Context, pod *corev1.Pod) (res reconcile.Result, done bool) {
 	if pod.DeletionTimestamp != nil || terminal(pod.Status.Phase) {
-		return controller.Result{}, false
+		return reconcile.Result{}, false
 	}
 	pv := a.vols.state(pod.UID)
 	if _, err := a.setupVolumes(ctx, pod); err != nil {
@@ -125,16 +125,16 @@ func (a *Agent) syncVolumes(ctx context.Context, pod *corev1.Pod) (res controlle
 		if obs, oerr := a.observe(ctx, pod); oerr == nil {
 			_ = a.updateStatus(ctx, pod, obs)
 		}
-		return controller.Result{RequeueAfter: max(time.Until(pv.retryAt), 100*time.Millisecond)}, true
+		return reconcile.Result{RequeueAfter: max(time.Until(pv.retryAt), 100*time.Millisecond)}, true
 	}
 	if time.Since(pv.usage) >= min(emptyDirCheckInterval, a.opts.VolumeResyncInterval) {
 		pv.usage = time.Now()
 		if msg := a.emptyDirOverLimit(pod); msg != "" {
 			a.evict(ctx, pod, msg)
-			return controller.Result{RequeueAfter: 100 * time.Millisecond}, true
+			return reconcile.Result{RequeueAfter: 100 * time.Millisecond}, true
 		}
 	}
-	return controller.Result{}, false
+	return reconcile.Result{}, false
 }
 
 // setupVolumes sets up the pod's volumes when they are not yet, refreshes

@@ -25,14 +25,14 @@ import (
 
 	"plainkube.dev/plainkube/internal/admission/defaulttolerationseconds"
 	saadmission "plainkube.dev/plainkube/internal/admission/serviceaccount"
-	"plainkube.dev/plainkube/internal/allocator"
+	"plainkube.dev/plainkube/internal/apiserver/allocator"
 	"plainkube.dev/plainkube/internal/apiextensions"
 	"plainkube.dev/plainkube/internal/apiserver"
 	"plainkube.dev/plainkube/internal/auth"
-	"plainkube.dev/plainkube/internal/controller"
 	"plainkube.dev/plainkube/internal/loopback"
 	"plainkube.dev/plainkube/internal/openapi"
 	"plainkube.dev/plainkube/internal/pki"
+	"plainkube.dev/plainkube/internal/reconcile"
 	"plainkube.dev/plainkube/internal/registry/all"
 	"plainkube.dev/plainkube/internal/registry/core"
 	"plainkube.dev/plainkube/internal/storage"
@@ -96,7 +96,7 @@ type ComponentEnv struct {
 	// Informers is one informer factory over Config for every component
 	// of this process, so that what several of them watch (pods) is held
 	// in memory once. Its informers run until the server stops.
-	Informers *controller.SharedInformers
+	Informers *reconcile.SharedInformers
 }
 
 // DefaultDataDir is /var/lib/plainkube for root and ~/.plainkube otherwise.
@@ -303,7 +303,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		return nil, err
 	}
 	env := ComponentEnv{Config: s.LoopbackConfig(), CAPEM: bundle.CAPEM, URL: s.URL, IssueServingCert: bundle.IssueServingCert,
-		CACert: bundle.CACert, CAKey: bundle.CAKey, Informers: controller.NewSharedInformers(ctx, loopbackClient)}
+		CACert: bundle.CACert, CAKey: bundle.CAKey, Informers: reconcile.NewSharedInformers(ctx, loopbackClient)}
 	for _, run := range opts.Components {
 		go func() {
 			if err := run(ctx, env); err != nil && ctx.Err() == nil {

@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
-	"plainkube.dev/plainkube/internal/controller"
+	"plainkube.dev/plainkube/internal/reconcile"
 )
 
 // Name is the controller's name.
@@ -34,7 +34,7 @@ type Controller struct {
 func New(c client.CustomResourceDefinitionsGetter, informer informers.CustomResourceDefinitionInformer) *Controller {
 	return &Controller{
 		client: c, lister: informer.Lister(), synced: informer.Informer().HasSynced,
-		queue: controller.NewQueue[string](Name), log: slog.Default().With("controller", Name),
+		queue: reconcile.NewQueue[string](Name), log: slog.Default().With("controller", Name),
 	}
 }
 
@@ -52,20 +52,20 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced) {
 		return ctx.Err()
 	}
-	controller.ProcessQueue(ctx, c.queue, workers, c.log, c.reconcile)
+	reconcile.ProcessQueue(ctx, c.queue, workers, c.log, c.reconcile)
 	return nil
 }
 
-func (c *Controller) reconcile(ctx context.Context, name string) (controller.Result, error) {
+func (c *Controller) reconcile(ctx context.Context, name string) (reconcile.Result, error) {
 	cached, err := c.lister.Get(name)
 	if apierrors.IsNotFound(err) {
-		return controller.Result{}, nil
+		return reconcile.Result{}, nil
 	}
 	if err != nil {
-		return controller.Result{}, err
+		return reconcile.Result{}, err
 	}
 	if !apihelpers.IsCRDConditionTrue(cached, apiextensionsv1.NamesAccepted) || apihelpers.IsCRDConditionTrue(cached, apiextensionsv1.Established) {
-		return controller.Result{}, nil
+		return reconcile.Result{}, nil
 	}
 	crd := cached.DeepCopy()
 	cond := apiextensionsv1.CustomResourceDefinitionCondition{
@@ -81,9 +81,9 @@ func (c *Controller) reconcile(ctx context.Context, name string) (controller.Res
 	apihelpers.SetCRDCondition(crd, cond)
 	_, err = c.client.CustomResourceDefinitions().UpdateStatus(ctx, crd, metav1.UpdateOptions{})
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-		return controller.Result{}, nil
+		return reconcile.Result{}, nil
 	}
-	return controller.Result{}, err
+	return reconcile.Result{}, err
 }
 
 // validCABundle: empty (the system roots) or PEM with a certificate.

@@ -21,7 +21,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
-	"plainkube.dev/plainkube/internal/controller"
+	"plainkube.dev/plainkube/internal/reconcile"
 )
 
 // Name is the controller's name.
@@ -47,7 +47,7 @@ type Controller struct {
 func New(c client.CustomResourceDefinitionsGetter, dyn dynamic.Interface, informer informers.CustomResourceDefinitionInformer) *Controller {
 	ctrl := &Controller{
 		client: c, dynamic: dyn, lister: informer.Lister(), synced: informer.Informer().HasSynced,
-		queue: controller.NewQueue[string](Name), log: slog.Default().With("controller", Name),
+		queue: reconcile.NewQueue[string](Name), log: slog.Default().With("controller", Name),
 	}
 	enqueue := func(obj interface{}) {
 		if crd, ok := obj.(*apiextensionsv1.CustomResourceDefinition); ok && crd.DeletionTimestamp != nil {
@@ -67,20 +67,20 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced) {
 		return ctx.Err()
 	}
-	controller.ProcessQueue(ctx, c.queue, workers, c.log, c.reconcile)
+	reconcile.ProcessQueue(ctx, c.queue, workers, c.log, c.reconcile)
 	return nil
 }
 
-func (c *Controller) reconcile(ctx context.Context, name string) (controller.Result, error) {
+func (c *Controller) reconcile(ctx context.Context, name string) (reconcile.Result, error) {
 	cached, err := c.lister.Get(name)
 	if apierrors.IsNotFound(err) {
-		return controller.Result{}, nil
+		return reconcile.Result{}, nil
 	}
 	if err != nil {
-		return controller.Result{}, err
+		return reconcile.Result{}, err
 	}
 	if cached.DeletionTimestamp == nil || !apihelpers.CRDHasFinalizer(cached, apiextensionsv1.CustomResourceCleanupFinalizer) {
-		return controller.Result{}, nil
+		return reconcile.Result{}, nil
 	}
 	crd := cached.DeepCopy()
 	apihelpers.SetCRDCondition(crd, apiextensionsv1.CustomResourceDefinitionCondition{
@@ -89,10 +89,10 @@ func (c *Controller) reconcile(ctx context.Context, name string) (controller.Res
 	})
 	crd, err = c.client.CustomResourceDefinitions().UpdateStatus(ctx, crd, metav1.UpdateOptions{})
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-		return controller.Result{Requeue: true}, nil
+		return reconcile.Result{Requeue: true}, nil
 	}
 	if err != nil {
-		return controller.Result{}, err
+		return reconcile.Result{}, err
 	}
 	if apihelpers.IsCRDConditionTrue(crd, apiextensionsv1.Established) {
 		cond, delErr := c.deleteInstances(ctx, crd)
@@ -101,7 +101,7 @@ func (c *Controller) reconcile(ctx context.Context, name string) (controller.Res
 			if _, err := c.client.CustomResourceDefinitions().UpdateStatus(ctx, crd, metav1.UpdateOptions{}); err != nil {
 				c.log.Warn("recording instance deletion failure", "name", name, "err", err)
 			}
-			return controller.Result{}, delErr
+			return reconcile.Result{}, delErr
 		}
 	} else {
 		apihelpers.SetCRDCondition(crd, apiextensionsv1.CustomResourceDefinitionCondition{
@@ -111,22 +111,22 @@ func (c *Controller) reconcile(ctx context.Context, name string) (controller.Res
 	}
 	crd, err = c.client.CustomResourceDefinitions().UpdateStatus(ctx, crd, metav1.UpdateOptions{})
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-		return controller.Result{Requeue: true}, nil
+		return reconcile.Result{Requeue: true}, nil
 	}
 	if err != nil {
-		return controller.Result{}, err
+		return reconcile.Result{}, err
 	}
 	// The status subresource keeps metadata: the finalizer goes with an
 	// update of the CRD itself.
 	apihelpers.CRDRemoveFinalizer(crd, apiextensionsv1.CustomResourceCleanupFinalizer)
 	_, err = c.client.CustomResourceDefinitions().Update(ctx, crd, metav1.UpdateOptions{})
 	if apierrors.IsNotFound(err) {
-		return controller.Result{}, nil
+		return reconcile.Result{}, nil
 	}
 	if apierrors.IsConflict(err) {
-		return controller.Result{Requeue: true}, nil
+		return reconcile.Result{Requeue: true}, nil
 	}
-	return controller.Result{}, err
+	return reconcile.Result{}, err
 }
 
 // deleteInstances deletes every instance of crd and waits until none is

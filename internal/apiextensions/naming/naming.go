@@ -22,7 +22,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
-	"plainkube.dev/plainkube/internal/controller"
+	"plainkube.dev/plainkube/internal/reconcile"
 )
 
 // Name is the controller's name.
@@ -45,7 +45,7 @@ type Controller struct {
 func New(c client.CustomResourceDefinitionsGetter, informer informers.CustomResourceDefinitionInformer) *Controller {
 	ctrl := &Controller{
 		client: c, lister: informer.Lister(), synced: informer.Informer().HasSynced,
-		queue: controller.NewQueue[string](Name), log: slog.Default().With("controller", Name),
+		queue: reconcile.NewQueue[string](Name), log: slog.Default().With("controller", Name),
 	}
 	ctrl.mutations = cache.NewIntegerResourceVersionMutationCache(klog.Background(), informer.Informer().GetStore(), informer.Informer().GetIndexer(), 60*time.Second, false)
 	informer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -76,7 +76,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced) {
 		return ctx.Err()
 	}
-	controller.ProcessQueue(ctx, c.queue, 1, c.log, c.reconcile) // one worker: names are handed out one at a time
+	reconcile.ProcessQueue(ctx, c.queue, 1, c.log, c.reconcile) // one worker: names are handed out one at a time
 	return nil
 }
 
@@ -171,22 +171,22 @@ func equalToAcceptedOrFresh(requested, accepted string, used sets.Set[string]) e
 	return fmt.Errorf("%q is already in use", requested)
 }
 
-func (c *Controller) reconcile(ctx context.Context, name string) (controller.Result, error) {
+func (c *Controller) reconcile(ctx context.Context, name string) (reconcile.Result, error) {
 	in, err := c.lister.Get(name)
 	if apierrors.IsNotFound(err) {
 		// The CRD is gone and has freed its names.
-		return controller.Result{}, c.requeueGroup(name)
+		return reconcile.Result{}, c.requeueGroup(name)
 	}
 	if err != nil {
-		return controller.Result{}, err
+		return reconcile.Result{}, err
 	}
 	if equality.Semantic.DeepEqual(in.Spec.Names, in.Status.AcceptedNames) {
-		return controller.Result{}, nil
+		return reconcile.Result{}, nil
 	}
 	names, namesCond, establishedCond := c.calculate(in)
 	if reflect.DeepEqual(in.Status.AcceptedNames, names) &&
 		apihelpers.IsCRDConditionEquivalent(&namesCond, apihelpers.FindCRDCondition(in, apiextensionsv1.NamesAccepted)) {
-		return controller.Result{}, nil
+		return reconcile.Result{}, nil
 	}
 	crd := in.DeepCopy()
 	crd.Status.AcceptedNames = names
@@ -194,13 +194,13 @@ func (c *Controller) reconcile(ctx context.Context, name string) (controller.Res
 	apihelpers.SetCRDCondition(crd, establishedCond)
 	updated, err := c.client.CustomResourceDefinitions().UpdateStatus(ctx, crd, metav1.UpdateOptions{})
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-		return controller.Result{}, nil // changed meanwhile: we are called again
+		return reconcile.Result{}, nil // changed meanwhile: we are called again
 	}
 	if err != nil {
-		return controller.Result{}, err
+		return reconcile.Result{}, err
 	}
 	c.mutations.Mutation(updated)
-	return controller.Result{}, c.requeueGroup(name)
+	return reconcile.Result{}, c.requeueGroup(name)
 }
 
 // requeueGroup looks again at the other CRDs of name's group.

@@ -17,7 +17,7 @@ import (
 
 	"plainkube.dev/plainkube/internal/apiextensions/customresource"
 	"plainkube.dev/plainkube/internal/apiserver"
-	"plainkube.dev/plainkube/internal/controller"
+	"plainkube.dev/plainkube/internal/reconcile"
 )
 
 // Name is the controller's name.
@@ -55,7 +55,7 @@ type built struct {
 func New(informer informers.CustomResourceDefinitionInformer, api Installer, opts customresource.Options, onServed func(names []string)) *Controller {
 	c := &Controller{
 		api: api, lister: informer.Lister(), synced: informer.Informer().HasSynced,
-		queue: controller.NewQueue[string](Name), opts: opts, log: slog.Default().With("controller", Name),
+		queue: reconcile.NewQueue[string](Name), opts: opts, log: slog.Default().With("controller", Name),
 		onServed: onServed, built: map[types.UID]built{}, syncedCh: make(chan struct{}),
 	}
 	enqueue := func(interface{}) { c.queue.Add("all") }
@@ -78,14 +78,14 @@ func (c *Controller) Run(ctx context.Context, _ int) error {
 		return ctx.Err()
 	}
 	c.queue.Add("all")
-	controller.ProcessQueue(ctx, c.queue, 1, c.log, c.reconcile)
+	reconcile.ProcessQueue(ctx, c.queue, 1, c.log, c.reconcile)
 	return nil
 }
 
-func (c *Controller) reconcile(ctx context.Context, _ string) (controller.Result, error) {
+func (c *Controller) reconcile(ctx context.Context, _ string) (reconcile.Result, error) {
 	crds, err := c.lister.List(labels.Everything())
 	if err != nil {
-		return controller.Result{}, err
+		return reconcile.Result{}, err
 	}
 	sort.Slice(crds, func(i, j int) bool { return crds[i].Name < crds[j].Name })
 	c.mu.Lock()
@@ -116,7 +116,7 @@ func (c *Controller) reconcile(ctx context.Context, _ string) (controller.Result
 	if c.onServed != nil {
 		c.onServed(served)
 	}
-	return controller.Result{}, nil
+	return reconcile.Result{}, nil
 }
 
 // Serves reports whether crd's routes are served: once its names are

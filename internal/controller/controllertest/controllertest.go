@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"plainkube.dev/plainkube/internal/controller"
+	"plainkube.dev/plainkube/internal/reconcile"
 	"plainkube.dev/plainkube/internal/server"
 )
 
@@ -41,7 +41,7 @@ func StartServer(t testing.TB) *rest.Config {
 
 // Run runs c with workers workers until the test ends; an error from Run
 // fails the test. Cleanups run last first, so c stops before the server.
-func Run(t testing.TB, c controller.Controller, workers int) {
+func Run(t testing.TB, c reconcile.Controller, workers int) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

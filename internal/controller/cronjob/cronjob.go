@@ -16,8 +16,8 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
-	"plainkube.dev/plainkube/internal/controller"
 	"plainkube.dev/plainkube/internal/controller/events"
+	"plainkube.dev/plainkube/internal/reconcile"
 )
 
 // Name is the controller's name.
@@ -41,7 +41,7 @@ type Controller struct {
 	client kubernetes.Interface
 }
 
-var _ controller.Controller = (*Controller)(nil)
+var _ reconcile.Controller = (*Controller)(nil)
 
 // New builds the controller's client from cfg.
 func New(cfg *rest.Config) (*Controller, error) {
@@ -52,7 +52,7 @@ func New(cfg *rest.Config) (*Controller, error) {
 	return &Controller{client: cs}, nil
 }
 
-// Name implements controller.Controller.
+// Name implements reconcile.Controller.
 func (c *Controller) Name() string { return Name }
 
 // loop is one run of the controller.
@@ -60,7 +60,7 @@ type loop struct {
 	client   kubernetes.Interface
 	cronJobs batchlisters.CronJobLister
 	jobs     batchlisters.JobLister
-	queue    *controller.ClockQueue
+	queue    *reconcile.ClockQueue
 	rec      record.EventRecorder
 	log      *slog.Logger
 	clock    clock.WithDelayedExecution
@@ -77,7 +77,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	l := &loop{client: c.client, log: log, clock: clk, queue: controller.NewClockQueue("cronjob", clk)}
+	l := &loop{client: c.client, log: log, clock: clk, queue: reconcile.NewClockQueue("cronjob", clk)}
 	rec, stop := events.NewRecorder(ctx, c.client, Component, log)
 	defer stop()
 	l.rec = rec
@@ -100,12 +100,12 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	}
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
-	if ok, err := controller.WaitForSync(ctx, "cronjob informers", cjInf.Informer().HasSynced, jobInf.Informer().HasSynced); !ok {
+	if ok, err := reconcile.WaitForSync(ctx, "cronjob informers", cjInf.Informer().HasSynced, jobInf.Informer().HasSynced); !ok {
 		l.queue.ShutDown()
 		return err
 	}
 	log.Info("cronjob controller synced")
-	controller.ProcessQueue[string](ctx, l.queue, workers, log, l.sync)
+	reconcile.ProcessQueue[string](ctx, l.queue, workers, log, l.sync)
 	return nil
 }
 

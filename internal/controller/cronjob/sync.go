@@ -14,35 +14,35 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/reference"
 
-	"plainkube.dev/plainkube/internal/controller"
+	"plainkube.dev/plainkube/internal/reconcile"
 )
 
 // sync reconciles one CronJob: it removes finished jobs beyond the
 // history limits, brings status.active and lastSuccessfulTime up to date,
 // starts the job of a due schedule time, writes the status once, and
 // looks again at the next schedule time.
-func (l *loop) sync(ctx context.Context, k string) (controller.Result, error) {
+func (l *loop) sync(ctx context.Context, k string) (reconcile.Result, error) {
 	ns, name, err := cache.SplitMetaNamespaceKey(k)
 	if err != nil {
-		return controller.Result{}, nil
+		return reconcile.Result{}, nil
 	}
 	shared, err := l.cronJobs.CronJobs(ns).Get(name)
 	if apierrors.IsNotFound(err) {
-		return controller.Result{}, nil
+		return reconcile.Result{}, nil
 	}
 	if err != nil {
-		return controller.Result{}, err
+		return reconcile.Result{}, err
 	}
 	jobs, err := l.jobsOf(shared)
 	if err != nil {
-		return controller.Result{}, err
+		return reconcile.Result{}, err
 	}
 	cj := shared.DeepCopy()
 	if cacheBehind(cj, jobs) {
 		// A running job the cached status does not list: most likely our
 		// own status write is not in the cache yet. Work from a live copy.
 		if cj, err = l.client.BatchV1().CronJobs(ns).Get(ctx, name, metav1.GetOptions{}); err != nil {
-			return controller.Result{}, err
+			return reconcile.Result{}, err
 		}
 	}
 	cleaned := l.cleanupFinishedJobs(ctx, cj, jobs)
@@ -53,15 +53,15 @@ func (l *loop) sync(ctx context.Context, k string) (controller.Result, error) {
 	if cleaned || changed {
 		if _, err := l.client.BatchV1().CronJobs(ns).UpdateStatus(ctx, cj, metav1.UpdateOptions{}); err != nil {
 			if apierrors.IsConflict(err) {
-				return controller.Result{Requeue: true}, nil
+				return reconcile.Result{Requeue: true}, nil
 			}
-			return controller.Result{}, fmt.Errorf("updating status of cronjob %s: %w", k, err)
+			return reconcile.Result{}, fmt.Errorf("updating status of cronjob %s: %w", k, err)
 		}
 	}
 	if requeue != nil {
-		return controller.Result{RequeueAfter: max(*requeue, nextScheduleDelta)}, nil
+		return reconcile.Result{RequeueAfter: max(*requeue, nextScheduleDelta)}, nil
 	}
-	return controller.Result{}, syncErr
+	return reconcile.Result{}, syncErr
 }
 
 // cacheBehind: cj controls an unfinished job its status does not list.

@@ -20,8 +20,8 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 
-	"plainkube.dev/plainkube/internal/controller"
 	"plainkube.dev/plainkube/internal/controller/events"
+	"plainkube.dev/plainkube/internal/reconcile"
 )
 
 // Name is the controller's name.
@@ -44,8 +44,8 @@ type Controller struct {
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 	// Informers, when set, supplies the Pod and Node informers, shared
-	// with the process's other components (see controller.SharedInformers).
-	Informers *controller.SharedInformers
+	// with the process's other components (see reconcile.SharedInformers).
+	Informers *reconcile.SharedInformers
 
 	client kubernetes.Interface
 	now    func() time.Time
@@ -60,7 +60,7 @@ type Controller struct {
 	exp       *expectations
 }
 
-var _ controller.Controller = (*Controller)(nil)
+var _ reconcile.Controller = (*Controller)(nil)
 
 // New builds the controller's client from cfg.
 func New(cfg *rest.Config) (*Controller, error) {
@@ -71,7 +71,7 @@ func New(cfg *rest.Config) (*Controller, error) {
 	return &Controller{client: cs, now: time.Now}, nil
 }
 
-// Name implements controller.Controller.
+// Name implements reconcile.Controller.
 func (c *Controller) Name() string { return Name }
 
 // Run watches DaemonSets, pods, nodes and ControllerRevisions and reconciles
@@ -82,14 +82,14 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		c.log = slog.Default().With("controller", Name)
 	}
 	c.exp = newExpectations(c.now)
-	c.queue = controller.NewQueue[string]("daemonset")
+	c.queue = reconcile.NewQueue[string]("daemonset")
 	rec, stop := events.NewRecorder(ctx, c.client, Component, c.log)
 	defer stop()
 	c.rec = rec
 	factory := informers.NewSharedInformerFactoryWithOptions(c.client, 0, informers.WithCustomResyncConfig(
 		map[metav1.Object]time.Duration{&appsv1.DaemonSet{}: resyncPeriod}))
 	dsInf := factory.Apps().V1().DaemonSets()
-	sharedFactory := controller.SharedOr(c.Informers, factory)
+	sharedFactory := reconcile.SharedOr(c.Informers, factory)
 	podInf := sharedFactory.Core().V1().Pods()
 	nodeInf := sharedFactory.Core().V1().Nodes()
 	revInf := factory.Apps().V1().ControllerRevisions()
@@ -115,7 +115,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		}},
 	}
 	for _, h := range handlers {
-		remove, err := controller.AddHandler(h.inf, h.h)
+		remove, err := reconcile.AddHandler(h.inf, h.h)
 		if err != nil {
 			return err
 		}
@@ -124,13 +124,13 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	factory.Start(ctx.Done())
 	sharedFactory.Start(ctx.Done())
 	defer factory.Shutdown()
-	if ok, err := controller.WaitForSync(ctx, "daemonset informers", dsInf.Informer().HasSynced, podInf.Informer().HasSynced,
+	if ok, err := reconcile.WaitForSync(ctx, "daemonset informers", dsInf.Informer().HasSynced, podInf.Informer().HasSynced,
 		nodeInf.Informer().HasSynced, revInf.Informer().HasSynced); !ok {
 		c.queue.ShutDown()
 		return err
 	}
 	c.log.Info("daemonset controller synced")
-	controller.ProcessQueue(ctx, c.queue, workers, c.log, c.sync)
+	reconcile.ProcessQueue(ctx, c.queue, workers, c.log, c.sync)
 	return nil
 }
 

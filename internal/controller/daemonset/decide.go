@@ -4,6 +4,8 @@ import (
 	"sort"
 	"time"
 
+	"plainkube.dev/plainkube/internal/api/podutil"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -190,26 +192,7 @@ func sortOldestFirst(pods []*corev1.Pod) {
 
 // IsAvailable: pod is ready and has been for minReadySeconds at now.
 func IsAvailable(pod *corev1.Pod, minReadySeconds int32, now time.Time) bool {
-	if pod.DeletionTimestamp != nil {
-		return false
-	}
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
-			return minReadySeconds == 0 ||
-				!c.LastTransitionTime.IsZero() && !c.LastTransitionTime.Add(time.Duration(minReadySeconds)*time.Second).After(now)
-		}
-	}
-	return false
-}
-
-// IsReady: pod's Ready condition is true.
-func IsReady(pod *corev1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
+	return pod.DeletionTimestamp == nil && podutil.IsAvailable(pod, minReadySeconds, now)
 }
 
 // MaxUnavailableSurge are the rolling update's bounds scaled to desired

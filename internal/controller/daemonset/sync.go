@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"plainkube.dev/plainkube/internal/api/podutil"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,55 +20,56 @@ import (
 
 	"plainkube.dev/plainkube/internal/controller"
 	"plainkube.dev/plainkube/internal/controller/history"
+	"plainkube.dev/plainkube/internal/reconcile"
 )
 
 var controllerKind = appsv1.SchemeGroupVersion.WithKind("DaemonSet")
 
-func (c *Controller) sync(ctx context.Context, key string) (controller.Result, error) {
+func (c *Controller) sync(ctx context.Context, key string) (reconcile.Result, error) {
 	res, err := c.syncDaemonSet(ctx, key)
 	if apierrors.IsConflict(err) {
-		return controller.Result{Requeue: true}, nil
+		return reconcile.Result{Requeue: true}, nil
 	}
 	return res, err
 }
 
-func (c *Controller) syncDaemonSet(ctx context.Context, key string) (controller.Result, error) {
+func (c *Controller) syncDaemonSet(ctx context.Context, key string) (reconcile.Result, error) {
 	namespace, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
-		return controller.Result{}, nil
+		return reconcile.Result{}, nil
 	}
 	ds, err := c.dsLister.DaemonSets(namespace).Get(name)
 	if apierrors.IsNotFound(err) {
 		c.exp.forget(key)
-		return controller.Result{}, nil
+		return reconcile.Result{}, nil
 	}
 	if err != nil {
-		return controller.Result{}, err
+		return reconcile.Result{}, err
 	}
 	sel, err := metav1.LabelSelectorAsSelector(ds.Spec.Selector)
 	if err != nil || sel.Empty() {
 		c.log.Error("invalid selector; not syncing", "namespace", namespace, "name", name)
-		return controller.Result{}, nil
+		return reconcile.Result{}, nil
 	}
 	all, err := c.podLister.Pods(namespace).List(labels.Everything())
 	if err != nil {
-		return controller.Result{}, err
+		return reconcile.Result{}, err
 	}
 	satisfied := c.exp.satisfied(key, all)
 	if ds.DeletionTimestamp != nil {
-		return controller.Result{}, nil
+		return reconcile.Result{}, nil
 	}
 	hash, err := c.syncRevisions(ctx, ds)
 	if err != nil {
-		return controller.Result{}, err
+		return reconcile.Result{}, err
 	}
 	pods, err := c.claimPods(ctx, ds, sel, all)
 	if err != nil {
-		return controller.Result{}, err
+		return reconcile.Result{}, err
 	}
 	nodes, err := c.nodes.List(labels.Everything())
 	if err != nil {
-		return controller.Result{}, err
+		return reconcile.Result{}, err
 	}
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
 	byNode := map[string][]*corev1.Pod{}
@@ -129,7 +132,7 @@ func (c *Controller) syncDaemonSet(ctx context.Context, key string) (controller.
 			desired++
 		}
 	}
-	var res controller.Result
+	var res reconcile.Result
 	var manageErr error
 	if satisfied {
 		if ds.Spec.UpdateStrategy.Type != appsv1.OnDeleteDaemonSetStrategyType {
@@ -411,7 +414,7 @@ func Status(ds *appsv1.DaemonSet, nodes []*corev1.Node, runs map[string]bool, by
 				break
 			}
 		}
-		if IsReady(pod) {
+		if podutil.IsReady(pod) {
 			st.NumberReady++
 			if IsAvailable(pod, ds.Spec.MinReadySeconds, now) {
 				st.NumberAvailable++

@@ -19,8 +19,8 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 
-	"plainkube.dev/plainkube/internal/controller"
 	"plainkube.dev/plainkube/internal/controller/events"
+	"plainkube.dev/plainkube/internal/reconcile"
 )
 
 // Name is the controller's name.
@@ -39,14 +39,14 @@ type Controller struct {
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 	// Informers, when set, supplies the Pod informer, shared with the
-	// process's other components (see controller.SharedInformers).
-	Informers *controller.SharedInformers
+	// process's other components (see reconcile.SharedInformers).
+	Informers *reconcile.SharedInformers
 
 	client kubernetes.Interface
 	now    func() time.Time
 }
 
-var _ controller.Controller = (*Controller)(nil)
+var _ reconcile.Controller = (*Controller)(nil)
 
 // New builds the controller's client from cfg.
 func New(cfg *rest.Config) (*Controller, error) {
@@ -57,7 +57,7 @@ func New(cfg *rest.Config) (*Controller, error) {
 	return &Controller{client: cs, now: time.Now}, nil
 }
 
-// Name implements controller.Controller.
+// Name implements reconcile.Controller.
 func (c *Controller) Name() string { return Name }
 
 // run is one Run of the controller: its informers, queue and recorder.
@@ -87,12 +87,12 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		informers.WithCustomResyncConfig(map[metav1.Object]time.Duration{&appsv1.Deployment{}: resyncPeriod}))
 	dInf := factory.Apps().V1().Deployments()
 	rsInf := factory.Apps().V1().ReplicaSets()
-	sharedFactory := controller.SharedOr(c.Informers, factory)
+	sharedFactory := reconcile.SharedOr(c.Informers, factory)
 	podInf := sharedFactory.Core().V1().Pods()
 	rec, stop := events.NewRecorder(ctx, c.client, Component, log)
 	defer stop()
 	r := &run{client: c.client, dLister: dInf.Lister(), rsLister: rsInf.Lister(), podLister: podInf.Lister(),
-		queue: controller.NewQueue[string]("deployment"), rec: rec, log: log, now: now}
+		queue: reconcile.NewQueue[string]("deployment"), rec: rec, log: log, now: now}
 	if _, err := dInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    r.enqueueObj,
 		UpdateFunc: func(_, cur any) { r.enqueueObj(cur) },
@@ -105,7 +105,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	}); err != nil {
 		return err
 	}
-	removePodHandler, err := controller.AddHandler(podInf.Informer(), cache.ResourceEventHandlerFuncs{DeleteFunc: r.deletePod})
+	removePodHandler, err := reconcile.AddHandler(podInf.Informer(), cache.ResourceEventHandlerFuncs{DeleteFunc: r.deletePod})
 	if err != nil {
 		return err
 	}
@@ -113,12 +113,12 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	factory.Start(ctx.Done())
 	sharedFactory.Start(ctx.Done())
 	defer factory.Shutdown()
-	if ok, err := controller.WaitForSync(ctx, "deployment informers", dInf.Informer().HasSynced, rsInf.Informer().HasSynced, podInf.Informer().HasSynced); !ok {
+	if ok, err := reconcile.WaitForSync(ctx, "deployment informers", dInf.Informer().HasSynced, rsInf.Informer().HasSynced, podInf.Informer().HasSynced); !ok {
 		r.queue.ShutDown()
 		return err
 	}
 	log.Info("deployment controller synced")
-	controller.ProcessQueue(ctx, r.queue, workers, log, r.sync)
+	reconcile.ProcessQueue(ctx, r.queue, workers, log, r.sync)
 	return nil
 }
 

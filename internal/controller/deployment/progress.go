@@ -9,7 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
-	"plainkube.dev/plainkube/internal/controller"
+	"plainkube.dev/plainkube/internal/reconcile"
 )
 
 // rolloutConditions updates the Progressing and ReplicaFailure conditions
@@ -104,7 +104,7 @@ func stuckRequeue(d *appsv1.Deployment, newStatus *appsv1.DeploymentStatus, now 
 
 // syncRolloutStatus writes the rollout's status and conditions; when
 // nothing changed it asks to look again when the deadline may pass.
-func (r *run) syncRolloutStatus(ctx context.Context, allRSs []*appsv1.ReplicaSet, newRS *appsv1.ReplicaSet, d *appsv1.Deployment) (controller.Result, error) {
+func (r *run) syncRolloutStatus(ctx context.Context, allRSs []*appsv1.ReplicaSet, newRS *appsv1.ReplicaSet, d *appsv1.Deployment) (reconcile.Result, error) {
 	now := r.now()
 	st := calculateStatus(allRSs, newRS, d, now)
 	rolloutConditions(d, allRSs, newRS, &st, now)
@@ -112,13 +112,13 @@ func (r *run) syncRolloutStatus(ctx context.Context, allRSs []*appsv1.ReplicaSet
 		after, ok := stuckRequeue(d, &st, now)
 		switch {
 		case !ok:
-			return controller.Result{}, nil
+			return reconcile.Result{}, nil
 		case after == 0:
-			return controller.Result{Requeue: true}, nil
+			return reconcile.Result{Requeue: true}, nil
 		default:
-			return controller.Result{RequeueAfter: after}, nil
+			return reconcile.Result{RequeueAfter: after}, nil
 		}
 	}
 	d.Status = st
-	return controller.Result{}, r.updateStatus(ctx, d)
+	return reconcile.Result{}, r.updateStatus(ctx, d)
 }

@@ -7,18 +7,18 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"plainkube.dev/plainkube/internal/controller"
+	"plainkube.dev/plainkube/internal/reconcile"
 )
 
 // rolloutRecreate moves a Recreate deployment one step: scale every old
 // ReplicaSet to 0, wait until none of their pods runs, then create the new
 // ReplicaSet at full size.
-func (r *run) rolloutRecreate(ctx context.Context, d *appsv1.Deployment, rsList []*appsv1.ReplicaSet, podMap map[types.UID][]*corev1.Pod) (controller.Result, error) {
+func (r *run) rolloutRecreate(ctx context.Context, d *appsv1.Deployment, rsList []*appsv1.ReplicaSet, podMap map[types.UID][]*corev1.Pod) (reconcile.Result, error) {
 	// Do not create the new ReplicaSet yet: no scaling up before the old
 	// pods are gone.
 	newRS, oldRSs, err := r.getAllReplicaSetsAndSyncRevision(ctx, d, rsList, false)
 	if err != nil {
-		return controller.Result{}, err
+		return reconcile.Result{}, err
 	}
 	allRSs := append(append([]*appsv1.ReplicaSet(nil), oldRSs...), newRS)
 
@@ -26,7 +26,7 @@ func (r *run) rolloutRecreate(ctx context.Context, d *appsv1.Deployment, rsList 
 	for _, rs := range filterActive(oldRSs) {
 		did, _, err := r.scaleReplicaSetAndRecordEvent(ctx, rs, 0, d)
 		if err != nil {
-			return controller.Result{}, err
+			return reconcile.Result{}, err
 		}
 		scaledDown = scaledDown || did
 	}
@@ -39,16 +39,16 @@ func (r *run) rolloutRecreate(ctx context.Context, d *appsv1.Deployment, rsList 
 	if newRS == nil {
 		newRS, oldRSs, err = r.getAllReplicaSetsAndSyncRevision(ctx, d, rsList, true)
 		if err != nil {
-			return controller.Result{}, err
+			return reconcile.Result{}, err
 		}
 		allRSs = append(append([]*appsv1.ReplicaSet(nil), oldRSs...), newRS)
 	}
 	if _, _, err := r.scaleReplicaSetAndRecordEvent(ctx, newRS, dReplicas(d), d); err != nil {
-		return controller.Result{}, err
+		return reconcile.Result{}, err
 	}
 	if DeploymentComplete(d, &d.Status) {
 		if err := r.cleanupDeployment(ctx, oldRSs, d); err != nil {
-			return controller.Result{}, err
+			return reconcile.Result{}, err
 		}
 	}
 	return r.syncRolloutStatus(ctx, allRSs, newRS, d)

@@ -5,36 +5,36 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 
-	"plainkube.dev/plainkube/internal/controller"
+	"plainkube.dev/plainkube/internal/reconcile"
 )
 
 // rolloutRolling moves a RollingUpdate deployment one step: grow the new
 // ReplicaSet as far as maxSurge allows, else shrink old ones as far as
 // maxUnavailable allows; once complete, clean up old ReplicaSets.
-func (r *run) rolloutRolling(ctx context.Context, d *appsv1.Deployment, rsList []*appsv1.ReplicaSet) (controller.Result, error) {
+func (r *run) rolloutRolling(ctx context.Context, d *appsv1.Deployment, rsList []*appsv1.ReplicaSet) (reconcile.Result, error) {
 	newRS, oldRSs, err := r.getAllReplicaSetsAndSyncRevision(ctx, d, rsList, true)
 	if err != nil {
-		return controller.Result{}, err
+		return reconcile.Result{}, err
 	}
 	allRSs := append(append([]*appsv1.ReplicaSet(nil), oldRSs...), newRS)
 
 	scaledUp, err := r.reconcileNewReplicaSet(ctx, allRSs, newRS, d)
 	if err != nil {
-		return controller.Result{}, err
+		return reconcile.Result{}, err
 	}
 	if scaledUp {
 		return r.syncRolloutStatus(ctx, allRSs, newRS, d)
 	}
 	scaledDown, err := r.reconcileOldReplicaSets(ctx, allRSs, filterActive(oldRSs), newRS, d)
 	if err != nil {
-		return controller.Result{}, err
+		return reconcile.Result{}, err
 	}
 	if scaledDown {
 		return r.syncRolloutStatus(ctx, allRSs, newRS, d)
 	}
 	if DeploymentComplete(d, &d.Status) {
 		if err := r.cleanupDeployment(ctx, oldRSs, d); err != nil {
-			return controller.Result{}, err
+			return reconcile.Result{}, err
 		}
 	}
 	return r.syncRolloutStatus(ctx, allRSs, newRS, d)

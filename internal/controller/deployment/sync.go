@@ -19,16 +19,17 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"plainkube.dev/plainkube/internal/controller"
+	"plainkube.dev/plainkube/internal/reconcile"
 )
 
 // sync reconciles the deployment named by key. A write that lost a race
 // with another (the informer cache was behind) is retried with backoff
 // without being reported as a failure.
-func (r *run) sync(ctx context.Context, key string) (controller.Result, error) {
+func (r *run) sync(ctx context.Context, key string) (reconcile.Result, error) {
 	res, err := r.syncDeployment(ctx, key)
 	if apierrors.IsConflict(err) {
 		r.log.Debug("conflict; will retry", "key", key, "err", err)
-		return controller.Result{Requeue: true}, nil
+		return reconcile.Result{Requeue: true}, nil
 	}
 	return res, err
 }
@@ -37,17 +38,17 @@ func (r *run) sync(ctx context.Context, key string) (controller.Result, error) {
 // status; a paused one, or one whose size changed, is scaled
 // (proportionally across its ReplicaSets); otherwise its strategy rolls it
 // out.
-func (r *run) syncDeployment(ctx context.Context, key string) (controller.Result, error) {
+func (r *run) syncDeployment(ctx context.Context, key string) (reconcile.Result, error) {
 	namespace, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
-		return controller.Result{}, nil
+		return reconcile.Result{}, nil
 	}
 	cached, err := r.dLister.Deployments(namespace).Get(name)
 	if apierrors.IsNotFound(err) {
-		return controller.Result{}, nil
+		return reconcile.Result{}, nil
 	}
 	if err != nil {
-		return controller.Result{}, err
+		return reconcile.Result{}, err
 	}
 	started := r.now()
 	defer func() {
@@ -60,33 +61,33 @@ func (r *run) syncDeployment(ctx context.Context, key string) (controller.Result
 		if d.Status.ObservedGeneration < d.Generation {
 			d.Status.ObservedGeneration = d.Generation
 			_, err := r.client.AppsV1().Deployments(d.Namespace).UpdateStatus(ctx, d, metav1.UpdateOptions{})
-			return controller.Result{}, err
+			return reconcile.Result{}, err
 		}
-		return controller.Result{}, nil
+		return reconcile.Result{}, nil
 	}
 	rsList, err := r.replicaSetsForDeployment(ctx, d)
 	if err != nil {
-		return controller.Result{}, err
+		return reconcile.Result{}, err
 	}
 	podMap, err := r.podMap(d, rsList)
 	if err != nil {
-		return controller.Result{}, err
+		return reconcile.Result{}, err
 	}
 	if d.DeletionTimestamp != nil {
-		return controller.Result{}, r.syncStatusOnly(ctx, d, rsList)
+		return reconcile.Result{}, r.syncStatusOnly(ctx, d, rsList)
 	}
 	if err := r.checkPausedConditions(ctx, d); err != nil {
-		return controller.Result{}, err
+		return reconcile.Result{}, err
 	}
 	if d.Spec.Paused {
-		return controller.Result{}, r.syncScale(ctx, d, rsList)
+		return reconcile.Result{}, r.syncScale(ctx, d, rsList)
 	}
 	scaling, err := r.isScalingEvent(ctx, d, rsList)
 	if err != nil {
-		return controller.Result{}, err
+		return reconcile.Result{}, err
 	}
 	if scaling {
-		return controller.Result{}, r.syncScale(ctx, d, rsList)
+		return reconcile.Result{}, r.syncScale(ctx, d, rsList)
 	}
 	switch d.Spec.Strategy.Type {
 	case appsv1.RecreateDeploymentStrategyType:
@@ -94,7 +95,7 @@ func (r *run) syncDeployment(ctx context.Context, key string) (controller.Result
 	case appsv1.RollingUpdateDeploymentStrategyType:
 		return r.rolloutRolling(ctx, d, rsList)
 	}
-	return controller.Result{}, fmt.Errorf("unexpected deployment strategy type: %s", d.Spec.Strategy.Type)
+	return reconcile.Result{}, fmt.Errorf("unexpected deployment strategy type: %s", d.Spec.Strategy.Type)
 }
 
 // replicaSetsForDeployment lists the ReplicaSets the deployment controls,

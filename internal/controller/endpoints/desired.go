@@ -10,11 +10,13 @@ import (
 	"strings"
 	"time"
 
+	"plainkube.dev/plainkube/internal/api/podutil"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"plainkube.dev/plainkube/internal/controller/endpointslice"
+	"plainkube.dev/plainkube/internal/controller/endpointutil"
 )
 
 // MaxCapacity is the most addresses (ready and not) one Endpoints object
@@ -37,7 +39,7 @@ func Subsets(svc *corev1.Service, pods []*corev1.Pod) []corev1.EndpointSubset {
 	var subsets []corev1.EndpointSubset
 	tolerateUnready := svc.Spec.PublishNotReadyAddresses
 	for _, pod := range pods {
-		if !endpointslice.ShouldPodBeInEndpoints(pod, tolerateUnready) {
+		if !endpointutil.ShouldPodBeInEndpoints(pod, tolerateUnready) {
 			continue
 		}
 		addr, ok := podAddress(svc, pod)
@@ -45,7 +47,7 @@ func Subsets(svc *corev1.Service, pods []*corev1.Pod) []corev1.EndpointSubset {
 			continue
 		}
 		add := func(ports []corev1.EndpointPort) {
-			if tolerateUnready || endpointslice.IsPodReady(pod) {
+			if tolerateUnready || podutil.IsReady(pod) {
 				subsets = append(subsets, corev1.EndpointSubset{Addresses: []corev1.EndpointAddress{addr}, Ports: ports})
 			} else {
 				subsets = append(subsets, corev1.EndpointSubset{NotReadyAddresses: []corev1.EndpointAddress{addr}, Ports: ports})
@@ -59,7 +61,7 @@ func Subsets(svc *corev1.Service, pods []*corev1.Pod) []corev1.EndpointSubset {
 		}
 		for i := range svc.Spec.Ports {
 			sp := &svc.Spec.Ports[i]
-			n, err := endpointslice.FindPort(pod, sp)
+			n, err := endpointutil.FindPort(pod, sp)
 			if err != nil {
 				continue
 			}
@@ -76,7 +78,7 @@ func Subsets(svc *corev1.Service, pods []*corev1.Pod) []corev1.EndpointSubset {
 // podAddress is the pod's address for the Service: its IP of the Service's
 // (first) IP family, with node name and a reference to the pod.
 func podAddress(svc *corev1.Service, pod *corev1.Pod) (corev1.EndpointAddress, bool) {
-	ips := endpointslice.PodIPs(pod)
+	ips := endpointutil.PodIPs(pod)
 	if len(ips) == 0 {
 		return corev1.EndpointAddress{}, false
 	}
@@ -84,7 +86,7 @@ func podAddress(svc *corev1.Service, pod *corev1.Pod) (corev1.EndpointAddress, b
 	switch {
 	case len(svc.Spec.IPFamilies) > 0:
 		want6 = svc.Spec.IPFamilies[0] == corev1.IPv6Protocol
-	case endpointslice.IsServiceIPSet(svc):
+	case endpointutil.IsServiceIPSet(svc):
 		want6 = strings.Contains(svc.Spec.ClusterIP, ":")
 	default:
 		want6 = ips[0].Is6()
@@ -107,7 +109,7 @@ func podAddress(svc *corev1.Service, pod *corev1.Pod) (corev1.EndpointAddress, b
 		node := pod.Spec.NodeName
 		addr.NodeName = &node
 	}
-	if endpointslice.ShouldSetHostname(pod, svc) {
+	if endpointutil.ShouldSetHostname(pod, svc) {
 		addr.Hostname = pod.Spec.Hostname
 	}
 	return addr, true
@@ -282,7 +284,7 @@ func Desired(svc *corev1.Service, pods []*corev1.Pod, current *corev1.Endpoints,
 	if labels == nil {
 		labels = map[string]string{}
 	}
-	if endpointslice.IsServiceIPSet(svc) {
+	if endpointutil.IsServiceIPSet(svc) {
 		delete(labels, corev1.IsHeadlessService)
 	} else {
 		labels[corev1.IsHeadlessService] = ""

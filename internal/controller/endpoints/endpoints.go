@@ -16,8 +16,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
-	"plainkube.dev/plainkube/internal/controller"
-	"plainkube.dev/plainkube/internal/controller/endpointslice"
+	"plainkube.dev/plainkube/internal/controller/endpointutil"
+	"plainkube.dev/plainkube/internal/reconcile"
 )
 
 // Name is the controller's name.
@@ -32,11 +32,11 @@ type Controller struct {
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 	// Informers, when set, supplies the Pod informer, shared with the
-	// process's other components (see controller.SharedInformers).
-	Informers *controller.SharedInformers
+	// process's other components (see reconcile.SharedInformers).
+	Informers *reconcile.SharedInformers
 
 	client   kubernetes.Interface
-	triggers *endpointslice.TriggerTimeTracker
+	triggers *endpointutil.TriggerTimeTracker
 	// stale maps namespace/name to the resourceVersion of an Endpoints
 	// object this controller replaced: seeing it again in the cache means
 	// the cache is behind.
@@ -44,7 +44,7 @@ type Controller struct {
 	stale   map[string]string
 }
 
-var _ controller.Controller = (*Controller)(nil)
+var _ reconcile.Controller = (*Controller)(nil)
 
 // New builds the controller's client from cfg.
 func New(cfg *rest.Config) (*Controller, error) {
@@ -52,10 +52,10 @@ func New(cfg *rest.Config) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Controller{client: cs, triggers: endpointslice.NewTriggerTimeTracker(), stale: map[string]string{}}, nil
+	return &Controller{client: cs, triggers: endpointutil.NewTriggerTimeTracker(), stale: map[string]string{}}, nil
 }
 
-// Name implements controller.Controller.
+// Name implements reconcile.Controller.
 func (c *Controller) Name() string { return Name }
 
 type listers struct {
@@ -72,10 +72,10 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	if log == nil {
 		log = slog.Default().With("controller", Name)
 	}
-	queue := controller.NewQueue[string](Name)
+	queue := reconcile.NewQueue[string](Name)
 	factory := informers.NewSharedInformerFactory(c.client, 0)
 	svcInformer := factory.Core().V1().Services()
-	sharedFactory := controller.SharedOr(c.Informers, factory)
+	sharedFactory := reconcile.SharedOr(c.Informers, factory)
 	podInformer := sharedFactory.Core().V1().Pods()
 	epInformer := factory.Core().V1().Endpoints()
 	l := listers{services: svcInformer.Lister(), pods: podInformer.Lister(), endpoints: epInformer.Lister()}
@@ -86,7 +86,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		}
 	}
 	enqueuePod := func(pod *corev1.Pod) {
-		for _, key := range endpointslice.ServicesSelecting(l.services, pod.Namespace, pod.Labels) {
+		for _, key := range endpointutil.ServicesSelecting(l.services, pod.Namespace, pod.Labels) {
 			queue.Add(key)
 		}
 	}
@@ -97,7 +97,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	}); err != nil {
 		return err
 	}
-	removePodHandler, err := controller.AddHandler(podInformer.Informer(), cache.ResourceEventHandlerFuncs{
+	removePodHandler, err := reconcile.AddHandler(podInformer.Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
 			if pod, ok := obj.(*corev1.Pod); ok {
 				enqueuePod(pod)
@@ -115,7 +115,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 			}
 		},
 		DeleteFunc: func(obj any) {
-			if pod := endpointslice.PodFromDelete(obj); pod != nil {
+			if pod, ok := reconcile.DeletedObject[*corev1.Pod](obj); ok {
 				enqueuePod(pod)
 			}
 		},
@@ -132,7 +132,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	factory.Start(ctx.Done())
 	sharedFactory.Start(ctx.Done())
 	defer factory.Shutdown()
-	if ok, err := controller.WaitForSync(ctx, "endpoints informers", svcInformer.Informer().HasSynced, podInformer.Informer().HasSynced, epInformer.Informer().HasSynced); !ok {
+	if ok, err := reconcile.WaitForSync(ctx, "endpoints informers", svcInformer.Informer().HasSynced, podInformer.Informer().HasSynced, epInformer.Informer().HasSynced); !ok {
 		queue.ShutDown()
 		return err
 	}
@@ -146,7 +146,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		}
 	}
 	log.Info("endpoints controller synced")
-	controller.ProcessQueue(ctx, queue, workers, log, func(ctx context.Context, key string) (controller.Result, error) {
+	reconcile.ProcessQueue(ctx, queue, workers, log, func(ctx context.Context, key string) (reconcile.Result, error) {
 		return c.reconcile(ctx, log, l, key)
 	})
 	return nil
@@ -154,73 +154,73 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 
 // reconcile makes the Endpoints object named by key match its Service's
 // pods, or removes it if the Service is gone.
-func (c *Controller) reconcile(ctx context.Context, log *slog.Logger, l listers, key string) (controller.Result, error) {
+func (c *Controller) reconcile(ctx context.Context, log *slog.Logger, l listers, key string) (reconcile.Result, error) {
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
-		return controller.Result{}, nil
+		return reconcile.Result{}, nil
 	}
 	svc, err := l.services.Services(ns).Get(name)
 	if apierrors.IsNotFound(err) {
 		c.triggers.Forget(ns, name)
 		c.forgetStale(key)
 		if _, err := l.endpoints.Endpoints(ns).Get(name); apierrors.IsNotFound(err) {
-			return controller.Result{}, nil
+			return reconcile.Result{}, nil
 		}
 		if err := c.client.CoreV1().Endpoints(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return controller.Result{}, err
+			return reconcile.Result{}, err
 		}
 		log.Debug("endpoints of deleted service removed", "namespace", ns, "name", name)
-		return controller.Result{}, nil
+		return reconcile.Result{}, nil
 	}
 	if err != nil {
-		return controller.Result{}, err
+		return reconcile.Result{}, err
 	}
 	// Services without a selector get their Endpoints from elsewhere (the
 	// API server for "kubernetes", or their users); ExternalName Services
 	// have none.
 	if svc.Spec.Type == corev1.ServiceTypeExternalName || svc.Spec.Selector == nil {
-		return controller.Result{}, nil
+		return reconcile.Result{}, nil
 	}
 	pods, err := l.pods.Pods(ns).List(labels.SelectorFromValidatedSet(svc.Spec.Selector))
 	if err != nil {
-		return controller.Result{}, err
+		return reconcile.Result{}, err
 	}
 	current, err := l.endpoints.Endpoints(ns).Get(name)
 	switch {
 	case apierrors.IsNotFound(err):
 		current = nil
 	case err != nil:
-		return controller.Result{}, err
+		return reconcile.Result{}, err
 	case c.isStale(key, current.ResourceVersion):
 		// The cache still shows what this controller replaced; wait for it.
-		return controller.Result{Requeue: true}, nil
+		return reconcile.Result{Requeue: true}, nil
 	}
 	// Computed on every sync, so that the tracker follows even when
 	// nothing is written.
 	trigger := c.triggers.Compute(svc, pods)
 	want, write := Desired(svc, pods, current, trigger)
 	if !write {
-		return controller.Result{}, nil
+		return reconcile.Result{}, nil
 	}
 	api := c.client.CoreV1().Endpoints(ns)
 	if current == nil {
 		if _, err := api.Create(ctx, want, metav1.CreateOptions{}); err != nil {
 			if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
-				return controller.Result{}, nil
+				return reconcile.Result{}, nil
 			}
-			return controller.Result{}, fmt.Errorf("creating endpoints %s: %w", key, err)
+			return reconcile.Result{}, fmt.Errorf("creating endpoints %s: %w", key, err)
 		}
 	} else {
 		updated, err := api.Update(ctx, want, metav1.UpdateOptions{})
 		if err != nil {
-			return controller.Result{}, fmt.Errorf("updating endpoints %s: %w", key, err)
+			return reconcile.Result{}, fmt.Errorf("updating endpoints %s: %w", key, err)
 		}
 		if updated.ResourceVersion != current.ResourceVersion {
 			c.markStale(key, current.ResourceVersion)
 		}
 	}
 	log.Debug("endpoints synced", "namespace", ns, "name", name, "subsets", len(want.Subsets))
-	return controller.Result{}, nil
+	return reconcile.Result{}, nil
 }
 
 func (c *Controller) isStale(key, rv string) bool {

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"time"
 
+	"plainkube.dev/plainkube/internal/controller/endpointutil"
+
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,7 +21,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
-	"plainkube.dev/plainkube/internal/controller"
+	"plainkube.dev/plainkube/internal/reconcile"
 )
 
 // Name is the controller's name.
@@ -43,15 +45,15 @@ type Controller struct {
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 	// Informers, when set, supplies the Pod and Node informers, shared
-	// with the process's other components (see controller.SharedInformers).
-	Informers *controller.SharedInformers
+	// with the process's other components (see reconcile.SharedInformers).
+	Informers *reconcile.SharedInformers
 
 	client   kubernetes.Interface
 	tracker  *sliceTracker
-	triggers *TriggerTimeTracker
+	triggers *endpointutil.TriggerTimeTracker
 }
 
-var _ controller.Controller = (*Controller)(nil)
+var _ reconcile.Controller = (*Controller)(nil)
 
 // New builds the controller's client from cfg.
 func New(cfg *rest.Config) (*Controller, error) {
@@ -63,11 +65,11 @@ func New(cfg *rest.Config) (*Controller, error) {
 		MaxEndpointsPerSlice: DefaultMaxEndpointsPerSlice,
 		client:               cs,
 		tracker:              newSliceTracker(),
-		triggers:             NewTriggerTimeTracker(),
+		triggers:             endpointutil.NewTriggerTimeTracker(),
 	}, nil
 }
 
-// Name implements controller.Controller.
+// Name implements reconcile.Controller.
 func (c *Controller) Name() string { return Name }
 
 type listers struct {
@@ -85,14 +87,14 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	if log == nil {
 		log = slog.Default().With("controller", Name)
 	}
-	queue := controller.NewQueue[string](Name)
+	queue := reconcile.NewQueue[string](Name)
 	factory := informers.NewSharedInformerFactory(c.client, 0)
 	// Only the slices this controller manages are watched.
 	sliceFactory := informers.NewSharedInformerFactoryWithOptions(c.client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 		o.LabelSelector = discoveryv1.LabelManagedBy + "=" + ControllerName
 	}))
 	svcInformer := factory.Core().V1().Services()
-	sharedFactory := controller.SharedOr(c.Informers, factory)
+	sharedFactory := reconcile.SharedOr(c.Informers, factory)
 	podInformer := sharedFactory.Core().V1().Pods()
 	nodeInformer := sharedFactory.Core().V1().Nodes()
 	sliceInformer := sliceFactory.Discovery().V1().EndpointSlices()
@@ -102,7 +104,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		nodes:    nodeInformer.Lister(),
 		slices:   sliceInformer.Lister(),
 	}
-	if err := controller.AddIndexer(podInformer.Informer(), podNodeIndex, func(obj any) ([]string, error) {
+	if err := reconcile.AddIndexer(podInformer.Informer(), podNodeIndex, func(obj any) ([]string, error) {
 		if pod, ok := obj.(*corev1.Pod); ok && pod.Spec.NodeName != "" {
 			return []string{pod.Spec.NodeName}, nil
 		}
@@ -117,7 +119,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		}
 	}
 	enqueuePodServices := func(pod *corev1.Pod) {
-		for _, key := range ServicesSelecting(l.services, pod.Namespace, pod.Labels) {
+		for _, key := range endpointutil.ServicesSelecting(l.services, pod.Namespace, pod.Labels) {
 			queue.Add(key)
 		}
 	}
@@ -148,7 +150,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 				}
 			},
 			DeleteFunc: func(obj any) {
-				if pod := PodFromDelete(obj); pod != nil {
+				if pod, ok := reconcile.DeletedObject[*corev1.Pod](obj); ok {
 					enqueuePodServices(pod)
 				}
 			},
@@ -199,7 +201,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		}},
 	}
 	for _, h := range handlers {
-		remove, err := controller.AddHandler(h.inf, h.h)
+		remove, err := reconcile.AddHandler(h.inf, h.h)
 		if err != nil {
 			return err
 		}
@@ -211,13 +213,13 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	sliceFactory.Start(ctx.Done())
 	defer factory.Shutdown()
 	defer sliceFactory.Shutdown()
-	if ok, err := controller.WaitForSync(ctx, "endpointslice informers", svcInformer.Informer().HasSynced, podInformer.Informer().HasSynced,
+	if ok, err := reconcile.WaitForSync(ctx, "endpointslice informers", svcInformer.Informer().HasSynced, podInformer.Informer().HasSynced,
 		nodeInformer.Informer().HasSynced, sliceInformer.Informer().HasSynced); !ok {
 		queue.ShutDown()
 		return err
 	}
 	log.Info("endpointslice controller synced")
-	controller.ProcessQueue(ctx, queue, workers, log, func(ctx context.Context, key string) (controller.Result, error) {
+	reconcile.ProcessQueue(ctx, queue, workers, log, func(ctx context.Context, key string) (reconcile.Result, error) {
 		return c.reconcile(ctx, log, l, key)
 	})
 	return nil
@@ -242,10 +244,10 @@ func (c *Controller) enqueueSliceService(addAfter func(string, time.Duration), s
 }
 
 // reconcile makes the slices of the Service named by key match its pods.
-func (c *Controller) reconcile(ctx context.Context, log *slog.Logger, l listers, key string) (controller.Result, error) {
+func (c *Controller) reconcile(ctx context.Context, log *slog.Logger, l listers, key string) (reconcile.Result, error) {
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
-		return controller.Result{}, nil
+		return reconcile.Result{}, nil
 	}
 	nn := types.NamespacedName{Namespace: ns, Name: name}
 	svc, err := l.services.Services(ns).Get(name)
@@ -254,25 +256,25 @@ func (c *Controller) reconcile(ctx context.Context, log *slog.Logger, l listers,
 		// reference.
 		c.triggers.Forget(ns, name)
 		c.tracker.forgetService(nn)
-		return controller.Result{}, nil
+		return reconcile.Result{}, nil
 	}
 	if err != nil {
-		return controller.Result{}, err
+		return reconcile.Result{}, err
 	}
 	// Services without a selector get their slices from elsewhere (the API
 	// server for "kubernetes", or their users); ExternalName Services have
 	// none.
 	if svc.Spec.Type == corev1.ServiceTypeExternalName || svc.Spec.Selector == nil {
-		return controller.Result{}, nil
+		return reconcile.Result{}, nil
 	}
 	pods, err := l.pods.Pods(ns).List(labels.SelectorFromValidatedSet(svc.Spec.Selector))
 	if err != nil {
-		return controller.Result{}, err
+		return reconcile.Result{}, err
 	}
 	sel := labels.SelectorFromValidatedSet(labels.Set{discoveryv1.LabelServiceName: name, discoveryv1.LabelManagedBy: ControllerName})
 	cached, err := l.slices.EndpointSlices(ns).List(sel)
 	if err != nil {
-		return controller.Result{}, err
+		return reconcile.Result{}, err
 	}
 	existing := cached[:0:0]
 	for _, s := range cached {
@@ -281,7 +283,7 @@ func (c *Controller) reconcile(ctx context.Context, log *slog.Logger, l listers,
 		}
 	}
 	if c.tracker.stale(nn, existing) {
-		return controller.Result{Requeue: true}, nil
+		return reconcile.Result{Requeue: true}, nil
 	}
 	trigger := c.triggers.Compute(svc, pods)
 
@@ -294,7 +296,7 @@ func (c *Controller) reconcile(ctx context.Context, log *slog.Logger, l listers,
 	}
 	plan, missing := PlanSlices(svc, pods, nodes, existing, c.MaxEndpointsPerSlice)
 	if err := c.apply(ctx, svc, plan, trigger); err != nil {
-		return controller.Result{}, err
+		return reconcile.Result{}, err
 	}
 	if !plan.Empty() {
 		log.Debug("endpoint slices synced", "namespace", ns, "service", name,
@@ -302,9 +304,9 @@ func (c *Controller) reconcile(ctx context.Context, log *slog.Logger, l listers,
 	}
 	if len(missing) > 0 {
 		log.Info("pods on unknown nodes left out of endpoint slices", "namespace", ns, "service", name, "nodes", missing)
-		return controller.Result{RequeueAfter: missingNodeRetry}, nil
+		return reconcile.Result{RequeueAfter: missingNodeRetry}, nil
 	}
-	return controller.Result{}, nil
+	return reconcile.Result{}, nil
 }
 
 // apply writes a plan: updates and creates (stamped with the trigger time),
@@ -353,34 +355,6 @@ func setTriggerTime(s *discoveryv1.EndpointSlice, t time.Time) {
 	} else {
 		s.Annotations[corev1.EndpointsLastChangeTriggerTime] = t.UTC().Format(time.RFC3339Nano)
 	}
-}
-
-// ServicesSelecting returns the keys of the Services in ns whose selector
-// matches podLabels. A nil selector selects nothing.
-func ServicesSelecting(lister corelisters.ServiceLister, ns string, podLabels map[string]string) []string {
-	svcs, err := lister.Services(ns).List(labels.Everything())
-	if err != nil {
-		return nil
-	}
-	var keys []string
-	for _, svc := range svcs {
-		if svc.Spec.Selector == nil {
-			continue
-		}
-		if labels.SelectorFromValidatedSet(svc.Spec.Selector).Matches(labels.Set(podLabels)) {
-			keys = append(keys, svc.Namespace+"/"+svc.Name)
-		}
-	}
-	return keys
-}
-
-// PodFromDelete unwraps the pod of a delete event (or of its tombstone).
-func PodFromDelete(obj any) *corev1.Pod {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	pod, _ := obj.(*corev1.Pod)
-	return pod
 }
 
 func sliceFromDelete(obj any) *discoveryv1.EndpointSlice {

@@ -7,6 +7,10 @@ import (
 	"slices"
 	"strings"
 
+	"plainkube.dev/plainkube/internal/controller/endpointutil"
+
+	"plainkube.dev/plainkube/internal/api/podutil"
+
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
@@ -101,7 +105,7 @@ func AddressTypes(svc *corev1.Service) []discoveryv1.AddressType {
 	if len(out) > 0 {
 		return out
 	}
-	if IsServiceIPSet(svc) {
+	if endpointutil.IsServiceIPSet(svc) {
 		if strings.Contains(svc.Spec.ClusterIP, ":") {
 			return []discoveryv1.AddressType{discoveryv1.AddressTypeIPv6}
 		}
@@ -125,7 +129,7 @@ func planAddressType(svc *corev1.Service, pods []*corev1.Pod, nodes NodeLookup, 
 	desiredPorts := map[string][]discoveryv1.EndpointPort{}
 	var keys []string
 	for _, pod := range pods {
-		if !ShouldPodBeInEndpoints(pod, true) {
+		if !endpointutil.ShouldPodBeInEndpoints(pod, true) {
 			continue
 		}
 		ports := EndpointPorts(svc, pod)
@@ -290,7 +294,7 @@ func EndpointPorts(svc *corev1.Service, pod *corev1.Pod) []discoveryv1.EndpointP
 	out := []discoveryv1.EndpointPort{}
 	for i := range svc.Spec.Ports {
 		sp := &svc.Spec.Ports[i]
-		n, err := FindPort(pod, sp)
+		n, err := endpointutil.FindPort(pod, sp)
 		if err != nil {
 			continue
 		}
@@ -308,7 +312,7 @@ func EndpointPorts(svc *corev1.Service, pod *corev1.Pod) []discoveryv1.EndpointP
 // ready is serving and not terminating unless the Service publishes
 // not-ready addresses, when it is always true.
 func PodToEndpoint(pod *corev1.Pod, zone string, svc *corev1.Service, at discoveryv1.AddressType) discoveryv1.Endpoint {
-	serving := IsPodReady(pod)
+	serving := podutil.IsReady(pod)
 	terminating := pod.DeletionTimestamp != nil
 	ready := svc.Spec.PublishNotReadyAddresses || (serving && !terminating)
 	ep := discoveryv1.Endpoint{
@@ -316,7 +320,7 @@ func PodToEndpoint(pod *corev1.Pod, zone string, svc *corev1.Service, at discove
 		Conditions: discoveryv1.EndpointConditions{Ready: &ready, Serving: &serving, Terminating: &terminating},
 		TargetRef:  &corev1.ObjectReference{Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
 	}
-	for _, ip := range PodIPs(pod) {
+	for _, ip := range endpointutil.PodIPs(pod) {
 		if ip.Is6() == (at == discoveryv1.AddressTypeIPv6) {
 			ep.Addresses = append(ep.Addresses, ip.String())
 		}
@@ -328,7 +332,7 @@ func PodToEndpoint(pod *corev1.Pod, zone string, svc *corev1.Service, at discove
 	if zone != "" {
 		ep.Zone = &zone
 	}
-	if ShouldSetHostname(pod, svc) {
+	if endpointutil.ShouldSetHostname(pod, svc) {
 		hostname := pod.Spec.Hostname
 		ep.Hostname = &hostname
 	}
@@ -397,7 +401,7 @@ func sliceLabels(s *discoveryv1.EndpointSlice, svc *corev1.Service) (map[string]
 		}
 	}
 	changed := !maps.Equal(have, want)
-	if !IsServiceIPSet(svc) {
+	if !endpointutil.IsServiceIPSet(svc) {
 		want[corev1.IsHeadlessService] = ""
 	}
 	want[discoveryv1.LabelServiceName] = svc.Name

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"plainkube.dev/plainkube/internal/controller/endpointutil"
+
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -229,7 +231,7 @@ func TestPlanSlicesFromNothing(t *testing.T) {
 					len(s.OwnerReferences) != 1 || s.OwnerReferences[0].UID != "svc-uid" || !*s.OwnerReferences[0].Controller {
 					t.Errorf("slice metadata %+v", s.ObjectMeta)
 				}
-				if _, headless := s.Labels[corev1.IsHeadlessService]; headless != !IsServiceIPSet(tt.svc) {
+				if _, headless := s.Labels[corev1.IsHeadlessService]; headless != !endpointutil.IsServiceIPSet(tt.svc) {
 					t.Errorf("headless label %v on %+v", headless, s.Labels)
 				}
 			}
@@ -380,9 +382,9 @@ func TestFindPort(t *testing.T) {
 		{corev1.ServicePort{Port: 80, TargetPort: intstr.FromString("missing")}, 0, true},
 	}
 	for _, tt := range tests {
-		got, err := FindPort(pod, &tt.port)
+		got, err := endpointutil.FindPort(pod, &tt.port)
 		if got != tt.want || (err != nil) != tt.wantErr {
-			t.Errorf("FindPort(%v) = %d, %v; want %d, err %v", tt.port.TargetPort, got, err, tt.want, tt.wantErr)
+			t.Errorf("endpointutil.FindPort(%v) = %d, %v; want %d, err %v", tt.port.TargetPort, got, err, tt.want, tt.wantErr)
 		}
 	}
 }
@@ -395,7 +397,7 @@ func TestTriggerTimeTracker(t *testing.T) {
 			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(at)}}
 		})
 	}
-	tr := NewTriggerTimeTracker()
+	tr := endpointutil.NewTriggerTimeTracker()
 	steps := []struct {
 		pods []*corev1.Pod
 		want time.Time

@@ -26,7 +26,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/client-go/util/workqueue"
 
-	"plainkube.dev/plainkube/internal/controller"
+	"plainkube.dev/plainkube/internal/reconcile"
 )
 
 // Name is the controller's name.
@@ -59,7 +59,7 @@ type Controller struct {
 	mapper    *restmapper.DeferredDiscoveryRESTMapper
 }
 
-var _ controller.Controller = (*Controller)(nil)
+var _ reconcile.Controller = (*Controller)(nil)
 
 // New builds the collector's clients from cfg.
 func New(cfg *rest.Config) (*Controller, error) {
@@ -80,7 +80,7 @@ func New(cfg *rest.Config) (*Controller, error) {
 	}, nil
 }
 
-// Name implements controller.Controller.
+// Name implements reconcile.Controller.
 func (c *Controller) Name() string { return Name }
 
 // Run watches every deletable resource, builds the graph, and runs workers
@@ -95,8 +95,8 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		log:             log,
 		graph:           NewGraph(),
 		graphChanges:    workqueue.NewTyped[*Event](),
-		attemptToDelete: controller.NewQueue[types.UID]("garbage_collector_attempt_to_delete"),
-		attemptToOrphan: controller.NewQueue[types.UID]("garbage_collector_attempt_to_orphan"),
+		attemptToDelete: reconcile.NewQueue[types.UID]("garbage_collector_attempt_to_delete"),
+		attemptToOrphan: reconcile.NewQueue[types.UID]("garbage_collector_attempt_to_orphan"),
 		monitors:        map[schema.GroupVersionResource]*monitor{},
 	}
 	return r.run(ctx, workers)
@@ -166,11 +166,11 @@ func (r *run) run(ctx context.Context, workers int) error {
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		controller.ProcessQueue(ctx, r.attemptToDelete, workers, r.log, r.attemptToDeleteWorker)
+		reconcile.ProcessQueue(ctx, r.attemptToDelete, workers, r.log, r.attemptToDeleteWorker)
 	}()
 	go func() {
 		defer wg.Done()
-		controller.ProcessQueue(ctx, r.attemptToOrphan, workers, r.log, r.attemptToOrphanWorker)
+		reconcile.ProcessQueue(ctx, r.attemptToOrphan, workers, r.log, r.attemptToOrphanWorker)
 	}()
 
 	period := r.SyncPeriod
@@ -233,34 +233,34 @@ func (r *run) addGraphChange(ev *Event) {
 
 // ---- attemptToDelete ----
 
-func (r *run) attemptToDeleteWorker(ctx context.Context, uid types.UID) (controller.Result, error) {
+func (r *run) attemptToDeleteWorker(ctx context.Context, uid types.UID) (reconcile.Result, error) {
 	info, ok := r.node(uid)
 	if !ok {
-		return controller.Result{}, nil // gone from the graph meanwhile
+		return reconcile.Result{}, nil // gone from the graph meanwhile
 	}
 	err := r.attemptToDeleteItem(ctx, info)
 	switch {
 	case errors.Is(err, errVirtualDeleteEnqueued):
-		return controller.Result{}, nil
+		return reconcile.Result{}, nil
 	case errors.Is(err, errNamespacedOwnerOfClusterScoped):
 		r.log.Info("cluster-scoped object refers to a namespaced owner; ignoring it", "object", info.Identity.String())
-		return controller.Result{}, nil
+		return reconcile.Result{}, nil
 	case err != nil:
 		var rme *restMappingError
 		if errors.As(err, &rme) {
 			// A kind discovery does not know (yet): a custom resource not
 			// synced, or a bad reference. Retry quietly.
 			r.log.Debug("cannot map a referenced kind; will retry", "object", info.Identity.String(), "err", err)
-			return controller.Result{Requeue: true}, nil
+			return reconcile.Result{Requeue: true}, nil
 		}
-		return controller.Result{}, fmt.Errorf("%s: %w", info.Identity, err)
+		return reconcile.Result{}, fmt.Errorf("%s: %w", info.Identity, err)
 	}
 	if now, ok := r.node(uid); ok && !now.Observed {
 		// A virtual node that exists: look again until an informer
 		// reports it, or a read finds it gone.
-		return controller.Result{Requeue: true}, nil
+		return reconcile.Result{Requeue: true}, nil
 	}
-	return controller.Result{}, nil
+	return reconcile.Result{}, nil
 }
 
 // attemptToDeleteItem reads the object live and deletes it, or patches its
@@ -390,10 +390,10 @@ func (r *run) isDangling(ctx context.Context, ref metav1.OwnerReference, item Id
 
 // attemptToOrphanWorker removes the owner's reference from each of its
 // dependents, then the owner's orphan finalizer.
-func (r *run) attemptToOrphanWorker(ctx context.Context, uid types.UID) (controller.Result, error) {
+func (r *run) attemptToOrphanWorker(ctx context.Context, uid types.UID) (reconcile.Result, error) {
 	info, ok := r.node(uid)
 	if !ok {
-		return controller.Result{}, nil
+		return reconcile.Result{}, nil
 	}
 	var errs []error
 	for _, d := range info.Dependents {
@@ -402,13 +402,13 @@ func (r *run) attemptToOrphanWorker(ctx context.Context, uid types.UID) (control
 		}
 	}
 	if len(errs) > 0 {
-		return controller.Result{}, utilerrors.NewAggregate(errs)
+		return reconcile.Result{}, utilerrors.NewAggregate(errs)
 	}
 	r.log.Info("dependents orphaned; removing the orphan finalizer", "object", info.Identity.String(), "dependents", len(info.Dependents))
 	if err := r.removeFinalizer(ctx, info.Identity, metav1.FinalizerOrphanDependents); err != nil {
-		return controller.Result{}, fmt.Errorf("%s: %w", info.Identity, err)
+		return reconcile.Result{}, fmt.Errorf("%s: %w", info.Identity, err)
 	}
-	return controller.Result{}, nil
+	return reconcile.Result{}, nil
 }
 
 // ---- API operations ----

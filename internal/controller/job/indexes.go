@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 
+	"plainkube.dev/plainkube/internal/api/podutil"
+
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 )
@@ -157,7 +159,7 @@ func firstPendingIndexes(job *batchv1.Job, succeeded intervals, active, all []*c
 	if onlyReplaceFailedPods(job) {
 		var terminating []*corev1.Pod
 		for _, p := range all {
-			if isPodTerminating(p) {
+			if podutil.IsTerminating(p) {
 				terminating = append(terminating, p)
 			}
 		}

@@ -18,8 +18,8 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 
-	"plainkube.dev/plainkube/internal/controller"
 	"plainkube.dev/plainkube/internal/controller/events"
+	"plainkube.dev/plainkube/internal/reconcile"
 )
 
 // Name is the controller's name.
@@ -53,13 +53,13 @@ type Controller struct {
 	// SyncBatchPeriod defaults to DefaultSyncBatchPeriod.
 	SyncBatchPeriod time.Duration
 	// Informers, when set, supplies the Pod informer, shared with the
-	// process's other components (see controller.SharedInformers).
-	Informers *controller.SharedInformers
+	// process's other components (see reconcile.SharedInformers).
+	Informers *reconcile.SharedInformers
 
 	client kubernetes.Interface
 }
 
-var _ controller.Controller = (*Controller)(nil)
+var _ reconcile.Controller = (*Controller)(nil)
 
 // New builds the controller's client from cfg.
 func New(cfg *rest.Config) (*Controller, error) {
@@ -70,7 +70,7 @@ func New(cfg *rest.Config) (*Controller, error) {
 	return &Controller{client: cs}, nil
 }
 
-// Name implements controller.Controller.
+// Name implements reconcile.Controller.
 func (c *Controller) Name() string { return Name }
 
 // loop is one run of the controller: its caches, queues and bookkeeping.
@@ -78,7 +78,7 @@ type loop struct {
 	client  kubernetes.Interface
 	jobs    batchlisters.JobLister
 	pods    corelisters.PodLister
-	queue   *controller.ClockQueue
+	queue   *reconcile.ClockQueue
 	orphans workqueue.TypedRateLimitingInterface[string]
 	rec     record.EventRecorder
 	log     *slog.Logger
@@ -104,8 +104,8 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		clk = clock.RealClock{}
 	}
 	l := &loop{client: c.client, log: log, clock: clk,
-		queue:       controller.NewClockQueue("job", clk),
-		orphans:     controller.NewQueue[string]("job_orphan_pod"),
+		queue:       reconcile.NewClockQueue("job", clk),
+		orphans:     reconcile.NewQueue[string]("job_orphan_pod"),
 		exp:         newExpectations(clk.Now),
 		finExp:      newFinalizerExpectations(),
 		backoff:     newBackoffStore(),
@@ -120,7 +120,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	factory := informers.NewSharedInformerFactoryWithOptions(c.client, 0, informers.WithCustomResyncConfig(
 		map[metav1.Object]time.Duration{&batchv1.Job{}: resyncPeriod}))
 	jobInf := factory.Batch().V1().Jobs()
-	sharedFactory := controller.SharedOr(c.Informers, factory)
+	sharedFactory := reconcile.SharedOr(c.Informers, factory)
 	podInf := sharedFactory.Core().V1().Pods()
 	l.jobs, l.pods = jobInf.Lister(), podInf.Lister()
 	if _, err := jobInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -128,7 +128,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	}); err != nil {
 		return err
 	}
-	removePodHandler, err := controller.AddHandler(podInf.Informer(), cache.ResourceEventHandlerFuncs{
+	removePodHandler, err := reconcile.AddHandler(podInf.Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc: l.addPod, UpdateFunc: l.updatePod, DeleteFunc: func(obj any) { l.deletePod(obj, true) },
 	})
 	if err != nil {
@@ -138,7 +138,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	factory.Start(ctx.Done())
 	sharedFactory.Start(ctx.Done())
 	defer factory.Shutdown()
-	if ok, err := controller.WaitForSync(ctx, "job informers", jobInf.Informer().HasSynced, podInf.Informer().HasSynced); !ok {
+	if ok, err := reconcile.WaitForSync(ctx, "job informers", jobInf.Informer().HasSynced, podInf.Informer().HasSynced); !ok {
 		l.queue.ShutDown()
 		l.orphans.ShutDown()
 		return err
@@ -148,11 +148,11 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		controller.ProcessQueue(ctx, l.orphans, 1, log, l.syncOrphanPod)
+		reconcile.ProcessQueue(ctx, l.orphans, 1, log, l.syncOrphanPod)
 	}()
 	go func() {
 		defer wg.Done()
-		controller.ProcessQueue[string](ctx, l.queue, workers, log, l.sync)
+		reconcile.ProcessQueue[string](ctx, l.queue, workers, log, l.sync)
 	}()
 	wg.Wait()
 	return nil

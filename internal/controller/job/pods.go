@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"plainkube.dev/plainkube/internal/api/podutil"
+
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
@@ -30,30 +32,6 @@ func hasTrackingFinalizer(p *corev1.Pod) bool {
 		}
 	}
 	return false
-}
-
-func isTerminal(p *corev1.Pod) bool {
-	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
-}
-
-// isPodActive: not terminal and not being deleted.
-func isPodActive(p *corev1.Pod) bool { return !isTerminal(p) && p.DeletionTimestamp == nil }
-
-// isPodTerminating: being deleted and not yet terminal.
-func isPodTerminating(p *corev1.Pod) bool { return p.DeletionTimestamp != nil && !isTerminal(p) }
-
-func podReadyCondition(p *corev1.Pod) *corev1.PodCondition {
-	for i := range p.Status.Conditions {
-		if p.Status.Conditions[i].Type == corev1.PodReady {
-			return &p.Status.Conditions[i]
-		}
-	}
-	return nil
-}
-
-func isPodReady(p *corev1.Pod) bool {
-	c := podReadyCondition(p)
-	return c != nil && c.Status == corev1.ConditionTrue
 }
 
 // onlyReplaceFailedPods: a pod being deleted is replaced only once it is
@@ -97,7 +75,7 @@ func finishedTime(p *corev1.Pod) time.Time {
 	if complete && last != nil {
 		return *last
 	}
-	if c := podReadyCondition(p); c != nil && c.Status == corev1.ConditionFalse && !c.LastTransitionTime.IsZero() {
+	if c := podutil.ReadyCondition(p); c != nil && c.Status == corev1.ConditionFalse && !c.LastTransitionTime.IsZero() {
 		return c.LastTransitionTime.Time
 	}
 	if p.DeletionTimestamp != nil {
@@ -309,11 +287,11 @@ func (s byRemovalOrder) Less(i, j int) bool {
 	if ra, rb := phaseRank[a.Status.Phase], phaseRank[b.Status.Phase]; ra != rb {
 		return ra < rb
 	}
-	if ra, rb := isPodReady(a), isPodReady(b); ra != rb {
+	if ra, rb := podutil.IsReady(a), podutil.IsReady(b); ra != rb {
 		return !ra
 	}
-	if isPodReady(a) && isPodReady(b) {
-		ta, tb := podReadyCondition(a).LastTransitionTime, podReadyCondition(b).LastTransitionTime
+	if podutil.IsReady(a) && podutil.IsReady(b) {
+		ta, tb := podutil.ReadyCondition(a).LastTransitionTime, podutil.ReadyCondition(b).LastTransitionTime
 		if !ta.Equal(&tb) {
 			return afterOrZero(ta.Time, tb.Time)
 		}

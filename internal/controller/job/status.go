@@ -4,6 +4,8 @@ import (
 	"sort"
 	"time"
 
+	"plainkube.dev/plainkube/internal/api/podutil"
+
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -64,13 +66,13 @@ func newSyncState(job *batchv1.Job, pods []*corev1.Pod, expectedRm map[types.UID
 		uncountedSucceeded: uidSet(job.Status.UncountedTerminatedPods.Succeeded),
 		uncountedFailed:    uidSet(job.Status.UncountedTerminatedPods.Failed)}
 	for _, p := range pods {
-		if isPodActive(p) {
+		if podutil.IsActive(p) {
 			st.activePods = append(st.activePods, p)
-			if isPodReady(p) {
+			if podutil.IsReady(p) {
 				st.ready++
 			}
 		}
-		if isPodTerminating(p) {
+		if podutil.IsTerminating(p) {
 			st.terminating++
 		}
 	}

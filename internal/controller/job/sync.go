@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"plainkube.dev/plainkube/internal/api/podutil"
+
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,7 +18,7 @@ import (
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/cache"
 
-	"plainkube.dev/plainkube/internal/controller"
+	"plainkube.dev/plainkube/internal/reconcile"
 )
 
 // managedElsewhere: spec.managedBy names another controller.
@@ -26,13 +28,13 @@ func managedElsewhere(j *batchv1.Job) bool {
 
 // sync syncs the job named by key. A status write that lost a race (the
 // cache was behind) is retried with backoff without being reported.
-func (l *loop) sync(ctx context.Context, key string) (controller.Result, error) {
+func (l *loop) sync(ctx context.Context, key string) (reconcile.Result, error) {
 	err := l.syncJob(ctx, key)
 	if apierrors.IsConflict(err) {
 		l.log.Debug("conflict; will retry", "key", key, "err", err)
-		return controller.Result{Requeue: true}, nil
+		return reconcile.Result{Requeue: true}, nil
 	}
-	return controller.Result{}, err
+	return reconcile.Result{}, err
 }
 
 func (l *loop) syncJob(ctx context.Context, key string) error {
@@ -227,7 +229,7 @@ func (l *loop) deleteJobPods(ctx context.Context, job *batchv1.Job, key string, 
 				l.exp.deletionObserved(key)
 			}
 			removed.Add(1)
-			if isPodReady(p) {
+			if podutil.IsReady(p) {
 				ready.Add(1)
 			}
 		}()
@@ -257,7 +259,7 @@ func (l *loop) deleteActivePods(ctx context.Context, job *batchv1.Job, pods []*c
 				return
 			}
 			removed.Add(1)
-			if isPodReady(p) {
+			if podutil.IsReady(p) {
 				ready.Add(1)
 			}
 		}()
@@ -466,30 +468,30 @@ func (l *loop) podsForJob(ctx context.Context, job *batchv1.Job) ([]*corev1.Pod,
 
 // syncOrphanPod takes the tracking finalizer off a pod no unfinished job
 // controls any more.
-func (l *loop) syncOrphanPod(ctx context.Context, key string) (controller.Result, error) {
+func (l *loop) syncOrphanPod(ctx context.Context, key string) (reconcile.Result, error) {
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
-		return controller.Result{}, nil
+		return reconcile.Result{}, nil
 	}
 	p, err := l.pods.Pods(ns).Get(name)
 	if apierrors.IsNotFound(err) {
-		return controller.Result{}, nil
+		return reconcile.Result{}, nil
 	}
 	if err != nil {
-		return controller.Result{}, err
+		return reconcile.Result{}, err
 	}
 	if ref := metav1.GetControllerOf(p); ref != nil {
 		if ref.Kind != controllerKind.Kind || ref.APIVersion != batchv1.SchemeGroupVersion.String() {
-			return controller.Result{}, nil // not a Job's pod
+			return reconcile.Result{}, nil // not a Job's pod
 		}
 		if j := l.resolveControllerRef(p.Namespace, ref); j != nil {
 			if managedElsewhere(j) || !isFinished(j) {
-				return controller.Result{}, nil
+				return reconcile.Result{}, nil
 			}
 		}
 	}
 	if err := l.removeFinalizer(ctx, p); err != nil && !apierrors.IsNotFound(err) {
-		return controller.Result{}, err
+		return reconcile.Result{}, err
 	}
-	return controller.Result{}, nil
+	return reconcile.Result{}, nil
 }

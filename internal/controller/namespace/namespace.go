@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
-	"plainkube.dev/plainkube/internal/controller"
+	"plainkube.dev/plainkube/internal/reconcile"
 )
 
 // Name is the controller's name.
@@ -43,7 +43,7 @@ type Controller struct {
 	del    *deleter
 }
 
-var _ controller.Controller = (*Controller)(nil)
+var _ reconcile.Controller = (*Controller)(nil)
 
 // New builds the controller's clients from cfg.
 func New(cfg *rest.Config) (*Controller, error) {
@@ -68,7 +68,7 @@ func New(cfg *rest.Config) (*Controller, error) {
 	}, nil
 }
 
-// Name implements controller.Controller.
+// Name implements reconcile.Controller.
 func (c *Controller) Name() string { return Name }
 
 // Run watches namespaces and empties those being deleted with workers
@@ -80,7 +80,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	}
 	c.del.log = log
 	// Retry at least every minute, never longer, as upstream.
-	queue := controller.NewQueueWithRateLimiter("namespace",
+	queue := reconcile.NewQueueWithRateLimiter("namespace",
 		workqueue.NewTypedItemExponentialFailureRateLimiter[string](5*time.Millisecond, 60*time.Second))
 	factory := informers.NewSharedInformerFactory(c.client, 0)
 	nsInformer := factory.Core().V1().Namespaces()
@@ -100,14 +100,14 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	lister := nsInformer.Lister()
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
-	if ok, err := controller.WaitForSync(ctx, "namespace informer", nsInformer.Informer().HasSynced); !ok {
+	if ok, err := reconcile.WaitForSync(ctx, "namespace informer", nsInformer.Informer().HasSynced); !ok {
 		queue.ShutDown()
 		return err
 	}
 	log.Info("namespace controller synced")
-	controller.ProcessQueue(ctx, queue, workers, log, func(ctx context.Context, name string) (controller.Result, error) {
+	reconcile.ProcessQueue(ctx, queue, workers, log, func(ctx context.Context, name string) (reconcile.Result, error) {
 		if _, err := lister.Get(name); apierrors.IsNotFound(err) {
-			return controller.Result{}, nil
+			return reconcile.Result{}, nil
 		}
 		started := time.Now()
 		err := c.del.Delete(ctx, name)
@@ -115,13 +115,13 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		if errors.As(err, &remaining) {
 			wait := time.Duration(remaining.Estimate/2+1) * time.Second
 			log.Info("content remaining in namespace", "namespace", name, "waitSeconds", wait.Seconds())
-			return controller.Result{RequeueAfter: wait}, nil
+			return reconcile.Result{RequeueAfter: wait}, nil
 		}
 		if err != nil {
-			return controller.Result{}, fmt.Errorf("deleting content of namespace %s: %w", name, err)
+			return reconcile.Result{}, fmt.Errorf("deleting content of namespace %s: %w", name, err)
 		}
 		log.Debug("namespace synced", "namespace", name, "took", time.Since(started))
-		return controller.Result{}, nil
+		return reconcile.Result{}, nil
 	})
 	return nil
 }

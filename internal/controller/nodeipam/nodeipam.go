@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
-	"plainkube.dev/plainkube/internal/controller"
+	"plainkube.dev/plainkube/internal/reconcile"
 )
 
 // Name is the controller's name.
@@ -86,12 +86,12 @@ type Controller struct {
 	MaskBits    int
 	Logger      *slog.Logger
 	// Informers, when set, supplies the Node informer, shared with the
-	// process's other components (see controller.SharedInformers).
-	Informers *controller.SharedInformers
+	// process's other components (see reconcile.SharedInformers).
+	Informers *reconcile.SharedInformers
 	client    kubernetes.Interface
 }
 
-var _ controller.Controller = (*Controller)(nil)
+var _ reconcile.Controller = (*Controller)(nil)
 
 // New builds the controller's client from cfg, with the default ranges.
 func New(cfg *rest.Config) (*Controller, error) {
@@ -102,7 +102,7 @@ func New(cfg *rest.Config) (*Controller, error) {
 	return &Controller{ClusterCIDR: DefaultClusterCIDR, MaskBits: DefaultNodeMaskSize, client: cs}, nil
 }
 
-// Name implements controller.Controller.
+// Name implements reconcile.Controller.
 func (c *Controller) Name() string { return Name }
 
 // Run allocates pod CIDRs until ctx ends. It uses one worker whatever
@@ -112,16 +112,16 @@ func (c *Controller) Run(ctx context.Context, _ int) error {
 	if log == nil {
 		log = slog.Default().With("controller", Name)
 	}
-	queue := controller.NewQueue[string](Name)
+	queue := reconcile.NewQueue[string](Name)
 	factory := informers.NewSharedInformerFactory(c.client, 0)
-	sharedFactory := controller.SharedOr(c.Informers, factory)
+	sharedFactory := reconcile.SharedOr(c.Informers, factory)
 	nodes := sharedFactory.Core().V1().Nodes()
 	enqueue := func(obj any) {
 		if n, ok := obj.(*corev1.Node); ok && n.Spec.PodCIDR == "" {
 			queue.Add(n.Name)
 		}
 	}
-	removeNodeHandler, err := controller.AddHandler(nodes.Informer(), cache.ResourceEventHandlerFuncs{
+	removeNodeHandler, err := reconcile.AddHandler(nodes.Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc: enqueue, UpdateFunc: func(_, obj any) { enqueue(obj) },
 	})
 	if err != nil {
@@ -132,28 +132,28 @@ func (c *Controller) Run(ctx context.Context, _ int) error {
 	factory.Start(ctx.Done())
 	sharedFactory.Start(ctx.Done())
 	defer factory.Shutdown()
-	if ok, err := controller.WaitForSync(ctx, "nodeipam: node informer", nodes.Informer().HasSynced); !ok {
+	if ok, err := reconcile.WaitForSync(ctx, "nodeipam: node informer", nodes.Informer().HasSynced); !ok {
 		queue.ShutDown()
 		return err
 	}
 	// Ranges handed out but maybe not yet seen by the informer.
 	assigned := map[string]netip.Prefix{}
-	controller.ProcessQueue(ctx, queue, 1, log, func(ctx context.Context, name string) (controller.Result, error) {
+	reconcile.ProcessQueue(ctx, queue, 1, log, func(ctx context.Context, name string) (reconcile.Result, error) {
 		node, err := lister.Get(name)
 		if apierrors.IsNotFound(err) {
 			delete(assigned, name)
-			return controller.Result{}, nil
+			return reconcile.Result{}, nil
 		}
 		if err != nil {
-			return controller.Result{}, err
+			return reconcile.Result{}, err
 		}
 		if node.Spec.PodCIDR != "" {
 			delete(assigned, name)
-			return controller.Result{}, nil
+			return reconcile.Result{}, nil
 		}
 		all, err := lister.List(labels.Everything())
 		if err != nil {
-			return controller.Result{}, err
+			return reconcile.Result{}, err
 		}
 		used := usedRanges(all)
 		for other, p := range assigned {
@@ -163,7 +163,7 @@ func (c *Controller) Run(ctx context.Context, _ int) error {
 		}
 		cidr, err := Allocate(c.ClusterCIDR, c.MaskBits, used)
 		if err != nil {
-			return controller.Result{}, err
+			return reconcile.Result{}, err
 		}
 		patch, _ := json.Marshal(map[string]any{
 			"metadata": map[string]any{"uid": node.UID},
@@ -171,13 +171,13 @@ func (c *Controller) Run(ctx context.Context, _ int) error {
 		})
 		if _, err := c.client.CoreV1().Nodes().Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
 			if apierrors.IsNotFound(err) {
-				return controller.Result{}, nil
+				return reconcile.Result{}, nil
 			}
-			return controller.Result{}, fmt.Errorf("assigning pod CIDR %s to node %s: %w", cidr, name, err)
+			return reconcile.Result{}, fmt.Errorf("assigning pod CIDR %s to node %s: %w", cidr, name, err)
 		}
 		assigned[name] = cidr
 		log.Info("assigned pod CIDR", "node", name, "podCIDR", cidr.String())
-		return controller.Result{}, nil
+		return reconcile.Result{}, nil
 	})
 	return nil
 }

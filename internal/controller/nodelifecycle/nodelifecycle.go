@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"plainkube.dev/plainkube/internal/api/podutil"
+
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -24,7 +26,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
-	"plainkube.dev/plainkube/internal/controller"
+	"plainkube.dev/plainkube/internal/reconcile"
 )
 
 // Name is the controller's name.
@@ -66,8 +68,8 @@ type Controller struct {
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 	// Informers, when set, supplies the Pod and Node informers, shared
-	// with the process's other components (see controller.SharedInformers).
-	Informers *controller.SharedInformers
+	// with the process's other components (see reconcile.SharedInformers).
+	Informers *reconcile.SharedInformers
 
 	client kubernetes.Interface
 	now    func() time.Time
@@ -91,7 +93,7 @@ type Controller struct {
 	stalePods  map[string]map[types.UID]map[string]bool
 }
 
-var _ controller.Controller = (*Controller)(nil)
+var _ reconcile.Controller = (*Controller)(nil)
 
 // New builds the controller's client from cfg.
 func New(cfg *rest.Config) (*Controller, error) {
@@ -116,7 +118,7 @@ func New(cfg *rest.Config) (*Controller, error) {
 	}, nil
 }
 
-// Name implements controller.Controller.
+// Name implements reconcile.Controller.
 func (c *Controller) Name() string { return Name }
 
 type listers struct {
@@ -133,14 +135,14 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	if log == nil {
 		log = slog.Default().With("controller", Name)
 	}
-	queue := controller.NewQueue[string](Name)
+	queue := reconcile.NewQueue[string](Name)
 	factory := informers.NewSharedInformerFactory(c.client, 0)
 	leaseFactory := informers.NewSharedInformerFactoryWithOptions(c.client, 0, informers.WithNamespace(corev1.NamespaceNodeLease))
-	sharedFactory := controller.SharedOr(c.Informers, factory)
+	sharedFactory := reconcile.SharedOr(c.Informers, factory)
 	nodeInformer := sharedFactory.Core().V1().Nodes()
 	podInformer := sharedFactory.Core().V1().Pods()
 	leaseInformer := leaseFactory.Coordination().V1().Leases()
-	if err := controller.AddIndexer(podInformer.Informer(), podNodeIndex, func(obj any) ([]string, error) {
+	if err := reconcile.AddIndexer(podInformer.Informer(), podNodeIndex, func(obj any) ([]string, error) {
 		if pod, ok := obj.(*corev1.Pod); ok && pod.Spec.NodeName != "" {
 			return []string{pod.Spec.NodeName}, nil
 		}
@@ -158,7 +160,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 			queue.Add(m.GetName())
 		}
 	}
-	removeNodeHandler, err := controller.AddHandler(nodeInformer.Informer(), cache.ResourceEventHandlerFuncs{
+	removeNodeHandler, err := reconcile.AddHandler(nodeInformer.Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc:    enqueueName,
 		UpdateFunc: func(_, obj any) { enqueueName(obj) },
 		DeleteFunc: enqueueName,
@@ -175,7 +177,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	}
 	// A pod that lands on a node, or whose tolerations or readiness change,
 	// gets its node looked at (eviction, readiness on a dead node).
-	removePodHandler, err := controller.AddHandler(podInformer.Informer(), cache.ResourceEventHandlerFuncs{
+	removePodHandler, err := reconcile.AddHandler(podInformer.Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
 			if pod, ok := obj.(*corev1.Pod); ok && pod.Spec.NodeName != "" {
 				queue.Add(pod.Spec.NodeName)
@@ -203,7 +205,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	leaseFactory.Start(ctx.Done())
 	defer factory.Shutdown()
 	defer leaseFactory.Shutdown()
-	if ok, err := controller.WaitForSync(ctx, "nodelifecycle informers", nodeInformer.Informer().HasSynced, podInformer.Informer().HasSynced, leaseInformer.Informer().HasSynced); !ok {
+	if ok, err := reconcile.WaitForSync(ctx, "nodelifecycle informers", nodeInformer.Informer().HasSynced, podInformer.Informer().HasSynced, leaseInformer.Informer().HasSynced); !ok {
 		queue.ShutDown()
 		return err
 	}
@@ -214,24 +216,23 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 			queue.Add(n.Name)
 		}
 	}
-	controller.ProcessQueue(ctx, queue, workers, log, func(ctx context.Context, name string) (controller.Result, error) {
+	reconcile.ProcessQueue(ctx, queue, workers, log, func(ctx context.Context, name string) (reconcile.Result, error) {
 		return c.reconcile(ctx, log, l, name, enqueueAll)
 	})
 	return nil
 }
 
+// podReady is the status of the pod's Ready condition ("" without one).
 func podReady(pod *corev1.Pod) corev1.ConditionStatus {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status
-		}
+	if c := podutil.ReadyCondition(pod); c != nil {
+		return c.Status
 	}
 	return ""
 }
 
 // reconcile looks at one node: its health (marking it Unknown when it went
 // silent), the zone's state, its taints, and the pods on it.
-func (c *Controller) reconcile(ctx context.Context, log *slog.Logger, l listers, name string, enqueueAll func()) (controller.Result, error) {
+func (c *Controller) reconcile(ctx context.Context, log *slog.Logger, l listers, name string, enqueueAll func()) (reconcile.Result, error) {
 	now := c.now()
 	node, err := l.nodes.Get(name)
 	if apierrors.IsNotFound(err) {
@@ -242,13 +243,13 @@ func (c *Controller) reconcile(ctx context.Context, log *slog.Logger, l listers,
 		c.forgetTaintsLocked(name, nil)
 		c.mu.Unlock()
 		c.updateDisruption(l, nil, now, enqueueAll)
-		return controller.Result{}, nil
+		return reconcile.Result{}, nil
 	}
 	if err != nil {
-		return controller.Result{}, err
+		return reconcile.Result{}, err
 	}
 	if c.nodeStale(node) {
-		return controller.Result{Requeue: true}, nil
+		return reconcile.Result{Requeue: true}, nil
 	}
 	lease, err := l.leases.Leases(corev1.NamespaceNodeLease).Get(name)
 	if err != nil {
@@ -271,7 +272,7 @@ func (c *Controller) reconcile(ctx context.Context, log *slog.Logger, l listers,
 		if markUnknown(silent, now) {
 			written, err := c.client.CoreV1().Nodes().UpdateStatus(ctx, silent, metav1.UpdateOptions{})
 			if err != nil {
-				return controller.Result{}, fmt.Errorf("marking node %s unknown: %w", name, err)
+				return reconcile.Result{}, fmt.Errorf("marking node %s unknown: %w", name, err)
 			}
 			c.replacedNode(node)
 			log.Info("node stopped posting status; conditions set to Unknown", "node", name, "silentFor", now.Sub(probe).Round(time.Millisecond))
@@ -329,7 +330,7 @@ func (c *Controller) reconcile(ctx context.Context, log *slog.Logger, l listers,
 				tookFrom.refund()
 				c.mu.Unlock()
 			}
-			return controller.Result{}, fmt.Errorf("updating taints of node %s: %w", name, err)
+			return reconcile.Result{}, fmt.Errorf("updating taints of node %s: %w", name, err)
 		}
 		c.replacedNode(node)
 		log.Info("node taints changed", "node", name, "added", taintList(ch.add), "removed", taintList(ch.remove))
@@ -340,7 +341,7 @@ func (c *Controller) reconcile(ctx context.Context, log *slog.Logger, l listers,
 	// tolerate its NoExecute taints.
 	objs, err := l.pods.ByIndex(podNodeIndex, name)
 	if err != nil {
-		return controller.Result{}, err
+		return reconcile.Result{}, err
 	}
 	pods := make([]*corev1.Pod, 0, len(objs))
 	c.mu.Lock()
@@ -370,7 +371,7 @@ func (c *Controller) reconcile(ctx context.Context, log *slog.Logger, l listers,
 	if cur == corev1.ConditionUnknown || (cur == corev1.ConditionFalse && last == corev1.ConditionTrue) {
 		var err error
 		if marked, err = c.markPodsNotReady(ctx, log, pods, now); err != nil {
-			return controller.Result{}, err
+			return reconcile.Result{}, err
 		}
 	}
 	c.mu.Lock()
@@ -391,15 +392,15 @@ func (c *Controller) reconcile(ctx context.Context, log *slog.Logger, l listers,
 			continue
 		}
 		if err := c.evict(ctx, pod, marked[pod.UID], now); err != nil {
-			return controller.Result{}, err
+			return reconcile.Result{}, err
 		}
 		log.Info("evicted pod from node with NoExecute taint", "namespace", pod.Namespace, "pod", pod.Name, "node", name)
 	}
 
 	if len(after) == 0 {
-		return controller.Result{}, nil
+		return reconcile.Result{}, nil
 	}
-	return controller.Result{RequeueAfter: slices.Min(after)}, nil
+	return reconcile.Result{RequeueAfter: slices.Min(after)}, nil
 }
 
 // zoneRefresh is how long a zone computation is reused (upstream recomputes

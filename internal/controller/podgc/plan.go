@@ -6,9 +6,9 @@ import (
 	"slices"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
+	"plainkube.dev/plainkube/internal/api/nodeutil"
 
-	"plainkube.dev/plainkube/internal/controller"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // Input is what a pass knows.
@@ -80,7 +80,7 @@ func Plan(in Input) Decision {
 			taken[pod] = true
 			continue
 		}
-		if node := in.Nodes[pod.Spec.NodeName]; node != nil && !controller.NodeReady(node) && hasTaintKey(node, corev1.TaintNodeOutOfService) {
+		if node := in.Nodes[pod.Spec.NodeName]; node != nil && !nodeutil.IsReady(node) && hasTaintKey(node, corev1.TaintNodeOutOfService) {
 			d.TerminatingOutOfService = append(d.TerminatingOutOfService, pod)
 			taken[pod] = true
 		}

@@ -20,7 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
-	"plainkube.dev/plainkube/internal/controller"
+	"plainkube.dev/plainkube/internal/reconcile"
 )
 
 // Name is the controller's name.
@@ -49,8 +49,8 @@ type Controller struct {
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 	// Informers, when set, supplies the Pod and Node informers, shared
-	// with the process's other components (see controller.SharedInformers).
-	Informers *controller.SharedInformers
+	// with the process's other components (see reconcile.SharedInformers).
+	Informers *reconcile.SharedInformers
 
 	client kubernetes.Interface
 	now    func() time.Time
@@ -63,7 +63,7 @@ type Controller struct {
 	deleted map[types.UID]bool
 }
 
-var _ controller.Controller = (*Controller)(nil)
+var _ reconcile.Controller = (*Controller)(nil)
 
 // New builds the controller's client from cfg.
 func New(cfg *rest.Config) (*Controller, error) {
@@ -82,7 +82,7 @@ func New(cfg *rest.Config) (*Controller, error) {
 	}, nil
 }
 
-// Name implements controller.Controller.
+// Name implements reconcile.Controller.
 func (c *Controller) Name() string { return Name }
 
 // Run watches Pods and Nodes and collects pods with workers workers (one
@@ -92,9 +92,9 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	if log == nil {
 		log = slog.Default().With("controller", Name)
 	}
-	queue := controller.NewQueue[string](Name)
+	queue := reconcile.NewQueue[string](Name)
 	factory := informers.NewSharedInformerFactory(c.client, 0)
-	sharedFactory := controller.SharedOr(c.Informers, factory)
+	sharedFactory := reconcile.SharedOr(c.Informers, factory)
 	podInformer := sharedFactory.Core().V1().Pods()
 	nodeInformer := sharedFactory.Core().V1().Nodes()
 	podLister, nodeLister := podInformer.Lister(), nodeInformer.Lister()
@@ -115,7 +115,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 			}
 		}
 	}
-	removePodHandler, err := controller.AddHandler(podInformer.Informer(), cache.ResourceEventHandlerFuncs{
+	removePodHandler, err := reconcile.AddHandler(podInformer.Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc:    onPod,
 		UpdateFunc: func(_, obj any) { onPod(obj) },
 	})
@@ -123,7 +123,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		return err
 	}
 	defer removePodHandler()
-	removeNodeHandler, err := controller.AddHandler(nodeInformer.Informer(), cache.ResourceEventHandlerFuncs{
+	removeNodeHandler, err := reconcile.AddHandler(nodeInformer.Informer(), cache.ResourceEventHandlerFuncs{
 		UpdateFunc: func(old, obj any) {
 			// A node taken out of service.
 			o, ok1 := old.(*corev1.Node)
@@ -141,24 +141,24 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	factory.Start(ctx.Done())
 	sharedFactory.Start(ctx.Done())
 	defer factory.Shutdown()
-	if ok, err := controller.WaitForSync(ctx, "podgc informers", podInformer.Informer().HasSynced, nodeSynced); !ok {
+	if ok, err := reconcile.WaitForSync(ctx, "podgc informers", podInformer.Informer().HasSynced, nodeSynced); !ok {
 		queue.ShutDown()
 		return err
 	}
 	log.Info("podgc controller synced")
 	queue.Add(passKey)
 	// One pass at a time: the queue never hands the only key to two workers.
-	controller.ProcessQueue(ctx, queue, 1, log, func(ctx context.Context, _ string) (controller.Result, error) {
+	reconcile.ProcessQueue(ctx, queue, 1, log, func(ctx context.Context, _ string) (reconcile.Result, error) {
 		return c.pass(ctx, log, podLister, nodeLister)
 	})
 	return nil
 }
 
 // pass plans and carries out one collection over the cached pods.
-func (c *Controller) pass(ctx context.Context, log *slog.Logger, podLister corelisters.PodLister, nodeLister corelisters.NodeLister) (controller.Result, error) {
+func (c *Controller) pass(ctx context.Context, log *slog.Logger, podLister corelisters.PodLister, nodeLister corelisters.NodeLister) (reconcile.Result, error) {
 	cached, err := podLister.List(labels.Everything())
 	if err != nil {
-		return controller.Result{}, err
+		return reconcile.Result{}, err
 	}
 	pods := cached[:0:0]
 	stillCached := map[types.UID]bool{}
@@ -172,7 +172,7 @@ func (c *Controller) pass(ctx context.Context, log *slog.Logger, podLister corel
 	c.deleted = stillCached
 	nodeList, err := nodeLister.List(labels.Everything())
 	if err != nil {
-		return controller.Result{}, err
+		return reconcile.Result{}, err
 	}
 	nodes := make(map[string]*corev1.Node, len(nodeList))
 	for _, n := range nodeList {
@@ -222,13 +222,13 @@ func (c *Controller) pass(ctx context.Context, log *slog.Logger, podLister corel
 		collect(pod, nil, "terminated pods over threshold")
 	}
 	if len(errs) > 0 {
-		return controller.Result{}, errors.Join(errs...)
+		return reconcile.Result{}, errors.Join(errs...)
 	}
 	next := c.Period
 	if !d.NextQuarantineEnd.IsZero() {
 		next = min(next, d.NextQuarantineEnd.Sub(now)+10*time.Millisecond)
 	}
-	return controller.Result{RequeueAfter: max(next, time.Millisecond)}, nil
+	return reconcile.Result{RequeueAfter: max(next, time.Millisecond)}, nil
 }
 
 // markFailedAndDelete moves a pod that has not finished to phase Failed

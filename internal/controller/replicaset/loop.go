@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"plainkube.dev/plainkube/internal/api/podutil"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,6 +24,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"plainkube.dev/plainkube/internal/controller"
+	"plainkube.dev/plainkube/internal/reconcile"
 )
 
 // loop reconciles the workloads of one kind.
@@ -126,7 +129,7 @@ func (l *loop) updatePod(oldObj, curObj any) {
 			return
 		}
 		l.enqueue(w)
-		if !isPodReady(old) && isPodReady(cur) && w.minReadySeconds > 0 {
+		if !podutil.IsReady(old) && podutil.IsReady(cur) && w.minReadySeconds > 0 {
 			// Look again when the pod becomes available (a second late, so
 			// as not to be early).
 			l.queue.AddAfter(w.key(), time.Duration(w.minReadySeconds)*time.Second+time.Second)
@@ -195,51 +198,51 @@ func (l *loop) workloadsForPod(pod *corev1.Pod) []*workload {
 // sync reconciles the workload named by key. A status write that lost a
 // race (the informer cache was behind) is retried with backoff without
 // being reported as a failure.
-func (l *loop) sync(ctx context.Context, key string) (controller.Result, error) {
+func (l *loop) sync(ctx context.Context, key string) (reconcile.Result, error) {
 	res, err := l.syncWorkload(ctx, key)
 	if apierrors.IsConflict(err) {
 		l.log.Debug("conflict; will retry", "key", key, "err", err)
-		return controller.Result{Requeue: true}, nil
+		return reconcile.Result{Requeue: true}, nil
 	}
 	return res, err
 }
 
-func (l *loop) syncWorkload(ctx context.Context, key string) (controller.Result, error) {
+func (l *loop) syncWorkload(ctx context.Context, key string) (reconcile.Result, error) {
 	namespace, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
-		return controller.Result{}, nil
+		return reconcile.Result{}, nil
 	}
 	w, err := l.kind.get(namespace, name)
 	if apierrors.IsNotFound(err) {
 		l.exp.forget(key)
-		return controller.Result{}, nil
+		return reconcile.Result{}, nil
 	}
 	if err != nil {
-		return controller.Result{}, err
+		return reconcile.Result{}, err
 	}
 	if w.selector == nil {
 		l.log.Error("invalid selector; not syncing", "namespace", namespace, "name", name)
-		return controller.Result{}, nil
+		return reconcile.Result{}, nil
 	}
 	needsSync := l.exp.satisfied(key)
 	all, err := l.pods.Pods(namespace).List(labels.Everything())
 	if err != nil {
-		return controller.Result{}, err
+		return reconcile.Result{}, err
 	}
 	var active []*corev1.Pod
 	for _, p := range all {
-		if isPodActive(p) {
+		if podutil.IsActive(p) {
 			active = append(active, p)
 		}
 	}
 	active, err = l.claimPods(ctx, w, active)
 	if err != nil {
-		return controller.Result{}, err
+		return reconcile.Result{}, err
 	}
 	var terminating []*corev1.Pod
 	if l.kind.tracksTerminating() {
 		for _, p := range all {
-			if isPodTerminating(p) && metav1.IsControlledBy(p, w.obj) && w.selector.Matches(labels.Set(p.Labels)) {
+			if podutil.IsTerminating(p) && metav1.IsControlledBy(p, w.obj) && w.selector.Matches(labels.Set(p.Labels)) {
 				terminating = append(terminating, p)
 			}
 		}
@@ -251,9 +254,9 @@ func (l *loop) syncWorkload(ctx context.Context, key string) (controller.Result,
 	st := calculateStatus(w, active, terminating, l.kind.tracksTerminating(), manageErr, l.now())
 	updated, err := l.writeStatus(ctx, w, st)
 	if err != nil {
-		return controller.Result{}, err
+		return reconcile.Result{}, err
 	}
-	var res controller.Result
+	var res reconcile.Result
 	if manageErr == nil && updated.minReadySeconds > 0 && updated.status.ReadyReplicas == updated.replicas &&
 		updated.status.AvailableReplicas != updated.replicas {
 		// Ready pods become available after minReadySeconds: look then.

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"plainkube.dev/plainkube/internal/api/podutil"
+
 	corev1 "k8s.io/api/core/v1"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,44 +18,6 @@ import (
 // PodDeletionCostAnnotation ranks a pod for deletion on scale-down: lower
 // cost goes first (an int32; anything else counts as 0).
 const PodDeletionCostAnnotation = "controller.kubernetes.io/pod-deletion-cost"
-
-// isPodActive: not terminal and not being deleted.
-func isPodActive(p *corev1.Pod) bool {
-	return p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed && p.DeletionTimestamp == nil
-}
-
-// isPodTerminating: being deleted, not yet terminal.
-func isPodTerminating(p *corev1.Pod) bool {
-	return p.DeletionTimestamp != nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
-}
-
-func podReadyCondition(p *corev1.Pod) *corev1.PodCondition {
-	for i := range p.Status.Conditions {
-		if p.Status.Conditions[i].Type == corev1.PodReady {
-			return &p.Status.Conditions[i]
-		}
-	}
-	return nil
-}
-
-// isPodReady: the Ready condition is True.
-func isPodReady(p *corev1.Pod) bool {
-	c := podReadyCondition(p)
-	return c != nil && c.Status == corev1.ConditionTrue
-}
-
-// isPodAvailable: ready for at least minReadySeconds at now.
-func isPodAvailable(p *corev1.Pod, minReadySeconds int32, now time.Time) bool {
-	c := podReadyCondition(p)
-	if c == nil || c.Status != corev1.ConditionTrue {
-		return false
-	}
-	if minReadySeconds == 0 {
-		return true
-	}
-	d := time.Duration(minReadySeconds) * time.Second
-	return !c.LastTransitionTime.IsZero() && c.LastTransitionTime.Add(d).Before(now)
-}
 
 func podKey(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
 
@@ -111,7 +75,7 @@ func podsToDelete(filtered, related []*corev1.Pod, diff int, now time.Time) []*c
 func rankPods(pods, related []*corev1.Pod, now time.Time) rankedPods {
 	onNode := map[string]int{}
 	for _, p := range related {
-		if isPodActive(p) {
+		if podutil.IsActive(p) {
 			onNode[p.Spec.NodeName]++
 		}
 	}
@@ -150,7 +114,7 @@ func (s rankedPods) Less(i, j int) bool {
 		return oi < oj
 	}
 	// 3. Not ready before ready.
-	if ri, rj := isPodReady(pi), isPodReady(pj); ri != rj {
+	if ri, rj := podutil.IsReady(pi), podutil.IsReady(pj); ri != rj {
 		return !ri
 	}
 	// 4. Lower deletion cost first.
@@ -162,8 +126,8 @@ func (s rankedPods) Less(i, j int) bool {
 		return s.rank[i] > s.rank[j]
 	}
 	// 6. Ready for less time first.
-	if isPodReady(pi) && isPodReady(pj) {
-		ti, tj := podReadyTime(pi), podReadyTime(pj)
+	if podutil.IsReady(pi) && podutil.IsReady(pj) {
+		ti, tj := podutil.ReadyTime(pi), podutil.ReadyTime(pj)
 		if !ti.Equal(tj) {
 			return s.newerFirst(pi, pj, ti, tj)
 		}
@@ -211,13 +175,6 @@ func logRankDiff(t1, t2, now time.Time) int64 {
 		r2 = int64(math.Log2(float64(d2)))
 	}
 	return r1 - r2
-}
-
-func podReadyTime(p *corev1.Pod) time.Time {
-	if c := podReadyCondition(p); c != nil && c.Status == corev1.ConditionTrue {
-		return c.LastTransitionTime.Time
-	}
-	return time.Time{}
 }
 
 func deletionCost(p *corev1.Pod) int32 {

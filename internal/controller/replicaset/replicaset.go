@@ -15,8 +15,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
-	"plainkube.dev/plainkube/internal/controller"
 	"plainkube.dev/plainkube/internal/controller/events"
+	"plainkube.dev/plainkube/internal/reconcile"
 )
 
 // Name is the controller's name.
@@ -45,14 +45,14 @@ type Controller struct {
 	// (both by default).
 	ReplicaSets, ReplicationControllers bool
 	// Informers, when set, supplies the Pod informer, shared with the
-	// process's other components (see controller.SharedInformers).
-	Informers *controller.SharedInformers
+	// process's other components (see reconcile.SharedInformers).
+	Informers *reconcile.SharedInformers
 
 	client kubernetes.Interface
 	now    func() time.Time
 }
 
-var _ controller.Controller = (*Controller)(nil)
+var _ reconcile.Controller = (*Controller)(nil)
 
 // New builds the controller's client from cfg.
 func New(cfg *rest.Config) (*Controller, error) {
@@ -64,7 +64,7 @@ func New(cfg *rest.Config) (*Controller, error) {
 		client: cs, now: time.Now}, nil
 }
 
-// Name implements controller.Controller.
+// Name implements reconcile.Controller.
 func (c *Controller) Name() string { return Name }
 
 // Run watches ReplicaSets, ReplicationControllers and pods, and reconciles
@@ -80,7 +80,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	}
 	factory := informers.NewSharedInformerFactoryWithOptions(c.client, 0, informers.WithCustomResyncConfig(map[metav1.Object]time.Duration{
 		&appsv1.ReplicaSet{}: resyncPeriod, &corev1.ReplicationController{}: resyncPeriod}))
-	sharedFactory := controller.SharedOr(c.Informers, factory)
+	sharedFactory := reconcile.SharedOr(c.Informers, factory)
 	podInformer := sharedFactory.Core().V1().Pods()
 	synced := []cache.InformerSynced{podInformer.Informer().HasSynced}
 	var kinds []kind
@@ -95,7 +95,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		rec, stop := events.NewRecorder(ctx, c.client, k.component(), log)
 		defer stop()
 		l := &loop{kind: k, gvk: k.gvk(), client: c.client, pods: podInformer.Lister(),
-			queue: controller.NewQueue[string](k.gvk().Kind), exp: newExpectations(c.now), rec: rec,
+			queue: reconcile.NewQueue[string](k.gvk().Kind), exp: newExpectations(c.now), rec: rec,
 			log: log.With("kind", k.gvk().Kind), burst: burst, now: c.now}
 		inf := k.informer(factory)
 		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -103,7 +103,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		}); err != nil {
 			return err
 		}
-		remove, err := controller.AddHandler(podInformer.Informer(), cache.ResourceEventHandlerFuncs{
+		remove, err := reconcile.AddHandler(podInformer.Informer(), cache.ResourceEventHandlerFuncs{
 			AddFunc: l.addPod, UpdateFunc: l.updatePod, DeleteFunc: l.deletePod,
 		})
 		if err != nil {
@@ -131,7 +131,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			controller.ProcessQueue(ctx, l.queue, workers, l.log, l.sync)
+			reconcile.ProcessQueue(ctx, l.queue, workers, l.log, l.sync)
 		}()
 	}
 	wg.Wait()

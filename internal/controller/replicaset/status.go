@@ -4,6 +4,8 @@ import (
 	"slices"
 	"time"
 
+	"plainkube.dev/plainkube/internal/api/podutil"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -28,9 +30,9 @@ func calculateStatus(w *workload, active, terminating []*corev1.Pod, tracksTermi
 		if template.Matches(labels.Set(p.Labels)) {
 			fully++
 		}
-		if isPodReady(p) {
+		if podutil.IsReady(p) {
 			ready++
-			if isPodAvailable(p, w.minReadySeconds, now) {
+			if podutil.IsAvailable(p, w.minReadySeconds, now) {
 				available++
 			}
 		}

@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
-	"plainkube.dev/plainkube/internal/controller"
+	"plainkube.dev/plainkube/internal/reconcile"
 )
 
 // Name is the controller's name.
@@ -41,7 +41,7 @@ type Controller struct {
 	caPEM  []byte
 }
 
-var _ controller.Controller = (*Controller)(nil)
+var _ reconcile.Controller = (*Controller)(nil)
 
 // New builds the controller's client from cfg; caPEM is the CA bundle to
 // publish.
@@ -56,7 +56,7 @@ func New(cfg *rest.Config, caPEM []byte) (*Controller, error) {
 	return &Controller{client: cs, caPEM: caPEM}, nil
 }
 
-// Name implements controller.Controller.
+// Name implements reconcile.Controller.
 func (c *Controller) Name() string { return Name }
 
 // Desired returns the ConfigMap a namespace should have given the current
@@ -91,7 +91,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	if log == nil {
 		log = slog.Default().With("controller", Name)
 	}
-	queue := controller.NewQueue[string](Name)
+	queue := reconcile.NewQueue[string](Name)
 	factory := informers.NewSharedInformerFactory(c.client, 0)
 	cmFactory := informers.NewSharedInformerFactoryWithOptions(c.client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 		o.FieldSelector = "metadata.name=" + ConfigMapName
@@ -128,47 +128,47 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	cmFactory.Start(ctx.Done())
 	defer factory.Shutdown()
 	defer cmFactory.Shutdown()
-	if ok, err := controller.WaitForSync(ctx, "rootcacert informers", nsInformer.Informer().HasSynced, cmInformer.Informer().HasSynced); !ok {
+	if ok, err := reconcile.WaitForSync(ctx, "rootcacert informers", nsInformer.Informer().HasSynced, cmInformer.Informer().HasSynced); !ok {
 		queue.ShutDown()
 		return err
 	}
 	log.Info("rootcacert controller synced")
-	controller.ProcessQueue(ctx, queue, workers, log, func(ctx context.Context, name string) (controller.Result, error) {
+	reconcile.ProcessQueue(ctx, queue, workers, log, func(ctx context.Context, name string) (reconcile.Result, error) {
 		ns, err := nsLister.Get(name)
 		if apierrors.IsNotFound(err) {
-			return controller.Result{}, nil
+			return reconcile.Result{}, nil
 		}
 		if err != nil {
-			return controller.Result{}, err
+			return reconcile.Result{}, err
 		}
 		if ns.Status.Phase != corev1.NamespaceActive || ns.DeletionTimestamp != nil {
-			return controller.Result{}, nil
+			return reconcile.Result{}, nil
 		}
 		current, err := cmLister.ConfigMaps(name).Get(ConfigMapName)
 		switch {
 		case apierrors.IsNotFound(err):
 			current = nil
 		case err != nil:
-			return controller.Result{}, err
+			return reconcile.Result{}, err
 		}
 		want, write := Desired(name, current, c.caPEM)
 		if !write {
-			return controller.Result{}, nil
+			return reconcile.Result{}, nil
 		}
 		api := c.client.CoreV1().ConfigMaps(name)
 		if current == nil {
 			_, err = api.Create(ctx, want, metav1.CreateOptions{})
 			if apierrors.IsNotFound(err) || apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
-				return controller.Result{}, nil // the namespace went away or is going
+				return reconcile.Result{}, nil // the namespace went away or is going
 			}
 		} else {
 			_, err = api.Update(ctx, want, metav1.UpdateOptions{})
 		}
 		if err != nil {
-			return controller.Result{}, fmt.Errorf("writing %s/%s: %w", name, ConfigMapName, err)
+			return reconcile.Result{}, fmt.Errorf("writing %s/%s: %w", name, ConfigMapName, err)
 		}
 		log.Debug("published root CA", "namespace", name)
-		return controller.Result{}, nil
+		return reconcile.Result{}, nil
 	})
 	return nil
 }

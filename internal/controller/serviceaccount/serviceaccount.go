@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
-	"plainkube.dev/plainkube/internal/controller"
+	"plainkube.dev/plainkube/internal/reconcile"
 )
 
 // Name is the controller's name.
@@ -34,7 +34,7 @@ type Controller struct {
 	client kubernetes.Interface
 }
 
-var _ controller.Controller = (*Controller)(nil)
+var _ reconcile.Controller = (*Controller)(nil)
 
 // New builds the controller's client from cfg.
 func New(cfg *rest.Config) (*Controller, error) {
@@ -45,7 +45,7 @@ func New(cfg *rest.Config) (*Controller, error) {
 	return &Controller{ServiceAccounts: []string{DefaultServiceAccountName}, client: cs}, nil
 }
 
-// Name implements controller.Controller.
+// Name implements reconcile.Controller.
 func (c *Controller) Name() string { return Name }
 
 // Missing returns the names in want that a namespace lacks (has reports
@@ -71,7 +71,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	if log == nil {
 		log = slog.Default().With("controller", Name)
 	}
-	queue := controller.NewQueue[string](Name)
+	queue := reconcile.NewQueue[string](Name)
 	factory := informers.NewSharedInformerFactory(c.client, 0)
 	nsInformer := factory.Core().V1().Namespaces()
 	saInformer := factory.Core().V1().ServiceAccounts()
@@ -101,18 +101,18 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	nsLister, saLister := nsInformer.Lister(), saInformer.Lister()
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
-	if ok, err := controller.WaitForSync(ctx, "serviceaccount informers", nsInformer.Informer().HasSynced, saInformer.Informer().HasSynced); !ok {
+	if ok, err := reconcile.WaitForSync(ctx, "serviceaccount informers", nsInformer.Informer().HasSynced, saInformer.Informer().HasSynced); !ok {
 		queue.ShutDown()
 		return err
 	}
 	log.Info("serviceaccount controller synced")
-	controller.ProcessQueue(ctx, queue, workers, log, func(ctx context.Context, name string) (controller.Result, error) {
+	reconcile.ProcessQueue(ctx, queue, workers, log, func(ctx context.Context, name string) (reconcile.Result, error) {
 		ns, err := nsLister.Get(name)
 		if apierrors.IsNotFound(err) {
-			return controller.Result{}, nil
+			return reconcile.Result{}, nil
 		}
 		if err != nil {
-			return controller.Result{}, err
+			return reconcile.Result{}, err
 		}
 		missing := Missing(ns, c.ServiceAccounts, func(sa string) bool {
 			_, err := saLister.ServiceAccounts(name).Get(sa)
@@ -127,12 +127,12 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 			case apierrors.IsAlreadyExists(err):
 			case apierrors.IsNotFound(err), apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
 				// The namespace went away or is going.
-				return controller.Result{}, nil
+				return reconcile.Result{}, nil
 			default:
-				return controller.Result{}, fmt.Errorf("creating service account %s/%s: %w", name, sa, err)
+				return reconcile.Result{}, fmt.Errorf("creating service account %s/%s: %w", name, sa, err)
 			}
 		}
-		return controller.Result{}, nil
+		return reconcile.Result{}, nil
 	})
 	return nil
 }

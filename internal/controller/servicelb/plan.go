@@ -4,9 +4,9 @@ import (
 	"cmp"
 	"slices"
 
-	corev1 "k8s.io/api/core/v1"
+	"plainkube.dev/plainkube/internal/api/nodeutil"
 
-	"plainkube.dev/plainkube/internal/controller"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // SimulatedLabel marks simulated nodes, which serve no traffic.
@@ -24,7 +24,7 @@ func Managed(svc *corev1.Service) bool {
 func Plan(services []*corev1.Service, nodes []*corev1.Node) map[string][]corev1.LoadBalancerIngress {
 	var ingress []corev1.LoadBalancerIngress
 	for _, n := range nodes {
-		if n.Labels[SimulatedLabel] == "true" || !controller.NodeReady(n) {
+		if n.Labels[SimulatedLabel] == "true" || !nodeutil.IsReady(n) {
 			continue
 		}
 		if ip := nodeAddress(n); ip != "" {

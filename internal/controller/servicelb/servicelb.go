@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
-	"plainkube.dev/plainkube/internal/controller"
+	"plainkube.dev/plainkube/internal/reconcile"
 )
 
 // Name is the controller's name.
@@ -26,12 +26,12 @@ const passKey = "services"
 type Controller struct {
 	// Informers, when set, supplies the Node informer shared with the
 	// process's other components.
-	Informers *controller.SharedInformers
+	Informers *reconcile.SharedInformers
 	Logger    *slog.Logger
 	client    kubernetes.Interface
 }
 
-var _ controller.Controller = (*Controller)(nil)
+var _ reconcile.Controller = (*Controller)(nil)
 
 // New builds the controller's client from cfg.
 func New(cfg *rest.Config) (*Controller, error) {
@@ -42,7 +42,7 @@ func New(cfg *rest.Config) (*Controller, error) {
 	return &Controller{client: cs}, nil
 }
 
-// Name implements controller.Controller.
+// Name implements reconcile.Controller.
 func (c *Controller) Name() string { return Name }
 
 // Run watches Services and Nodes and sets ingress until ctx ends.
@@ -51,14 +51,14 @@ func (c *Controller) Run(ctx context.Context, _ int) error {
 	if log == nil {
 		log = slog.Default().With("controller", Name)
 	}
-	queue := controller.NewQueue[string](Name)
+	queue := reconcile.NewQueue[string](Name)
 	factory := informers.NewSharedInformerFactory(c.client, 0)
-	nodeInformer := controller.SharedOr(c.Informers, factory).Core().V1().Nodes()
+	nodeInformer := reconcile.SharedOr(c.Informers, factory).Core().V1().Nodes()
 	svcInformer := factory.Core().V1().Services()
 	pass := func(any) { queue.Add(passKey) }
 	handler := cache.ResourceEventHandlerFuncs{AddFunc: pass, UpdateFunc: func(_, obj any) { pass(obj) }, DeleteFunc: pass}
 	for _, inf := range []cache.SharedIndexInformer{nodeInformer.Informer(), svcInformer.Informer()} {
-		remove, err := controller.AddHandler(inf, handler)
+		remove, err := reconcile.AddHandler(inf, handler)
 		if err != nil {
 			return err
 		}
@@ -69,18 +69,18 @@ func (c *Controller) Run(ctx context.Context, _ int) error {
 		c.Informers.Start(ctx.Done())
 	}
 	defer factory.Shutdown()
-	if ok, err := controller.WaitForSync(ctx, "servicelb informers", nodeInformer.Informer().HasSynced, svcInformer.Informer().HasSynced); !ok {
+	if ok, err := reconcile.WaitForSync(ctx, "servicelb informers", nodeInformer.Informer().HasSynced, svcInformer.Informer().HasSynced); !ok {
 		queue.ShutDown()
 		return err
 	}
-	controller.ProcessQueue(ctx, queue, 1, log, func(ctx context.Context, _ string) (controller.Result, error) {
+	reconcile.ProcessQueue(ctx, queue, 1, log, func(ctx context.Context, _ string) (reconcile.Result, error) {
 		services, err := svcInformer.Lister().List(labels.Everything())
 		if err != nil {
-			return controller.Result{}, err
+			return reconcile.Result{}, err
 		}
 		nodes, err := nodeInformer.Lister().List(labels.Everything())
 		if err != nil {
-			return controller.Result{}, err
+			return reconcile.Result{}, err
 		}
 		want := Plan(services, nodes)
 		for _, s := range services {
@@ -92,11 +92,11 @@ func (c *Controller) Run(ctx context.Context, _ int) error {
 			s = s.DeepCopy()
 			s.Status.LoadBalancer.Ingress = ingress
 			if _, err := c.client.CoreV1().Services(s.Namespace).UpdateStatus(ctx, s, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
-				return controller.Result{}, err
+				return reconcile.Result{}, err
 			}
 			log.Info("load balancer ingress", "namespace", s.Namespace, "service", s.Name, "ingress", len(ingress))
 		}
-		return controller.Result{}, nil
+		return reconcile.Result{}, nil
 	})
 	return nil
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"plainkube.dev/plainkube/internal/api/podutil"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 )
@@ -75,31 +77,12 @@ func finished(p *corev1.Pod) bool {
 
 // RunningAndReady: the pod runs and its Ready condition is true.
 func RunningAndReady(p *corev1.Pod) bool {
-	if p.Status.Phase != corev1.PodRunning {
-		return false
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
+	return p.Status.Phase == corev1.PodRunning && podutil.IsReady(p)
 }
 
 // Available: running and ready for minReadySeconds at now.
 func Available(p *corev1.Pod, minReadySeconds int32, now time.Time) bool {
-	if !RunningAndReady(p) {
-		return false
-	}
-	if minReadySeconds == 0 {
-		return true
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return !c.LastTransitionTime.IsZero() && !c.LastTransitionTime.Add(time.Duration(minReadySeconds)*time.Second).After(now)
-		}
-	}
-	return false
+	return p.Status.Phase == corev1.PodRunning && podutil.IsAvailable(p, minReadySeconds, now)
 }
 
 func healthy(p *corev1.Pod, in *PlanInput) bool {

@@ -18,8 +18,8 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 
-	"plainkube.dev/plainkube/internal/controller"
 	"plainkube.dev/plainkube/internal/controller/events"
+	"plainkube.dev/plainkube/internal/reconcile"
 )
 
 // Name is the controller's name.
@@ -35,8 +35,8 @@ type Controller struct {
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 	// Informers, when set, supplies the Pod informer, shared with the
-	// process's other components (see controller.SharedInformers).
-	Informers *controller.SharedInformers
+	// process's other components (see reconcile.SharedInformers).
+	Informers *reconcile.SharedInformers
 
 	client kubernetes.Interface
 	now    func() time.Time
@@ -50,7 +50,7 @@ type Controller struct {
 	log       *slog.Logger
 }
 
-var _ controller.Controller = (*Controller)(nil)
+var _ reconcile.Controller = (*Controller)(nil)
 
 // New builds the controller's client from cfg.
 func New(cfg *rest.Config) (*Controller, error) {
@@ -61,7 +61,7 @@ func New(cfg *rest.Config) (*Controller, error) {
 	return &Controller{client: cs, now: time.Now}, nil
 }
 
-// Name implements controller.Controller.
+// Name implements reconcile.Controller.
 func (c *Controller) Name() string { return Name }
 
 // Run watches StatefulSets, pods, claims and ControllerRevisions and
@@ -71,14 +71,14 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	if c.log == nil {
 		c.log = slog.Default().With("controller", Name)
 	}
-	c.queue = controller.NewQueue[string]("statefulset")
+	c.queue = reconcile.NewQueue[string]("statefulset")
 	rec, stop := events.NewRecorder(ctx, c.client, Component, c.log)
 	defer stop()
 	c.rec = rec
 	factory := informers.NewSharedInformerFactoryWithOptions(c.client, 0, informers.WithCustomResyncConfig(
 		map[metav1.Object]time.Duration{&appsv1.StatefulSet{}: resyncPeriod}))
 	setInf := factory.Apps().V1().StatefulSets()
-	sharedFactory := controller.SharedOr(c.Informers, factory)
+	sharedFactory := reconcile.SharedOr(c.Informers, factory)
 	podInf := sharedFactory.Core().V1().Pods()
 	pvcInf := factory.Core().V1().PersistentVolumeClaims()
 	revInf := factory.Apps().V1().ControllerRevisions()
@@ -90,7 +90,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	}); err != nil {
 		return err
 	}
-	removePodHandler, err := controller.AddHandler(podInf.Informer(), cache.ResourceEventHandlerFuncs{
+	removePodHandler, err := reconcile.AddHandler(podInf.Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.podEvent,
 		UpdateFunc: func(old, cur any) { c.podEvent(old); c.podEvent(cur) },
 		DeleteFunc: c.podEvent,
@@ -102,13 +102,13 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	factory.Start(ctx.Done())
 	sharedFactory.Start(ctx.Done())
 	defer factory.Shutdown()
-	if ok, err := controller.WaitForSync(ctx, "statefulset informers", setInf.Informer().HasSynced, podInf.Informer().HasSynced,
+	if ok, err := reconcile.WaitForSync(ctx, "statefulset informers", setInf.Informer().HasSynced, podInf.Informer().HasSynced,
 		pvcInf.Informer().HasSynced, revInf.Informer().HasSynced); !ok {
 		c.queue.ShutDown()
 		return err
 	}
 	c.log.Info("statefulset controller synced")
-	controller.ProcessQueue(ctx, c.queue, workers, c.log, c.sync)
+	reconcile.ProcessQueue(ctx, c.queue, workers, c.log, c.sync)
 	return nil
 }
 

@@ -21,6 +21,7 @@ import (
 
 	"plainkube.dev/plainkube/internal/controller"
 	"plainkube.dev/plainkube/internal/controller/history"
+	"plainkube.dev/plainkube/internal/reconcile"
 )
 
 var controllerKind = appsv1.SchemeGroupVersion.WithKind("StatefulSet")
@@ -31,46 +32,46 @@ const (
 	PodIndexLabel = appsv1.PodIndexLabel           // apps.kubernetes.io/pod-index
 )
 
-func (c *Controller) sync(ctx context.Context, key string) (controller.Result, error) {
+func (c *Controller) sync(ctx context.Context, key string) (reconcile.Result, error) {
 	res, err := c.syncSet(ctx, key)
 	if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
 		// The cache was behind: look again shortly.
-		return controller.Result{Requeue: true}, nil
+		return reconcile.Result{Requeue: true}, nil
 	}
 	return res, err
 }
 
-func (c *Controller) syncSet(ctx context.Context, key string) (controller.Result, error) {
+func (c *Controller) syncSet(ctx context.Context, key string) (reconcile.Result, error) {
 	namespace, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
-		return controller.Result{}, nil
+		return reconcile.Result{}, nil
 	}
 	set, err := c.sets.StatefulSets(namespace).Get(name)
 	if apierrors.IsNotFound(err) {
-		return controller.Result{}, nil
+		return reconcile.Result{}, nil
 	}
 	if err != nil {
-		return controller.Result{}, err
+		return reconcile.Result{}, err
 	}
 	sel, err := metav1.LabelSelectorAsSelector(set.Spec.Selector)
 	if err != nil || sel.Empty() {
 		c.log.Error("invalid selector; not syncing", "namespace", namespace, "name", name)
-		return controller.Result{}, nil
+		return reconcile.Result{}, nil
 	}
 	if set.DeletionTimestamp != nil {
-		return controller.Result{}, nil
+		return reconcile.Result{}, nil
 	}
 	all, err := c.pods.Pods(namespace).List(labels.Everything())
 	if err != nil {
-		return controller.Result{}, err
+		return reconcile.Result{}, err
 	}
 	pods, err := c.claimPods(ctx, set, sel, all)
 	if err != nil {
-		return controller.Result{}, err
+		return reconcile.Result{}, err
 	}
 	current, update, collision, err := c.syncRevisions(ctx, set, pods)
 	if err != nil {
-		return controller.Result{}, err
+		return reconcile.Result{}, err
 	}
 	in := PlanInput{SetName: set.Name, Replicas: int(replicasOf(set)), Parallel: set.Spec.PodManagementPolicy == appsv1.ParallelPodManagement,
 		RollingUpdate:   set.Spec.UpdateStrategy.Type != appsv1.OnDeleteStatefulSetStrategyType,
@@ -86,7 +87,7 @@ func (c *Controller) syncSet(ctx context.Context, key string) (controller.Result
 	manageErr := c.apply(ctx, set, acts, map[string]*appsv1.ControllerRevision{current.Name: current, update.Name: update})
 	st := ComputeStatus(set, pods, current.Name, update.Name, c.now())
 	st.CollisionCount = collision
-	var res controller.Result
+	var res reconcile.Result
 	if set.Spec.MinReadySeconds > 0 && st.ReadyReplicas != st.AvailableReplicas {
 		res.RequeueAfter = time.Duration(set.Spec.MinReadySeconds)*time.Second + time.Second
 	}

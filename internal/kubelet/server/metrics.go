@@ -11,7 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"plainkube.dev/plainkube/internal/kubelet/stats"
+	"plainkube.dev/plainkube/internal/api/stats"
 )
 
 // Metrics are the agent's Prometheus metrics, served on /metrics, with

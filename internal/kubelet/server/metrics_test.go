@@ -9,7 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"plainkube.dev/plainkube/internal/kubelet/stats"
+	"plainkube.dev/plainkube/internal/api/stats"
 )
 
 func get(h *Handler, path string) (int, string) {

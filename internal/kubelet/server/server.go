@@ -16,8 +16,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"plainkube.dev/plainkube/internal/api/stats"
 	"plainkube.dev/plainkube/internal/kubelet/logs"
-	"plainkube.dev/plainkube/internal/kubelet/stats"
 )
 
 // DefaultPort is the kubelet API's port, as upstream.

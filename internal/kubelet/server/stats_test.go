@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"plainkube.dev/plainkube/internal/kubelet/stats"
+	"plainkube.dev/plainkube/internal/api/stats"
 )
 
 func TestStatsSummary(t *testing.T) {

@@ -15,8 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 
-	"plainkube.dev/plainkube/internal/controller"
 	"plainkube.dev/plainkube/internal/kubelet/nodestatus"
+	"plainkube.dev/plainkube/internal/reconcile"
 )
 
 // register creates node n, or brings an existing Node object up to date,
@@ -121,31 +121,31 @@ func mergeNodeConditions(have, ours []corev1.NodeCondition) []corev1.NodeConditi
 // heartbeat is one node's turn: renew its Lease, refresh its status when it
 // is due, and come back after HeartbeatInterval. A stopped or deleted node
 // is dropped from the queue (nodeChanged puts a resumed one back).
-func (s *Sim) heartbeat(ctx context.Context, name string) (controller.Result, error) {
+func (s *Sim) heartbeat(ctx context.Context, name string) (reconcile.Result, error) {
 	n := s.byName[name]
 	if n == nil || n.deleted.Load() || n.stopped.Load() {
-		return controller.Result{}, nil
+		return reconcile.Result{}, nil
 	}
 	if !n.registered.Load() {
 		if err := s.register(ctx, n); err != nil {
-			return controller.Result{}, err
+			return reconcile.Result{}, err
 		}
-		return controller.Result{RequeueAfter: s.opts.HeartbeatInterval}, nil
+		return reconcile.Result{RequeueAfter: s.opts.HeartbeatInterval}, nil
 	}
 	if err := s.renewLease(ctx, n); err != nil {
-		return controller.Result{}, err
+		return reconcile.Result{}, err
 	}
 	now := s.opts.Clock.Now()
 	// Refresh the status if waiting for the next heartbeat would leave it
 	// older than StatusInterval.
 	if n.forceStatus.Load() || !now.Add(s.opts.HeartbeatInterval).Before(n.lastStatus.Add(s.opts.StatusInterval)) {
 		if err := s.updateNodeStatus(ctx, n, now); err != nil {
-			return controller.Result{}, err
+			return reconcile.Result{}, err
 		}
 		n.forceStatus.Store(false)
 		n.lastStatus = now
 	}
-	return controller.Result{RequeueAfter: s.opts.HeartbeatInterval}, nil
+	return reconcile.Result{RequeueAfter: s.opts.HeartbeatInterval}, nil
 }
 
 // renewLease renews node n's Lease (creating it if need be).

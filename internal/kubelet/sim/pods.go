@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"plainkube.dev/plainkube/internal/controller"
+	"plainkube.dev/plainkube/internal/reconcile"
 )
 
 // maxConflicts is how many times syncPod re-reads a pod whose status
@@ -19,17 +19,17 @@ const maxConflicts = 5
 
 // syncPod brings one pod's status to what decide says, deletes it when
 // decide says so, and comes back when its next transition is due.
-func (s *Sim) syncPod(ctx context.Context, key types.NamespacedName) (controller.Result, error) {
+func (s *Sim) syncPod(ctx context.Context, key types.NamespacedName) (reconcile.Result, error) {
 	pod, err := s.pods.Pods(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
-		return controller.Result{}, nil
+		return reconcile.Result{}, nil
 	}
 	if err != nil {
-		return controller.Result{}, err
+		return reconcile.Result{}, err
 	}
 	n := s.byName[pod.Spec.NodeName]
 	if n == nil || !n.active() {
-		return controller.Result{}, nil // a dead node's pods wait for it
+		return reconcile.Result{}, nil // a dead node's pods wait for it
 	}
 	client := s.cs.CoreV1().Pods(key.Namespace)
 	var (
@@ -50,21 +50,21 @@ func (s *Sim) syncPod(ctx context.Context, key types.NamespacedName) (controller
 		}
 		if apierrors.IsNotFound(err) {
 			n.getIPAM().release(pod.UID)
-			return controller.Result{}, nil
+			return reconcile.Result{}, nil
 		}
 		if !apierrors.IsConflict(err) || attempt >= maxConflicts {
-			return controller.Result{}, err
+			return reconcile.Result{}, err
 		}
 		// The cache is behind: read the pod as it is now.
 		pod, err = client.Get(ctx, key.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
-			return controller.Result{}, nil
+			return reconcile.Result{}, nil
 		}
 		if err != nil {
-			return controller.Result{}, err
+			return reconcile.Result{}, err
 		}
 		if pod.Spec.NodeName != n.name {
-			return controller.Result{}, nil
+			return reconcile.Result{}, nil
 		}
 	}
 	if terminal(d.status.Phase) || d.delete {
@@ -77,17 +77,17 @@ func (s *Sim) syncPod(ctx context.Context, key types.NamespacedName) (controller
 			Preconditions:      &metav1.Preconditions{UID: &pod.UID},
 		})
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-			return controller.Result{}, err
+			return reconcile.Result{}, err
 		}
-		return controller.Result{}, nil
+		return reconcile.Result{}, nil
 	}
 	if d.next.IsZero() {
-		return controller.Result{}, nil
+		return reconcile.Result{}, nil
 	}
 	if wait := d.next.Sub(now); wait > 0 {
-		return controller.Result{RequeueAfter: wait}, nil
+		return reconcile.Result{RequeueAfter: wait}, nil
 	}
-	return controller.Result{Requeue: true}, nil
+	return reconcile.Result{Requeue: true}, nil
 }
 
 // env is what decide needs of node n for pod: the host address, and an

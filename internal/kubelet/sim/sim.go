@@ -22,7 +22,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
-	"plainkube.dev/plainkube/internal/controller"
+	"plainkube.dev/plainkube/internal/reconcile"
 )
 
 // Concurrency of the API calls a Sim makes.
@@ -197,10 +197,10 @@ func (s *Sim) Run(ctx context.Context) error {
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		controller.ProcessQueue(ctx, s.nodeQueue, heartbeatWorkers, s.log.With("component", "sim-nodes"), s.heartbeat)
+		reconcile.ProcessQueue(ctx, s.nodeQueue, heartbeatWorkers, s.log.With("component", "sim-nodes"), s.heartbeat)
 	})
 	wg.Go(func() {
-		controller.ProcessQueue(ctx, s.podQueue, podWorkers, s.log.With("component", "sim-pods"), s.syncPod)
+		reconcile.ProcessQueue(ctx, s.podQueue, podWorkers, s.log.With("component", "sim-pods"), s.syncPod)
 	})
 	wg.Wait()
 	return nil

@@ -30,7 +30,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"plainkube.dev/plainkube/internal/controller/certificates"
+	"plainkube.dev/plainkube/internal/api/certificates"
 	"plainkube.dev/plainkube/internal/pki"
 )
 

@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"plainkube.dev/plainkube/internal/registry/podspec"
+	"plainkube.dev/plainkube/internal/api/podspec"
 )
 
 // Rules shared by the workload kinds of this group.

@@ -18,8 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"plainkube.dev/plainkube/internal/api/podspec"
 	"plainkube.dev/plainkube/internal/registry"
-	"plainkube.dev/plainkube/internal/registry/podspec"
 )
 
 // The unprefixed labels the job controller has always put on its pods;

@@ -9,8 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"plainkube.dev/plainkube/internal/api/podspec"
 	"plainkube.dev/plainkube/internal/registry"
-	"plainkube.dev/plainkube/internal/registry/podspec"
 )
 
 func limitRanges() registry.Resource {

@@ -16,8 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
+	"plainkube.dev/plainkube/internal/api/podspec"
 	"plainkube.dev/plainkube/internal/registry"
-	"plainkube.dev/plainkube/internal/registry/podspec"
 )
 
 // now stamps lastPhaseTransitionTime; tests replace it.

@@ -16,8 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
+	"plainkube.dev/plainkube/internal/api/podspec"
 	"plainkube.dev/plainkube/internal/registry"
-	"plainkube.dev/plainkube/internal/registry/podspec"
 )
 
 // ServiceIPFamilies are the IP families the cluster's service CIDRs cover,

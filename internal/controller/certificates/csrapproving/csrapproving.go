@@ -19,8 +19,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
-	"plainkube.dev/plainkube/internal/controller"
-	"plainkube.dev/plainkube/internal/controller/certificates"
+	"plainkube.dev/plainkube/internal/api/certificates"
+	"plainkube.dev/plainkube/internal/reconcile"
 )
 
 // Name is the controller's name.
@@ -33,7 +33,7 @@ type Controller struct {
 	client kubernetes.Interface
 }
 
-var _ controller.Controller = (*Controller)(nil)
+var _ reconcile.Controller = (*Controller)(nil)
 
 // New builds the controller's client from cfg.
 func New(cfg *rest.Config) (*Controller, error) {
@@ -44,7 +44,7 @@ func New(cfg *rest.Config) (*Controller, error) {
 	return &Controller{client: cs}, nil
 }
 
-// Name implements controller.Controller.
+// Name implements reconcile.Controller.
 func (c *Controller) Name() string { return Name }
 
 // Kind is what a request was recognised as.
@@ -131,7 +131,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	if log == nil {
 		log = slog.Default().With("controller", Name)
 	}
-	queue := controller.NewQueue[string](Name)
+	queue := reconcile.NewQueue[string](Name)
 	factory := informers.NewSharedInformerFactory(c.client, 0)
 	csrInformer := factory.Certificates().V1().CertificateSigningRequests()
 	nodeInformer := factory.Core().V1().Nodes()
@@ -168,30 +168,30 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	}
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
-	if ok, err := controller.WaitForSync(ctx, "csrapproving informers", csrInformer.Informer().HasSynced, nodeInformer.Informer().HasSynced); !ok {
+	if ok, err := reconcile.WaitForSync(ctx, "csrapproving informers", csrInformer.Informer().HasSynced, nodeInformer.Informer().HasSynced); !ok {
 		queue.ShutDown()
 		return err
 	}
-	controller.ProcessQueue(ctx, queue, workers, log, func(ctx context.Context, name string) (controller.Result, error) {
+	reconcile.ProcessQueue(ctx, queue, workers, log, func(ctx context.Context, name string) (reconcile.Result, error) {
 		csr, err := csrLister.Get(name)
 		if apierrors.IsNotFound(err) {
-			return controller.Result{}, nil
+			return reconcile.Result{}, nil
 		}
 		if err != nil {
-			return controller.Result{}, err
+			return reconcile.Result{}, err
 		}
 		if len(csr.Status.Certificate) > 0 || certificates.Decided(csr) {
-			return controller.Result{}, nil
+			return reconcile.Result{}, nil
 		}
 		req, err := certificates.ParseRequest(csr.Spec.Request)
 		if err != nil {
 			log.Debug("unparsable request left pending", "csr", name, "err", err)
-			return controller.Result{}, nil
+			return reconcile.Result{}, nil
 		}
 		for _, kind := range Recognize(csr, req) {
 			ok, why, err := c.allowed(ctx, kind, csr, req, nodeLister.Get)
 			if err != nil {
-				return controller.Result{}, err
+				return reconcile.Result{}, err
 			}
 			if !ok {
 				log.Debug("recognised request not approved", "csr", name, "kind", kind, "reason", why)
@@ -203,14 +203,14 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 			})
 			if _, err := c.client.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, name, upd, metav1.UpdateOptions{}); err != nil {
 				if apierrors.IsNotFound(err) {
-					return controller.Result{}, nil
+					return reconcile.Result{}, nil
 				}
-				return controller.Result{}, fmt.Errorf("approving %s: %w", name, err)
+				return reconcile.Result{}, fmt.Errorf("approving %s: %w", name, err)
 			}
 			log.Info("approved certificate signing request", "csr", name, "requester", csr.Spec.Username, "signer", csr.Spec.SignerName)
-			return controller.Result{}, nil
+			return reconcile.Result{}, nil
 		}
-		return controller.Result{}, nil
+		return reconcile.Result{}, nil
 	})
 	return nil
 }

@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"plainkube.dev/plainkube/internal/controller"
+	"plainkube.dev/plainkube/internal/reconcile"
 )
 
 // Name is the controller's name.
@@ -41,7 +41,7 @@ type Controller struct {
 	client kubernetes.Interface
 }
 
-var _ controller.Controller = (*Controller)(nil)
+var _ reconcile.Controller = (*Controller)(nil)
 
 // New builds the controller's client from cfg.
 func New(cfg *rest.Config) (*Controller, error) {
@@ -52,7 +52,7 @@ func New(cfg *rest.Config) (*Controller, error) {
 	return &Controller{client: cs}, nil
 }
 
-// Name implements controller.Controller.
+// Name implements reconcile.Controller.
 func (c *Controller) Name() string { return Name }
 
 // Expired reports whether csr is done with at now, and why.
@@ -112,7 +112,7 @@ func (c *Controller) Run(ctx context.Context, _ int) error {
 	inf.Informer() // register before Start
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
-	if ok, err := controller.WaitForSync(ctx, "csrcleaner informer", inf.Informer().HasSynced); !ok {
+	if ok, err := reconcile.WaitForSync(ctx, "csrcleaner informer", inf.Informer().HasSynced); !ok {
 		return err
 	}
 	t := time.NewTicker(interval)

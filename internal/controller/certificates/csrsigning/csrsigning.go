@@ -22,8 +22,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
-	"plainkube.dev/plainkube/internal/controller"
-	"plainkube.dev/plainkube/internal/controller/certificates"
+	"plainkube.dev/plainkube/internal/api/certificates"
+	"plainkube.dev/plainkube/internal/reconcile"
 )
 
 // Name is the controller's name.
@@ -67,7 +67,7 @@ type Controller struct {
 	ca     CA
 }
 
-var _ controller.Controller = (*Controller)(nil)
+var _ reconcile.Controller = (*Controller)(nil)
 
 // New builds the controller's client from cfg; ca signs.
 func New(cfg *rest.Config, ca CA) (*Controller, error) {
@@ -81,7 +81,7 @@ func New(cfg *rest.Config, ca CA) (*Controller, error) {
 	return &Controller{client: cs, ca: ca}, nil
 }
 
-// Name implements controller.Controller.
+// Name implements reconcile.Controller.
 func (c *Controller) Name() string { return Name }
 
 // Check applies the signer's own checks to a request; ok is false for
@@ -219,7 +219,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	if now == nil {
 		now = time.Now
 	}
-	queue := controller.NewQueue[string](Name)
+	queue := reconcile.NewQueue[string](Name)
 	factory := informers.NewSharedInformerFactory(c.client, 0)
 	inf := factory.Certificates().V1().CertificateSigningRequests()
 	lister := inf.Lister()
@@ -236,47 +236,47 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	}
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
-	if ok, err := controller.WaitForSync(ctx, "csrsigning informer", inf.Informer().HasSynced); !ok {
+	if ok, err := reconcile.WaitForSync(ctx, "csrsigning informer", inf.Informer().HasSynced); !ok {
 		queue.ShutDown()
 		return err
 	}
-	controller.ProcessQueue(ctx, queue, workers, log, func(ctx context.Context, name string) (controller.Result, error) {
+	reconcile.ProcessQueue(ctx, queue, workers, log, func(ctx context.Context, name string) (reconcile.Result, error) {
 		csr, err := lister.Get(name)
 		if apierrors.IsNotFound(err) {
-			return controller.Result{}, nil
+			return reconcile.Result{}, nil
 		}
 		if err != nil {
-			return controller.Result{}, err
+			return reconcile.Result{}, err
 		}
 		if !toSign(csr) {
-			return controller.Result{}, nil
+			return reconcile.Result{}, nil
 		}
 		upd := csr.DeepCopy()
 		req, err := certificates.ParseRequest(csr.Spec.Request)
 		if err != nil {
-			return controller.Result{}, c.fail(ctx, upd, "unable to parse csr: "+err.Error())
+			return reconcile.Result{}, c.fail(ctx, upd, "unable to parse csr: "+err.Error())
 		}
 		ours, err := Check(csr.Spec.SignerName, req, csr.Spec.Usages)
 		if !ours {
-			return controller.Result{}, nil
+			return reconcile.Result{}, nil
 		}
 		if err != nil {
 			log.Info("request fails its signer's checks", "csr", name, "signer", csr.Spec.SignerName, "err", err)
-			return controller.Result{}, c.fail(ctx, upd, err.Error())
+			return reconcile.Result{}, c.fail(ctx, upd, err.Error())
 		}
 		cert, err := Sign(c.ca, req, csr.Spec.Usages, Duration(csr.Spec.ExpirationSeconds, max), now())
 		if err != nil {
-			return controller.Result{}, fmt.Errorf("signing %s: %w", name, err)
+			return reconcile.Result{}, fmt.Errorf("signing %s: %w", name, err)
 		}
 		upd.Status.Certificate = cert
 		if _, err := c.client.CertificatesV1().CertificateSigningRequests().UpdateStatus(ctx, upd, metav1.UpdateOptions{}); err != nil {
 			if apierrors.IsNotFound(err) {
-				return controller.Result{}, nil
+				return reconcile.Result{}, nil
 			}
-			return controller.Result{}, fmt.Errorf("storing the certificate of %s: %w", name, err)
+			return reconcile.Result{}, fmt.Errorf("storing the certificate of %s: %w", name, err)
 		}
 		log.Info("signed certificate", "csr", name, "signer", csr.Spec.SignerName, "subject", req.Subject.CommonName)
-		return controller.Result{}, nil
+		return reconcile.Result{}, nil
 	})
 	return nil
 }

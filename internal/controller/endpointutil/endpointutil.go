@@ -1,4 +1,4 @@
-package endpointslice
+package endpointutil
 
 import (
 	"fmt"
@@ -6,34 +6,20 @@ import (
 	"sync"
 	"time"
 
+	corelisters "k8s.io/client-go/listers/core/v1"
+
+	"plainkube.dev/plainkube/internal/api/podutil"
+
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
-
-// These helpers decide how a pod appears behind a Service. The Endpoints
-// controller (package endpoints) uses them too, as upstream's endpoint
-// controller uses the k8s.io/endpointslice library.
-
-// IsPodReady reports whether the pod's Ready condition is True.
-func IsPodReady(pod *corev1.Pod) bool {
-	for i := range pod.Status.Conditions {
-		if pod.Status.Conditions[i].Type == corev1.PodReady {
-			return pod.Status.Conditions[i].Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
-// IsPodTerminal reports whether the pod has finished (Succeeded or Failed).
-func IsPodTerminal(pod *corev1.Pod) bool {
-	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
-}
 
 // ShouldPodBeInEndpoints reports whether a pod belongs in a Service's
 // endpoints at all: it has an IP and has not finished; a terminating pod
 // (one with a deletionTimestamp) only if includeTerminating.
 func ShouldPodBeInEndpoints(pod *corev1.Pod, includeTerminating bool) bool {
-	if IsPodTerminal(pod) {
+	if podutil.IsTerminal(pod) {
 		return false
 	}
 	if pod.Status.PodIP == "" && len(pod.Status.PodIPs) == 0 {
@@ -196,4 +182,23 @@ func (t *TriggerTimeTracker) Forget(namespace, name string) {
 	t.mu.Lock()
 	delete(t.states, namespace+"/"+name)
 	t.mu.Unlock()
+}
+
+// ServicesSelecting returns the keys of the Services in ns whose selector
+// matches podLabels. A nil selector selects nothing.
+func ServicesSelecting(lister corelisters.ServiceLister, ns string, podLabels map[string]string) []string {
+	svcs, err := lister.Services(ns).List(labels.Everything())
+	if err != nil {
+		return nil
+	}
+	var keys []string
+	for _, svc := range svcs {
+		if svc.Spec.Selector == nil {
+			continue
+		}
+		if labels.SelectorFromValidatedSet(svc.Spec.Selector).Matches(labels.Set(podLabels)) {
+			keys = append(keys, svc.Namespace+"/"+svc.Name)
+		}
+	}
+	return keys
 }

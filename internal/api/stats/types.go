@@ -1,6 +1,10 @@
 package stats
 
-import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+import (
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
 
 // The summary API's types: the fields of upstream's stats/v1alpha1 that
 // plainkube fills, with the same JSON names.
@@ -63,3 +67,7 @@ type MemoryStats struct {
 	PageFaults      *uint64     `json:"pageFaults,omitempty"`
 	MajorPageFaults *uint64     `json:"majorPageFaults,omitempty"`
 }
+
+// Interval is how often a node agent samples usage; usageNanoCores, and the
+// window of the metrics API, cover one interval.
+const Interval = 5 * time.Second

@@ -1,4 +1,4 @@
-package stats
+package usage
 
 import (
 	"encoding/json"
@@ -7,11 +7,13 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"plainkube.dev/plainkube/internal/api/stats"
 )
 
 func TestSummarize(t *testing.T) {
 	t0 := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
-	ref := PodReference{Name: "web", Namespace: "default", UID: "u1"}
+	ref := stats.PodReference{Name: "web", Namespace: "default", UID: "u1"}
 	sample := func(at time.Time, nodeCPU time.Duration, c1CPU, c2CPU uint64) *Sample {
 		return &Sample{Time: at, NodeName: "n1",
 			Node: NodeSample{BootTime: t0.Add(-time.Hour), CPU: nodeCPU, MemTotal: 1000, MemFree: 400, InactiveFile: 100},

@@ -1,4 +1,4 @@
-package stats
+package usage
 
 import (
 	"bufio"
@@ -11,11 +11,9 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-)
 
-// Interval is how often the agent samples usage; usageNanoCores, and the
-// window of the metrics API, cover one interval.
-const Interval = 5 * time.Second
+	"plainkube.dev/plainkube/internal/api/stats"
+)
 
 // Sample is one reading of cumulative counters.
 type Sample struct {
@@ -36,7 +34,7 @@ type NodeSample struct {
 
 // PodSample is one pod's running containers.
 type PodSample struct {
-	Ref        PodReference
+	Ref        stats.PodReference
 	StartTime  time.Time
 	Containers []ContainerSample
 }
@@ -69,12 +67,12 @@ func ptr(v uint64) *uint64 { return &v }
 
 // Summarize is the summary of cur, with CPU rates from prev (nil: the
 // first sample, no rates yet).
-func Summarize(prev *Sample, cur *Sample) Summary {
+func Summarize(prev *Sample, cur *Sample) stats.Summary {
 	t := metav1.NewTime(cur.Time)
 	n := cur.Node
-	s := Summary{Pods: []PodStats{}}
-	s.Node = NodeStats{NodeName: cur.NodeName, StartTime: metav1.NewTime(n.BootTime),
-		CPU: &CPUStats{Time: t, UsageCoreNanoSeconds: ptr(uint64(n.CPU))}}
+	s := stats.Summary{Pods: []stats.PodStats{}}
+	s.Node = stats.NodeStats{NodeName: cur.NodeName, StartTime: metav1.NewTime(n.BootTime),
+		CPU: &stats.CPUStats{Time: t, UsageCoreNanoSeconds: ptr(uint64(n.CPU))}}
 	if prev != nil {
 		if r, ok := rate(uint64(prev.Node.CPU), uint64(n.CPU), prev.Time, cur.Time); ok {
 			s.Node.CPU.UsageNanoCores = ptr(r)
@@ -83,7 +81,7 @@ func Summarize(prev *Sample, cur *Sample) Summary {
 	if n.MemTotal > 0 {
 		usage := n.MemTotal - min(n.MemFree, n.MemTotal)
 		ws := usage - min(n.InactiveFile, usage)
-		s.Node.Memory = &MemoryStats{Time: t, UsageBytes: ptr(usage), WorkingSetBytes: ptr(ws), AvailableBytes: ptr(n.MemTotal - ws)}
+		s.Node.Memory = &stats.MemoryStats{Time: t, UsageBytes: ptr(usage), WorkingSetBytes: ptr(ws), AvailableBytes: ptr(n.MemTotal - ws)}
 	}
 	before := map[string]ContainerSample{}
 	if prev != nil {
@@ -94,14 +92,14 @@ func Summarize(prev *Sample, cur *Sample) Summary {
 		}
 	}
 	for _, p := range cur.Pods {
-		ps := PodStats{PodRef: p.Ref, StartTime: metav1.NewTime(p.StartTime), Containers: []ContainerStats{}}
+		ps := stats.PodStats{PodRef: p.Ref, StartTime: metav1.NewTime(p.StartTime), Containers: []stats.ContainerStats{}}
 		var podCPU, podRate, podWS, podUsage, podRSS uint64
 		allRates, anyCPU, anyMem := true, false, false
 		for _, c := range p.Containers {
-			cs := ContainerStats{Name: c.Name, StartTime: metav1.NewTime(c.StartTime)}
+			cs := stats.ContainerStats{Name: c.Name, StartTime: metav1.NewTime(c.StartTime)}
 			if c.HasCPU {
 				anyCPU = true
-				cs.CPU = &CPUStats{Time: metav1.NewTime(c.CPUTime), UsageCoreNanoSeconds: ptr(c.CPU)}
+				cs.CPU = &stats.CPUStats{Time: metav1.NewTime(c.CPUTime), UsageCoreNanoSeconds: ptr(c.CPU)}
 				podCPU += c.CPU
 				if b, ok := before[c.ID]; ok && b.HasCPU {
 					if r, ok := rate(b.CPU, c.CPU, b.CPUTime, c.CPUTime); ok {
@@ -116,20 +114,20 @@ func Summarize(prev *Sample, cur *Sample) Summary {
 			}
 			if c.HasMemory {
 				anyMem = true
-				cs.Memory = &MemoryStats{Time: metav1.NewTime(c.MemTime), WorkingSetBytes: ptr(c.WorkingSet), UsageBytes: ptr(c.Usage),
+				cs.Memory = &stats.MemoryStats{Time: metav1.NewTime(c.MemTime), WorkingSetBytes: ptr(c.WorkingSet), UsageBytes: ptr(c.Usage),
 					RSSBytes: ptr(c.RSS), PageFaults: ptr(c.PageFaults), MajorPageFaults: ptr(c.MajorPageFaults)}
 				podWS, podUsage, podRSS = podWS+c.WorkingSet, podUsage+c.Usage, podRSS+c.RSS
 			}
 			ps.Containers = append(ps.Containers, cs)
 		}
 		if anyCPU {
-			ps.CPU = &CPUStats{Time: t, UsageCoreNanoSeconds: ptr(podCPU)}
+			ps.CPU = &stats.CPUStats{Time: t, UsageCoreNanoSeconds: ptr(podCPU)}
 			if allRates {
 				ps.CPU.UsageNanoCores = ptr(podRate)
 			}
 		}
 		if anyMem {
-			ps.Memory = &MemoryStats{Time: t, WorkingSetBytes: ptr(podWS), UsageBytes: ptr(podUsage), RSSBytes: ptr(podRSS)}
+			ps.Memory = &stats.MemoryStats{Time: t, WorkingSetBytes: ptr(podWS), UsageBytes: ptr(podUsage), RSSBytes: ptr(podRSS)}
 		}
 		s.Pods = append(s.Pods, ps)
 	}

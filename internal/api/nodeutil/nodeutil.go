@@ -1,9 +1,9 @@
-package controller
+package nodeutil
 
 import corev1 "k8s.io/api/core/v1"
 
-// NodeReady says whether node's Ready condition is True.
-func NodeReady(node *corev1.Node) bool {
+// IsReady reports whether the node's Ready condition is True.
+func IsReady(node *corev1.Node) bool {
 	for _, c := range node.Status.Conditions {
 		if c.Type == corev1.NodeReady {
 			return c.Status == corev1.ConditionTrue

@@ -1,0 +1,3 @@
+// Package nodeutil holds the questions components ask of a Node's status,
+// answered one way for all of them.
+package nodeutil
