@@ -25,9 +25,9 @@ import (
 
 	"plainkube.dev/plainkube/internal/admission/defaulttolerationseconds"
 	saadmission "plainkube.dev/plainkube/internal/admission/serviceaccount"
-	"plainkube.dev/plainkube/internal/apiserver/allocator"
 	"plainkube.dev/plainkube/internal/apiextensions"
 	"plainkube.dev/plainkube/internal/apiserver"
+	"plainkube.dev/plainkube/internal/apiserver/allocator"
 	"plainkube.dev/plainkube/internal/auth"
 	"plainkube.dev/plainkube/internal/loopback"
 	"plainkube.dev/plainkube/internal/openapi"
