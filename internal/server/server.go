@@ -51,8 +51,12 @@ type Options struct {
 	// embedded one.
 	EtcdServers []string
 	// InMemory keeps everything in memory (tests); it ignores EtcdServers.
-	InMemory    bool
-	ServiceCIDR string
+	InMemory bool
+	// JoinTokenTTL is how long the join token made at the first start
+	// lasts (0: it does not expire; plainkube server defaults to
+	// DefaultJoinTokenTTL).
+	JoinTokenTTL time.Duration
+	ServiceCIDR  string
 	// ClusterDNS is the kube-dns Service's address (default: the tenth
 	// of the service range, 10.96.0.10); "none" creates no such Service.
 	ClusterDNS string
@@ -125,7 +129,8 @@ type Server struct {
 
 	// JoinURL, JoinToken and CAHash are what `plainkube agent` joins with
 	// (see JoinCommand).
-	JoinURL, JoinToken, CAHash string
+	JoinURL, CAHash string
+	JoinToken       JoinToken
 }
 
 // Start brings up a control plane and returns once it is ready to serve.
@@ -283,7 +288,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	}
 	s.JoinURL = "https://" + net.JoinHostPort(advertiseHost(opts.BindAddress, advertise), strconv.Itoa(port))
 	s.CAHash = pki.CertHash(bundle.CACert)
-	if s.JoinToken, err = ensureJoinToken(ctx, s.LoopbackConfig(), opts.DataDir); err != nil {
+	if s.JoinToken, err = ensureJoinToken(ctx, s.LoopbackConfig(), opts.DataDir, opts.JoinTokenTTL); err != nil {
 		s.stop()
 		return nil, fmt.Errorf("join token: %w", err)
 	}
