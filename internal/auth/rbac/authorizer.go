@@ -2,8 +2,10 @@ package rbac
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
+	"sync/atomic"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
@@ -22,19 +24,30 @@ type Source interface {
 }
 
 // Authorizer is the RBAC authorizer over a Source.
-type Authorizer struct{ src Source }
+type Authorizer struct{ src atomic.Pointer[Source] }
 
 var _ auth.Authorizer = (*Authorizer)(nil)
 
-// New returns the RBAC authorizer reading from src.
-func New(src Source) *Authorizer { return &Authorizer{src: src} }
+// New returns the RBAC authorizer reading from src; with a nil src it has
+// no opinion on anything until SetSource gives it one (the API server's
+// authorizer exists before the informers it reads through the API).
+func New(src Source) *Authorizer {
+	a := &Authorizer{}
+	if src != nil {
+		a.SetSource(src)
+	}
+	return a
+}
+
+// SetSource makes a read from src.
+func (r *Authorizer) SetSource(src Source) { r.src.Store(&src) }
 
 // Authorize allows a request one of the user's rules covers, with a reason
 // naming the binding that allowed it; otherwise it has no opinion, and the
 // reason lists what went wrong on the way (a binding whose role does not
 // exist), as upstream's "RBAC: …" detail of a 403.
 func (r *Authorizer) Authorize(_ context.Context, a auth.Attributes) (auth.Decision, string, error) {
-	if a.User == nil {
+	if a.User == nil || r.src.Load() == nil {
 		return auth.NoOpinion, "", nil
 	}
 	var errs []error
@@ -66,6 +79,9 @@ func (r *Authorizer) Authorize(_ context.Context, a auth.Attributes) (auth.Decis
 // met reading them: what SelfSubjectRulesReview answers and what
 // escalation prevention compares against.
 func (r *Authorizer) RulesFor(u *auth.User, namespace string) ([]rbacv1.PolicyRule, error) {
+	if r.src.Load() == nil {
+		return nil, errors.New("RBAC: the authorizer has not read the roles and bindings yet")
+	}
 	var rules []rbacv1.PolicyRule
 	var errs []error
 	r.visit(u, namespace, func(_ string, rs []rbacv1.PolicyRule, err error) bool {
@@ -82,15 +98,16 @@ func (r *Authorizer) RulesFor(u *auth.User, namespace string) ([]rbacv1.PolicyRu
 // ClusterRoleBindings, then the RoleBindings of namespace, each in name
 // order, until f returns false. grant describes the binding for a reason.
 func (r *Authorizer) visit(u *auth.User, namespace string, f func(grant string, rules []rbacv1.PolicyRule, err error) bool) {
+	src := *r.src.Load()
 	keys := userKeys(u)
-	crbs := r.src.ClusterRoleBindings(keys)
+	crbs := src.ClusterRoleBindings(keys)
 	sort.Slice(crbs, func(i, j int) bool { return crbs[i].Name < crbs[j].Name })
 	for _, b := range crbs {
 		s := subjectFor(u, b.Subjects, "")
 		if s == nil {
 			continue
 		}
-		rules, err := r.roleRules(b.RoleRef, "")
+		rules, err := roleRules(src, b.RoleRef, "")
 		grant := fmt.Sprintf("ClusterRoleBinding %q of %s %q to %s", b.Name, b.RoleRef.Kind, b.RoleRef.Name, describe(s))
 		if !f(grant, rules, err) {
 			return
@@ -99,14 +116,14 @@ func (r *Authorizer) visit(u *auth.User, namespace string, f func(grant string, 
 	if namespace == "" {
 		return
 	}
-	rbs := r.src.RoleBindings(namespace, keys)
+	rbs := src.RoleBindings(namespace, keys)
 	sort.Slice(rbs, func(i, j int) bool { return rbs[i].Name < rbs[j].Name })
 	for _, b := range rbs {
 		s := subjectFor(u, b.Subjects, namespace)
 		if s == nil {
 			continue
 		}
-		rules, err := r.roleRules(b.RoleRef, namespace)
+		rules, err := roleRules(src, b.RoleRef, namespace)
 		grant := fmt.Sprintf("RoleBinding %q of %s %q to %s", b.Name+"/"+namespace, b.RoleRef.Kind, b.RoleRef.Name, describe(s))
 		if !f(grant, rules, err) {
 			return
@@ -116,10 +133,10 @@ func (r *Authorizer) visit(u *auth.User, namespace string, f func(grant string, 
 
 // roleRules are the rules of the role ref points at: a ClusterRole, or a
 // Role of namespace.
-func (r *Authorizer) roleRules(ref rbacv1.RoleRef, namespace string) ([]rbacv1.PolicyRule, error) {
+func roleRules(src Source, ref rbacv1.RoleRef, namespace string) ([]rbacv1.PolicyRule, error) {
 	switch ref.Kind {
 	case "ClusterRole":
-		role, err := r.src.ClusterRole(ref.Name)
+		role, err := src.ClusterRole(ref.Name)
 		if err != nil {
 			return nil, err
 		}
@@ -128,7 +145,7 @@ func (r *Authorizer) roleRules(ref rbacv1.RoleRef, namespace string) ([]rbacv1.P
 		if namespace == "" {
 			return nil, fmt.Errorf("a ClusterRoleBinding may not refer to Role %q", ref.Name)
 		}
-		role, err := r.src.Role(namespace, ref.Name)
+		role, err := src.Role(namespace, ref.Name)
 		if err != nil {
 			return nil, err
 		}
