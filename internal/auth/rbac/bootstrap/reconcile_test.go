@@ -111,8 +111,8 @@ func TestReconcileClusterRole(t *testing.T) {
 		existing: []rbacv1.ClusterRole{stored(podReader(), storedMeta, protect, withRules())},
 		desired:  podReader(),
 		want: &Action[rbacv1.ClusterRole]{
-			Op:           Skip,
-			Object:       stored(podReader(), storedMeta, protect, withRules()),
+			Op:     Skip,
+			Object: stored(podReader(), storedMeta, protect, withRules()),
 			MissingRules: rules(
 				rule("get").groups(coreGroup).resources("pods"),
 				rule("list").groups(coreGroup).resources("pods"),
