@@ -78,7 +78,8 @@ func (p Plan) Empty() bool {
 //     rule the desired role does not have. An aggregated ClusterRole's rules
 //     are the aggregation controller's: the desired one has none, so
 //     reconciliation never touches them;
-//   - a binding whose roleRef differs is deleted and recreated.
+//   - a binding whose roleRef differs is deleted and recreated (unless
+//     autoupdate is "false" on it).
 //
 // Two upgrade steps of upstream come first: if system:aggregate-to-admin,
 // -edit or -view is missing while admin, edit or view exists without an
