@@ -2,7 +2,8 @@
 // answers "may this user do this" from Roles, ClusterRoles and their
 // bindings, as upstream's kube-apiserver does, and says what a user holds
 // (RulesFor) so that the API server can refuse a role or binding that would
-// grant more than its creator has (Covers, escalation prevention).
+// grant more than its creator has (escalation prevention, with the
+// published k8s.io/component-helpers/auth/rbac/validation.Covers).
 //
 // It reads bindings and roles from watch caches through a Source, indexed
 // by subject, so a decision looks only at the bindings naming the user, one
@@ -11,6 +12,6 @@
 // authorizer in the chain (or the final 403) decides.
 //
 // The pure part — does a rule cover a request (rules.go), does a subject
-// name a user (subjects.go), do a user's rules cover others (covers.go) —
-// is table-tested on its own.
+// name a user (subjects.go) — is table-tested on its own. The default
+// policy every server reconciles at start is package bootstrap.
 package rbac

@@ -77,37 +77,6 @@ func TestAppliesTo(t *testing.T) {
 	}
 }
 
-func TestCovers(t *testing.T) {
-	edit := []rbacv1.PolicyRule{
-		{Verbs: []string{"get", "list", "create", "delete"}, APIGroups: []string{"", "apps"}, Resources: []string{"pods", "deployments", "*/scale"}},
-		{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"a", "b"}},
-		{Verbs: []string{"get"}, NonResourceURLs: []string{"/metrics/*"}},
-	}
-	for _, tt := range []struct {
-		name   string
-		wanted []rbacv1.PolicyRule
-		want   bool
-	}{
-		{"subset", []rbacv1.PolicyRule{{Verbs: []string{"get"}, APIGroups: []string{"apps"}, Resources: []string{"deployments"}}}, true},
-		{"more verbs", []rbacv1.PolicyRule{{Verbs: []string{"get", "update"}, APIGroups: []string{"apps"}, Resources: []string{"deployments"}}}, false},
-		{"star verb", []rbacv1.PolicyRule{{Verbs: []string{"*"}, APIGroups: []string{""}, Resources: []string{"pods"}}}, false},
-		{"subresource through */scale", []rbacv1.PolicyRule{{Verbs: []string{"get"}, APIGroups: []string{"apps"}, Resources: []string{"deployments/scale"}}}, true},
-		{"other subresource", []rbacv1.PolicyRule{{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"pods/exec"}}}, false},
-		{"named secret", []rbacv1.PolicyRule{{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"b"}}}, true},
-		{"all secrets", []rbacv1.PolicyRule{{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"secrets"}}}, false},
-		{"url under prefix", []rbacv1.PolicyRule{{Verbs: []string{"get"}, NonResourceURLs: []string{"/metrics/cadvisor"}}}, true},
-		{"url outside", []rbacv1.PolicyRule{{Verbs: []string{"get"}, NonResourceURLs: []string{"/logs"}}}, false},
-	} {
-		got, missing := Covers(edit, tt.wanted)
-		if got != tt.want || got != (len(missing) == 0) {
-			t.Errorf("%s: Covers = %v (missing %v), want %v", tt.name, got, missing, tt.want)
-		}
-	}
-	if ok, _ := Covers([]rbacv1.PolicyRule{{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}}, {Verbs: []string{"*"}, NonResourceURLs: []string{"*"}}}, edit); !ok {
-		t.Error("cluster-admin's rules do not cover edit's")
-	}
-}
-
 func clusterRole(name string, rules ...rbacv1.PolicyRule) *rbacv1.ClusterRole {
 	return &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules}
 }
