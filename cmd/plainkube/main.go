@@ -118,6 +118,7 @@ func runServer(args []string) error {
 	fs.StringVar(&opts.ServiceAccountIssuer, "service-account-issuer", "https://kubernetes.default.svc.cluster.local", "issuer (iss) of service-account tokens, and the API server's audience")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	disableControllers := fs.Bool("disable-controllers", false, "do not run the controller manager in this process")
+	controllersFlag := fs.String("controllers", "*", controllermanager.ControllersFlagUsage())
 	disableScheduler := fs.Bool("disable-scheduler", false, "do not run the scheduler in this process")
 	disableNode := fs.Bool("disable-node", false, "do not run a node agent on this host (by default one runs, with containerd, as root; its API listens on port 10250)")
 	fs.Bool("enable-node", true, "deprecated, the default: a node agent runs unless --disable-node is given")
@@ -153,11 +154,15 @@ func runServer(args []string) error {
 	if err != nil {
 		return err
 	}
+	controllers, err := controllermanager.ParseControllers(*controllersFlag)
+	if err != nil {
+		return err
+	}
 	if !*disableControllers {
 		opts.Components = append(opts.Components, func(ctx context.Context, env server.ComponentEnv) error {
 			return controllermanager.Run(ctx, env.Config, controllermanager.Options{RootCA: env.CAPEM, LeaderElect: true,
 				NodeMonitorGracePeriod: *nodeGrace, ClusterCIDR: podRange, SigningCA: &csrsigning.CA{Cert: env.CACert, Key: env.CAKey},
-				Informers: env.Informers})
+				Informers: env.Informers, Controllers: controllers})
 		})
 	}
 	if !*disableScheduler {
@@ -265,12 +270,17 @@ func runControllerManager(args []string) error {
 	leaderElect := fs.Bool("leader-elect", true, "act only while holding the kube-system/kube-controller-manager Lease")
 	signingCert := fs.String("cluster-signing-cert-file", "", "PEM CA certificate that signs approved certificate signing requests (with --cluster-signing-key-file)")
 	signingKey := fs.String("cluster-signing-key-file", "", "PEM private key of --cluster-signing-cert-file")
+	controllersFlag := fs.String("controllers", "*", controllermanager.ControllersFlagUsage())
 	fs.Parse(args)
+	controllers, err := controllermanager.ParseControllers(*controllersFlag)
+	if err != nil {
+		return err
+	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
 	if err != nil {
 		return err
 	}
-	o := controllermanager.Options{RootCA: rootCA(cfg), LeaderElect: *leaderElect}
+	o := controllermanager.Options{RootCA: rootCA(cfg), LeaderElect: *leaderElect, Controllers: controllers}
 	if (*signingCert == "") != (*signingKey == "") {
 		return errors.New("--cluster-signing-cert-file and --cluster-signing-key-file go together")
 	}
