@@ -29,6 +29,7 @@ import (
 	"plainkube.dev/plainkube/internal/apiserver"
 	"plainkube.dev/plainkube/internal/apiserver/allocator"
 	"plainkube.dev/plainkube/internal/auth"
+	"plainkube.dev/plainkube/internal/auth/rbac"
 	"plainkube.dev/plainkube/internal/loopback"
 	"plainkube.dev/plainkube/internal/openapi"
 	"plainkube.dev/plainkube/internal/pki"
@@ -199,6 +200,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	}
 	resources := all.Resources()
 	scheme := apiserver.Scheme()
+	rbacAuthz := rbac.New(nil) // reads its roles once the API serves them (startRBAC)
 	api, err := apiserver.New(apiserver.Config{
 		Storage:         s.store,
 		Resources:       resources,
@@ -206,7 +208,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		ServiceAccounts: saTokens,
 		Admission:       admission,
 		Authorizer: auth.Chain{auth.MastersAuthorizer{}, auth.PublicInfoAuthorizer{}, auth.BasicUserAuthorizer{},
-			auth.IssuerDiscoveryAuthorizer{}, auth.NodeAuthorizer{}, auth.BootstrapperAuthorizer{}, auth.ClusterInfoAuthorizer{}},
+			auth.IssuerDiscoveryAuthorizer{}, auth.NodeAuthorizer{}, auth.BootstrapperAuthorizer{}, auth.ClusterInfoAuthorizer{}, rbacAuthz},
 		Version: apiserver.VersionInfo{Major: version.Major, Minor: version.Minor, GitVersion: version.GitVersion(),
 			GitCommit: version.GitCommit, GoVersion: runtime.Version(), Platform: version.Platform()},
 		Hooks: map[schema.GroupResource]apiserver.Hooks{{Resource: "services"}: alloc.Hooks(),
@@ -237,7 +239,13 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	// the server is ready once the CRDs stored are served.
 	crdsServed := make(chan struct{})
 	api.AddReadinessGate(crdsServed)
+	rbacReady := make(chan struct{})
+	api.AddReadinessGate(rbacReady)
 	go api.Run(ctx)
+	if err := startRBAC(ctx, s.LoopbackConfig(), rbacAuthz, log, rbacReady); err != nil {
+		s.stop()
+		return nil, fmt.Errorf("RBAC: %w", err)
+	}
 	synced, err := apiextensions.Start(ctx, s.LoopbackConfig(), api)
 	if err != nil {
 		s.stop()
