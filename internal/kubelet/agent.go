@@ -32,6 +32,7 @@ import (
 
 	"plainkube.dev/plainkube/internal/image/pause"
 	"plainkube.dev/plainkube/internal/kubelet/containerd"
+	"plainkube.dev/plainkube/internal/kubelet/network"
 	kubeletserver "plainkube.dev/plainkube/internal/kubelet/server"
 	"plainkube.dev/plainkube/internal/reconcile"
 	"plainkube.dev/plainkube/internal/resolvconf"
@@ -45,15 +46,14 @@ type Agent struct {
 	rt      *containerd.Process
 	host    host
 	nodeUID types.UID
-	netMu   sync.Mutex
-	podCIDR string // the Node's spec.podCIDR, once configured
+	net     *network.PodNetwork
 	probes  probes
 	pods    listersv1.PodLister
 	// services feed the containers' service environment variables.
 	services listersv1.ServiceLister
 	// recorder records events (nil until Run starts it).
 	recorder     record.EventRecorder
-	hostDNS      resolvConf // the node's resolver configuration
+	hostDNS      network.ResolvConf // the node's resolver configuration
 	termMessages termMessages
 	vols         volumeManager
 	// apiSynced is set once the node is registered and the pod informer
@@ -127,7 +127,8 @@ func (a *Agent) Run(ctx context.Context) error {
 		return err
 	}
 	a.host = readHost(a.opts, version)
-	a.hostDNS = resolvConf(resolvconf.Host())
+	a.hostDNS = network.ResolvConf(resolvconf.Host())
+	a.net = network.NewPodNetwork(a.rt.CNIConfDir(), filepath.Join(a.opts.DataDir, "cni", "ipam"))
 	a.startRecorder(ctx)
 	q := reconcile.NewQueue[types.NamespacedName]("kubelet-pods")
 	var wg sync.WaitGroup

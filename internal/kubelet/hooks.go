@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"plainkube.dev/plainkube/internal/api/podutil"
 )
 
 // Lifecycle hooks. A container's postStart hook runs right after the
@@ -92,7 +93,7 @@ func (a *Agent) postStart(ctx context.Context, pod *corev1.Pod, c *corev1.Contai
 // is set and the container has one), then SIGTERM and, after what is
 // left of the grace period, SIGKILL. It records a Killing event.
 func (a *Agent) killContainer(ctx context.Context, pod *corev1.Pod, act action, podIP string, preStop bool) error {
-	c := specContainer(pod, act.Container)
+	c := podutil.Container(pod, act.Container)
 	msg := act.Message
 	if msg == "" && c != nil {
 		msg = "Stopping container " + c.Name

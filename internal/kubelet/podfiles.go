@@ -13,6 +13,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"plainkube.dev/plainkube/internal/kubelet/logs"
+	"plainkube.dev/plainkube/internal/kubelet/network"
 )
 
 // Files the agent keeps per pod under <DataDir>/pod-files/<pod uid>/:
@@ -63,7 +64,7 @@ func (a *Agent) writeHostsFile(pod *corev1.Pod, podIP string) (string, error) {
 	}
 	p := filepath.Join(dir, "etc-hosts")
 	tmp := p + ".tmp"
-	if err := os.WriteFile(tmp, hostsFile(pod, podIP, a.opts.ClusterDomain), 0o644); err != nil {
+	if err := os.WriteFile(tmp, network.HostsFile(pod, podIP, a.opts.ClusterDomain), 0o644); err != nil {
 		return "", err
 	}
 	return p, os.Rename(tmp, p)

@@ -16,8 +16,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"plainkube.dev/plainkube/internal/api/podutil"
+	"plainkube.dev/plainkube/internal/kubelet/env"
+	"plainkube.dev/plainkube/internal/kubelet/network"
 )
 
 // Labels the agent puts on sandboxes and containers (upstream's names, so
@@ -236,7 +240,7 @@ func namespaces(pod *corev1.Pod) *runtimeapi.NamespaceOption {
 }
 
 func (a *Agent) sandboxConfig(pod *corev1.Pod, attempt uint32) *runtimeapi.PodSandboxConfig {
-	hostname, _ := podHostname(pod, a.opts.ClusterDomain)
+	hostname, _ := network.Hostname(pod, a.opts.ClusterDomain)
 	if pod.Spec.HostNetwork {
 		hostname = ""
 	}
@@ -245,7 +249,7 @@ func (a *Agent) sandboxConfig(pod *corev1.Pod, attempt uint32) *runtimeapi.PodSa
 		Metadata:     &runtimeapi.PodSandboxMetadata{Name: pod.Name, Namespace: pod.Namespace, Uid: string(pod.UID), Attempt: attempt},
 		Hostname:     hostname,
 		LogDirectory: a.logDir(pod),
-		DnsConfig:    dns.criDNS(),
+		DnsConfig:    dns.CRI(),
 		Labels:       podLabels(pod),
 		Annotations:  pod.Annotations,
 		PortMappings: portMappings(pod),
@@ -256,8 +260,8 @@ func (a *Agent) sandboxConfig(pod *corev1.Pod, attempt uint32) *runtimeapi.PodSa
 }
 
 // podDNS is pod's resolver configuration on this node.
-func (a *Agent) podDNS(pod *corev1.Pod) (resolvConf, bool) {
-	return podDNS(pod, a.opts.ClusterDNS, a.opts.ClusterDomain, a.hostDNS)
+func (a *Agent) podDNS(pod *corev1.Pod) (network.ResolvConf, bool) {
+	return network.PodDNS(pod, a.opts.ClusterDNS, a.opts.ClusterDomain, a.hostDNS)
 }
 
 // podIP is the address of pod: its sandbox's, or the node's on the host
@@ -278,18 +282,6 @@ type startError struct {
 
 func (e *startError) Error() string { return "container " + e.Container + ": " + e.Err.Error() }
 func (e *startError) Unwrap() error { return e.Err }
-
-// specContainer is the init or other container of pod called name.
-func specContainer(pod *corev1.Pod, name string) *corev1.Container {
-	for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
-		for i := range list {
-			if list[i].Name == name {
-				return &list[i]
-			}
-		}
-	}
-	return nil
-}
 
 // portMappings are the pod's hostPorts, for the CNI portmap plugin (a
 // hostNetwork pod listens on the host itself).
@@ -317,7 +309,7 @@ func portMappings(pod *corev1.Pod) []*runtimeapi.PortMapping {
 }
 
 func (a *Agent) startContainer(ctx context.Context, pod *corev1.Pod, act action) error {
-	c := specContainer(pod, act.Container)
+	c := podutil.Container(pod, act.Container)
 	if c == nil {
 		return fmt.Errorf("no container %q in the pod spec", act.Container)
 	}
@@ -349,19 +341,19 @@ func (a *Agent) startContainer(ctx context.Context, pod *corev1.Pod, act action)
 	}
 	labels := podLabels(pod)
 	labels[labelContainerName] = c.Name
-	env, err := a.containerEnv(ctx, pod, c, obs)
+	vars, err := a.containerEnv(ctx, pod, c, obs)
 	if err != nil {
 		return &startError{c.Name, "CreateContainerConfigError", err}
 	}
 	var envs []*runtimeapi.KeyValue
-	for _, e := range env {
+	for _, e := range vars {
 		envs = append(envs, &runtimeapi.KeyValue{Key: e.Name, Value: []byte(e.Value)})
 	}
 	vols, err := a.setupVolumes(ctx, pod)
 	if err != nil {
 		return &startError{c.Name, "CreateContainerConfigError", err}
 	}
-	mounts, err := containerMounts(pod, c, vols, env)
+	mounts, err := containerMounts(pod, c, vols, vars)
 	if err != nil {
 		return &startError{c.Name, "CreateContainerConfigError", err}
 	}
@@ -388,8 +380,8 @@ func (a *Agent) startContainer(ctx context.Context, pod *corev1.Pod, act action)
 	cfg := &runtimeapi.ContainerConfig{
 		Metadata:   &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: act.Attempt},
 		Image:      &runtimeapi.ImageSpec{Image: c.Image},
-		Command:    expandAll(c.Command, env),
-		Args:       expandAll(c.Args, env),
+		Command:    env.ExpandAll(c.Command, vars),
+		Args:       env.ExpandAll(c.Args, vars),
 		WorkingDir: c.WorkingDir,
 		Envs:       envs,
 		Mounts:     mounts,
@@ -450,8 +442,8 @@ func (a *Agent) podFileMounts(pod *corev1.Pod, c *corev1.Container, attempt uint
 
 // containerEnv reads the ConfigMaps and Secrets c's environment refers
 // to and resolves it.
-func (a *Agent) containerEnv(ctx context.Context, pod *corev1.Pod, c *corev1.Container, obs observed) ([]envVar, error) {
-	src := envSource{ConfigMaps: map[string]*corev1.ConfigMap{}, Secrets: map[string]*corev1.Secret{},
+func (a *Agent) containerEnv(ctx context.Context, pod *corev1.Pod, c *corev1.Container, obs observed) ([]env.Var, error) {
+	src := env.Source{ConfigMaps: map[string]*corev1.ConfigMap{}, Secrets: map[string]*corev1.Secret{},
 		HostIPs: []string{a.host.ip}, Allocatable: a.allocatable()}
 	switch {
 	case pod.Spec.HostNetwork:
@@ -463,7 +455,7 @@ func (a *Agent) containerEnv(ctx context.Context, pod *corev1.Pod, c *corev1.Con
 	if src.Services, err = a.serviceEnvFor(pod); err != nil {
 		return nil, err
 	}
-	cms, secrets := envRefs(c)
+	cms, secrets := env.Refs(c)
 	for _, name := range cms {
 		cm, err := a.cs.CoreV1().ConfigMaps(pod.Namespace).Get(ctx, name, metav1.GetOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
@@ -482,7 +474,7 @@ func (a *Agent) containerEnv(ctx context.Context, pod *corev1.Pod, c *corev1.Con
 			src.Secrets[name] = s
 		}
 	}
-	return containerEnv(pod, c, src)
+	return env.Resolve(pod, c, src)
 }
 
 // removeOrphans stops and removes the sandboxes of pods no longer bound to
@@ -504,4 +496,35 @@ func (a *Agent) removeOrphans(ctx context.Context, live map[types.UID]bool) {
 	}
 	a.cleanupOrphanVolumes(live)
 	a.removeOrphanPodFiles(live)
+}
+
+// serviceEnvFor reads, from the agent's cache, the Services whose
+// variables pod's containers get (serviceEnv). A static pod does not wait
+// for them, as upstream: until the agent has read them it gets none.
+func (a *Agent) serviceEnvFor(pod *corev1.Pod) (map[string]string, error) {
+	if !a.apiSynced.Load() {
+		if pod.Annotations[AnnotationConfigSource] == "file" {
+			return map[string]string{}, nil
+		}
+		return nil, fmt.Errorf("services have not yet been read at least once, cannot construct envvars")
+	}
+	var services []*corev1.Service
+	links := pod.Spec.EnableServiceLinks == nil || *pod.Spec.EnableServiceLinks
+	if links {
+		list, err := a.services.Services(pod.Namespace).List(labels.Everything())
+		if err != nil {
+			return nil, fmt.Errorf("failed to list services when setting up env vars: %w", err)
+		}
+		services = append(services, list...)
+	}
+	if !links || pod.Namespace != metav1.NamespaceDefault {
+		svc, err := a.services.Services(metav1.NamespaceDefault).Get("kubernetes")
+		switch {
+		case err == nil:
+			services = append(services, svc)
+		case !apierrors.IsNotFound(err):
+			return nil, fmt.Errorf("failed to list services when setting up env vars: %w", err)
+		}
+	}
+	return env.ServiceVars(services, pod.Namespace, pod.Spec.EnableServiceLinks), nil
 }

@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"plainkube.dev/plainkube/internal/kubelet/env"
 	"plainkube.dev/plainkube/internal/reconcile"
 )
 
@@ -109,7 +110,9 @@ func (m *volumeManager) forget(uid types.UID, live map[types.UID]bool) {
 
 // podMeta is what of a pod's metadata its downward API files show.
 func podMeta(pod *corev1.Pod) string {
-	return formatMap(pod.Labels) + "\x00" + formatMap(pod.Annotations)
+	labels, _ := env.PodField(pod, "metadata.labels", env.Source{})
+	annotations, _ := env.PodField(pod, "metadata.annotations", env.Source{})
+	return labels + "\x00" + annotations
 }
 
 // syncVolumes sets up, refreshes and checks pod's volumes during its

@@ -16,8 +16,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/ptr"
 
+	"plainkube.dev/plainkube/internal/api/podutil"
 	"plainkube.dev/plainkube/internal/kubelet/atomicwriter"
+	"plainkube.dev/plainkube/internal/kubelet/env"
 )
 
 // Volumes. Each volume of a pod that the agent provides itself is a
@@ -132,17 +135,17 @@ func getOptional[T any](get func(string) (*T, error), kind, name string, optiona
 }
 
 func configMapPayload(src *corev1.ConfigMapVolumeSource, objs volumeObjects) (payload, error) {
-	cm, err := getOptional(objs.ConfigMap, "configmap", src.Name, optional(src.Optional))
+	cm, err := getOptional(objs.ConfigMap, "configmap", src.Name, ptr.Deref(src.Optional, false))
 	if err != nil {
 		return nil, err
 	}
 	p := payload{}
-	err = keyFiles(p, configMapData(cm), src.Items, src.DefaultMode, optional(src.Optional), missingConfigMapKey)
+	err = keyFiles(p, configMapData(cm), src.Items, src.DefaultMode, ptr.Deref(src.Optional, false), missingConfigMapKey)
 	return p, err
 }
 
 func secretPayload(src *corev1.SecretVolumeSource, objs volumeObjects) (payload, error) {
-	s, err := getOptional(objs.Secret, "secret", src.SecretName, optional(src.Optional))
+	s, err := getOptional(objs.Secret, "secret", src.SecretName, ptr.Deref(src.Optional, false))
 	if err != nil {
 		return nil, err
 	}
@@ -151,7 +154,7 @@ func secretPayload(src *corev1.SecretVolumeSource, objs volumeObjects) (payload,
 		data = s.Data
 	}
 	p := payload{}
-	err = keyFiles(p, data, src.Items, src.DefaultMode, optional(src.Optional), missingSecretKey)
+	err = keyFiles(p, data, src.Items, src.DefaultMode, ptr.Deref(src.Optional, false), missingSecretKey)
 	return p, err
 }
 
@@ -170,11 +173,11 @@ func downwardAPIFiles(p payload, pod *corev1.Pod, items []corev1.DownwardAPIVolu
 		case it.FieldRef != nil:
 			v, err = volumeField(pod, it.FieldRef.FieldPath)
 		case it.ResourceFieldRef != nil:
-			c := specContainer(pod, it.ResourceFieldRef.ContainerName)
+			c := podutil.Container(pod, it.ResourceFieldRef.ContainerName)
 			if c == nil {
 				return fmt.Errorf("container %q not found in pod %s/%s", it.ResourceFieldRef.ContainerName, pod.Namespace, pod.Name)
 			}
-			v, err = containerResource(c, it.ResourceFieldRef, allocatable)
+			v, err = env.ContainerResource(c, it.ResourceFieldRef, allocatable)
 		default:
 			err = fmt.Errorf("item %q has neither fieldRef nor resourceFieldRef", it.Path)
 		}
@@ -192,7 +195,7 @@ func volumeField(pod *corev1.Pod, fieldPath string) (string, error) {
 	case fieldPath == "metadata.name", fieldPath == "metadata.namespace", fieldPath == "metadata.uid",
 		fieldPath == "metadata.labels", fieldPath == "metadata.annotations",
 		strings.HasPrefix(fieldPath, "metadata.labels['"), strings.HasPrefix(fieldPath, "metadata.annotations['"):
-		return podField(pod, fieldPath, envSource{})
+		return env.PodField(pod, fieldPath, env.Source{})
 	}
 	return "", fmt.Errorf("unsupported fieldPath %q in a downward API volume", fieldPath)
 }
@@ -239,19 +242,19 @@ func projectedPayload(pod *corev1.Pod, src *corev1.ProjectedVolumeSource, objs v
 		switch {
 		case s.ConfigMap != nil:
 			var cm *corev1.ConfigMap
-			cm, err = getOptional(objs.ConfigMap, "configmap", s.ConfigMap.Name, optional(s.ConfigMap.Optional))
+			cm, err = getOptional(objs.ConfigMap, "configmap", s.ConfigMap.Name, ptr.Deref(s.ConfigMap.Optional, false))
 			if err == nil {
-				err = keyFiles(p, configMapData(cm), s.ConfigMap.Items, &modeP, optional(s.ConfigMap.Optional), missingConfigMapKey)
+				err = keyFiles(p, configMapData(cm), s.ConfigMap.Items, &modeP, ptr.Deref(s.ConfigMap.Optional, false), missingConfigMapKey)
 			}
 		case s.Secret != nil:
 			var sec *corev1.Secret
-			sec, err = getOptional(objs.Secret, "secret", s.Secret.Name, optional(s.Secret.Optional))
+			sec, err = getOptional(objs.Secret, "secret", s.Secret.Name, ptr.Deref(s.Secret.Optional, false))
 			if err == nil {
 				var data map[string][]byte
 				if sec != nil {
 					data = sec.Data
 				}
-				err = keyFiles(p, data, s.Secret.Items, &modeP, optional(s.Secret.Optional), missingSecretKey)
+				err = keyFiles(p, data, s.Secret.Items, &modeP, ptr.Deref(s.Secret.Optional, false), missingSecretKey)
 			}
 		case s.DownwardAPI != nil:
 			err = downwardAPIFiles(p, pod, s.DownwardAPI.Items, &modeP, objs.Allocatable)
@@ -324,11 +327,7 @@ func onTmpfs(v *corev1.Volume) bool {
 // writer keeps names a symlink into its current version; the runtime
 // resolves it when the container is created, so (as upstream) such a
 // mount does not see later updates.
-func containerMounts(pod *corev1.Pod, c *corev1.Container, hostPaths map[string]string, env []envVar) ([]*runtimeapi.Mount, error) {
-	vars := map[string]string{}
-	for _, e := range env {
-		vars[e.Name] = e.Value
-	}
+func containerMounts(pod *corev1.Pod, c *corev1.Container, hostPaths map[string]string, vars []env.Var) ([]*runtimeapi.Mount, error) {
 	var mounts []*runtimeapi.Mount
 	for _, m := range c.VolumeMounts {
 		i := slices.IndexFunc(pod.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == m.Name })
@@ -338,7 +337,7 @@ func containerMounts(pod *corev1.Pod, c *corev1.Container, hostPaths map[string]
 		}
 		sub := m.SubPath
 		if m.SubPathExpr != "" {
-			sub = expand(m.SubPathExpr, lookup(vars))
+			sub = env.Expand(m.SubPathExpr, vars)
 			if sub == "" {
 				return nil, fmt.Errorf("volume mount %q: subPathExpr %q expands to nothing", m.Name, m.SubPathExpr)
 			}
