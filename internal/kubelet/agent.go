@@ -28,10 +28,10 @@ import (
 	listersv1 "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
 
 	"plainkube.dev/plainkube/internal/image/pause"
 	"plainkube.dev/plainkube/internal/kubelet/containerd"
+	"plainkube.dev/plainkube/internal/kubelet/events"
 	"plainkube.dev/plainkube/internal/kubelet/network"
 	kubeletserver "plainkube.dev/plainkube/internal/kubelet/server"
 	"plainkube.dev/plainkube/internal/reconcile"
@@ -51,8 +51,8 @@ type Agent struct {
 	pods    listersv1.PodLister
 	// services feed the containers' service environment variables.
 	services listersv1.ServiceLister
-	// recorder records events (nil until Run starts it).
-	recorder     record.EventRecorder
+	// events records events (nil until Run starts it).
+	events       *events.Recorder
 	hostDNS      network.ResolvConf // the node's resolver configuration
 	termMessages termMessages
 	vols         volumeManager
@@ -129,7 +129,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.host = readHost(a.opts, version)
 	a.hostDNS = network.ResolvConf(resolvconf.Host())
 	a.net = network.NewPodNetwork(a.rt.CNIConfDir(), filepath.Join(a.opts.DataDir, "cni", "ipam"))
-	a.startRecorder(ctx)
+	a.events = events.Start(ctx, a.cs, a.opts.NodeName)
 	q := reconcile.NewQueue[types.NamespacedName]("kubelet-pods")
 	var wg sync.WaitGroup
 	defer wg.Wait()

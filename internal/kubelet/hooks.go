@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"plainkube.dev/plainkube/internal/api/podutil"
+	"plainkube.dev/plainkube/internal/kubelet/events"
 )
 
 // Lifecycle hooks. A container's postStart hook runs right after the
@@ -82,10 +83,10 @@ func (a *Agent) postStart(ctx context.Context, pod *corev1.Pod, c *corev1.Contai
 	}
 	// As upstream, the event does not carry the hook's output (it may
 	// hold secrets); the container's waiting message does.
-	a.event(pod, c.Name, corev1.EventTypeWarning, evFailedPostStartHook, "PostStartHook failed")
+	a.events.Record(pod, c.Name, corev1.EventTypeWarning, events.FailedPostStartHook, "PostStartHook failed")
 	a.log.Info("postStart hook failed: killing the container", "pod", pod.Namespace+"/"+pod.Name, "container", c.Name, "err", err)
 	a.killContainer(ctx, pod, action{Kind: actStopContainer, ID: id, Container: c.Name, Grace: gracePeriod(pod),
-		Message: evFailedPostStartHook}, podIP, false)
+		Message: events.FailedPostStartHook}, podIP, false)
 	return &startError{c.Name, "PostStartHookError", err}
 }
 
@@ -99,7 +100,7 @@ func (a *Agent) killContainer(ctx context.Context, pod *corev1.Pod, act action, 
 		msg = "Stopping container " + c.Name
 	}
 	if c != nil {
-		a.event(pod, c.Name, corev1.EventTypeNormal, evKilling, "%s", msg)
+		a.events.Record(pod, c.Name, corev1.EventTypeNormal, events.Killing, "%s", msg)
 	}
 	grace := act.Grace
 	if preStop && c != nil && c.Lifecycle != nil && c.Lifecycle.PreStop != nil && grace > 0 {
@@ -108,7 +109,7 @@ func (a *Agent) killContainer(ctx context.Context, pod *corev1.Pod, act action, 
 		err := a.runHook(hctx, pod, c, act.ID, podIP, c.Lifecycle.PreStop)
 		cancel()
 		if err != nil {
-			a.event(pod, c.Name, corev1.EventTypeWarning, evFailedPreStopHook, "%s", err.Error())
+			a.events.Record(pod, c.Name, corev1.EventTypeWarning, events.FailedPreStopHook, "%s", err.Error())
 			a.log.Info("preStop hook failed", "pod", pod.Namespace+"/"+pod.Name, "container", c.Name, "err", err)
 		}
 		grace -= int64(time.Since(start).Seconds())

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
+	"plainkube.dev/plainkube/internal/kubelet/events"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -166,7 +167,7 @@ func (a *Agent) probe(ctx context.Context, pod *corev1.Pod, obs *observed) {
 				err := a.runProbe(ctx, pod, obs, run.ID, k.probe)
 				s = probeRecord(k.probe, s, err == nil, now)
 				if err != nil {
-					a.event(pod, c.Name, corev1.EventTypeWarning, evUnhealthy, "%s probe failed: %s", k.kind, err.Error())
+					a.events.Record(pod, c.Name, corev1.EventTypeWarning, events.Unhealthy, "%s probe failed: %s", k.kind, err.Error())
 				}
 				if err != nil && s.Failed && k.kind != "Readiness" {
 					msg := fmt.Sprintf("Container %s failed %s probe, will be restarted", c.Name, strings.ToLower(k.kind))

@@ -21,6 +21,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"plainkube.dev/plainkube/internal/api/podutil"
 	"plainkube.dev/plainkube/internal/kubelet/env"
+	"plainkube.dev/plainkube/internal/kubelet/events"
 	"plainkube.dev/plainkube/internal/kubelet/network"
 )
 
@@ -195,9 +196,9 @@ func (a *Agent) apply(ctx context.Context, pod *corev1.Pod, obs observed, acts [
 				_, err = rt.RunPodSandbox(ctx, sandboxCfg, "")
 			}
 			if err != nil {
-				a.event(pod, "", corev1.EventTypeWarning, evFailedCreatePodSandBox, "Failed to create pod sandbox: %v", err)
+				a.events.Record(pod, "", corev1.EventTypeWarning, events.FailedCreatePodSandBox, "Failed to create pod sandbox: %v", err)
 			} else if _, fellBack := a.podDNS(pod); fellBack && !pod.Spec.HostNetwork {
-				a.event(pod, "", corev1.EventTypeWarning, evMissingClusterDNS,
+				a.events.Record(pod, "", corev1.EventTypeWarning, events.MissingClusterDNS,
 					"pod: %q. kubelet does not have ClusterDNS IP configured and cannot create Pod using %q policy. Falling back to %q policy.",
 					podDesc(pod), corev1.DNSClusterFirst, corev1.DNSDefault)
 			}
@@ -398,17 +399,17 @@ func (a *Agent) startContainer(ctx context.Context, pod *corev1.Pod, act action)
 			SecurityContext: containerSecurity(pod, c),
 		},
 	}
-	a.event(pod, c.Name, corev1.EventTypeNormal, evPulled, "Container image %q already present on machine", c.Image)
+	a.events.Record(pod, c.Name, corev1.EventTypeNormal, events.Pulled, "Container image %q already present on machine", c.Image)
 	id, err := a.rt.Runtime.CreateContainer(ctx, obs.Sandbox.ID, cfg, sbCfg)
 	if err != nil {
 		return &startError{c.Name, "CreateContainerError", runtimeMessage(err)}
 	}
-	a.event(pod, c.Name, corev1.EventTypeNormal, evCreated, "Created container: %s", c.Name)
+	a.events.Record(pod, c.Name, corev1.EventTypeNormal, events.Created, "Created container: %s", c.Name)
 	a.log.Info("starting container", "pod", pod.Namespace+"/"+pod.Name, "container", c.Name, "id", shortID(id), "attempt", act.Attempt)
 	if err := a.rt.Runtime.StartContainer(ctx, id); err != nil {
 		return &startError{c.Name, "RunContainerError", runtimeMessage(err)}
 	}
-	a.event(pod, c.Name, corev1.EventTypeNormal, evStarted, "Started container %s", c.Name)
+	a.events.Record(pod, c.Name, corev1.EventTypeNormal, events.Started, "Started container %s", c.Name)
 	return a.postStart(ctx, pod, c, id, a.podIP(pod, obs))
 }
 

@@ -155,7 +155,7 @@ func (a *Agent) setupVolumes(ctx context.Context, pod *corev1.Pod) (map[string]s
 	}
 	paths, errs := a.writeVolumes(ctx, pod, pv.paths != nil)
 	for _, e := range errs {
-		a.event(pod, "", corev1.EventTypeWarning, "FailedMount", "%s", e.Error())
+		a.events.Record(pod, "", corev1.EventTypeWarning, "FailedMount", "%s", e.Error())
 		a.log.Warn("volume set-up", "pod", pod.Namespace+"/"+pod.Name, "err", e)
 	}
 	if pv.paths != nil {
@@ -175,7 +175,7 @@ func (a *Agent) setupVolumes(ctx context.Context, pod *corev1.Pod) (map[string]s
 					unmounted = append(unmounted, me.Volume)
 				}
 			}
-			a.event(pod, "", corev1.EventTypeWarning, "FailedMount", "%s", mountTimeoutMessage(unmounted))
+			a.events.Record(pod, "", corev1.EventTypeWarning, "FailedMount", "%s", mountTimeoutMessage(unmounted))
 			pv.waitSince = now
 		}
 		return nil, pv.err
@@ -293,7 +293,7 @@ const evictionGrace = 1
 // then goes as that of any finished pod.
 func (a *Agent) evict(ctx context.Context, pod *corev1.Pod, msg string) {
 	a.log.Info("evicting pod", "pod", pod.Namespace+"/"+pod.Name, "reason", msg)
-	a.event(pod, "", corev1.EventTypeWarning, "Evicted", "%s", msg)
+	a.events.Record(pod, "", corev1.EventTypeWarning, "Evicted", "%s", msg)
 	upd := pod.DeepCopy()
 	upd.Status.Phase, upd.Status.Reason, upd.Status.Message = corev1.PodFailed, "Evicted", msg
 	setCondition(&upd.Status, corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue,
