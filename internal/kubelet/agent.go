@@ -34,6 +34,7 @@ import (
 	"plainkube.dev/plainkube/internal/kubelet/events"
 	"plainkube.dev/plainkube/internal/kubelet/network"
 	kubeletserver "plainkube.dev/plainkube/internal/kubelet/server"
+	"plainkube.dev/plainkube/internal/kubelet/volumes"
 	"plainkube.dev/plainkube/internal/reconcile"
 	"plainkube.dev/plainkube/internal/resolvconf"
 )
@@ -55,7 +56,7 @@ type Agent struct {
 	events       *events.Recorder
 	hostDNS      network.ResolvConf // the node's resolver configuration
 	termMessages termMessages
-	vols         volumeManager
+	vols         *volumes.Manager
 	// apiSynced is set once the node is registered and the pod informer
 	// has synced; until then only static pods are synced.
 	apiSynced atomic.Bool
@@ -130,6 +131,8 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.hostDNS = network.ResolvConf(resolvconf.Host())
 	a.net = network.NewPodNetwork(a.rt.CNIConfDir(), filepath.Join(a.opts.DataDir, "cni", "ipam"))
 	a.events = events.Start(ctx, a.cs, a.opts.NodeName)
+	a.vols = volumes.NewManager(volumes.Config{Dir: filepath.Join(a.opts.DataDir, "volumes"), Client: a.cs,
+		ResyncInterval: a.opts.VolumeResyncInterval, Allocatable: a.allocatable(), Events: a.events, Logger: a.log})
 	q := reconcile.NewQueue[types.NamespacedName]("kubelet-pods")
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -309,7 +312,7 @@ func (a *Agent) syncPod(ctx context.Context, key types.NamespacedName) (res reco
 func (a *Agent) forgetPod(uid types.UID) error {
 	a.probes.set(uid, nil)
 	a.metrics.Forget(uid)
-	if err := a.cleanupVolumes(uid); err != nil {
+	if err := a.vols.Cleanup(uid); err != nil {
 		return err
 	}
 	return a.removePodFiles(uid)

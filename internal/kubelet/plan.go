@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"plainkube.dev/plainkube/internal/api/podspec"
+	"plainkube.dev/plainkube/internal/api/podutil"
 	"plainkube.dev/plainkube/internal/kubelet/podstatus"
 )
 
@@ -211,7 +212,7 @@ func plan(pod *corev1.Pod, obs observed, now time.Time) (acts []action, next tim
 	i, _ := initProgress(pod, obs)
 	// Sidecars that have started keep running, whatever their exit.
 	for j := range pod.Spec.InitContainers[:i] {
-		if c := &pod.Spec.InitContainers[j]; sidecar(c) {
+		if c := &pod.Spec.InitContainers[j]; podutil.IsSidecar(c) {
 			a, n := planContainer(c, obs, now, gracePeriod(pod), always)
 			acts, next = append(acts, a...), earliest(next, n)
 		}
@@ -219,7 +220,7 @@ func plan(pod *corev1.Pod, obs observed, now time.Time) (acts []action, next tim
 	if i < len(pod.Spec.InitContainers) {
 		c := &pod.Spec.InitContainers[i]
 		restart := func(code int32) bool { return initRestarts(pod.Spec.RestartPolicy, code) }
-		if sidecar(c) {
+		if podutil.IsSidecar(c) {
 			restart = always
 		}
 		a, n := planContainer(c, obs, now, gracePeriod(pod), restart)
@@ -311,12 +312,6 @@ func initRestarts(policy corev1.RestartPolicy, code int32) bool {
 	return code != 0 && policy != corev1.RestartPolicyNever
 }
 
-// sidecar reports whether init container c is a sidecar: it runs, and is
-// restarted whatever its exit, alongside the others until they finish.
-func sidecar(c *corev1.Container) bool {
-	return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
-}
-
 // initProgress is the index of the first init container that has not
 // completed (len(InitContainers) once all have, or once any of the
 // other containers has run: the pod was initialized), and whether it
@@ -329,7 +324,7 @@ func initProgress(pod *corev1.Pod, obs observed) (next int, failed bool) {
 	}
 	for i, c := range pod.Spec.InitContainers {
 		runs := obs.Containers[c.Name]
-		if sidecar(&c) {
+		if podutil.IsSidecar(&c) {
 			// A sidecar lets the next one start once it has started (and
 			// passed its startup probe, if it has one).
 			passed := slices.ContainsFunc(pod.Spec.InitContainers[i+1:], func(n corev1.Container) bool { return len(obs.Containers[n.Name]) > 0 })
@@ -367,7 +362,7 @@ func planDeletion(pod *corev1.Pod, obs observed, now time.Time) []action {
 	}
 	var sidecars []corev1.Container
 	for _, c := range slices.Concat(pod.Spec.InitContainers, pod.Spec.Containers) {
-		if sidecar(&c) {
+		if podutil.IsSidecar(&c) {
 			sidecars = append(sidecars, c)
 			continue
 		}
@@ -502,7 +497,7 @@ func podStatus(pod *corev1.Pod, obs observed, env nodeEnv, now time.Time) corev1
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
 		restart := func(code int32) bool { return initRestarts(pod.Spec.RestartPolicy, code) }
-		if sidecar(c) {
+		if podutil.IsSidecar(c) {
 			// Restarted whatever its exit, until the pod is done.
 			restart = func(int32) bool { return !terminal(pod.Status.Phase) && !allDone(pod, obs) }
 		}
@@ -510,7 +505,7 @@ func podStatus(pod *corev1.Pod, obs observed, env nodeEnv, now time.Time) corev1
 		initializing(c, &cs)
 		// An init container is ready once it has completed, a sidecar
 		// while it runs, has started and passes its readiness probe.
-		if !sidecar(c) {
+		if !podutil.IsSidecar(c) {
 			cs.Ready = cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0
 		}
 		st.InitContainerStatuses = append(st.InitContainerStatuses, cs)

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
+	"plainkube.dev/plainkube/internal/api/podutil"
 	"plainkube.dev/plainkube/internal/kubelet/events"
 
 	corev1 "k8s.io/api/core/v1"
@@ -137,7 +138,7 @@ func (a *Agent) probe(ctx context.Context, pod *corev1.Pod, obs *observed) {
 	now := time.Now()
 	var probed []*corev1.Container // sidecars and the others
 	for i := range pod.Spec.InitContainers {
-		if sidecar(&pod.Spec.InitContainers[i]) {
+		if podutil.IsSidecar(&pod.Spec.InitContainers[i]) {
 			probed = append(probed, &pod.Spec.InitContainers[i])
 		}
 	}

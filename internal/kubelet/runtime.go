@@ -23,6 +23,7 @@ import (
 	"plainkube.dev/plainkube/internal/kubelet/env"
 	"plainkube.dev/plainkube/internal/kubelet/events"
 	"plainkube.dev/plainkube/internal/kubelet/network"
+	"plainkube.dev/plainkube/internal/kubelet/volumes"
 )
 
 // Labels the agent puts on sandboxes and containers (upstream's names, so
@@ -350,11 +351,11 @@ func (a *Agent) startContainer(ctx context.Context, pod *corev1.Pod, act action)
 	for _, e := range vars {
 		envs = append(envs, &runtimeapi.KeyValue{Key: e.Name, Value: []byte(e.Value)})
 	}
-	vols, err := a.setupVolumes(ctx, pod)
+	vols, err := a.vols.Setup(ctx, pod)
 	if err != nil {
 		return &startError{c.Name, "CreateContainerConfigError", err}
 	}
-	mounts, err := containerMounts(pod, c, vols, vars)
+	mounts, err := volumes.ContainerMounts(pod, c, vols, vars)
 	if err != nil {
 		return &startError{c.Name, "CreateContainerConfigError", err}
 	}
@@ -495,7 +496,7 @@ func (a *Agent) removeOrphans(ctx context.Context, live map[types.UID]bool) {
 			_ = a.rt.Runtime.RemovePodSandbox(ctx, sb.Id)
 		}
 	}
-	a.cleanupOrphanVolumes(live)
+	a.vols.CleanupOrphans(live)
 	a.removeOrphanPodFiles(live)
 }
 

@@ -13,3 +13,9 @@ func Container(pod *corev1.Pod, name string) *corev1.Container {
 	}
 	return nil
 }
+
+// IsSidecar reports whether c, an init container, is a sidecar: one with
+// restartPolicy Always, which runs beside the pod's containers.
+func IsSidecar(c *corev1.Container) bool {
+	return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
+}
