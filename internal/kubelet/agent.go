@@ -33,6 +33,7 @@ import (
 	"plainkube.dev/plainkube/internal/kubelet/containerd"
 	"plainkube.dev/plainkube/internal/kubelet/events"
 	"plainkube.dev/plainkube/internal/kubelet/network"
+	"plainkube.dev/plainkube/internal/kubelet/probes"
 	kubeletserver "plainkube.dev/plainkube/internal/kubelet/server"
 	"plainkube.dev/plainkube/internal/kubelet/volumes"
 	"plainkube.dev/plainkube/internal/reconcile"
@@ -48,7 +49,7 @@ type Agent struct {
 	host    host
 	nodeUID types.UID
 	net     *network.PodNetwork
-	probes  probes
+	probes  *probes.Runner
 	pods    listersv1.PodLister
 	// services feed the containers' service environment variables.
 	services listersv1.ServiceLister
@@ -131,6 +132,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.hostDNS = network.ResolvConf(resolvconf.Host())
 	a.net = network.NewPodNetwork(a.rt.CNIConfDir(), filepath.Join(a.opts.DataDir, "cni", "ipam"))
 	a.events = events.Start(ctx, a.cs, a.opts.NodeName)
+	a.probes = probes.NewRunner(a.rt.Runtime, a.events, a.log)
 	a.vols = volumes.NewManager(volumes.Config{Dir: filepath.Join(a.opts.DataDir, "volumes"), Client: a.cs,
 		ResyncInterval: a.opts.VolumeResyncInterval, Allocatable: a.allocatable(), Events: a.events, Logger: a.log})
 	q := reconcile.NewQueue[types.NamespacedName]("kubelet-pods")
@@ -240,7 +242,7 @@ func (a *Agent) relist(ctx context.Context, q interface{ Add(types.NamespacedNam
 			}
 		}
 		a.removeOrphans(ctx, live)
-		a.probes.forget(live)
+		a.probes.Retain(live)
 		a.termMessages.forget(live)
 	}
 }
@@ -310,7 +312,7 @@ func (a *Agent) syncPod(ctx context.Context, key types.NamespacedName) (res reco
 // forgetPod drops what the agent keeps of a pod that has stopped for good:
 // its probes, volumes and files.
 func (a *Agent) forgetPod(uid types.UID) error {
-	a.probes.set(uid, nil)
+	a.probes.Forget(uid)
 	a.metrics.Forget(uid)
 	if err := a.vols.Cleanup(uid); err != nil {
 		return err
@@ -359,6 +361,19 @@ func (a *Agent) converge(ctx context.Context, pod *corev1.Pod) (converged, error
 			return out, err
 		}
 	}
+}
+
+// probe runs the due probes of pod's running containers and records
+// their results in obs.
+func (a *Agent) probe(ctx context.Context, pod *corev1.Pod, obs *observed) {
+	running := map[string]probes.Running{}
+	for name, runs := range obs.Containers {
+		if len(runs) > 0 && runs[0].State == stateRunning {
+			running[name] = probes.Running{ID: runs[0].ID, StartedAt: runs[0].StartedAt}
+		}
+	}
+	r := a.probes.Probe(ctx, pod, running, a.podIP(pod, *obs))
+	obs.Ready, obs.Started, obs.Unhealthy = r.Ready, r.Started, r.Unhealthy
 }
 
 // updateStatus writes the pod's status as podStatus computes it, if it

@@ -1,16 +1,9 @@
 package kubelet
 
 import (
-	"fmt"
-
 	corev1 "k8s.io/api/core/v1"
 	"plainkube.dev/plainkube/internal/kubelet/events"
 )
-
-// podDesc is a pod as upstream's messages name it: name_namespace(uid).
-func podDesc(pod *corev1.Pod) string {
-	return fmt.Sprintf("%s_%s(%s)", pod.Name, pod.Namespace, pod.UID)
-}
 
 // statusEvents records the events a status change shows: a container
 // entering a back-off or an error state. They are derived from the old
@@ -35,7 +28,7 @@ func (a *Agent) statusEvents(pod *corev1.Pod, old, cur corev1.PodStatus) {
 		}
 		switch w.Reason {
 		case "CrashLoopBackOff":
-			a.events.Record(pod, cs.Name, corev1.EventTypeWarning, events.BackOff, "Back-off restarting failed container %s in pod %s", cs.Name, podDesc(pod))
+			a.events.Record(pod, cs.Name, corev1.EventTypeWarning, events.BackOff, "Back-off restarting failed container %s in pod %s", cs.Name, events.PodDesc(pod))
 		case "ImagePullBackOff":
 			a.events.Record(pod, cs.Name, corev1.EventTypeNormal, events.BackOff, "Back-off pulling image %q", cs.Image)
 			a.events.Record(pod, cs.Name, corev1.EventTypeWarning, events.Failed, "Error: %s", w.Reason)

@@ -11,6 +11,7 @@ import (
 	"plainkube.dev/plainkube/internal/api/podspec"
 	"plainkube.dev/plainkube/internal/api/podutil"
 	"plainkube.dev/plainkube/internal/kubelet/podstatus"
+	"plainkube.dev/plainkube/internal/kubelet/probes"
 )
 
 // This file is the pure core of the agent: what to do for one pod, and what
@@ -353,7 +354,7 @@ const imageRecheck = 10 * time.Second
 // planDeletion stops everything of a pod marked for deletion, each
 // container with the pod's grace period, sidecars only once the others
 // have stopped (with what is left of the grace period, at least
-// minStopGrace), then removes the sandbox and deletes the pod object.
+// probes.MinStopGrace), then removes the sandbox and deletes the pod object.
 func planDeletion(pod *corev1.Pod, obs observed, now time.Time) []action {
 	var acts []action
 	grace := gracePeriod(pod)
@@ -374,7 +375,7 @@ func planDeletion(pod *corev1.Pod, obs observed, now time.Time) []action {
 	}
 	left := grace
 	if pod.DeletionTimestamp != nil && grace > 0 {
-		left = max(int64(pod.DeletionTimestamp.Sub(now).Seconds()), minStopGrace)
+		left = max(int64(pod.DeletionTimestamp.Sub(now).Seconds()), probes.MinStopGrace)
 		left = min(left, grace)
 	}
 	var sideStops []action

@@ -201,7 +201,7 @@ func (a *Agent) apply(ctx context.Context, pod *corev1.Pod, obs observed, acts [
 			} else if _, fellBack := a.podDNS(pod); fellBack && !pod.Spec.HostNetwork {
 				a.events.Record(pod, "", corev1.EventTypeWarning, events.MissingClusterDNS,
 					"pod: %q. kubelet does not have ClusterDNS IP configured and cannot create Pod using %q policy. Falling back to %q policy.",
-					podDesc(pod), corev1.DNSClusterFirst, corev1.DNSDefault)
+					events.PodDesc(pod), corev1.DNSClusterFirst, corev1.DNSDefault)
 			}
 		case actStartContainer:
 			err = a.startContainer(ctx, pod, act)
@@ -411,7 +411,33 @@ func (a *Agent) startContainer(ctx context.Context, pod *corev1.Pod, act action)
 		return &startError{c.Name, "RunContainerError", runtimeMessage(err)}
 	}
 	a.events.Record(pod, c.Name, corev1.EventTypeNormal, events.Started, "Started container %s", c.Name)
-	return a.postStart(ctx, pod, c, id, a.podIP(pod, obs))
+	podIP := a.podIP(pod, obs)
+	if err := a.probes.PostStart(ctx, pod, c, id, podIP); err != nil {
+		a.killContainer(ctx, pod, action{Kind: actStopContainer, ID: id, Container: c.Name, Grace: gracePeriod(pod),
+			Message: events.FailedPostStartHook}, podIP, false)
+		return &startError{c.Name, "PostStartHookError", err}
+	}
+	return nil
+}
+
+// killContainer stops a container: its preStop hook first (when preStop
+// is set and the container has one), then SIGTERM and, after what is
+// left of the grace period, SIGKILL. It records a Killing event.
+func (a *Agent) killContainer(ctx context.Context, pod *corev1.Pod, act action, podIP string, preStop bool) error {
+	c := podutil.Container(pod, act.Container)
+	msg := act.Message
+	if msg == "" && c != nil {
+		msg = "Stopping container " + c.Name
+	}
+	if c != nil {
+		a.events.Record(pod, c.Name, corev1.EventTypeNormal, events.Killing, "%s", msg)
+	}
+	grace := act.Grace
+	if preStop && c != nil {
+		grace = a.probes.PreStop(ctx, pod, c, act.ID, podIP, grace)
+	}
+	a.log.Info("stopping container", "pod", pod.Namespace+"/"+pod.Name, "container", act.Container, "id", shortID(act.ID), "grace", grace)
+	return a.rt.Runtime.StopContainer(ctx, act.ID, grace)
 }
 
 // podFileMounts adds to mounts the files the agent provides a container:

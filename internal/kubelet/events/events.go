@@ -66,3 +66,8 @@ func (r *Recorder) Record(pod *corev1.Pod, container, typ, reason, format string
 	}
 	r.r.Eventf(podRef(pod, container), typ, reason, format, args...)
 }
+
+// PodDesc is a pod as upstream's messages name it: name_namespace(uid).
+func PodDesc(pod *corev1.Pod) string {
+	return fmt.Sprintf("%s_%s(%s)", pod.Name, pod.Namespace, pod.UID)
+}
