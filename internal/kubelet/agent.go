@@ -35,6 +35,7 @@ import (
 	"plainkube.dev/plainkube/internal/kubelet/network"
 	"plainkube.dev/plainkube/internal/kubelet/probes"
 	kubeletserver "plainkube.dev/plainkube/internal/kubelet/server"
+	"plainkube.dev/plainkube/internal/kubelet/static"
 	"plainkube.dev/plainkube/internal/kubelet/volumes"
 	"plainkube.dev/plainkube/internal/reconcile"
 	"plainkube.dev/plainkube/internal/resolvconf"
@@ -61,7 +62,7 @@ type Agent struct {
 	// apiSynced is set once the node is registered and the pod informer
 	// has synced; until then only static pods are synced.
 	apiSynced atomic.Bool
-	static    *staticPods // nil without Options.ManifestsDir
+	static    *static.Pods // nil without Options.ManifestsDir
 	usage     usageState
 	metrics   *kubeletserver.Metrics
 }
@@ -144,7 +145,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	// Pods are synced from here on: static pods at once, the API's once
 	// the node is registered and the informer has synced.
 	if a.opts.ManifestsDir != "" {
-		a.static = newStaticPods()
+		a.static = static.NewPods()
 	}
 	wg.Go(func() { reconcile.ProcessQueue(ctx, q, a.opts.Workers, a.log, a.syncPod) })
 	wg.Go(func() { a.collectUsage(ctx) })
@@ -237,7 +238,7 @@ func (a *Agent) relist(ctx context.Context, q interface{ Add(types.NamespacedNam
 			q.Add(types.NamespacedName{Namespace: p.Namespace, Name: p.Name})
 		}
 		if a.static != nil {
-			for _, uid := range a.static.uids() {
+			for _, uid := range a.static.UIDs() {
 				live[uid] = true
 			}
 		}
@@ -264,7 +265,7 @@ func (a *Agent) syncPod(ctx context.Context, key types.NamespacedName) (res reco
 		pod = p
 	}
 	res, err = a.syncStatic(ctx, key, pod)
-	if err != nil || pod == nil || IsMirrorPod(pod) {
+	if err != nil || pod == nil || static.IsMirrorPod(pod) {
 		return res, err
 	}
 	if pod.Status.Phase == corev1.PodPending || pod.Status.Phase == "" {

@@ -23,6 +23,7 @@ import (
 	"plainkube.dev/plainkube/internal/kubelet/env"
 	"plainkube.dev/plainkube/internal/kubelet/events"
 	"plainkube.dev/plainkube/internal/kubelet/network"
+	"plainkube.dev/plainkube/internal/kubelet/static"
 	"plainkube.dev/plainkube/internal/kubelet/volumes"
 )
 
@@ -531,7 +532,7 @@ func (a *Agent) removeOrphans(ctx context.Context, live map[types.UID]bool) {
 // for them, as upstream: until the agent has read them it gets none.
 func (a *Agent) serviceEnvFor(pod *corev1.Pod) (map[string]string, error) {
 	if !a.apiSynced.Load() {
-		if pod.Annotations[AnnotationConfigSource] == "file" {
+		if pod.Annotations[static.AnnotationConfigSource] == "file" {
 			return map[string]string{}, nil
 		}
 		return nil, fmt.Errorf("services have not yet been read at least once, cannot construct envvars")
