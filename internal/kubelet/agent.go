@@ -34,6 +34,7 @@ import (
 	"plainkube.dev/plainkube/internal/kubelet/events"
 	"plainkube.dev/plainkube/internal/kubelet/network"
 	"plainkube.dev/plainkube/internal/kubelet/probes"
+	"plainkube.dev/plainkube/internal/kubelet/runtime"
 	kubeletserver "plainkube.dev/plainkube/internal/kubelet/server"
 	"plainkube.dev/plainkube/internal/kubelet/static"
 	"plainkube.dev/plainkube/internal/kubelet/volumes"
@@ -47,6 +48,7 @@ type Agent struct {
 	cs      kubernetes.Interface
 	log     *slog.Logger
 	rt      *containerd.Process
+	cri     *runtime.Runtime // rt's CRI services, as the agent uses them
 	host    host
 	nodeUID types.UID
 	net     *network.PodNetwork
@@ -55,10 +57,9 @@ type Agent struct {
 	// services feed the containers' service environment variables.
 	services listersv1.ServiceLister
 	// events records events (nil until Run starts it).
-	events       *events.Recorder
-	hostDNS      network.ResolvConf // the node's resolver configuration
-	termMessages termMessages
-	vols         *volumes.Manager
+	events  *events.Recorder
+	hostDNS network.ResolvConf // the node's resolver configuration
+	vols    *volumes.Manager
 	// apiSynced is set once the node is registered and the pod informer
 	// has synced; until then only static pods are synced.
 	apiSynced atomic.Bool
@@ -125,6 +126,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err := pause.Ensure(ctx, a.rt.Socket(), filepath.Join(a.opts.DataDir, "cache"), sandboxImage); err != nil {
 		return fmt.Errorf("importing the pause image: %w", err)
 	}
+	a.cri = runtime.New(a.rt.Runtime, a.rt.Images, a.log)
 	version, err := a.rt.Version(ctx)
 	if err != nil {
 		return err
@@ -133,7 +135,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.hostDNS = network.ResolvConf(resolvconf.Host())
 	a.net = network.NewPodNetwork(a.rt.CNIConfDir(), filepath.Join(a.opts.DataDir, "cni", "ipam"))
 	a.events = events.Start(ctx, a.cs, a.opts.NodeName)
-	a.probes = probes.NewRunner(a.rt.Runtime, a.events, a.log)
+	a.probes = probes.NewRunner(a.cri, a.events, a.log)
 	a.vols = volumes.NewManager(volumes.Config{Dir: filepath.Join(a.opts.DataDir, "volumes"), Client: a.cs,
 		ResyncInterval: a.opts.VolumeResyncInterval, Allocatable: a.allocatable(), Events: a.events, Logger: a.log})
 	q := reconcile.NewQueue[types.NamespacedName]("kubelet-pods")
@@ -244,7 +246,7 @@ func (a *Agent) relist(ctx context.Context, q interface{ Add(types.NamespacedNam
 		}
 		a.removeOrphans(ctx, live)
 		a.probes.Retain(live)
-		a.termMessages.forget(live)
+		a.cri.Forget(live)
 	}
 }
 
@@ -369,7 +371,7 @@ func (a *Agent) converge(ctx context.Context, pod *corev1.Pod) (converged, error
 func (a *Agent) probe(ctx context.Context, pod *corev1.Pod, obs *observed) {
 	running := map[string]probes.Running{}
 	for name, runs := range obs.Containers {
-		if len(runs) > 0 && runs[0].State == stateRunning {
+		if len(runs) > 0 && runs[0].State == runtime.Running {
 			running[name] = probes.Running{ID: runs[0].ID, StartedAt: runs[0].StartedAt}
 		}
 	}

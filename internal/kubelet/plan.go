@@ -12,52 +12,20 @@ import (
 	"plainkube.dev/plainkube/internal/api/podutil"
 	"plainkube.dev/plainkube/internal/kubelet/podstatus"
 	"plainkube.dev/plainkube/internal/kubelet/probes"
+	"plainkube.dev/plainkube/internal/kubelet/runtime"
 )
 
 // This file is the pure core of the agent: what to do for one pod, and what
 // its status is, as functions of the pod, what the runtime shows and the
 // time. It has no I/O, goroutines or clock; sync.go drives it.
 
-// sandbox is one pod sandbox as the runtime shows it.
-type sandbox struct {
-	ID      string
-	Attempt uint32
-	Ready   bool
-	IP      string
-}
-
-// containerRun is one container (one attempt of a spec container) as the
-// runtime shows it.
-type containerRun struct {
-	ID         string
-	Name       string
-	Attempt    uint32
-	State      runState
-	ExitCode   int32
-	Reason     string
-	Message    string
-	CreatedAt  time.Time
-	StartedAt  time.Time
-	FinishedAt time.Time
-	ImageRef   string
-}
-
-type runState int
-
-const (
-	stateCreated runState = iota
-	stateRunning
-	stateExited
-	stateUnknown
-)
-
 // observed is everything the runtime shows of one pod.
 type observed struct {
 	// Sandbox is the newest sandbox; Others are older ones, to remove.
-	Sandbox *sandbox
+	Sandbox *runtime.Sandbox
 	Others  []string
 	// Containers holds the runs of each spec container, newest first.
-	Containers map[string][]containerRun
+	Containers map[string][]runtime.Container
 	// MissingImages are the spec images the runtime does not have.
 	MissingImages map[string]bool
 	// Ready has the readiness probe result of each running container
@@ -108,7 +76,7 @@ func (a action) String() string {
 		s += " " + a.Container
 	}
 	if a.ID != "" {
-		s += " " + shortID(a.ID)
+		s += " " + runtime.ShortID(a.ID)
 	}
 	if a.Kind == actRunSandbox || a.Kind == actStartContainer {
 		s += fmt.Sprintf(" #%d", a.Attempt)
@@ -117,13 +85,6 @@ func (a action) String() string {
 		s += fmt.Sprintf(" grace=%ds", a.Grace)
 	}
 	return s
-}
-
-func shortID(id string) string {
-	if len(id) > 12 {
-		return id[:12]
-	}
-	return id
 }
 
 // Back-off between restarts of a crashing container, as upstream: the
@@ -136,7 +97,7 @@ const (
 )
 
 // restartDelay is how long after run exited its container may start again.
-func restartDelay(run containerRun) time.Duration {
+func restartDelay(run runtime.Container) time.Duration {
 	// A run that never started (its start failed) ran for no time.
 	ranLong := !run.StartedAt.IsZero() && run.FinishedAt.Sub(run.StartedAt) >= backoffReset
 	if run.Attempt == 0 || ranLong {
@@ -182,7 +143,7 @@ func plan(pod *corev1.Pod, obs observed, now time.Time) (acts []action, next tim
 		// and logs, but not a running sandbox.
 		for name, runs := range obs.Containers {
 			for _, r := range runs {
-				if r.State == stateRunning {
+				if r.State == runtime.Running {
 					acts = append(acts, action{Kind: actStopContainer, ID: r.ID, Container: name, Grace: gracePeriod(pod)})
 				}
 			}
@@ -258,7 +219,7 @@ func deadlineExceeded(pod *corev1.Pod, now time.Time) (bool, time.Time) {
 
 // garbage are the runs of a container to remove: all but the newest and
 // the one before it (its lastState).
-func garbage(runs []containerRun) []action {
+func garbage(runs []runtime.Container) []action {
 	var acts []action
 	for _, r := range runs[min(len(runs), 2):] {
 		acts = append(acts, action{Kind: actRemoveContainer, ID: r.ID})
@@ -279,13 +240,13 @@ func planContainer(c *corev1.Container, obs observed, now time.Time, grace int64
 	}
 	last := runs[0]
 	switch last.State {
-	case stateRunning:
+	case runtime.Running:
 		if msg, ok := obs.Unhealthy[c.Name]; ok {
 			// Its liveness or startup probe failed: stop it; it restarts
 			// as its policy says.
 			acts = append(acts, action{Kind: actStopContainer, ID: last.ID, Container: c.Name, Grace: probeGrace(c, grace), Message: msg})
 		}
-	case stateCreated:
+	case runtime.Created:
 		// Created but never started (the agent stopped in between):
 		// start afresh.
 		acts = append(acts, action{Kind: actRemoveContainer, ID: last.ID},
@@ -329,16 +290,16 @@ func initProgress(pod *corev1.Pod, obs observed) (next int, failed bool) {
 			// A sidecar lets the next one start once it has started (and
 			// passed its startup probe, if it has one).
 			passed := slices.ContainsFunc(pod.Spec.InitContainers[i+1:], func(n corev1.Container) bool { return len(obs.Containers[n.Name]) > 0 })
-			started := slices.ContainsFunc(runs, func(r containerRun) bool { return !r.StartedAt.IsZero() })
+			started := slices.ContainsFunc(runs, func(r runtime.Container) bool { return !r.StartedAt.IsZero() })
 			if c.StartupProbe != nil {
-				started = len(runs) > 0 && runs[0].State == stateRunning && obs.Started[c.Name]
+				started = len(runs) > 0 && runs[0].State == runtime.Running && obs.Started[c.Name]
 			}
 			if !started && !passed {
 				return i, false
 			}
 			continue
 		}
-		if len(runs) == 0 || runs[0].State != stateExited {
+		if len(runs) == 0 || runs[0].State != runtime.Exited {
 			return i, false
 		}
 		if runs[0].ExitCode != 0 {
@@ -358,8 +319,8 @@ const imageRecheck = 10 * time.Second
 func planDeletion(pod *corev1.Pod, obs observed, now time.Time) []action {
 	var acts []action
 	grace := gracePeriod(pod)
-	live := func(r containerRun) bool {
-		return r.State == stateRunning || r.State == stateCreated || r.State == stateUnknown
+	live := func(r runtime.Container) bool {
+		return r.State == runtime.Running || r.State == runtime.Created || r.State == runtime.Unknown
 	}
 	var sidecars []corev1.Container
 	for _, c := range slices.Concat(pod.Spec.InitContainers, pod.Spec.Containers) {
@@ -396,7 +357,7 @@ func planDeletion(pod *corev1.Pod, obs observed, now time.Time) []action {
 	return append(acts, action{Kind: actDeletePod})
 }
 
-func sandboxID(sb *sandbox) []string {
+func sandboxID(sb *runtime.Sandbox) []string {
 	if sb == nil {
 		return nil
 	}
@@ -433,7 +394,7 @@ func allDone(pod *corev1.Pod, obs observed) bool {
 	}
 	for _, c := range pod.Spec.Containers {
 		runs := obs.Containers[c.Name]
-		if len(runs) == 0 || runs[0].State != stateExited || restarts(pod.Spec.RestartPolicy, runs[0].ExitCode) {
+		if len(runs) == 0 || runs[0].State != runtime.Exited || restarts(pod.Spec.RestartPolicy, runs[0].ExitCode) {
 			return false
 		}
 	}
@@ -559,26 +520,26 @@ func containerStatus(pod *corev1.Pod, c *corev1.Container, obs observed, prev co
 	cs.RestartCount = int32(last.Attempt)
 	cs.ImageID = last.ImageRef
 	cs.ContainerID = idScheme + last.ID
-	if len(runs) > 1 && runs[1].State == stateExited {
+	if len(runs) > 1 && runs[1].State == runtime.Exited {
 		cs.LastTerminationState.Terminated = terminated(runs[1])
 	}
-	if w, ok := obs.StartErrors[c.Name]; ok && last.State != stateRunning {
+	if w, ok := obs.StartErrors[c.Name]; ok && last.State != runtime.Running {
 		// This sync's attempt to start it failed (RunContainerError,
 		// PostStartHookError): say so until the next sync.
 		cs.State.Waiting = &w
-		if last.State == stateExited {
+		if last.State == runtime.Exited {
 			cs.LastTerminationState.Terminated = terminated(last)
 		}
 		return cs
 	}
 	switch last.State {
-	case stateRunning:
+	case runtime.Running:
 		cs.State.Running = &corev1.ContainerStateRunning{StartedAt: stamp(last.StartedAt)}
 		// Started once its startup probe (if any) has succeeded; ready
 		// once started and its readiness probe (if any) succeeds.
 		*cs.Started = c.StartupProbe == nil || obs.Started[c.Name]
 		cs.Ready = *cs.Started && (c.ReadinessProbe == nil || obs.Ready[c.Name])
-	case stateCreated:
+	case runtime.Created:
 		cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}
 	default:
 		t := terminated(last)
@@ -615,7 +576,7 @@ func missingImage(c *corev1.Container, prev corev1.ContainerStatus) *corev1.Cont
 	}
 }
 
-func terminated(r containerRun) *corev1.ContainerStateTerminated {
+func terminated(r runtime.Container) *corev1.ContainerStateTerminated {
 	reason := r.Reason
 	if reason == "" {
 		reason = "Error"

@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"plainkube.dev/plainkube/internal/kubelet/runtime"
 	"plainkube.dev/plainkube/internal/reconcile"
 )
 
@@ -78,8 +79,8 @@ func (a *Agent) evict(ctx context.Context, pod *corev1.Pod, msg string) {
 	var wg sync.WaitGroup
 	for _, runs := range obs.Containers {
 		for _, r := range runs {
-			if r.State == stateRunning {
-				wg.Go(func() { _ = a.rt.Runtime.StopContainer(ctx, r.ID, evictionGrace) })
+			if r.State == runtime.Running {
+				wg.Go(func() { _ = a.cri.StopContainer(ctx, r.ID, evictionGrace) })
 			}
 		}
 	}

@@ -1,4 +1,4 @@
-package kubelet
+package runtime
 
 import (
 	"os"
@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -47,18 +46,18 @@ func TestVerifyNonRoot(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		runAs   *int64
-		img     imageUser
+		img     ImageUser
 		wantErr string
 	}{
-		{"image without a user runs as root", nil, imageUser{}, "container has runAsNonRoot and image will run as root"},
-		{"image user 0", nil, imageUser{UID: &zero}, "image will run as root"},
-		{"image user 1000", nil, imageUser{UID: &uid}, ""},
-		{"image user by name", nil, imageUser{Name: "app"}, "image has non-numeric user (app)"},
-		{"runAsUser 1000", &uid, imageUser{}, ""},
-		{"runAsUser 0", &zero, imageUser{UID: &uid}, "container's runAsUser breaks non-root policy"},
+		{"image without a user runs as root", nil, ImageUser{}, "container has runAsNonRoot and image will run as root"},
+		{"image user 0", nil, ImageUser{UID: &zero}, "image will run as root"},
+		{"image user 1000", nil, ImageUser{UID: &uid}, ""},
+		{"image user by name", nil, ImageUser{Name: "app"}, "image has non-numeric user (app)"},
+		{"runAsUser 1000", &uid, ImageUser{}, ""},
+		{"runAsUser 0", &zero, ImageUser{UID: &uid}, "container's runAsUser breaks non-root policy"},
 	} {
 		c.SecurityContext = &corev1.SecurityContext{RunAsUser: tc.runAs}
-		err := verifyNonRoot(pod, c, tc.img)
+		err := VerifyNonRoot(pod, c, tc.img)
 		if (err == nil) != (tc.wantErr == "") || err != nil && !strings.Contains(err.Error(), tc.wantErr) {
 			t.Errorf("%s: err = %v, want %q", tc.name, err, tc.wantErr)
 		}
@@ -90,50 +89,6 @@ func TestContainerResources(t *testing.T) {
 			got.MemoryLimitInBytes != tc.want.MemoryLimitInBytes || got.OomScoreAdj != tc.want.OomScoreAdj {
 			t.Errorf("%s: got %+v, want %+v", tc.name, got, tc.want)
 		}
-	}
-}
-
-func TestActiveDeadline(t *testing.T) {
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	deadline := int64(30)
-	pod := testPod(corev1.RestartPolicyAlways, func(p *corev1.Pod) {
-		p.Spec.ActiveDeadlineSeconds = &deadline
-		p.Status.StartTime = &metav1.Time{Time: t0}
-	})
-	obs := observed{Sandbox: ready(), Containers: runs(running("c1", 0))}
-	acts, next := plan(pod, obs, t0.Add(10*time.Second))
-	if len(acts) != 0 || !next.Equal(t0.Add(30*time.Second)) {
-		t.Errorf("before the deadline: %v, next %v", acts, next)
-	}
-	acts, _ = plan(pod, obs, t0.Add(31*time.Second))
-	if len(acts) != 2 || acts[0].Kind != actStopContainer || acts[1].Kind != actStopSandbox {
-		t.Errorf("after the deadline: %v", acts)
-	}
-	st := podStatus(pod, obs, nodeEnv{}, t0.Add(31*time.Second))
-	if st.Phase != corev1.PodFailed || st.Reason != "DeadlineExceeded" || st.Message != "Pod was active on the node longer than the specified deadline" {
-		t.Errorf("status: %s %s %s", st.Phase, st.Reason, st.Message)
-	}
-}
-
-func TestStartupProbeGatesStartedAndReady(t *testing.T) {
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	pod := testPod(corev1.RestartPolicyAlways, func(p *corev1.Pod) {
-		p.Spec.Containers[0].StartupProbe = &corev1.Probe{}
-	})
-	obs := observed{Sandbox: ready(), Containers: runs(running("c1", 0))}
-	st := podStatus(pod, obs, nodeEnv{}, t0).ContainerStatuses[0]
-	if *st.Started || st.Ready {
-		t.Errorf("before the startup probe succeeded: started %v ready %v", *st.Started, st.Ready)
-	}
-	obs.Started = map[string]bool{"a": true}
-	st = podStatus(pod, obs, nodeEnv{}, t0).ContainerStatuses[0]
-	if !*st.Started || !st.Ready {
-		t.Errorf("after: started %v ready %v", *st.Started, st.Ready)
-	}
-	obs.Unhealthy = map[string]string{"a": "Container a failed startup probe, will be restarted"}
-	acts, _ := plan(pod, obs, t0)
-	if len(acts) != 1 || acts[0].Kind != actStopContainer || acts[0].Message != obs.Unhealthy["a"] {
-		t.Errorf("actions: %+v", acts)
 	}
 }
 

@@ -1,4 +1,4 @@
-package kubelet
+package runtime
 
 import (
 	"fmt"
@@ -107,17 +107,17 @@ func sandboxSecurity(pod *corev1.Pod) *runtimeapi.LinuxSandboxSecurityContext {
 	return out
 }
 
-// imageUser is the user an image runs as: a numeric uid, or a name.
-type imageUser struct {
+// ImageUser is the user an image runs as: a numeric uid, or a name.
+type ImageUser struct {
 	UID  *int64
 	Name string
 }
 
-// verifyNonRoot checks c against runAsNonRoot, as upstream: with it set,
+// VerifyNonRoot checks c against runAsNonRoot, as upstream: with it set,
 // the container must run as a uid other than 0, by its own runAsUser or
 // the image's numeric user. The error is the container's
 // CreateContainerConfigError message.
-func verifyNonRoot(pod *corev1.Pod, c *corev1.Container, img imageUser) error {
+func VerifyNonRoot(pod *corev1.Pod, c *corev1.Container, img ImageUser) error {
 	sc := effectiveSecurity(pod, c)
 	if sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot {
 		return nil

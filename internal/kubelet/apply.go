@@ -7,12 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
-	"strconv"
 	"sync"
-	"time"
 
-	grpcstatus "google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,124 +21,14 @@ import (
 	"plainkube.dev/plainkube/internal/kubelet/network"
 	"plainkube.dev/plainkube/internal/kubelet/static"
 	"plainkube.dev/plainkube/internal/kubelet/volumes"
-)
 
-// Labels the agent puts on sandboxes and containers (upstream's names, so
-// crictl output reads the same).
-const (
-	labelPodName       = "io.kubernetes.pod.name"
-	labelPodNamespace  = "io.kubernetes.pod.namespace"
-	labelPodUID        = "io.kubernetes.pod.uid"
-	labelContainerName = "io.kubernetes.container.name"
+	"plainkube.dev/plainkube/internal/kubelet/runtime"
 )
-
-func podLabels(pod *corev1.Pod) map[string]string {
-	return map[string]string{labelPodName: pod.Name, labelPodNamespace: pod.Namespace, labelPodUID: string(pod.UID)}
-}
 
 // observe reads what the runtime has of pod.
 func (a *Agent) observe(ctx context.Context, pod *corev1.Pod) (observed, error) {
-	rt := a.rt.Runtime
-	obs := observed{Containers: map[string][]containerRun{}, MissingImages: map[string]bool{}}
-	sel := map[string]string{labelPodUID: string(pod.UID)}
-	sbs, err := rt.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: sel})
-	if err != nil {
-		return obs, err
-	}
-	sort.Slice(sbs, func(i, j int) bool {
-		if sbs[i].Metadata.Attempt != sbs[j].Metadata.Attempt {
-			return sbs[i].Metadata.Attempt > sbs[j].Metadata.Attempt
-		}
-		return sbs[i].CreatedAt > sbs[j].CreatedAt
-	})
-	for i, sb := range sbs {
-		if i > 0 {
-			obs.Others = append(obs.Others, sb.Id)
-			continue
-		}
-		s := &sandbox{ID: sb.Id, Attempt: sb.Metadata.Attempt, Ready: sb.State == runtimeapi.PodSandboxState_SANDBOX_READY}
-		if s.Ready && !pod.Spec.HostNetwork {
-			if st, err := rt.PodSandboxStatus(ctx, sb.Id, false); err == nil && st.Status.GetNetwork() != nil {
-				s.IP = st.Status.Network.Ip
-			}
-		}
-		obs.Sandbox = s
-	}
-	if obs.Sandbox != nil {
-		cs, err := rt.ListContainers(ctx, &runtimeapi.ContainerFilter{PodSandboxId: obs.Sandbox.ID, LabelSelector: sel})
-		if err != nil {
-			return obs, err
-		}
-		for _, c := range cs {
-			st, err := rt.ContainerStatus(ctx, c.Id, false)
-			if err != nil || st.Status == nil {
-				continue // removed meanwhile
-			}
-			s := st.Status
-			run := containerRun{
-				ID: c.Id, Name: c.Metadata.Name, Attempt: c.Metadata.Attempt,
-				ExitCode: s.ExitCode, Reason: s.Reason, Message: s.Message,
-				CreatedAt: unixNano(s.CreatedAt), StartedAt: unixNano(s.StartedAt), FinishedAt: unixNano(s.FinishedAt),
-				ImageRef: s.ImageRef,
-			}
-			if s.ImageId != "" {
-				// Newer runtimes say the image's ID apart from the
-				// reference; upstream reports it when there.
-				run.ImageRef = s.ImageId
-			}
-			switch s.State {
-			case runtimeapi.ContainerState_CONTAINER_CREATED:
-				run.State = stateCreated
-			case runtimeapi.ContainerState_CONTAINER_RUNNING:
-				run.State = stateRunning
-			case runtimeapi.ContainerState_CONTAINER_EXITED:
-				run.State = stateExited
-				run.Message = a.exitMessage(pod.UID, s)
-			default:
-				run.State = stateUnknown
-			}
-			obs.Containers[run.Name] = append(obs.Containers[run.Name], run)
-		}
-		for _, runs := range obs.Containers {
-			sort.Slice(runs, func(i, j int) bool { return runs[i].Attempt > runs[j].Attempt })
-		}
-	}
-	for _, c := range slices.Concat(pod.Spec.InitContainers, pod.Spec.Containers) {
-		st, err := a.rt.Images.ImageStatus(ctx, &runtimeapi.ImageSpec{Image: c.Image}, false)
-		if err != nil {
-			return obs, err
-		}
-		if st.Image == nil {
-			obs.MissingImages[c.Image] = true
-		}
-	}
-	return obs, nil
-}
-
-// exitMessage is the message of an exited container's status: the
-// runtime's, followed by the termination message the container left.
-func (a *Agent) exitMessage(uid types.UID, st *runtimeapi.ContainerStatus) string {
-	msg, ok := a.termMessages.get(uid, st.Id)
-	if !ok {
-		msg = terminationMessage(st)
-		a.termMessages.put(uid, st.Id, msg)
-	}
-	switch {
-	case msg == "":
-		return st.Message
-	case st.Message == "":
-		return msg
-	}
-	return st.Message + ": " + msg
-}
-
-// runtimeMessage is err as upstream shows a runtime's error: the gRPC
-// status's message, without the "rpc error: code = … desc =" prefix.
-func runtimeMessage(err error) error {
-	if st, ok := grpcstatus.FromError(err); ok {
-		return errors.New(st.Message())
-	}
-	return err
+	p, err := a.cri.Observe(ctx, pod)
+	return observed{Sandbox: p.Sandbox, Others: p.Others, Containers: p.Containers, MissingImages: p.MissingImages}, err
 }
 
 // isRunning reports whether container id runs, as obs shows: only a
@@ -151,24 +37,16 @@ func isRunning(obs observed, id string) bool {
 	for _, runs := range obs.Containers {
 		for _, r := range runs {
 			if r.ID == id {
-				return r.State == stateRunning
+				return r.State == runtime.Running
 			}
 		}
 	}
 	return false
 }
 
-func unixNano(n int64) time.Time {
-	if n <= 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, n)
-}
-
 // apply carries out acts in order, except that container stops run
 // together (each may take its whole grace period, preStop hook included).
 func (a *Agent) apply(ctx context.Context, pod *corev1.Pod, obs observed, acts []action) error {
-	rt := a.rt.Runtime
 	var stops []action
 	for _, act := range acts {
 		if act.Kind == actStopContainer {
@@ -195,7 +73,7 @@ func (a *Agent) apply(ctx context.Context, pod *corev1.Pod, obs observed, acts [
 		case actRunSandbox:
 			sandboxCfg = a.sandboxConfig(pod, act.Attempt)
 			if err = os.MkdirAll(sandboxCfg.LogDirectory, 0o755); err == nil {
-				_, err = rt.RunPodSandbox(ctx, sandboxCfg, "")
+				_, err = a.cri.RunPodSandbox(ctx, sandboxCfg, "")
 			}
 			if err != nil {
 				a.events.Record(pod, "", corev1.EventTypeWarning, events.FailedCreatePodSandBox, "Failed to create pod sandbox: %v", err)
@@ -207,11 +85,11 @@ func (a *Agent) apply(ctx context.Context, pod *corev1.Pod, obs observed, acts [
 		case actStartContainer:
 			err = a.startContainer(ctx, pod, act)
 		case actRemoveContainer:
-			err = rt.RemoveContainer(ctx, act.ID)
+			err = a.cri.RemoveContainer(ctx, act.ID)
 		case actStopSandbox:
-			err = rt.StopPodSandbox(ctx, act.ID)
+			err = a.cri.StopPodSandbox(ctx, act.ID)
 		case actRemoveSandbox:
-			err = rt.RemovePodSandbox(ctx, act.ID)
+			err = a.cri.RemovePodSandbox(ctx, act.ID)
 		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", act, err)
@@ -226,40 +104,15 @@ func (a *Agent) logDir(pod *corev1.Pod) string {
 	return filepath.Join(a.opts.DataDir, "pods", pod.Namespace+"_"+pod.Name+"_"+string(pod.UID))
 }
 
-func namespaces(pod *corev1.Pod) *runtimeapi.NamespaceOption {
-	ns := &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_POD, Pid: runtimeapi.NamespaceMode_CONTAINER, Ipc: runtimeapi.NamespaceMode_POD}
-	if pod.Spec.HostNetwork {
-		ns.Network = runtimeapi.NamespaceMode_NODE
-	}
-	if pod.Spec.HostPID {
-		ns.Pid = runtimeapi.NamespaceMode_NODE
-	} else if pod.Spec.ShareProcessNamespace != nil && *pod.Spec.ShareProcessNamespace {
-		ns.Pid = runtimeapi.NamespaceMode_POD
-	}
-	if pod.Spec.HostIPC {
-		ns.Ipc = runtimeapi.NamespaceMode_NODE
-	}
-	return ns
-}
-
+// sandboxConfig is the CRI configuration of pod's sandbox at attempt on
+// this node.
 func (a *Agent) sandboxConfig(pod *corev1.Pod, attempt uint32) *runtimeapi.PodSandboxConfig {
 	hostname, _ := network.Hostname(pod, a.opts.ClusterDomain)
 	if pod.Spec.HostNetwork {
 		hostname = ""
 	}
 	dns, _ := a.podDNS(pod)
-	return &runtimeapi.PodSandboxConfig{
-		Metadata:     &runtimeapi.PodSandboxMetadata{Name: pod.Name, Namespace: pod.Namespace, Uid: string(pod.UID), Attempt: attempt},
-		Hostname:     hostname,
-		LogDirectory: a.logDir(pod),
-		DnsConfig:    dns.CRI(),
-		Labels:       podLabels(pod),
-		Annotations:  pod.Annotations,
-		PortMappings: portMappings(pod),
-		Linux: &runtimeapi.LinuxPodSandboxConfig{
-			SecurityContext: sandboxSecurity(pod),
-		},
-	}
+	return runtime.SandboxConfig(pod, attempt, hostname, dns.CRI(), a.logDir(pod))
 }
 
 // podDNS is pod's resolver configuration on this node.
@@ -286,31 +139,6 @@ type startError struct {
 func (e *startError) Error() string { return "container " + e.Container + ": " + e.Err.Error() }
 func (e *startError) Unwrap() error { return e.Err }
 
-// portMappings are the pod's hostPorts, for the CNI portmap plugin (a
-// hostNetwork pod listens on the host itself).
-func portMappings(pod *corev1.Pod) []*runtimeapi.PortMapping {
-	if pod.Spec.HostNetwork {
-		return nil
-	}
-	var pms []*runtimeapi.PortMapping
-	for _, c := range pod.Spec.Containers {
-		for _, p := range c.Ports {
-			if p.HostPort == 0 {
-				continue
-			}
-			proto := runtimeapi.Protocol_TCP
-			switch p.Protocol {
-			case corev1.ProtocolUDP:
-				proto = runtimeapi.Protocol_UDP
-			case corev1.ProtocolSCTP:
-				proto = runtimeapi.Protocol_SCTP
-			}
-			pms = append(pms, &runtimeapi.PortMapping{Protocol: proto, ContainerPort: p.ContainerPort, HostPort: p.HostPort, HostIp: p.HostIP})
-		}
-	}
-	return pms
-}
-
 func (a *Agent) startContainer(ctx context.Context, pod *corev1.Pod, act action) error {
 	c := podutil.Container(pod, act.Container)
 	if c == nil {
@@ -323,18 +151,14 @@ func (a *Agent) startContainer(ctx context.Context, pod *corev1.Pod, act action)
 	if obs.Sandbox == nil || !obs.Sandbox.Ready {
 		return errors.New("pod sandbox is not ready")
 	}
-	img, err := a.rt.Images.ImageStatus(ctx, &runtimeapi.ImageSpec{Image: c.Image}, false)
+	user, present, err := a.cri.ImageUser(ctx, c.Image)
 	if err != nil {
 		return err
 	}
-	if img.Image == nil {
+	if !present {
 		return &startError{c.Name, "ErrImagePull", fmt.Errorf("image %q is not present on the node", c.Image)}
 	}
-	user := imageUser{Name: img.Image.Username}
-	if img.Image.Uid != nil {
-		user.UID = &img.Image.Uid.Value
-	}
-	if err := verifyNonRoot(pod, c, user); err != nil {
+	if err := runtime.VerifyNonRoot(pod, c, user); err != nil {
 		return &startError{c.Name, "CreateContainerConfigError", err}
 	}
 	// The sandbox config must be the one the sandbox was made with.
@@ -342,15 +166,9 @@ func (a *Agent) startContainer(ctx context.Context, pod *corev1.Pod, act action)
 	if err := os.MkdirAll(filepath.Join(sbCfg.LogDirectory, c.Name), 0o755); err != nil {
 		return err
 	}
-	labels := podLabels(pod)
-	labels[labelContainerName] = c.Name
 	vars, err := a.containerEnv(ctx, pod, c, obs)
 	if err != nil {
 		return &startError{c.Name, "CreateContainerConfigError", err}
-	}
-	var envs []*runtimeapi.KeyValue
-	for _, e := range vars {
-		envs = append(envs, &runtimeapi.KeyValue{Key: e.Name, Value: []byte(e.Value)})
 	}
 	vols, err := a.vols.Setup(ctx, pod)
 	if err != nil {
@@ -372,44 +190,16 @@ func (a *Agent) startContainer(ctx context.Context, pod *corev1.Pod, act action)
 	if err != nil {
 		return err
 	}
-	termPath := c.TerminationMessagePath
-	if termPath == "" {
-		termPath = defaultTerminationPath
-	}
-	termPolicy := c.TerminationMessagePolicy
-	if termPolicy == "" {
-		termPolicy = corev1.TerminationMessageReadFile
-	}
-	cfg := &runtimeapi.ContainerConfig{
-		Metadata:   &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: act.Attempt},
-		Image:      &runtimeapi.ImageSpec{Image: c.Image},
-		Command:    env.ExpandAll(c.Command, vars),
-		Args:       env.ExpandAll(c.Args, vars),
-		WorkingDir: c.WorkingDir,
-		Envs:       envs,
-		Mounts:     mounts,
-		Labels:     labels,
-		Annotations: map[string]string{
-			"io.kubernetes.container.restartCount": strconv.Itoa(int(act.Attempt)),
-			annotationTerminationPath:              termPath,
-			annotationTerminationPolicy:            string(termPolicy),
-		},
-		LogPath: filepath.Join(c.Name, strconv.Itoa(int(act.Attempt))+".log"),
-		Stdin:   c.Stdin, StdinOnce: c.StdinOnce, Tty: c.TTY,
-		Linux: &runtimeapi.LinuxContainerConfig{
-			Resources:       containerResources(pod, c, a.host.memory.Value()),
-			SecurityContext: containerSecurity(pod, c),
-		},
-	}
+	cfg := runtime.ContainerConfig(pod, c, act.Attempt, vars, mounts, a.host.memory.Value())
 	a.events.Record(pod, c.Name, corev1.EventTypeNormal, events.Pulled, "Container image %q already present on machine", c.Image)
-	id, err := a.rt.Runtime.CreateContainer(ctx, obs.Sandbox.ID, cfg, sbCfg)
+	id, err := a.cri.CreateContainer(ctx, obs.Sandbox.ID, cfg, sbCfg)
 	if err != nil {
-		return &startError{c.Name, "CreateContainerError", runtimeMessage(err)}
+		return &startError{c.Name, "CreateContainerError", runtime.ErrorMessage(err)}
 	}
 	a.events.Record(pod, c.Name, corev1.EventTypeNormal, events.Created, "Created container: %s", c.Name)
-	a.log.Info("starting container", "pod", pod.Namespace+"/"+pod.Name, "container", c.Name, "id", shortID(id), "attempt", act.Attempt)
-	if err := a.rt.Runtime.StartContainer(ctx, id); err != nil {
-		return &startError{c.Name, "RunContainerError", runtimeMessage(err)}
+	a.log.Info("starting container", "pod", pod.Namespace+"/"+pod.Name, "container", c.Name, "id", runtime.ShortID(id), "attempt", act.Attempt)
+	if err := a.cri.StartContainer(ctx, id); err != nil {
+		return &startError{c.Name, "RunContainerError", runtime.ErrorMessage(err)}
 	}
 	a.events.Record(pod, c.Name, corev1.EventTypeNormal, events.Started, "Started container %s", c.Name)
 	podIP := a.podIP(pod, obs)
@@ -437,8 +227,8 @@ func (a *Agent) killContainer(ctx context.Context, pod *corev1.Pod, act action, 
 	if preStop && c != nil {
 		grace = a.probes.PreStop(ctx, pod, c, act.ID, podIP, grace)
 	}
-	a.log.Info("stopping container", "pod", pod.Namespace+"/"+pod.Name, "container", act.Container, "id", shortID(act.ID), "grace", grace)
-	return a.rt.Runtime.StopContainer(ctx, act.ID, grace)
+	a.log.Info("stopping container", "pod", pod.Namespace+"/"+pod.Name, "container", act.Container, "id", runtime.ShortID(act.ID), "grace", grace)
+	return a.cri.StopContainer(ctx, act.ID, grace)
 }
 
 // podFileMounts adds to mounts the files the agent provides a container:
@@ -448,10 +238,7 @@ func (a *Agent) podFileMounts(pod *corev1.Pod, c *corev1.Container, attempt uint
 	has := func(p string) bool {
 		return slices.ContainsFunc(mounts, func(m *runtimeapi.Mount) bool { return m.ContainerPath == p })
 	}
-	termPath := c.TerminationMessagePath
-	if termPath == "" {
-		termPath = defaultTerminationPath
-	}
+	termPath := runtime.TerminationPath(c)
 	if !has(termPath) {
 		p, err := a.terminationFile(pod, c, attempt)
 		if err != nil {
@@ -506,22 +293,12 @@ func (a *Agent) containerEnv(ctx context.Context, pod *corev1.Pod, c *corev1.Con
 	return env.Resolve(pod, c, src)
 }
 
-// removeOrphans stops and removes the sandboxes of pods no longer bound to
-// this node (deleted without a graceful stop, or rebound elsewhere).
+// removeOrphans stops and removes the sandboxes, volumes and files of
+// pods no longer bound to this node (deleted without a graceful stop, or
+// rebound elsewhere).
 func (a *Agent) removeOrphans(ctx context.Context, live map[types.UID]bool) {
-	sbs, err := a.rt.Runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{})
-	if err != nil {
+	if err := a.cri.RemoveOrphans(ctx, live); err != nil {
 		return
-	}
-	for _, sb := range sbs {
-		uid := sb.Labels[labelPodUID]
-		if uid == "" || live[types.UID(uid)] {
-			continue
-		}
-		a.log.Info("removing sandbox of a pod that is gone", "sandbox", shortID(sb.Id), "pod", sb.Metadata.Namespace+"/"+sb.Metadata.Name)
-		if err := a.rt.Runtime.StopPodSandbox(ctx, sb.Id); err == nil {
-			_ = a.rt.Runtime.RemovePodSandbox(ctx, sb.Id)
-		}
 	}
 	a.vols.CleanupOrphans(live)
 	a.removeOrphanPodFiles(live)
