@@ -28,7 +28,7 @@ import (
 // observe reads what the runtime has of pod.
 func (a *Agent) observe(ctx context.Context, pod *corev1.Pod) (observed, error) {
 	p, err := a.cri.Observe(ctx, pod)
-	return observed{Sandbox: p.Sandbox, Others: p.Others, Containers: p.Containers, MissingImages: p.MissingImages}, err
+	return observed{Pod: p}, err
 }
 
 // isRunning reports whether container id runs, as obs shows: only a

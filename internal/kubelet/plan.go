@@ -17,17 +17,13 @@ import (
 
 // This file is the pure core of the agent: what to do for one pod, and what
 // its status is, as functions of the pod, what the runtime shows and the
-// time. It has no I/O, goroutines or clock; sync.go drives it.
+// time. It has no I/O, goroutines or clock; the sync in agent.go and apply.go
+// drives it.
 
-// observed is everything the runtime shows of one pod.
+// observed is what the agent knows of one pod's containers: what the
+// runtime shows, and what its probes and start attempts found.
 type observed struct {
-	// Sandbox is the newest sandbox; Others are older ones, to remove.
-	Sandbox *runtime.Sandbox
-	Others  []string
-	// Containers holds the runs of each spec container, newest first.
-	Containers map[string][]runtime.Container
-	// MissingImages are the spec images the runtime does not have.
-	MissingImages map[string]bool
+	runtime.Pod
 	// Ready has the readiness probe result of each running container
 	// that has a readiness probe; Started, the startup probe result of
 	// each that has a startup probe. Unhealthy has, for a running

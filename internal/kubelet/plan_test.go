@@ -60,44 +60,44 @@ func TestPlan(t *testing.T) {
 		{name: "new pod gets a sandbox", pod: testPod(corev1.RestartPolicyAlways),
 			want: []string{"RunSandbox #0"}},
 		{name: "dead sandbox is replaced", pod: testPod(corev1.RestartPolicyAlways),
-			obs:  observed{Sandbox: &runtime.Sandbox{ID: "old", Attempt: 2}},
+			obs:  observed{Pod: runtime.Pod{Sandbox: &runtime.Sandbox{ID: "old", Attempt: 2}}},
 			want: []string{"StopSandbox old", "RemoveSandbox old", "RunSandbox #3"}},
 		{name: "then the container starts", pod: testPod(corev1.RestartPolicyAlways),
-			obs:  observed{Sandbox: ready()},
+			obs:  observed{Pod: runtime.Pod{Sandbox: ready()}},
 			want: []string{"StartContainer a #0"}},
 		{name: "running: nothing to do", pod: testPod(corev1.RestartPolicyAlways),
-			obs: observed{Sandbox: ready(), Containers: runs(running("c1", 0))}},
+			obs: observed{Pod: runtime.Pod{Sandbox: ready(), Containers: runs(running("c1", 0))}}},
 		{name: "missing image waits", pod: testPod(corev1.RestartPolicyAlways),
-			obs:      observed{Sandbox: ready(), MissingImages: map[string]bool{"img": true}},
+			obs:      observed{Pod: runtime.Pod{Sandbox: ready(), MissingImages: map[string]bool{"img": true}}},
 			wantNext: t0.Add(imageRecheck)},
 		{name: "first crash restarts at once", pod: testPod(corev1.RestartPolicyAlways),
-			obs:  observed{Sandbox: ready(), Containers: runs(exited("c1", 0, 1, t0))},
+			obs:  observed{Pod: runtime.Pod{Sandbox: ready(), Containers: runs(exited("c1", 0, 1, t0))}},
 			want: []string{"StartContainer a #1"}},
 		{name: "second crash backs off 10s", pod: testPod(corev1.RestartPolicyAlways),
-			obs:      observed{Sandbox: ready(), Containers: runs(exited("c2", 1, 1, t0.Add(-3*time.Second)), exited("c1", 0, 1, t0.Add(-5*time.Second)))},
+			obs:      observed{Pod: runtime.Pod{Sandbox: ready(), Containers: runs(exited("c2", 1, 1, t0.Add(-3*time.Second)), exited("c1", 0, 1, t0.Add(-5*time.Second)))}},
 			wantNext: t0.Add(7 * time.Second)},
 		{name: "back-off over: restart, dropping the oldest run", pod: testPod(corev1.RestartPolicyAlways),
-			obs: observed{Sandbox: ready(), Containers: runs(
-				exited("c3", 2, 1, t0.Add(-21*time.Second)), exited("c2", 1, 1, t0.Add(-40*time.Second)), exited("c1", 0, 1, t0.Add(-50*time.Second)))},
+			obs: observed{Pod: runtime.Pod{Sandbox: ready(), Containers: runs(
+				exited("c3", 2, 1, t0.Add(-21*time.Second)), exited("c2", 1, 1, t0.Add(-40*time.Second)), exited("c1", 0, 1, t0.Add(-50*time.Second)))}},
 			want: []string{"RemoveContainer c1", "StartContainer a #3"}},
 		{name: "OnFailure does not restart success", pod: testPod(corev1.RestartPolicyOnFailure),
-			obs:  observed{Sandbox: ready(), Containers: runs(exited("c1", 0, 0, t0))},
+			obs:  observed{Pod: runtime.Pod{Sandbox: ready(), Containers: runs(exited("c1", 0, 0, t0))}},
 			want: []string{"StopSandbox sb"}},
 		{name: "Never: done, the sandbox stops", pod: testPod(corev1.RestartPolicyNever),
-			obs:  observed{Sandbox: ready(), Containers: runs(exited("c1", 0, 1, t0))},
+			obs:  observed{Pod: runtime.Pod{Sandbox: ready(), Containers: runs(exited("c1", 0, 1, t0))}},
 			want: []string{"StopSandbox sb"}},
 		{name: "finished pod with stopped sandbox: nothing", pod: testPod(corev1.RestartPolicyNever),
-			obs: observed{Sandbox: &runtime.Sandbox{ID: "sb"}, Containers: runs(exited("c1", 0, 1, t0))}},
+			obs: observed{Pod: runtime.Pod{Sandbox: &runtime.Sandbox{ID: "sb"}, Containers: runs(exited("c1", 0, 1, t0))}}},
 		{name: "created but not started: start afresh", pod: testPod(corev1.RestartPolicyAlways),
-			obs:  observed{Sandbox: ready(), Containers: runs(runtime.Container{ID: "c1", Name: "a", State: runtime.Created})},
+			obs:  observed{Pod: runtime.Pod{Sandbox: ready(), Containers: runs(runtime.Container{ID: "c1", Name: "a", State: runtime.Created})}},
 			want: []string{"RemoveContainer c1", "StartContainer a #0"}},
 		{name: "deletion stops with the grace period, then deletes", pod: testPod(corev1.RestartPolicyAlways, deleting(7)),
-			obs:  observed{Sandbox: ready(), Containers: runs(running("c1", 0))},
+			obs:  observed{Pod: runtime.Pod{Sandbox: ready(), Containers: runs(running("c1", 0))}},
 			want: []string{"StopContainer a c1 grace=7s", "StopSandbox sb", "RemoveSandbox sb", "DeletePod"}},
 		{name: "deletion of a pod never started", pod: testPod(corev1.RestartPolicyAlways, deleting(30)),
 			want: []string{"DeletePod"}},
 		{name: "old sandboxes are removed", pod: testPod(corev1.RestartPolicyAlways),
-			obs:  observed{Sandbox: ready(), Others: []string{"old"}, Containers: runs(running("c1", 0))},
+			obs:  observed{Pod: runtime.Pod{Sandbox: ready(), Others: []string{"old"}, Containers: runs(running("c1", 0))}},
 			want: []string{"StopSandbox old", "RemoveSandbox old"}},
 	}
 	for _, tt := range tests {
@@ -149,35 +149,34 @@ func TestPodStatus(t *testing.T) {
 		podReady  corev1.ConditionStatus
 		wantPodIP string
 	}{
-		{name: "creating", pod: testPod(corev1.RestartPolicyAlways), obs: observed{Sandbox: ready()},
+		{name: "creating", pod: testPod(corev1.RestartPolicyAlways), obs: observed{Pod: runtime.Pod{Sandbox: ready()}},
 			phase: corev1.PodPending, state: "waiting:ContainerCreating", podReady: corev1.ConditionFalse},
 		{name: "running", pod: testPod(corev1.RestartPolicyAlways, func(p *corev1.Pod) { p.Spec.HostNetwork = true }),
-			obs:   observed{Sandbox: ready(), Containers: runs(running("c1", 0))},
+			obs:   observed{Pod: runtime.Pod{Sandbox: ready(), Containers: runs(running("c1", 0))}},
 			phase: corev1.PodRunning, state: "running", podReady: corev1.ConditionTrue, wantPodIP: "10.0.0.5"},
 		{name: "pod IP from the sandbox", pod: testPod(corev1.RestartPolicyAlways),
-			obs:   observed{Sandbox: &runtime.Sandbox{ID: "sb", Ready: true, IP: "10.42.0.7"}, Containers: runs(running("c1", 0))},
+			obs:   observed{Pod: runtime.Pod{Sandbox: &runtime.Sandbox{ID: "sb", Ready: true, IP: "10.42.0.7"}, Containers: runs(running("c1", 0))}},
 			phase: corev1.PodRunning, state: "running", podReady: corev1.ConditionTrue, wantPodIP: "10.42.0.7"},
 		{name: "crash loop", pod: testPod(corev1.RestartPolicyAlways),
-			obs:   observed{Sandbox: ready(), Containers: runs(exited("c2", 1, 2, t0.Add(-time.Second)), exited("c1", 0, 2, t0.Add(-2*time.Second)))},
+			obs:   observed{Pod: runtime.Pod{Sandbox: ready(), Containers: runs(exited("c2", 1, 2, t0.Add(-time.Second)), exited("c1", 0, 2, t0.Add(-2*time.Second)))}},
 			phase: corev1.PodRunning, state: "waiting:CrashLoopBackOff", restarts: 1, lastTerm: true, podReady: corev1.ConditionFalse},
 		{name: "failed", pod: testPod(corev1.RestartPolicyNever),
-			obs:   observed{Sandbox: &runtime.Sandbox{ID: "sb"}, Containers: runs(exited("c1", 0, 1, t0))},
+			obs:   observed{Pod: runtime.Pod{Sandbox: &runtime.Sandbox{ID: "sb"}, Containers: runs(exited("c1", 0, 1, t0))}},
 			phase: corev1.PodFailed, state: "terminated:1", podReady: corev1.ConditionFalse},
 		{name: "succeeded", pod: testPod(corev1.RestartPolicyOnFailure),
-			obs:   observed{Sandbox: &runtime.Sandbox{ID: "sb"}, Containers: runs(exited("c1", 0, 0, t0))},
+			obs:   observed{Pod: runtime.Pod{Sandbox: &runtime.Sandbox{ID: "sb"}, Containers: runs(exited("c1", 0, 0, t0))}},
 			phase: corev1.PodSucceeded, state: "terminated:0", podReady: corev1.ConditionFalse},
-		{name: "cannot be created", pod: testPod(corev1.RestartPolicyAlways), obs: observed{Sandbox: ready(),
-			StartErrors: map[string]corev1.ContainerStateWaiting{"a": {Reason: "CreateContainerConfigError", Message: "configmap \"x\" not found"}}},
+		{name: "cannot be created", pod: testPod(corev1.RestartPolicyAlways), obs: observed{Pod: runtime.Pod{Sandbox: ready()}, StartErrors: map[string]corev1.ContainerStateWaiting{"a": {Reason: "CreateContainerConfigError", Message: "configmap \"x\" not found"}}},
 			phase: corev1.PodPending, state: "waiting:CreateContainerConfigError", podReady: corev1.ConditionFalse},
-		{name: "missing image", pod: testPod(corev1.RestartPolicyAlways), obs: observed{Sandbox: ready(), MissingImages: map[string]bool{"img": true}},
+		{name: "missing image", pod: testPod(corev1.RestartPolicyAlways), obs: observed{Pod: runtime.Pod{Sandbox: ready(), MissingImages: map[string]bool{"img": true}}},
 			phase: corev1.PodPending, state: "waiting:ErrImagePull", podReady: corev1.ConditionFalse},
 		{name: "missing image, seen before", pod: testPod(corev1.RestartPolicyAlways, func(p *corev1.Pod) {
 			p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "a", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImagePull"}}}}
-		}), obs: observed{Sandbox: ready(), MissingImages: map[string]bool{"img": true}},
+		}), obs: observed{Pod: runtime.Pod{Sandbox: ready(), MissingImages: map[string]bool{"img": true}}},
 			phase: corev1.PodPending, state: "waiting:ImagePullBackOff", podReady: corev1.ConditionFalse},
 		{name: "missing image, pull policy Never", pod: testPod(corev1.RestartPolicyAlways, func(p *corev1.Pod) {
 			p.Spec.Containers[0].ImagePullPolicy = corev1.PullNever
-		}), obs: observed{Sandbox: ready(), MissingImages: map[string]bool{"img": true}},
+		}), obs: observed{Pod: runtime.Pod{Sandbox: ready(), MissingImages: map[string]bool{"img": true}}},
 			phase: corev1.PodPending, state: "waiting:ErrImageNeverPull", podReady: corev1.ConditionFalse},
 	}
 	for _, tt := range tests {
@@ -223,7 +222,7 @@ func TestPodStatus(t *testing.T) {
 
 func TestPodStatusKeepsTransitionTimes(t *testing.T) {
 	pod := testPod(corev1.RestartPolicyAlways)
-	obs := observed{Sandbox: ready(), Containers: runs(running("c1", 0))}
+	obs := observed{Pod: runtime.Pod{Sandbox: ready(), Containers: runs(running("c1", 0))}}
 	pod.Status = podStatus(pod, obs, nodeEnv{}, t0)
 	again := podStatus(pod, obs, nodeEnv{}, t0.Add(time.Minute))
 	for i, c := range again.Conditions {
@@ -243,7 +242,7 @@ func initRun(name, id string, attempt uint32, state runtime.State, code int32, f
 }
 
 func obsOf(rs ...runtime.Container) observed {
-	o := observed{Sandbox: ready(), Containers: map[string][]runtime.Container{}}
+	o := observed{Pod: runtime.Pod{Sandbox: ready(), Containers: map[string][]runtime.Container{}}}
 	for _, r := range rs {
 		o.Containers[r.Name] = append(o.Containers[r.Name], r)
 	}
@@ -445,7 +444,7 @@ func TestProbesInPlanAndStatus(t *testing.T) {
 		p.Spec.Containers[0].LivenessProbe = &corev1.Probe{}
 	}
 	pod := testPod(corev1.RestartPolicyAlways, probed)
-	obs := observed{Sandbox: ready(), Containers: runs(running("c1", 0))}
+	obs := observed{Pod: runtime.Pod{Sandbox: ready(), Containers: runs(running("c1", 0))}}
 
 	// Not ready until the readiness probe succeeds.
 	st := podStatus(pod, obs, nodeEnv{}, t0)
@@ -476,7 +475,7 @@ func TestActiveDeadline(t *testing.T) {
 		p.Spec.ActiveDeadlineSeconds = &deadline
 		p.Status.StartTime = &metav1.Time{Time: t0}
 	})
-	obs := observed{Sandbox: ready(), Containers: runs(running("c1", 0))}
+	obs := observed{Pod: runtime.Pod{Sandbox: ready(), Containers: runs(running("c1", 0))}}
 	acts, next := plan(pod, obs, t0.Add(10*time.Second))
 	if len(acts) != 0 || !next.Equal(t0.Add(30*time.Second)) {
 		t.Errorf("before the deadline: %v, next %v", acts, next)
@@ -496,7 +495,7 @@ func TestStartupProbeGatesStartedAndReady(t *testing.T) {
 	pod := testPod(corev1.RestartPolicyAlways, func(p *corev1.Pod) {
 		p.Spec.Containers[0].StartupProbe = &corev1.Probe{}
 	})
-	obs := observed{Sandbox: ready(), Containers: runs(running("c1", 0))}
+	obs := observed{Pod: runtime.Pod{Sandbox: ready(), Containers: runs(running("c1", 0))}}
 	st := podStatus(pod, obs, nodeEnv{}, t0).ContainerStatuses[0]
 	if *st.Started || st.Ready {
 		t.Errorf("before the startup probe succeeded: started %v ready %v", *st.Started, st.Ready)
