@@ -17,12 +17,12 @@ import (
 const (
 	LabelPodName       = "io.kubernetes.pod.name"
 	LabelPodNamespace  = "io.kubernetes.pod.namespace"
-	LabelPodUID        = "io.kubernetes.pod.uid"
+	labelPodUID        = "io.kubernetes.pod.uid"
 	LabelContainerName = "io.kubernetes.container.name"
 )
 
 func podLabels(pod *corev1.Pod) map[string]string {
-	return map[string]string{LabelPodName: pod.Name, LabelPodNamespace: pod.Namespace, LabelPodUID: string(pod.UID)}
+	return map[string]string{LabelPodName: pod.Name, LabelPodNamespace: pod.Namespace, labelPodUID: string(pod.UID)}
 }
 
 // ErrorMessage is err as upstream shows a runtime's error: the gRPC

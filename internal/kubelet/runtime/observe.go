@@ -78,7 +78,7 @@ func New(rs internalapi.RuntimeService, is internalapi.ImageManagerService, log 
 func (r *Runtime) Observe(ctx context.Context, pod *corev1.Pod) (Pod, error) {
 	rt := r.RuntimeService
 	obs := Pod{Containers: map[string][]Container{}, MissingImages: map[string]bool{}}
-	sel := map[string]string{LabelPodUID: string(pod.UID)}
+	sel := map[string]string{labelPodUID: string(pod.UID)}
 	sbs, err := rt.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: sel})
 	if err != nil {
 		return obs, err
@@ -196,7 +196,7 @@ func (r *Runtime) RemoveOrphans(ctx context.Context, live map[types.UID]bool) er
 		return err
 	}
 	for _, sb := range sbs {
-		uid := sb.Labels[LabelPodUID]
+		uid := sb.Labels[labelPodUID]
 		if uid == "" || live[types.UID(uid)] {
 			continue
 		}

@@ -34,7 +34,7 @@ func (r *Runtime) PodUsage(ctx context.Context) ([]usage.PodSample, error) {
 	var sample struct{ Pods []usage.PodSample }
 	pods := map[string]int{} // sandbox ID -> index in sample.Pods
 	for _, sb := range sbs {
-		if sb.Labels[LabelPodUID] == "" || sb.Metadata == nil {
+		if sb.Labels[labelPodUID] == "" || sb.Metadata == nil {
 			continue
 		}
 		pods[sb.Id] = len(sample.Pods)
