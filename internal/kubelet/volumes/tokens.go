@@ -1,4 +1,4 @@
-package kubelet
+package volumes
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package kubelet
+package network
 
 import (
 	"bytes"
@@ -18,9 +18,9 @@ import (
 // host network, its containers get an /etc/hosts the agent writes (the
 // localhost lines, the pod's IP with its host name, and hostAliases).
 
-// resolvConf is what a resolv.conf says (package resolvconf reads them);
+// ResolvConf is what a resolv.conf says (package resolvconf reads them);
 // a type of its own here so that it carries the CRI conversion.
-type resolvConf resolvconf.Config
+type ResolvConf resolvconf.Config
 
 // Upstream's resolver limits.
 const (
@@ -29,11 +29,11 @@ const (
 	maxDNSSearchLength = 2048
 )
 
-// podDNS is the resolver configuration of pod, from its dnsPolicy and
+// PodDNS is the resolver configuration of pod, from its dnsPolicy and
 // dnsConfig, the cluster DNS servers and domain, and the host's. It
 // reports whether ClusterFirst fell back to Default for want of cluster
 // DNS servers.
-func podDNS(pod *corev1.Pod, clusterDNS []string, clusterDomain string, host resolvConf) (rc resolvConf, fellBack bool) {
+func PodDNS(pod *corev1.Pod, clusterDNS []string, clusterDomain string, host ResolvConf) (rc ResolvConf, fellBack bool) {
 	policy := pod.Spec.DNSPolicy
 	if policy == "" {
 		policy = corev1.DNSClusterFirst
@@ -49,7 +49,7 @@ func podDNS(pod *corev1.Pod, clusterDNS []string, clusterDomain string, host res
 	}
 	switch policy {
 	case corev1.DNSDefault:
-		rc = resolvConf{Servers: slices.Clone(host.Servers), Searches: slices.Clone(host.Searches), Options: slices.Clone(host.Options)}
+		rc = ResolvConf{Servers: slices.Clone(host.Servers), Searches: slices.Clone(host.Searches), Options: slices.Clone(host.Options)}
 	case corev1.DNSClusterFirst:
 		rc.Servers = slices.Clone(clusterDNS)
 		rc.Searches = []string{pod.Namespace + ".svc." + clusterDomain, "svc." + clusterDomain, clusterDomain}
@@ -103,14 +103,14 @@ func mergeDNSOptions(base []string, opts []corev1.PodDNSConfigOption) []string {
 	return out
 }
 
-// criDNS is rc as the CRI sandbox config carries it.
-func (rc resolvConf) criDNS() *runtimeapi.DNSConfig {
+// CRI is rc as the CRI sandbox config carries it.
+func (rc ResolvConf) CRI() *runtimeapi.DNSConfig {
 	return &runtimeapi.DNSConfig{Servers: rc.Servers, Searches: rc.Searches, Options: rc.Options}
 }
 
-// podHostname is the pod's host name and, when it has a subdomain, its
+// Hostname is the pod's host name and, when it has a subdomain, its
 // fully qualified name (hostname.subdomain.namespace.svc.domain).
-func podHostname(pod *corev1.Pod, clusterDomain string) (hostname, fqdn string) {
+func Hostname(pod *corev1.Pod, clusterDomain string) (hostname, fqdn string) {
 	hostname = pod.Name
 	if pod.Spec.Hostname != "" {
 		hostname = pod.Spec.Hostname
@@ -124,9 +124,9 @@ func podHostname(pod *corev1.Pod, clusterDomain string) (hostname, fqdn string) 
 	return hostname, fqdn
 }
 
-// hostsFile is the /etc/hosts of a pod (not on the host network) with
+// HostsFile is the /etc/hosts of a pod (not on the host network) with
 // address podIP.
-func hostsFile(pod *corev1.Pod, podIP, clusterDomain string) []byte {
+func HostsFile(pod *corev1.Pod, podIP, clusterDomain string) []byte {
 	var b bytes.Buffer
 	b.WriteString("# Kubernetes-managed hosts file.\n")
 	b.WriteString("127.0.0.1\tlocalhost\n")
@@ -135,7 +135,7 @@ func hostsFile(pod *corev1.Pod, podIP, clusterDomain string) []byte {
 	b.WriteString("fe00::0\tip6-mcastprefix\n")
 	b.WriteString("fe00::1\tip6-allnodes\n")
 	b.WriteString("fe00::2\tip6-allrouters\n")
-	hostname, fqdn := podHostname(pod, clusterDomain)
+	hostname, fqdn := Hostname(pod, clusterDomain)
 	if podIP != "" {
 		if fqdn != "" {
 			fmt.Fprintf(&b, "%s\t%s\t%s\n", podIP, fqdn, hostname)

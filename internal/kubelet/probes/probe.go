@@ -1,10 +1,11 @@
-package kubelet
+package probes
 
 import (
 	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -18,20 +19,13 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
+	"plainkube.dev/plainkube/internal/api/podutil"
+	"plainkube.dev/plainkube/internal/kubelet/events"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
-
-// Probes. The readiness and liveness probes of running containers run
-// during pod syncs (which happen at least every SyncInterval), each when
-// it is due. What a result means is pure (probeDue, probeRecord); the
-// results reach plan and podStatus through observed: a container whose
-// readiness probe has not succeeded is not ready, and one whose liveness
-// probe failed failureThreshold times is stopped, then restarted as its
-// restart policy says; so is one whose startup probe failed
-// failureThreshold times. gRPC probes use the grpc.health.v1 service.
 
 // probeState is what the agent remembers of one probe of one container
 // run.
@@ -87,21 +81,48 @@ func probeRecord(p *corev1.Probe, s probeState, ok bool, now time.Time) probeSta
 	return s
 }
 
-// probes holds the probe states of every pod, by pod UID and then by
+// Exec runs a command in a container and returns its output: the CRI
+// runtime's ExecSync.
+type Exec interface {
+	ExecSync(ctx context.Context, containerID string, cmd []string, timeout time.Duration) (stdout, stderr []byte, err error)
+}
+
+// Runner runs the probes and lifecycle hooks of the node's containers,
+// and remembers the probes' states. It is safe for concurrent use.
+type Runner struct {
+	exec   Exec
+	events *events.Recorder
+	log    *slog.Logger
+	states states
+}
+
+// NewRunner makes a runner that runs exec probes and hooks through exec
+// and records events with rec.
+func NewRunner(exec Exec, rec *events.Recorder, log *slog.Logger) *Runner {
+	return &Runner{exec: exec, events: rec, log: log}
+}
+
+// Forget drops the probe states of pod uid.
+func (r *Runner) Forget(uid types.UID) { r.states.set(uid, nil) }
+
+// Retain drops the probe states of the pods not in live.
+func (r *Runner) Retain(live map[types.UID]bool) { r.states.forget(live) }
+
+// states holds the probe states of every pod, by pod UID and then by
 // probe kind and container ID.
-type probes struct {
+type states struct {
 	mu sync.Mutex
 	m  map[types.UID]map[string]probeState
 }
 
-func (ps *probes) get(uid types.UID, key string) probeState {
+func (ps *states) get(uid types.UID, key string) probeState {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	return ps.m[uid][key]
 }
 
 // set records states as the whole of pod uid's probe states.
-func (ps *probes) set(uid types.UID, states map[string]probeState) {
+func (ps *states) set(uid types.UID, states map[string]probeState) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	if ps.m == nil {
@@ -115,7 +136,7 @@ func (ps *probes) set(uid types.UID, states map[string]probeState) {
 }
 
 // forget drops the states of pods that are not live.
-func (ps *probes) forget(live map[types.UID]bool) {
+func (ps *states) forget(live map[types.UID]bool) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	for uid := range ps.m {
@@ -125,18 +146,34 @@ func (ps *probes) forget(live map[types.UID]bool) {
 	}
 }
 
-// probe runs the due startup, readiness and liveness probes of pod's
-// running containers and records their results in obs. As upstream,
-// readiness and liveness probes wait until the startup probe has
-// succeeded, and the startup probe stops once it has. Every failed run
-// records an Unhealthy event.
-func (a *Agent) probe(ctx context.Context, pod *corev1.Pod, obs *observed) {
+// Running is the current run of a container, as the runtime shows it.
+type Running struct {
+	ID        string
+	StartedAt time.Time
+}
+
+// Results are what the probes of a pod's running containers found, by
+// container name: Ready has the readiness probe result of each that has a
+// readiness probe; Started, the startup probe result of each that has a
+// startup probe; Unhealthy, for one whose liveness or startup probe
+// failed, the message of the Killing event that stops it.
+type Results struct {
+	Ready, Started map[string]bool
+	Unhealthy      map[string]string
+}
+
+// Probe runs the due startup, readiness and liveness probes of pod's
+// running containers (running, by name; podIP is the pod's address) and
+// returns their results. As upstream, readiness and liveness probes wait
+// until the startup probe has succeeded, and the startup probe stops once
+// it has. Every failed run records an Unhealthy event.
+func (r *Runner) Probe(ctx context.Context, pod *corev1.Pod, running map[string]Running, podIP string) Results {
 	states := map[string]probeState{}
-	obs.Ready, obs.Started, obs.Unhealthy = map[string]bool{}, map[string]bool{}, map[string]string{}
+	res := Results{Ready: map[string]bool{}, Started: map[string]bool{}, Unhealthy: map[string]string{}}
 	now := time.Now()
 	var probed []*corev1.Container // sidecars and the others
 	for i := range pod.Spec.InitContainers {
-		if sidecar(&pod.Spec.InitContainers[i]) {
+		if podutil.IsSidecar(&pod.Spec.InitContainers[i]) {
 			probed = append(probed, &pod.Spec.InitContainers[i])
 		}
 	}
@@ -144,11 +181,10 @@ func (a *Agent) probe(ctx context.Context, pod *corev1.Pod, obs *observed) {
 		probed = append(probed, &pod.Spec.Containers[i])
 	}
 	for _, c := range probed {
-		runs := obs.Containers[c.Name]
-		if len(runs) == 0 || runs[0].State != stateRunning || pod.DeletionTimestamp != nil {
+		run, ok := running[c.Name]
+		if !ok || pod.DeletionTimestamp != nil {
 			continue
 		}
-		run := runs[0]
 		for _, k := range []struct {
 			kind  string
 			probe *corev1.Probe
@@ -157,33 +193,34 @@ func (a *Agent) probe(ctx context.Context, pod *corev1.Pod, obs *observed) {
 				continue
 			}
 			key := k.kind + "/" + run.ID
-			s := a.probes.get(pod.UID, key)
+			s := r.states.get(pod.UID, key)
 			s.ContainerID = run.ID
-			started := c.StartupProbe == nil || obs.Started[c.Name]
+			started := c.StartupProbe == nil || res.Started[c.Name]
 			due := probeDue(k.probe, s, run.StartedAt, now) &&
 				(k.kind == "Startup" && !s.Succeeded || k.kind != "Startup" && started)
 			if due {
-				err := a.runProbe(ctx, pod, obs, run.ID, k.probe)
+				err := r.run(ctx, pod, run.ID, podIP, k.probe)
 				s = probeRecord(k.probe, s, err == nil, now)
 				if err != nil {
-					a.event(pod, c.Name, corev1.EventTypeWarning, evUnhealthy, "%s probe failed: %s", k.kind, err.Error())
+					r.events.Record(pod, c.Name, corev1.EventTypeWarning, events.Unhealthy, "%s probe failed: %s", k.kind, err.Error())
 				}
 				if err != nil && s.Failed && k.kind != "Readiness" {
 					msg := fmt.Sprintf("Container %s failed %s probe, will be restarted", c.Name, strings.ToLower(k.kind))
-					a.log.Info(msg, "pod", pod.Namespace+"/"+pod.Name, "err", err)
-					obs.Unhealthy[c.Name] = msg
+					r.log.Info(msg, "pod", pod.Namespace+"/"+pod.Name, "err", err)
+					res.Unhealthy[c.Name] = msg
 				}
 			}
 			states[key] = s
 			switch k.kind {
 			case "Startup":
-				obs.Started[c.Name] = s.Succeeded
+				res.Started[c.Name] = s.Succeeded
 			case "Readiness":
-				obs.Ready[c.Name] = s.Succeeded
+				res.Ready[c.Name] = s.Succeeded
 			}
 		}
 	}
-	a.probes.set(pod.UID, states)
+	r.states.set(pod.UID, states)
+	return res
 }
 
 // probeClient is an HTTP client for probes and hooks: as upstream, no
@@ -195,17 +232,13 @@ func probeClient(timeout time.Duration) *http.Client {
 	}}
 }
 
-// runProbe runs one probe of container id once: nil means success; an
+// run runs probe pr of container id once: nil means success; an
 // error's text is what the Unhealthy event shows.
-func (a *Agent) runProbe(ctx context.Context, pod *corev1.Pod, obs *observed, id string, p *corev1.Probe) error {
-	timeout := seconds(p.TimeoutSeconds, 1)
-	ip := a.host.ip
-	if !pod.Spec.HostNetwork && obs.Sandbox != nil && obs.Sandbox.IP != "" {
-		ip = obs.Sandbox.IP
-	}
+func (r *Runner) run(ctx context.Context, pod *corev1.Pod, id, ip string, pr *corev1.Probe) error {
+	timeout := seconds(pr.TimeoutSeconds, 1)
 	switch {
-	case p.Exec != nil:
-		stdout, stderr, err := a.rt.Runtime.ExecSync(ctx, id, p.Exec.Command, timeout)
+	case pr.Exec != nil:
+		stdout, stderr, err := r.exec.ExecSync(ctx, id, pr.Exec.Command, timeout)
 		if err != nil {
 			if out := string(stdout) + string(stderr); out != "" {
 				return errors.New(out)
@@ -213,8 +246,8 @@ func (a *Agent) runProbe(ctx context.Context, pod *corev1.Pod, obs *observed, id
 			return err
 		}
 		return nil
-	case p.HTTPGet != nil:
-		req, err := httpGetRequest(ctx, pod, p.HTTPGet, ip, "kube-probe/plainkube")
+	case pr.HTTPGet != nil:
+		req, err := httpGetRequest(ctx, pod, pr.HTTPGet, ip, "kube-probe/plainkube")
 		if err != nil {
 			return err
 		}
@@ -227,26 +260,26 @@ func (a *Agent) runProbe(ctx context.Context, pod *corev1.Pod, obs *observed, id
 			return fmt.Errorf("HTTP probe failed with statuscode: %d", resp.StatusCode)
 		}
 		return nil
-	case p.TCPSocket != nil:
-		port, err := probePort(pod, p.TCPSocket.Port)
+	case pr.TCPSocket != nil:
+		port, err := probePort(pod, pr.TCPSocket.Port)
 		if err != nil {
 			return err
 		}
 		host := ip
-		if p.TCPSocket.Host != "" {
-			host = p.TCPSocket.Host
+		if pr.TCPSocket.Host != "" {
+			host = pr.TCPSocket.Host
 		}
 		conn, err := net.DialTimeout("tcp", net.JoinHostPort(host, strconv.Itoa(port)), timeout)
 		if err != nil {
 			return err
 		}
 		return conn.Close()
-	case p.GRPC != nil:
+	case pr.GRPC != nil:
 		service := ""
-		if p.GRPC.Service != nil {
-			service = *p.GRPC.Service
+		if pr.GRPC.Service != nil {
+			service = *pr.GRPC.Service
 		}
-		return grpcProbe(ctx, net.JoinHostPort(ip, strconv.Itoa(int(p.GRPC.Port))), service, timeout)
+		return grpcProbe(ctx, net.JoinHostPort(ip, strconv.Itoa(int(pr.GRPC.Port))), service, timeout)
 	}
 	return fmt.Errorf("probe handler not supported")
 }

@@ -1,20 +1,13 @@
-package kubelet
+package network
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
-	"time"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sync"
 )
-
-// Pod networking: the agent writes one CNI network configuration into
-// containerd's CNI directory, and containerd's CRI (which watches that
-// directory) calls the plugins for every sandbox not on the host network.
 
 // CNINetworkName is the name of the network the agent configures.
 const (
@@ -102,48 +95,40 @@ func writeCNIConfig(confDir, podCIDR, ipamDir string) error {
 	return os.Rename(tmp, p)
 }
 
-// ensureNetwork configures the pod network for the Node's pod CIDR, if it
-// has one and it is not the one configured.
-func (a *Agent) ensureNetwork(podCIDR string) error {
-	a.netMu.Lock()
-	defer a.netMu.Unlock()
-	if podCIDR == "" || podCIDR == a.podCIDR {
-		return nil
-	}
-	ipam := filepath.Join(a.opts.DataDir, "cni", "ipam")
-	if err := writeCNIConfig(a.rt.CNIConfDir(), podCIDR, ipam); err != nil {
-		return fmt.Errorf("writing the CNI configuration: %w", err)
-	}
-	a.podCIDR = podCIDR
-	a.log.Info("pod network configured", "podCIDR", podCIDR)
-	return nil
+// PodNetwork is the node's pod network: the CNI configuration for the
+// Node's pod CIDR in the runtime's CNI directory, written once the Node
+// has a pod CIDR and again if it changes. It is safe for concurrent use.
+type PodNetwork struct {
+	confDir, ipamDir string
+	mu               sync.Mutex
+	podCIDR          string // the one configured
 }
 
-// awaitPodCIDR waits for a Node registered without a pod CIDR to be given
-// one (by the node IPAM controller), checking every second, and then
-// configures the pod network. Until then only hostNetwork pods can start.
-func (a *Agent) awaitPodCIDR(ctx context.Context) {
-	warned := false
-	for {
-		a.netMu.Lock()
-		done := a.podCIDR != ""
-		a.netMu.Unlock()
-		if done {
-			return
-		}
-		n, err := a.cs.CoreV1().Nodes().Get(ctx, a.opts.NodeName, metav1.GetOptions{})
-		if err == nil && n.Spec.PodCIDR != "" {
-			if err := a.ensureNetwork(n.Spec.PodCIDR); err != nil {
-				a.log.Warn("configuring the pod network", "err", err)
-			}
-		} else if !warned {
-			a.log.Warn("the node has no pod CIDR yet: only hostNetwork pods can start until it has")
-			warned = true
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(time.Second):
-		}
+// NewPodNetwork makes the pod network whose configuration goes into
+// confDir (the runtime's CNI directory), with the host-local address
+// state under ipamDir. Nothing is written until Ensure.
+func NewPodNetwork(confDir, ipamDir string) *PodNetwork {
+	return &PodNetwork{confDir: confDir, ipamDir: ipamDir}
+}
+
+// Ensure configures the pod network for podCIDR, if it is given and not
+// the one configured; it reports whether it wrote a configuration.
+func (n *PodNetwork) Ensure(podCIDR string) (bool, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if podCIDR == "" || podCIDR == n.podCIDR {
+		return false, nil
 	}
+	if err := writeCNIConfig(n.confDir, podCIDR, n.ipamDir); err != nil {
+		return false, fmt.Errorf("writing the CNI configuration: %w", err)
+	}
+	n.podCIDR = podCIDR
+	return true, nil
+}
+
+// Configured reports whether the pod network has a pod CIDR.
+func (n *PodNetwork) Configured() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.podCIDR != ""
 }

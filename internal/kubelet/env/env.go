@@ -1,4 +1,4 @@
-package kubelet
+package env
 
 import (
 	"fmt"
@@ -10,22 +10,13 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"plainkube.dev/plainkube/internal/api/podutil"
 )
 
-// This file resolves a container's environment, as upstream's kubelet
-// does: envFrom first, then env in order, each value expanded with the
-// variables before it; then $(VAR) in command and args with all of them.
-// It is pure but for serviceEnvFor at the end: the ConfigMaps, Secrets
-// and Services referred to are read by the driver first (envRefs says
-// which).
-
-// envSource is what a container's environment may refer to.
-type envSource struct {
+// Source is what a container's environment may refer to.
+type Source struct {
 	// ConfigMaps and Secrets of the pod's namespace, by name; a name that
 	// is absent was not found.
 	ConfigMaps map[string]*corev1.ConfigMap
@@ -35,16 +26,16 @@ type envSource struct {
 	PodIPs, HostIPs []string
 	// Allocatable is the node's: the limits of containers that set none.
 	Allocatable corev1.ResourceList
-	// Services are the service environment variables (serviceEnv).
+	// Services are the service environment variables (ServiceVars).
 	Services map[string]string
 }
 
-// envVar is one resolved variable.
-type envVar struct{ Name, Value string }
+// Var is one resolved variable.
+type Var struct{ Name, Value string }
 
-// envRefs are the names of the ConfigMaps and Secrets c's environment
+// Refs are the names of the ConfigMaps and Secrets c's environment
 // refers to.
-func envRefs(c *corev1.Container) (configMaps, secrets []string) {
+func Refs(c *corev1.Container) (configMaps, secrets []string) {
 	add := func(list []string, name string) []string {
 		if name == "" || slices.Contains(list, name) {
 			return list
@@ -73,10 +64,10 @@ func envRefs(c *corev1.Container) (configMaps, secrets []string) {
 	return configMaps, secrets
 }
 
-// containerEnv is c's environment in pod. An error (a ConfigMap, Secret
+// Resolve is c's environment in pod. An error (a ConfigMap, Secret
 // or key that is missing and not optional, an unsupported field) means
 // the container cannot be created: upstream's CreateContainerConfigError.
-func containerEnv(pod *corev1.Pod, c *corev1.Container, src envSource) ([]envVar, error) {
+func Resolve(pod *corev1.Pod, c *corev1.Container, src Source) ([]Var, error) {
 	var order []string
 	vals := map[string]string{}
 	set := func(k, v string) {
@@ -131,27 +122,27 @@ func containerEnv(pod *corev1.Pod, c *corev1.Container, src envSource) ([]envVar
 			set(e.Name, v)
 		}
 	}
-	out := make([]envVar, 0, len(order)+len(src.Services))
+	out := make([]Var, 0, len(order)+len(src.Services))
 	for _, k := range order {
-		out = append(out, envVar{k, vals[k]})
+		out = append(out, Var{k, vals[k]})
 	}
 	// Service variables come last, unless the container sets the name.
 	for _, k := range slices.Sorted(maps.Keys(src.Services)) {
 		if _, ok := vals[k]; !ok {
-			out = append(out, envVar{k, src.Services[k]})
+			out = append(out, Var{k, src.Services[k]})
 		}
 	}
 	return out, nil
 }
 
-// serviceEnv are the service environment variables of a pod in
+// ServiceVars are the service environment variables of a pod in
 // namespace ns, as upstream: for each service with a cluster IP — the
 // default namespace's "kubernetes" always, the pod's namespace's when
 // enableServiceLinks (default true) — <NAME>_SERVICE_HOST,
 // <NAME>_SERVICE_PORT (the first port), <NAME>_SERVICE_PORT_<PORT NAME>
 // for named ports, and the Docker link variables <NAME>_PORT and
 // <NAME>_PORT_<port>_<PROTO>[_PROTO|_PORT|_ADDR].
-func serviceEnv(services []*corev1.Service, ns string, enableLinks *bool) map[string]string {
+func ServiceVars(services []*corev1.Service, ns string, enableLinks *bool) map[string]string {
 	links := enableLinks == nil || *enableLinks
 	chosen := map[string]*corev1.Service{}
 	for _, svc := range services {
@@ -200,7 +191,7 @@ func optional(p *bool) bool { return p != nil && *p }
 
 // valueFrom resolves one env valueFrom of container c; ok is false for an
 // optional reference to something absent (the variable is then not set).
-func valueFrom(pod *corev1.Pod, c *corev1.Container, from *corev1.EnvVarSource, src envSource) (string, bool, error) {
+func valueFrom(pod *corev1.Pod, c *corev1.Container, from *corev1.EnvVarSource, src Source) (string, bool, error) {
 	switch {
 	case from.ConfigMapKeyRef != nil:
 		r := from.ConfigMapKeyRef
@@ -235,22 +226,22 @@ func valueFrom(pod *corev1.Pod, c *corev1.Container, from *corev1.EnvVarSource, 
 		}
 		return "", false, fmt.Errorf("couldn't find key %s in Secret %s/%s", r.Key, pod.Namespace, r.Name)
 	case from.FieldRef != nil:
-		v, err := podField(pod, from.FieldRef.FieldPath, src)
+		v, err := PodField(pod, from.FieldRef.FieldPath, src)
 		return v, err == nil, err
 	case from.ResourceFieldRef != nil:
 		if name := from.ResourceFieldRef.ContainerName; name != "" {
-			if c = specContainer(pod, name); c == nil {
+			if c = podutil.Container(pod, name); c == nil {
 				return "", false, fmt.Errorf("container %q not found in pod %s/%s", name, pod.Namespace, pod.Name)
 			}
 		}
-		v, err := containerResource(c, from.ResourceFieldRef, src.Allocatable)
+		v, err := ContainerResource(c, from.ResourceFieldRef, src.Allocatable)
 		return v, err == nil, err
 	}
 	return "", false, fmt.Errorf("empty valueFrom")
 }
 
-// podField is the value of a downward-API field path.
-func podField(pod *corev1.Pod, path string, src envSource) (string, error) {
+// PodField is the value of a downward-API field path.
+func PodField(pod *corev1.Pod, path string, src Source) (string, error) {
 	if k, ok := subscript(path, "metadata.labels"); ok {
 		return pod.Labels[k], nil
 	}
@@ -291,12 +282,12 @@ func first(list []string) string {
 	return list[0]
 }
 
-// containerResource is the value of a resourceFieldRef of container c,
+// ContainerResource is the value of a resourceFieldRef of container c,
 // as upstream: limits.{cpu,memory,ephemeral-storage} (the node's
 // allocatable where c sets no limit), requests.{…}, and hugepages
 // limits and requests, divided by the divisor (default 1) and rounded
 // up.
-func containerResource(c *corev1.Container, ref *corev1.ResourceFieldSelector, allocatable corev1.ResourceList) (string, error) {
+func ContainerResource(c *corev1.Container, ref *corev1.ResourceFieldSelector, allocatable corev1.ResourceList) (string, error) {
 	divisor := ref.Divisor
 	if divisor.IsZero() {
 		divisor = resource.MustParse("1")
@@ -351,8 +342,11 @@ func formatMap(m map[string]string) string {
 	return b.String()
 }
 
-// expandAll expands $(VAR) in each of list with env.
-func expandAll(list []string, env []envVar) []string {
+// Expand expands $(VAR) in s with vars, as a subPathExpr is.
+func Expand(s string, vars []Var) string { return ExpandAll([]string{s}, vars)[0] }
+
+// ExpandAll expands $(VAR) in each of list with env.
+func ExpandAll(list []string, env []Var) []string {
 	if list == nil {
 		return nil
 	}
@@ -420,35 +414,4 @@ func readVariable(input string) (read string, isVar bool, advance int) {
 	default:
 		return "$" + input[:1], false, 1
 	}
-}
-
-// serviceEnvFor reads, from the agent's cache, the Services whose
-// variables pod's containers get (serviceEnv). A static pod does not wait
-// for them, as upstream: until the agent has read them it gets none.
-func (a *Agent) serviceEnvFor(pod *corev1.Pod) (map[string]string, error) {
-	if !a.apiSynced.Load() {
-		if pod.Annotations[AnnotationConfigSource] == "file" {
-			return map[string]string{}, nil
-		}
-		return nil, fmt.Errorf("services have not yet been read at least once, cannot construct envvars")
-	}
-	var services []*corev1.Service
-	links := pod.Spec.EnableServiceLinks == nil || *pod.Spec.EnableServiceLinks
-	if links {
-		list, err := a.services.Services(pod.Namespace).List(labels.Everything())
-		if err != nil {
-			return nil, fmt.Errorf("failed to list services when setting up env vars: %w", err)
-		}
-		services = append(services, list...)
-	}
-	if !links || pod.Namespace != metav1.NamespaceDefault {
-		svc, err := a.services.Services(metav1.NamespaceDefault).Get("kubernetes")
-		switch {
-		case err == nil:
-			services = append(services, svc)
-		case !apierrors.IsNotFound(err):
-			return nil, fmt.Errorf("failed to list services when setting up env vars: %w", err)
-		}
-	}
-	return serviceEnv(services, pod.Namespace, pod.Spec.EnableServiceLinks), nil
 }

@@ -1,4 +1,4 @@
-package kubelet
+package runtime
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"plainkube.dev/plainkube/internal/api/podspec"
+	"plainkube.dev/plainkube/internal/kubelet/events"
 )
 
 // Security contexts and resources, as CRI sees them. These are pure
@@ -106,33 +107,33 @@ func sandboxSecurity(pod *corev1.Pod) *runtimeapi.LinuxSandboxSecurityContext {
 	return out
 }
 
-// imageUser is the user an image runs as: a numeric uid, or a name.
-type imageUser struct {
+// ImageUser is the user an image runs as: a numeric uid, or a name.
+type ImageUser struct {
 	UID  *int64
 	Name string
 }
 
-// verifyNonRoot checks c against runAsNonRoot, as upstream: with it set,
+// VerifyNonRoot checks c against runAsNonRoot, as upstream: with it set,
 // the container must run as a uid other than 0, by its own runAsUser or
 // the image's numeric user. The error is the container's
 // CreateContainerConfigError message.
-func verifyNonRoot(pod *corev1.Pod, c *corev1.Container, img imageUser) error {
+func VerifyNonRoot(pod *corev1.Pod, c *corev1.Container, img ImageUser) error {
 	sc := effectiveSecurity(pod, c)
 	if sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot {
 		return nil
 	}
 	if sc.RunAsUser != nil {
 		if *sc.RunAsUser == 0 {
-			return fmt.Errorf("container's runAsUser breaks non-root policy (pod: %q, container: %s)", podDesc(pod), c.Name)
+			return fmt.Errorf("container's runAsUser breaks non-root policy (pod: %q, container: %s)", events.PodDesc(pod), c.Name)
 		}
 		return nil
 	}
 	switch {
 	case img.UID != nil && *img.UID == 0, img.UID == nil && img.Name == "":
-		return fmt.Errorf("container has runAsNonRoot and image will run as root (pod: %q, container: %s)", podDesc(pod), c.Name)
+		return fmt.Errorf("container has runAsNonRoot and image will run as root (pod: %q, container: %s)", events.PodDesc(pod), c.Name)
 	case img.UID == nil:
 		if _, err := strconv.Atoi(img.Name); err != nil {
-			return fmt.Errorf("container has runAsNonRoot and image has non-numeric user (%s), cannot verify user is non-root (pod: %q, container: %s)", img.Name, podDesc(pod), c.Name)
+			return fmt.Errorf("container has runAsNonRoot and image has non-numeric user (%s), cannot verify user is non-root (pod: %q, container: %s)", img.Name, events.PodDesc(pod), c.Name)
 		}
 	}
 	return nil

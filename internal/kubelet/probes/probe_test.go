@@ -1,12 +1,13 @@
-package kubelet
+package probes
 
 import (
-	"slices"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 )
+
+var t0 = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 
 func TestProbeDue(t *testing.T) {
 	p := &corev1.Probe{InitialDelaySeconds: 5, PeriodSeconds: 2}
@@ -63,35 +64,5 @@ func TestProbeRecord(t *testing.T) {
 	}
 	if s.Failed {
 		t.Error("failed after 2 failures; the default threshold is 3")
-	}
-}
-
-func TestProbesInPlanAndStatus(t *testing.T) {
-	probed := func(p *corev1.Pod) {
-		p.Spec.Containers[0].ReadinessProbe = &corev1.Probe{}
-		p.Spec.Containers[0].LivenessProbe = &corev1.Probe{}
-	}
-	pod := testPod(corev1.RestartPolicyAlways, probed)
-	obs := observed{Sandbox: ready(), Containers: runs(running("c1", 0))}
-
-	// Not ready until the readiness probe succeeds.
-	st := podStatus(pod, obs, nodeEnv{}, t0)
-	if st.ContainerStatuses[0].Ready {
-		t.Error("ready before the readiness probe succeeded")
-	}
-	obs.Ready = map[string]bool{"a": true}
-	if st := podStatus(pod, obs, nodeEnv{}, t0); !st.ContainerStatuses[0].Ready {
-		t.Error("not ready after the readiness probe succeeded")
-	}
-
-	// A failed liveness probe stops the container with the grace period.
-	obs.Unhealthy = map[string]string{"a": "Container a failed liveness probe, will be restarted"}
-	acts, _ := plan(pod, obs, t0)
-	var got []string
-	for _, a := range acts {
-		got = append(got, a.String())
-	}
-	if want := []string{"StopContainer a c1 grace=30s"}; !slices.Equal(got, want) {
-		t.Errorf("actions = %q, want %q", got, want)
 	}
 }

@@ -1,4 +1,4 @@
-package kubelet
+package volumes
 
 import (
 	"context"
@@ -104,31 +104,6 @@ func TestDownwardAPIFiles(t *testing.T) {
 		if err := downwardAPIFiles(payload{}, pod, []corev1.DownwardAPIVolumeFile{bad}, nil, testAllocatable); err == nil {
 			t.Errorf("item %+v: no error", bad)
 		}
-	}
-}
-
-func TestContainerResourceEnv(t *testing.T) {
-	pod := volumeTestPod()
-	pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Name: "other",
-		Env: []corev1.EnvVar{
-			{Name: "OWN_CPU_LIMIT", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "limits.cpu", Divisor: resource.MustParse("1m")}}},
-			{Name: "C_MEM_REQ", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{ContainerName: "c", Resource: "requests.memory"}}},
-			{Name: "OWN_MEM_REQ", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "requests.memory"}}},
-			{Name: "HOSTS", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.hostIPs"}}},
-			{Name: "PODS", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIPs"}}},
-		}})
-	env, err := containerEnv(pod, &pod.Spec.Containers[1], envSource{Allocatable: testAllocatable,
-		PodIPs: []string{"10.42.0.5", "fd00::5"}, HostIPs: []string{"192.0.2.1"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []envVar{{"OWN_CPU_LIMIT", "2000"}, {"C_MEM_REQ", "33554432"}, {"OWN_MEM_REQ", "0"}, {"HOSTS", "192.0.2.1"}, {"PODS", "10.42.0.5,fd00::5"}}
-	if d := cmp.Diff(want, env); d != "" {
-		t.Errorf("(-want +got):\n%s", d)
-	}
-	c := corev1.Container{Name: "x", Env: []corev1.EnvVar{{Name: "A", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{ContainerName: "nope", Resource: "limits.cpu"}}}}}
-	if _, err := containerEnv(pod, &c, envSource{}); err == nil || !strings.Contains(err.Error(), `container "nope" not found`) {
-		t.Errorf("unknown container: %v", err)
 	}
 }
 

@@ -1,4 +1,4 @@
-package kubelet
+package volumes
 
 import (
 	"io/fs"
@@ -9,6 +9,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"plainkube.dev/plainkube/internal/kubelet/atomicwriter"
+	"plainkube.dev/plainkube/internal/kubelet/env"
 )
 
 func TestKeyFiles(t *testing.T) {
@@ -96,7 +97,7 @@ func TestContainerMounts(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := containerMounts(pod, &corev1.Container{VolumeMounts: tt.mounts}, paths, []envVar{{"POD", "web-0"}, {"UP", ".."}})
+			got, err := ContainerMounts(pod, &corev1.Container{VolumeMounts: tt.mounts}, paths, []env.Var{{Name: "POD", Value: "web-0"}, {Name: "UP", Value: ".."}})
 			if tt.wantErr != "" {
 				if err == nil || err.Error() != tt.wantErr {
 					t.Fatalf("err = %v, want %s", err, tt.wantErr)

@@ -1,4 +1,4 @@
-package kubelet
+package static
 
 import (
 	"os"
@@ -83,7 +83,7 @@ func TestParseManifest(t *testing.T) {
 
 func TestStaticPodsScan(t *testing.T) {
 	dir := t.TempDir()
-	s := newStaticPods()
+	s := NewPods()
 	now := time.Unix(1000, 0)
 	var logged []string
 	log := func(msg string, _ ...any) { logged = append(logged, msg) }
@@ -98,51 +98,51 @@ func TestStaticPodsScan(t *testing.T) {
 	write(".hidden.yaml", strings.Replace(webManifest, "web", "hidden", 1))
 	write("broken.yaml", "apiVersion: v1\nkind: Pod\n")
 	os.Mkdir(filepath.Join(dir, "sub"), 0o755)
-	if changed := s.scan(dir, "n", now, log); len(changed) != 1 || changed[0] != key {
+	if changed := s.Scan(dir, "n", now, log); len(changed) != 1 || changed[0] != key {
 		t.Fatalf("changed %v", changed)
 	}
 	if len(logged) != 1 {
 		t.Errorf("logged %v, want the broken file once", logged)
 	}
-	cur, stopping := s.get(key)
+	cur, stopping := s.Get(key)
 	if cur == nil || len(stopping) != 0 || cur.Annotations[AnnotationConfigSeen] != "1970-01-01T00:16:40Z" {
 		t.Fatalf("cur %v stopping %v", cur, stopping)
 	}
 	first := cur.UID
 
 	// Unchanged: nothing to do, the broken file is not parsed again.
-	if changed := s.scan(dir, "n", now.Add(time.Second), log); len(changed) != 0 || len(logged) != 1 {
+	if changed := s.Scan(dir, "n", now.Add(time.Second), log); len(changed) != 0 || len(logged) != 1 {
 		t.Errorf("changed %v logged %v", changed, logged)
 	}
 
 	// Edited: a new version; the old one is to stop, with its grace period.
 	write("web.yaml", strings.Replace(webManifest, "3600", "60", 1)+"  terminationGracePeriodSeconds: 3\n")
-	if changed := s.scan(dir, "n", now.Add(2*time.Second), log); len(changed) != 2 {
+	if changed := s.Scan(dir, "n", now.Add(2*time.Second), log); len(changed) != 2 {
 		t.Errorf("changed %v, want the key twice (old stopping, new current)", changed)
 	}
-	cur, stopping = s.get(key)
-	if cur.UID == first || len(stopping) != 1 || stopping[0].UID != first || stopping[0].DeletionTimestamp == nil || *stopping[0].DeletionGracePeriodSeconds != defaultGrace {
+	cur, stopping = s.Get(key)
+	if cur.UID == first || len(stopping) != 1 || stopping[0].UID != first || stopping[0].DeletionTimestamp == nil || *stopping[0].DeletionGracePeriodSeconds != corev1.DefaultTerminationGracePeriodSeconds {
 		t.Fatalf("after edit: cur %s stopping %v", cur.UID, stopping)
 	}
-	uids := s.uids()
+	uids := s.UIDs()
 	if len(uids) != 2 {
 		t.Errorf("uids %v", uids)
 	}
-	s.stopped(key, first)
+	s.Stopped(key, first)
 
 	// Removed: stopping with its own grace period, nothing current.
 	second := cur.UID
 	os.Remove(filepath.Join(dir, "web.yaml"))
-	s.scan(dir, "n", now.Add(3*time.Second), log)
-	cur, stopping = s.get(key)
+	s.Scan(dir, "n", now.Add(3*time.Second), log)
+	cur, stopping = s.Get(key)
 	if cur != nil || len(stopping) != 1 || stopping[0].UID != second || *stopping[0].DeletionGracePeriodSeconds != 3 {
 		t.Fatalf("after removal: cur %v stopping %v", cur, stopping)
 	}
-	if keys := s.keys(); len(keys) != 1 || keys[0] != key {
+	if keys := s.Keys(); len(keys) != 1 || keys[0] != key {
 		t.Errorf("keys %v", keys)
 	}
-	s.stopped(key, second)
-	if keys := s.keys(); len(keys) != 0 {
+	s.Stopped(key, second)
+	if keys := s.Keys(); len(keys) != 0 {
 		t.Errorf("keys %v", keys)
 	}
 }

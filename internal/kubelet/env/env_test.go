@@ -1,4 +1,4 @@
-package kubelet
+package env
 
 import (
 	"strings"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -41,7 +42,7 @@ func TestContainerEnv(t *testing.T) {
 			Labels: map[string]string{"app": "web", "tier": "fe"}, Annotations: map[string]string{"note": "x"}},
 		Spec: corev1.PodSpec{NodeName: "n1", ServiceAccountName: "sa"},
 	}
-	src := envSource{
+	src := Source{
 		ConfigMaps: map[string]*corev1.ConfigMap{"cm": {Data: map[string]string{"k": "v", "k2": "v2", "bad-name": "x"}, BinaryData: map[string][]byte{"bin": []byte("b")}}},
 		Secrets:    map[string]*corev1.Secret{"s": {Data: map[string][]byte{"pw": []byte("hunter2")}}},
 		PodIPs:     []string{"10.42.0.5"}, HostIPs: []string{"192.0.2.1"},
@@ -119,7 +120,7 @@ func TestContainerEnv(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			env, err := containerEnv(pod, &tt.c, src)
+			env, err := Resolve(pod, &tt.c, src)
 			if tt.wantErr != "" {
 				if err == nil || err.Error() != tt.wantErr {
 					t.Fatalf("err = %v, want %s", err, tt.wantErr)
@@ -149,15 +150,15 @@ func TestEnvRefsAndArgs(t *testing.T) {
 			{Name: "Y", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "a"}}}},
 		},
 	}
-	cms, secrets := envRefs(c)
+	cms, secrets := Refs(c)
 	if !cmp.Equal(cms, []string{"a", "b"}) || !cmp.Equal(secrets, []string{"s"}) {
 		t.Errorf("refs = %v %v", cms, secrets)
 	}
-	got := expandAll([]string{"echo", "$(X)", "$$(X)", "$(Z)"}, []envVar{{"X", "x"}})
+	got := ExpandAll([]string{"echo", "$(X)", "$$(X)", "$(Z)"}, []Var{{"X", "x"}})
 	if want := []string{"echo", "x", "$(X)", "$(Z)"}; !cmp.Equal(got, want) {
 		t.Errorf("args = %q", got)
 	}
-	if expandAll(nil, nil) != nil {
+	if ExpandAll(nil, nil) != nil {
 		t.Error("nil args must stay nil (the image's)")
 	}
 }
@@ -172,7 +173,7 @@ func TestServiceEnv(t *testing.T) {
 		svc("app", "headless", "None", corev1.ServicePort{Port: 80}),
 		svc("other", "elsewhere", "10.43.0.7", corev1.ServicePort{Port: 80}),
 	}
-	got := serviceEnv(services, "app", nil)
+	got := ServiceVars(services, "app", nil)
 	want := map[string]string{
 		"KUBERNETES_SERVICE_HOST":       "10.43.0.1",
 		"KUBERNETES_SERVICE_PORT":       "443",
@@ -199,14 +200,14 @@ func TestServiceEnv(t *testing.T) {
 		t.Errorf("(-want +got):\n%s", d)
 	}
 	no := false
-	if got := serviceEnv(services, "app", &no); len(got) != 8 || got["KUBERNETES_SERVICE_HOST"] != "10.43.0.1" {
+	if got := ServiceVars(services, "app", &no); len(got) != 8 || got["KUBERNETES_SERVICE_HOST"] != "10.43.0.1" {
 		t.Errorf("without service links: %v", got)
 	}
 	// Service variables expand in env values and args; the container's
 	// own variables win.
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "app"}}
 	c := &corev1.Container{Env: []corev1.EnvVar{{Name: "URL", Value: "https://$(KUBERNETES_SERVICE_HOST)"}, {Name: "MY_WEB_SERVICE_PORT", Value: "8080"}}}
-	env, err := containerEnv(pod, c, envSource{Services: got})
+	env, err := Resolve(pod, c, Source{Services: got})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,5 +217,32 @@ func TestServiceEnv(t *testing.T) {
 	}
 	if m["URL"] != "https://10.43.0.1" || m["MY_WEB_SERVICE_PORT"] != "8080" || m["KUBERNETES_PORT"] != "tcp://10.43.0.1:443" {
 		t.Errorf("env = %v", m)
+	}
+}
+
+func TestContainerResourceEnv(t *testing.T) {
+	pod := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("32Mi")}}}}}}
+	allocatable := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}
+	pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Name: "other",
+		Env: []corev1.EnvVar{
+			{Name: "OWN_CPU_LIMIT", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "limits.cpu", Divisor: resource.MustParse("1m")}}},
+			{Name: "C_MEM_REQ", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{ContainerName: "c", Resource: "requests.memory"}}},
+			{Name: "OWN_MEM_REQ", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "requests.memory"}}},
+			{Name: "HOSTS", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.hostIPs"}}},
+			{Name: "PODS", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIPs"}}},
+		}})
+	env, err := Resolve(pod, &pod.Spec.Containers[1], Source{Allocatable: allocatable,
+		PodIPs: []string{"10.42.0.5", "fd00::5"}, HostIPs: []string{"192.0.2.1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Var{{"OWN_CPU_LIMIT", "2000"}, {"C_MEM_REQ", "33554432"}, {"OWN_MEM_REQ", "0"}, {"HOSTS", "192.0.2.1"}, {"PODS", "10.42.0.5,fd00::5"}}
+	if d := cmp.Diff(want, env); d != "" {
+		t.Errorf("(-want +got):\n%s", d)
+	}
+	c := corev1.Container{Name: "x", Env: []corev1.EnvVar{{Name: "A", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{ContainerName: "nope", Resource: "limits.cpu"}}}}}
+	if _, err := Resolve(pod, &c, Source{}); err == nil || !strings.Contains(err.Error(), `container "nope" not found`) {
+		t.Errorf("unknown container: %v", err)
 	}
 }

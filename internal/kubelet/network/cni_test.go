@@ -1,4 +1,4 @@
-package kubelet
+package network
 
 import (
 	"encoding/json"

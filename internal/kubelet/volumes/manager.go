@@ -1,10 +1,11 @@
-package kubelet
+package volumes
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,16 +16,15 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 
-	"plainkube.dev/plainkube/internal/reconcile"
+	"plainkube.dev/plainkube/internal/kubelet/env"
+	"plainkube.dev/plainkube/internal/kubelet/events"
 )
 
 // The volume manager: when a pod's volumes are set up and refreshed.
-//
 // A pod's volumes are all set up before its sandbox starts (as upstream's
 // WaitForAttachAndMount). While one cannot be (a ConfigMap or Secret
 // that is missing and not optional, a token the API refuses), the pod
@@ -49,12 +49,32 @@ const (
 	emptyDirCheckInterval = 10 * time.Second
 )
 
-// volumeManager holds the agent's state of pod volumes.
-type volumeManager struct {
+// Manager sets up, refreshes and removes the volumes of the node's pods,
+// and holds their state. It is safe for concurrent use by the agent's
+// workers (one pod at a time each).
+type Manager struct {
+	cfg    Config
 	mu     sync.Mutex
 	pods   map[types.UID]*podVolumes
 	tokens tokenCache
 }
+
+// Config is what a Manager works with.
+type Config struct {
+	// Dir holds a directory of volumes per pod (<DataDir>/volumes).
+	Dir string
+	// Client reads ConfigMaps and Secrets and asks for tokens.
+	Client kubernetes.Interface
+	// ResyncInterval is how often the volumes from the API are rewritten.
+	ResyncInterval time.Duration
+	// Allocatable is the node's, for limits that containers do not set.
+	Allocatable corev1.ResourceList
+	Events      *events.Recorder
+	Logger      *slog.Logger
+}
+
+// NewManager makes a volume manager; it holds no pod yet.
+func NewManager(cfg Config) *Manager { return &Manager{cfg: cfg} }
 
 // podVolumes is the state of one pod's volumes.
 type podVolumes struct {
@@ -80,7 +100,7 @@ func mountTimeoutMessage(unmounted []string) string {
 		unmounted, context.DeadlineExceeded)
 }
 
-func (m *volumeManager) state(uid types.UID) *podVolumes {
+func (m *Manager) state(uid types.UID) *podVolumes {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.pods == nil {
@@ -96,7 +116,7 @@ func (m *volumeManager) state(uid types.UID) *podVolumes {
 
 // forget drops what the manager holds of the pods not in live (nil: of
 // uid only).
-func (m *volumeManager) forget(uid types.UID, live map[types.UID]bool) {
+func (m *Manager) forget(uid types.UID, live map[types.UID]bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for k := range m.pods {
@@ -109,51 +129,29 @@ func (m *volumeManager) forget(uid types.UID, live map[types.UID]bool) {
 
 // podMeta is what of a pod's metadata its downward API files show.
 func podMeta(pod *corev1.Pod) string {
-	return formatMap(pod.Labels) + "\x00" + formatMap(pod.Annotations)
+	labels, _ := env.PodField(pod, "metadata.labels", env.Source{})
+	annotations, _ := env.PodField(pod, "metadata.annotations", env.Source{})
+	return labels + "\x00" + annotations
 }
 
-// syncVolumes sets up, refreshes and checks pod's volumes during its
-// sync. When done is true the pod cannot go on yet (its volumes are not
-// ready, or it was just evicted): the sync ends with res.
-func (a *Agent) syncVolumes(ctx context.Context, pod *corev1.Pod) (res reconcile.Result, done bool) {
-	if pod.DeletionTimestamp != nil || terminal(pod.Status.Phase) {
-		return reconcile.Result{}, false
-	}
-	pv := a.vols.state(pod.UID)
-	if _, err := a.setupVolumes(ctx, pod); err != nil {
-		// Not set up yet: the pod waits, its containers ContainerCreating.
-		if obs, oerr := a.observe(ctx, pod); oerr == nil {
-			_ = a.updateStatus(ctx, pod, obs)
-		}
-		return reconcile.Result{RequeueAfter: max(time.Until(pv.retryAt), 100*time.Millisecond)}, true
-	}
-	if time.Since(pv.usage) >= min(emptyDirCheckInterval, a.opts.VolumeResyncInterval) {
-		pv.usage = time.Now()
-		if msg := a.emptyDirOverLimit(pod); msg != "" {
-			a.evict(ctx, pod, msg)
-			return reconcile.Result{RequeueAfter: 100 * time.Millisecond}, true
-		}
-	}
-	return reconcile.Result{}, false
-}
-
-// setupVolumes sets up the pod's volumes when they are not yet, refreshes
+// Setup sets up the pod's volumes when they are not yet, refreshes
 // the ones from the API when due, and returns where each volume is on
-// the host. An error means they are not all set up.
-func (a *Agent) setupVolumes(ctx context.Context, pod *corev1.Pod) (map[string]string, error) {
-	pv := a.vols.state(pod.UID)
+// the host. An error means they are not all set up: RetryAt says when
+// Setup tries again.
+func (m *Manager) Setup(ctx context.Context, pod *corev1.Pod) (map[string]string, error) {
+	pv := m.state(pod.UID)
 	now := time.Now()
 	if pv.paths == nil && now.Before(pv.retryAt) {
 		return nil, pv.err
 	}
-	due := pv.paths == nil || now.Sub(pv.refreshed) >= a.opts.VolumeResyncInterval || pv.meta != podMeta(pod)
+	due := pv.paths == nil || now.Sub(pv.refreshed) >= m.cfg.ResyncInterval || pv.meta != podMeta(pod)
 	if !due {
 		return pv.paths, nil
 	}
-	paths, errs := a.writeVolumes(ctx, pod, pv.paths != nil)
+	paths, errs := m.writeVolumes(ctx, pod, pv.paths != nil)
 	for _, e := range errs {
-		a.event(pod, "", corev1.EventTypeWarning, "FailedMount", "%s", e.Error())
-		a.log.Warn("volume set-up", "pod", pod.Namespace+"/"+pod.Name, "err", e)
+		m.cfg.Events.Record(pod, "", corev1.EventTypeWarning, "FailedMount", "%s", e.Error())
+		m.cfg.Logger.Warn("volume set-up", "pod", pod.Namespace+"/"+pod.Name, "err", e)
 	}
 	if pv.paths != nil {
 		// A refresh: failures keep the old content.
@@ -172,7 +170,7 @@ func (a *Agent) setupVolumes(ctx context.Context, pod *corev1.Pod) (map[string]s
 					unmounted = append(unmounted, me.Volume)
 				}
 			}
-			a.event(pod, "", corev1.EventTypeWarning, "FailedMount", "%s", mountTimeoutMessage(unmounted))
+			m.cfg.Events.Record(pod, "", corev1.EventTypeWarning, "FailedMount", "%s", mountTimeoutMessage(unmounted))
 			pv.waitSince = now
 		}
 		return nil, pv.err
@@ -193,13 +191,13 @@ func (e *mountError) Error() string {
 
 // writeVolumes sets up every volume of pod (only the API-backed ones
 // when refresh), and says where each is.
-func (a *Agent) writeVolumes(ctx context.Context, pod *corev1.Pod, refresh bool) (map[string]string, []error) {
-	objs := a.volumeObjects(ctx, pod)
+func (m *Manager) writeVolumes(ctx context.Context, pod *corev1.Pod, refresh bool) (map[string]string, []error) {
+	objs := m.volumeObjects(ctx, pod)
 	paths := map[string]string{}
 	var errs []error
 	for i := range pod.Spec.Volumes {
 		v := &pod.Spec.Volumes[i]
-		dir := filepath.Join(a.volumesDir(pod.UID), v.Name)
+		dir := filepath.Join(m.podDir(pod.UID), v.Name)
 		p, fromAPI, err := volumePayload(pod, v, objs)
 		switch {
 		case fromAPI && err == nil:
@@ -224,7 +222,7 @@ func (a *Agent) writeVolumes(ctx context.Context, pod *corev1.Pod, refresh bool)
 
 // volumeObjects reads what pod's volumes refer to through the API, each
 // object at most once per set-up.
-func (a *Agent) volumeObjects(ctx context.Context, pod *corev1.Pod) volumeObjects {
+func (m *Manager) volumeObjects(ctx context.Context, pod *corev1.Pod) volumeObjects {
 	cms := map[string]*corev1.ConfigMap{}
 	secrets := map[string]*corev1.Secret{}
 	return volumeObjects{
@@ -232,7 +230,7 @@ func (a *Agent) volumeObjects(ctx context.Context, pod *corev1.Pod) volumeObject
 			if cm, ok := cms[name]; ok {
 				return cm, nil
 			}
-			cm, err := a.cs.CoreV1().ConfigMaps(pod.Namespace).Get(ctx, name, metav1.GetOptions{})
+			cm, err := m.cfg.Client.CoreV1().ConfigMaps(pod.Namespace).Get(ctx, name, metav1.GetOptions{})
 			if err == nil {
 				cms[name] = cm
 			}
@@ -242,37 +240,45 @@ func (a *Agent) volumeObjects(ctx context.Context, pod *corev1.Pod) volumeObject
 			if s, ok := secrets[name]; ok {
 				return s, nil
 			}
-			s, err := a.cs.CoreV1().Secrets(pod.Namespace).Get(ctx, name, metav1.GetOptions{})
+			s, err := m.cfg.Client.CoreV1().Secrets(pod.Namespace).Get(ctx, name, metav1.GetOptions{})
 			if err == nil {
 				secrets[name] = s
 			}
 			return s, err
 		},
 		Token: func(t *corev1.ServiceAccountTokenProjection) (string, error) {
-			return a.vols.tokens.token(ctx, a.cs, pod, t, time.Now())
+			return m.tokens.token(ctx, m.cfg.Client, pod, t, time.Now())
 		},
-		Allocatable: a.allocatable(),
+		Allocatable: m.cfg.Allocatable,
 	}
 }
 
-// allocatable is the node's allocatable cpu, memory and ephemeral storage.
-func (a *Agent) allocatable() corev1.ResourceList {
-	return corev1.ResourceList{
-		corev1.ResourceCPU:              a.host.cpu,
-		corev1.ResourceMemory:           a.host.memory,
-		corev1.ResourceEphemeralStorage: a.host.storage,
+// RetryAt is when Setup tries again to set up the volumes of pod uid,
+// after it failed.
+func (m *Manager) RetryAt(uid types.UID) time.Time { return m.state(uid).retryAt }
+
+// OverLimit measures the pod's disk emptyDirs when due (every
+// emptyDirCheckInterval, or ResyncInterval if shorter) and returns
+// upstream's eviction message when one uses more than its sizeLimit,
+// else "".
+func (m *Manager) OverLimit(pod *corev1.Pod) string {
+	pv := m.state(pod.UID)
+	if time.Since(pv.usage) < min(emptyDirCheckInterval, m.cfg.ResyncInterval) {
+		return ""
 	}
+	pv.usage = time.Now()
+	return m.emptyDirOverLimit(pod)
 }
 
 // emptyDirOverLimit is upstream's eviction message when one of the pod's
 // disk emptyDirs uses more than its sizeLimit, else "".
-func (a *Agent) emptyDirOverLimit(pod *corev1.Pod) string {
+func (m *Manager) emptyDirOverLimit(pod *corev1.Pod) string {
 	for _, v := range pod.Spec.Volumes {
 		ed := v.EmptyDir
 		if ed == nil || ed.Medium == corev1.StorageMediumMemory || ed.SizeLimit == nil || ed.SizeLimit.Sign() <= 0 {
 			continue
 		}
-		used, err := diskUsage(filepath.Join(a.volumesDir(pod.UID), v.Name))
+		used, err := diskUsage(filepath.Join(m.podDir(pod.UID), v.Name))
 		if err == nil && used > ed.SizeLimit.Value() {
 			return fmt.Sprintf("Usage of EmptyDir volume %q exceeds the limit %q. ", v.Name, ed.SizeLimit.String())
 		}
@@ -280,55 +286,16 @@ func (a *Agent) emptyDirOverLimit(pod *corev1.Pod) string {
 	return ""
 }
 
-// evictionGrace is the grace period of containers of a pod evicted for
-// an emptyDir over its limit (upstream's immediate eviction).
-const evictionGrace = 1
-
-// evict fails pod as upstream's eviction manager does (phase Failed,
-// reason Evicted, a DisruptionTarget condition, an Evicted event) and
-// stops its running containers with a grace period of 1s; the sandbox
-// then goes as that of any finished pod.
-func (a *Agent) evict(ctx context.Context, pod *corev1.Pod, msg string) {
-	a.log.Info("evicting pod", "pod", pod.Namespace+"/"+pod.Name, "reason", msg)
-	a.event(pod, "", corev1.EventTypeWarning, "Evicted", "%s", msg)
-	upd := pod.DeepCopy()
-	upd.Status.Phase, upd.Status.Reason, upd.Status.Message = corev1.PodFailed, "Evicted", msg
-	setCondition(&upd.Status, corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue,
-		Reason: corev1.PodReasonTerminationByKubelet, Message: msg, ObservedGeneration: pod.Generation}, time.Now())
-	if apiequality.Semantic.DeepEqual(upd.Status, pod.Status) {
-		return
-	}
-	if _, err := a.cs.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, upd, metav1.UpdateOptions{}); err != nil {
-		if !apierrors.IsNotFound(err) {
-			a.log.Warn("evicting pod", "pod", pod.Namespace+"/"+pod.Name, "err", err)
-		}
-		return
-	}
-	obs, err := a.observe(ctx, pod)
-	if err != nil {
-		return
-	}
-	var wg sync.WaitGroup
-	for _, runs := range obs.Containers {
-		for _, r := range runs {
-			if r.State == stateRunning {
-				wg.Go(func() { _ = a.rt.Runtime.StopContainer(ctx, r.ID, evictionGrace) })
-			}
-		}
-	}
-	wg.Wait()
+// podDir is where the manager keeps pod uid's volumes.
+func (m *Manager) podDir(uid types.UID) string {
+	return filepath.Join(m.cfg.Dir, string(uid))
 }
 
-// volumesDir is where the agent keeps pod uid's volumes.
-func (a *Agent) volumesDir(uid types.UID) string {
-	return filepath.Join(a.opts.DataDir, "volumes", string(uid))
-}
-
-// cleanupVolumes removes the pod's volume directories, unmounting the
+// Cleanup removes the pod's volume directories, unmounting the
 // memory-backed ones first, and forgets its volume state and tokens.
-func (a *Agent) cleanupVolumes(uid types.UID) error {
-	a.vols.forget(uid, nil)
-	dir := a.volumesDir(uid)
+func (m *Manager) Cleanup(uid types.UID) error {
+	m.forget(uid, nil)
+	dir := m.podDir(uid)
 	ents, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -344,12 +311,12 @@ func (a *Agent) cleanupVolumes(uid types.UID) error {
 	return os.RemoveAll(dir)
 }
 
-// cleanupOrphanVolumes removes the volumes of pods that are not live and
+// CleanupOrphans removes the volumes of pods that are not live and
 // whose directories have not changed for a minute (so that a pod the
 // caller did not see yet keeps its new ones), and forgets their state.
-func (a *Agent) cleanupOrphanVolumes(live map[types.UID]bool) {
-	a.vols.forget("", live)
-	root := filepath.Join(a.opts.DataDir, "volumes")
+func (m *Manager) CleanupOrphans(live map[types.UID]bool) {
+	m.forget("", live)
+	root := m.cfg.Dir
 	ents, err := os.ReadDir(root)
 	if err != nil {
 		return
@@ -363,8 +330,8 @@ func (a *Agent) cleanupOrphanVolumes(live map[types.UID]bool) {
 		if fi, err := e.Info(); err != nil || time.Since(fi.ModTime()) < time.Minute {
 			continue
 		}
-		if err := a.cleanupVolumes(uid); err != nil {
-			a.log.Warn("removing volumes of a pod that is gone", "uid", uid, "err", err)
+		if err := m.Cleanup(uid); err != nil {
+			m.cfg.Logger.Warn("removing volumes of a pod that is gone", "uid", uid, "err", err)
 		}
 	}
 }
