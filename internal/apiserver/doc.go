@@ -3,8 +3,8 @@
 // requestInfo, authenticates and authorizes it, then hands it to the generic
 // handler of the resource the path names (create, get, list, watch, update,
 // patch, delete, deletecollection), which applies that resource's
-// registry.Strategy; creates also run the Config's admission plugins
-// (AdmitFunc) after defaulting. It also serves discovery, OpenAPI and health
+// registry.Strategy; every write also passes through the Config's one
+// admission chain (package admission), at its fixed points. It also serves discovery, OpenAPI and health
 // endpoints, and, with Config.ServiceAccounts, TokenRequest
 // (serviceaccounts/token) and the service-account issuer's discovery
 // documents.

@@ -215,7 +215,7 @@ func (s *Server) createObject(ctx context.Context, rs *resourceStore, ns string,
 	if st.Default != nil {
 		st.Default(obj)
 	}
-	if err := s.admit(ctx, rs, obj); err != nil {
+	if err := s.cfg.Admission.Admit(ctx, rs.gr, obj); err != nil {
 		return nil, err
 	}
 	m.SetUID(uuid.NewUUID())
@@ -245,13 +245,9 @@ func (s *Server) createObject(ctx context.Context, rs *resourceStore, ns string,
 	if opts.dryRun {
 		return obj, nil
 	}
-	hooks := s.cfg.Hooks[rs.gr]
-	var undo func()
-	if hooks.BeforeCreate != nil {
-		var err error
-		if undo, err = hooks.BeforeCreate(ctx, obj); err != nil {
-			return nil, err
-		}
+	undo, err := s.cfg.Admission.BeforeCreate(ctx, rs.gr, obj)
+	if err != nil {
+		return nil, err
 	}
 	for attempt := 0; ; attempt++ {
 		data, err := rs.encode(obj)
@@ -264,9 +260,7 @@ func (s *Server) createObject(ctx context.Context, rs *resourceStore, ns string,
 			continue
 		}
 		if err != nil {
-			if undo != nil {
-				undo()
-			}
+			undo()
 			return nil, storageError(err, rs.gr, m.GetName())
 		}
 		m.SetResourceVersion(strconv.FormatInt(rev, 10))
@@ -421,9 +415,7 @@ func (s *Server) updateObject(ctx context.Context, rs *resourceStore, ns, name, 
 				return nil, storageError(err, rs.gr, name)
 			}
 			rs.forget(kv.Key)
-			if h := s.cfg.Hooks[rs.gr].AfterDelete; h != nil {
-				h(ctx, obj)
-			}
+			s.cfg.Admission.AfterDelete(ctx, rs.gr, obj)
 			m.SetResourceVersion(strconv.FormatInt(rev, 10))
 			return obj, nil
 		}
@@ -493,12 +485,7 @@ func (s *Server) prepareUpdate(ctx context.Context, rs *resourceStore, obj, old 
 	if len(errs) > 0 {
 		return apierrors.NewInvalid(rs.res.Kind.GroupKind(), m.GetName(), dedupe(errs))
 	}
-	if h := s.cfg.Hooks[rs.gr].BeforeUpdate; h != nil {
-		if _, err := h(ctx, obj, old); err != nil {
-			return err
-		}
-	}
-	return nil
+	return s.cfg.Admission.BeforeUpdate(ctx, rs.gr, obj, old)
 }
 
 func (rs *resourceStore) specChanged(obj, old runtime.Object) bool {
@@ -619,9 +606,7 @@ func (s *Server) deleteObject(ctx context.Context, rs *resourceStore, ns, name s
 				return nil, false, storageError(err, rs.gr, name)
 			}
 			rs.forget(kv.Key)
-			if h := s.cfg.Hooks[rs.gr].AfterDelete; h != nil {
-				h(ctx, current)
-			}
+			s.cfg.Admission.AfterDelete(ctx, rs.gr, current)
 			return current, true, nil
 		}
 		if !changed || dryRun {

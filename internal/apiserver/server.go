@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 
+	"plainkube.dev/plainkube/internal/admission"
 	"plainkube.dev/plainkube/internal/auth"
 	"plainkube.dev/plainkube/internal/registry"
 	"plainkube.dev/plainkube/internal/storage"
@@ -34,14 +35,10 @@ type Config struct {
 	// Objects to this server's storage when unset. Put it in Authenticator
 	// too for its tokens to authenticate requests.
 	ServiceAccounts *auth.ServiceAccountTokens
-	// Admission are mutating admission plugins run on creates of each
-	// group/resource, in order (see AdmitFunc).
-	Admission map[schema.GroupResource][]AdmitFunc
+	// Admission is the admission chain every write passes through.
+	Admission admission.Chain
 	// Version is served at /version.
 	Version VersionInfo
-	// Hooks run around writes of particular resources (e.g. allocating a
-	// Service's cluster IP); keyed by group/resource.
-	Hooks map[schema.GroupResource]Hooks
 	// KubeletClient reaches node agents' APIs (pods/log); it presents the
 	// API server's client certificate and trusts the cluster CA. Nil: logs
 	// of pods on real nodes answer 501.
@@ -64,18 +61,6 @@ type Config struct {
 // VersionInfo is the body of /version.
 type VersionInfo struct {
 	Major, Minor, GitVersion, GitCommit, GoVersion, Platform string
-}
-
-// Hooks let a resource do work that needs storage besides its own object,
-// within the create, update and delete of that object.
-type Hooks struct {
-	// BeforeCreate runs after validation, before the object is stored; undo
-	// is called if storing fails.
-	BeforeCreate func(ctx context.Context, obj interface{}) (undo func(), err error)
-	// BeforeUpdate runs after validation of an update.
-	BeforeUpdate func(ctx context.Context, obj, old interface{}) (undo func(), err error)
-	// AfterDelete runs once the object is gone from storage.
-	AfterDelete func(ctx context.Context, obj interface{})
 }
 
 // Server is the API server's HTTP handler.
