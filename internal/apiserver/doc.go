@@ -21,15 +21,12 @@
 // resourceStore of its own; the versions of one resource share a watch
 // cache. Discovery and OpenAPI are rebuilt when the set changes.
 //
-// Some subresources are served by proxying (podlog.go, stream.go,
-// proxy.go): pods/log, exec, attach and portforward go to the node agent
-// of the pod's node over HTTPS with Config.KubeletClient. SPDY and pre-v5
-// WebSocket exec/attach upgrades pass through to the agent, v5.channel.k8s.io
-// WebSockets are translated to SPDY toward it (k8s.io/apiserver's stream
-// translator), and WebSocket port forwarding tunnels SPDY. nodes/proxy goes
-// to the agent, pods/proxy to podIP:port, services/proxy to a ready endpoint
-// of its EndpointSlices; names may be name, name:port or scheme:name:port.
-// Pods on simulated nodes answer 400: they run nothing.
+// Subresources are served as their resource declares (registry.Resource):
+// status and scale by the generic handlers, a Part (pods'
+// ephemeralcontainers, a namespace's finalize) by the generic get, update
+// and patch of that part, and the rest (pods/binding, log, exec, proxy,
+// serviceaccounts/token…) by the resource's own registry.Handler, to which
+// the server lends itself through registry.API (handlers.go).
 //
 // metrics.k8s.io/v1beta1 (NodeMetrics, PodMetrics; metrics.go) is not
 // stored either: each get or list fetches the usage summaries of the node

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"plainkube.dev/plainkube/internal/api/nodeutil"
 	"plainkube.dev/plainkube/internal/api/stats"
 )
 
@@ -189,7 +190,7 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request, info reque
 		}
 		var nodes []any
 		for n := range names {
-			if node, err := s.node(ctx, n); err == nil {
+			if node, err := s.Get(ctx, corev1.SchemeGroupVersion.WithResource("nodes"), "", n); err == nil {
 				nodes = append(nodes, node)
 			}
 		}
@@ -255,8 +256,8 @@ func (s *Server) summaries(ctx context.Context, nodes []any) map[string]*stats.S
 	var wg sync.WaitGroup
 	for _, o := range nodes {
 		n := o.(*corev1.Node)
-		addr := nodeAddress(n)
-		if n.Labels[simulatedLabel] == "true" || addr == "" {
+		addr := nodeutil.AgentAddress(n)
+		if nodeutil.IsSimulated(n) || addr == "" {
 			continue
 		}
 		wg.Go(func() {

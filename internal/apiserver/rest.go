@@ -71,7 +71,7 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info requ
 		return
 	}
 	out, err := s.codecs.negotiateFor(r, info.Subresource == "" && (info.Verb == "get" || info.Verb == "list" || info.Verb == "watch"), rs.cr != nil)
-	if err != nil && streamingSubresources[info.Subresource] {
+	if err != nil && s.streaming[info.Subresource] {
 		err = nil // proxied: the backend's answer is not ours to negotiate
 	}
 	if err != nil {
@@ -434,11 +434,16 @@ func (s *Server) updateObject(ctx context.Context, rs *resourceStore, ns, name, 
 // prepareUpdate keeps what an update may not change, applies the strategy,
 // bumps generation and validates. subresource "" is a main-resource update;
 // a writable subresource changes only its part of the object (see
-// subresourceParts); "binding" is the server's own assignment of a node.
+// resourceStore.part); others (pods' "binding") write what their handler
+// made of the stored object.
 func (s *Server) prepareUpdate(ctx context.Context, rs *resourceStore, obj, old runtime.Object, subresource string) error {
 	st := rs.res.Strategy
 	m, om := metaOf(obj), metaOf(old)
-	if merge := subresourceParts[subresource]; merge != nil {
+	if part, ok := rs.part(subresource); ok {
+		merge := part.Merge
+		if merge == nil {
+			merge = statusUpdate
+		}
 		rv := m.GetResourceVersion()
 		setAll(obj, merge(obj, old))
 		m.SetResourceVersion(rv)

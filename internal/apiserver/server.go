@@ -72,6 +72,9 @@ type Server struct {
 	// stores by group, version and plural.
 	stores    map[schema.GroupVersionResource]*resourceStore
 	ephemeral map[schema.GroupVersionResource]*registry.Resource
+	// streaming names the subresources whose handlers stream
+	// (registry.Handler.Streams).
+	streaming map[string]bool
 	discovery *discovery
 	readyOnce sync.Once
 	ready     chan struct{}
@@ -115,8 +118,14 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, codecs: newCodecs(), log: cfg.Logger, now: cfg.Now,
 		stores: map[schema.GroupVersionResource]*resourceStore{}, ephemeral: map[schema.GroupVersionResource]*registry.Resource{}, ready: make(chan struct{}),
 		inFlight: make(chan struct{}, cfg.MaxRequestsInFlight), crCaches: map[string]*sharedCache{}}
+	s.streaming = map[string]bool{}
 	for i := range cfg.Resources {
 		res := &cfg.Resources[i]
+		for sub, h := range res.Handlers {
+			if h.Streams {
+				s.streaming[sub] = true
+			}
+		}
 		if res.Ephemeral {
 			s.ephemeral[res.Kind.GroupVersion().WithResource(res.Plural)] = res
 			continue
@@ -247,7 +256,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if info.IsResource {
-		if info.Verb != "watch" && !streamingSubresources[info.Subresource] {
+		if info.Verb != "watch" && !s.streaming[info.Subresource] {
 			select {
 			case s.inFlight <- struct{}{}:
 				defer func() { <-s.inFlight }()

@@ -22,7 +22,18 @@ type Resource struct {
 	Namespaced bool
 	// Subresources served besides the main resource, e.g. "status", "scale",
 	// "binding", "eviction", "ephemeralcontainers", "finalize", "token".
+	// How each is served: "status" and "scale" by the API server's generic
+	// handlers; those in Parts by the generic get, update and patch of one
+	// part of the object; those in Handlers by the resource's own handler.
 	Subresources []string
+	// Parts are the subresources besides "status" that write one part of
+	// the object, by name.
+	Parts map[string]Part
+	// Handlers serve the subresources the resource answers itself, by name.
+	Handlers map[string]Handler
+	// Handler serves every request of an Ephemeral resource that answers
+	// for itself (metrics.k8s.io); nil: the API server's reviews.
+	Handler *Handler
 	// Verbs the main resource allows; nil means all of create, delete,
 	// deletecollection, get, list, patch, update, watch.
 	Verbs []string
@@ -73,6 +84,17 @@ type Strategy struct {
 	SelectableFields func(obj runtime.Object) fields.Set
 	// Table prints the rows of `kubectl get` (see package printers).
 	Table *TableSpec
+}
+
+// Part is a subresource that writes one part of the object (pods'
+// ephemeralcontainers, a namespace's finalize, a CSR's approval).
+type Part struct {
+	// Merge returns the stored object old with obj's part copied in; nil:
+	// what a /status write may change (the status, and metadata other
+	// than labels).
+	Merge func(obj, old runtime.Object) runtime.Object
+	// UpdateOnly parts answer only PUT; get and patch are 405.
+	UpdateOnly bool
 }
 
 // TableSpec is the server-side printing of one kind.

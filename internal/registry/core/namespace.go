@@ -20,6 +20,11 @@ func namespaces() registry.Resource {
 		ShortNames:   []string{"ns"},
 		Namespaced:   false,
 		Subresources: []string{"status", "finalize"},
+		Parts: map[string]registry.Part{"finalize": {UpdateOnly: true, Merge: func(obj, old runtime.Object) runtime.Object {
+			out := old.DeepCopyObject().(*corev1.Namespace)
+			out.Spec.Finalizers = obj.(*corev1.Namespace).Spec.Finalizers
+			return out
+		}}},
 		Strategy: registry.Strategy{
 			Default: func(obj runtime.Object) { defaultNamespace(obj.(*corev1.Namespace)) },
 			PrepareForCreate: func(_ context.Context, obj runtime.Object) {

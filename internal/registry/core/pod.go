@@ -16,6 +16,7 @@ import (
 
 	"plainkube.dev/plainkube/internal/api/podspec"
 	"plainkube.dev/plainkube/internal/registry"
+	"plainkube.dev/plainkube/internal/registry/core/subresources"
 )
 
 func pods() registry.Resource {
@@ -28,6 +29,14 @@ func pods() registry.Resource {
 		Namespaced: true,
 		Subresources: []string{"status", "binding", "eviction", "ephemeralcontainers",
 			"log", "exec", "attach", "portforward", "proxy"},
+		Parts: map[string]registry.Part{"ephemeralcontainers": {Merge: func(obj, old runtime.Object) runtime.Object {
+			out := old.DeepCopyObject().(*corev1.Pod)
+			out.Spec.EphemeralContainers = obj.(*corev1.Pod).Spec.EphemeralContainers
+			return out
+		}}},
+		Handlers: map[string]registry.Handler{"binding": subresources.Binding, "eviction": subresources.Eviction,
+			"log": subresources.Log, "exec": subresources.Exec, "attach": subresources.Attach,
+			"portforward": subresources.PortForward, "proxy": subresources.Proxy},
 		// Upstream sets metadata.generation on pods since v1.33.
 		TracksGeneration: true,
 		Strategy: registry.Strategy{
