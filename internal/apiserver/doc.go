@@ -28,10 +28,9 @@
 // serviceaccounts/token…) by the resource's own registry.Handler, to which
 // the server lends itself through registry.API (handlers.go).
 //
-// metrics.k8s.io/v1beta1 (NodeMetrics, PodMetrics; metrics.go) is not
-// stored either: each get or list fetches the usage summaries of the node
-// agents concerned (through KubeletClient, as pods/log does) and answers
-// as metrics-server would.
+// Resources that are not stored (Ephemeral) are answered by the server's
+// reviews (access and token reviews), or, when they declare a Handler, by
+// it: metrics.k8s.io is served so by internal/registry/metrics.
 //
 // Errors leave the handlers as apimachinery StatusErrors; storage's sentinel
 // errors are translated to them in one place (storageError). A panic in a

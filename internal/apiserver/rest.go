@@ -49,14 +49,14 @@ type request struct {
 
 func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info requestInfo) {
 	gvr := schemaGVR(info)
-	if gvr.Group == metricsGroup {
-		if err := s.serveMetrics(w, r, info); err != nil {
-			s.codecs.writeError(w, r, err)
-		}
-		return
-	}
 	if res, ok := s.ephemeral[gvr]; ok {
-		if err := s.serveReview(w, r, info, res); err != nil {
+		var err error
+		if res.Handler != nil {
+			err = s.serveHandler(*res.Handler, &request{w: w, r: r, info: info})
+		} else {
+			err = s.serveReview(w, r, info, res)
+		}
+		if err != nil {
 			s.codecs.writeError(w, r, err)
 		}
 		return

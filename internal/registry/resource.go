@@ -41,9 +41,9 @@ type Resource struct {
 	// both APIs then show the same objects (events.k8s.io/v1 events are
 	// core/v1 events in storage, as upstream).
 	StoredAs *StoredAs
-	// Ephemeral resources are not stored: the API server answers them
-	// itself, a create of access and token reviews, a get or list of
-	// metrics.k8s.io (from the node agents' usage summaries).
+	// Ephemeral resources are not stored: the API server answers a create
+	// of access and token reviews itself, and the rest with their Handler
+	// (metrics.k8s.io, from the node agents' usage summaries).
 	Ephemeral bool
 	// TracksGeneration: metadata.generation starts at 1 and bumps on every
 	// change outside metadata and status.
