@@ -4,22 +4,20 @@
 // handler of the resource the path names (create, get, list, watch, update,
 // patch, delete, deletecollection), which applies that resource's
 // registry.Strategy; every write also passes through the Config's one
-// admission chain (package admission), at its fixed points. It also serves discovery, OpenAPI and health
-// endpoints, and, with Config.ServiceAccounts, TokenRequest
+// admission chain (package admission), at its fixed points. It also
+// serves discovery, OpenAPI and health endpoints, and, with Config.ServiceAccounts, TokenRequest
 // (serviceaccounts/token) and the service-account issuer's discovery
 // documents.
 //
 // The set of resources is not fixed: besides the built-in resources of
 // Config, SetCustomResources installs custom resources at run time (the CRD
-// controllers of package apiextensions call it). Their objects are
-// *unstructured.Unstructured: stored as JSON in the storage version under
-// /registry/<group>/<plural>/, converted to the requested version on read
-// (relabelled, or by the CRD's conversion webhook), pruned and defaulted by
-// the version's schema, never served as protobuf, patched with every patch
-// type but strategic merge (415, as upstream), and tracked by a field
-// manager whose types come from their schemas. Each served version is a
-// resourceStore of its own; the versions of one resource share a watch
-// cache. Discovery and OpenAPI are rebuilt when the set changes.
+// controllers of package apiextensions call it). Each served version is a
+// resourceStore of its own over *unstructured.Unstructured objects, whose
+// storage, conversion, pruning, scale and field managers are package
+// custom's; the versions of one resource share a watch cache. Custom
+// objects are never served as protobuf and patched with every patch type
+// but strategic merge (415, as upstream). Discovery and OpenAPI are
+// rebuilt when the set changes.
 //
 // Subresources are served as their resource declares (registry.Resource):
 // status and scale by the generic handlers, a Part (pods'

@@ -69,7 +69,7 @@ func (rs *resourceStore) fieldManager(subresource string) (*managedfields.FieldM
 	fm := &rs.managers
 	fm.once.Do(func() {
 		if rs.cr != nil {
-			fm.byName, fm.err = rs.customFieldManagers()
+			fm.byName, fm.err = rs.cr.FieldManagers(rs.hasStatus, strategyDefaulter{rs})
 			return
 		}
 		fm.byName = map[string]*managedfields.FieldManager{}

@@ -56,7 +56,7 @@ func setAll(dst, src runtime.Object) {
 // specChanged reports whether anything outside metadata and status differs:
 // the change that bumps metadata.generation. For custom resources (whose
 // status is only left out when it is a subresource, as upstream does) see
-// customSpecChanged.
+// custom.SpecChanged.
 func specChanged(obj, old runtime.Object) bool {
 	a, b := reflect.ValueOf(obj).Elem(), reflect.ValueOf(old).Elem()
 	t := a.Type()
@@ -70,22 +70,6 @@ func specChanged(obj, old runtime.Object) bool {
 		}
 	}
 	return false
-}
-
-// customSpecChanged is specChanged for unstructured objects: anything but
-// metadata, and status when withStatus.
-func customSpecChanged(obj, old *unstructured.Unstructured, withStatus bool) bool {
-	strip := func(m map[string]interface{}) map[string]interface{} {
-		out := make(map[string]interface{}, len(m))
-		for k, v := range m {
-			if k == "metadata" || (withStatus && k == "status") {
-				continue
-			}
-			out[k] = v
-		}
-		return out
-	}
-	return !equality.Semantic.DeepEqual(strip(obj.Object), strip(old.Object))
 }
 
 func namespaceFinalizers(obj runtime.Object) int {

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"plainkube.dev/plainkube/internal/apiserver/custom"
 	"plainkube.dev/plainkube/internal/storage"
 )
 
@@ -78,8 +79,8 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info requ
 		s.codecs.writeError(w, r, err)
 		return
 	}
-	if rs.cr != nil && rs.cr.ver.Warning != "" {
-		addWarnings(w, []string{rs.cr.ver.Warning})
+	if rs.cr != nil && rs.cr.Ver.Warning != "" {
+		addWarnings(w, []string{rs.cr.Ver.Warning})
 	}
 	rq := &request{w: w, r: r, info: info, rs: rs, out: out}
 	if info.Subresource != "" {
@@ -203,7 +204,7 @@ func (s *Server) createObject(ctx context.Context, rs *resourceStore, ns string,
 	if m.GetResourceVersion() != "" {
 		return nil, badRequest("resourceVersion should not be set on objects to be created")
 	}
-	if rs.cr != nil && rs.cr.def.Terminating {
+	if rs.cr != nil && rs.cr.Def.Terminating {
 		return nil, errCreateWhileTerminating(rs, m.GetName())
 	}
 	if rs.res.Namespaced {
@@ -495,7 +496,7 @@ func (s *Server) prepareUpdate(ctx context.Context, rs *resourceStore, obj, old 
 
 func (rs *resourceStore) specChanged(obj, old runtime.Object) bool {
 	if rs.cr != nil {
-		return customSpecChanged(obj.(*unstructured.Unstructured), old.(*unstructured.Unstructured), rs.hasStatus)
+		return custom.SpecChanged(obj.(*unstructured.Unstructured), old.(*unstructured.Unstructured), rs.hasStatus)
 	}
 	return specChanged(obj, old)
 }

@@ -88,6 +88,24 @@ func (rs *resourceStore) part(sub string) (registry.Part, bool) {
 
 // ---- scale ----
 
+// scaleOf reads obj's Scale: for a custom resource from the paths its CRD
+// names, for a built-in one from spec.replicas, status.replicas and the
+// selector.
+func (rs *resourceStore) scaleOf(obj runtime.Object) (*autoscalingv1.Scale, error) {
+	if rs.cr != nil && rs.cr.Ver.Scale != nil {
+		return rs.cr.Scale(obj)
+	}
+	return scaleOf(obj)
+}
+
+// setReplicas writes the desired replicas into obj.
+func (rs *resourceStore) setReplicas(obj runtime.Object, replicas int32) error {
+	if rs.cr != nil && rs.cr.Ver.Scale != nil {
+		return rs.cr.SetReplicas(obj, replicas)
+	}
+	return setReplicas(obj, replicas)
+}
+
 // scaleOf reads an object's Scale: spec.replicas, status.replicas and the
 // selector as a string.
 func scaleOf(obj runtime.Object) (*autoscalingv1.Scale, error) {

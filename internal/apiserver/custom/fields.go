@@ -1,8 +1,9 @@
-package apiserver
+package custom
 
 import (
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"maps"
 	"regexp"
 	"strings"
@@ -20,60 +21,43 @@ const objectMetaDefinition = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 
 var refPattern = regexp.MustCompile(`"\$ref":"#/(?:components/schemas|definitions)/([^"]+)"`)
 
-// objectMetaSchemas returns the OpenAPI definitions of ObjectMeta and
-// everything it refers to, read from the OpenAPI builder the first time
-// they are needed; nil without one.
-func (s *Server) objectMetaSchemas() map[string]*spec.Schema {
-	s.crMeta.mu.Lock()
-	defer s.crMeta.mu.Unlock()
-	if s.crMeta.schemas != nil {
-		return s.crMeta.schemas
-	}
-	func() {
-		pub, ok := s.cfg.OpenAPI.(openAPIPublisher)
+// ObjectMetaSchemas picks from all (an OpenAPI v3 document's schemas) the
+// definition of ObjectMeta and everything it refers to; nil if ObjectMeta
+// is not among them.
+func ObjectMetaSchemas(all map[string]*spec.Schema) map[string]*spec.Schema {
+	out := map[string]*spec.Schema{}
+	queue := []string{objectMetaDefinition}
+	for len(queue) > 0 {
+		name := queue[0]
+		queue = queue[1:]
+		if _, done := out[name]; done {
+			continue
+		}
+		d, ok := all[name]
 		if !ok {
-			return
+			continue
 		}
-		all, err := pub.V3Schemas()
+		out[name] = d
+		data, err := json.Marshal(d)
 		if err != nil {
-			// Tried again on the next custom resource's first write.
-			s.log.Warn("custom resources: no OpenAPI schemas for server-side apply", "err", err)
-			return
+			continue
 		}
-		out := map[string]*spec.Schema{}
-		queue := []string{objectMetaDefinition}
-		for len(queue) > 0 {
-			name := queue[0]
-			queue = queue[1:]
-			if _, done := out[name]; done {
-				continue
-			}
-			d, ok := all[name]
-			if !ok {
-				continue
-			}
-			out[name] = d
-			data, err := json.Marshal(d)
-			if err != nil {
-				continue
-			}
-			for _, m := range refPattern.FindAllStringSubmatch(string(data), -1) {
-				queue = append(queue, m[1])
-			}
+		for _, m := range refPattern.FindAllStringSubmatch(string(data), -1) {
+			queue = append(queue, m[1])
 		}
-		if _, ok := out[objectMetaDefinition]; ok {
-			s.crMeta.schemas = out
-		}
-	}()
-	return s.crMeta.schemas
+	}
+	if _, ok := out[objectMetaDefinition]; !ok {
+		return nil
+	}
+	return out
 }
 
-// customTypeConverter builds the structured-merge-diff types of every
-// version of def from their schemas, as upstream does; a resource without
-// schemas (or that preserves unknown fields) gets the deduced converter,
-// which treats every field as atomic.
-func (s *Server) customTypeConverter(def *CustomResource) managedfields.TypeConverter {
-	meta := s.objectMetaSchemas()
+// TypeConverter builds the structured-merge-diff types of every version
+// of def from their schemas and meta (ObjectMetaSchemas), as upstream
+// does; a resource without schemas (or that preserves unknown fields, or
+// without meta) gets the deduced converter, which treats every field as
+// atomic.
+func TypeConverter(def *Resource, meta map[string]*spec.Schema, log *slog.Logger) managedfields.TypeConverter {
 	if meta == nil || def.PreserveUnknownFields {
 		return managedfields.NewDeducedTypeConverter()
 	}
@@ -104,7 +88,7 @@ func (s *Server) customTypeConverter(def *CustomResource) managedfields.TypeConv
 	}
 	tc, err := managedfields.NewTypeConverter(models, false)
 	if err != nil {
-		s.log.Warn("custom resource schema unusable for server-side apply; fields are atomic", "group", def.Group, "plural", def.Plural, "err", err)
+		log.Warn("custom resource schema unusable for server-side apply; fields are atomic", "group", def.Group, "plural", def.Plural, "err", err)
 		return managedfields.NewDeducedTypeConverter()
 	}
 	return tc
@@ -132,43 +116,45 @@ func copySchema(s *spec.Schema) *spec.Schema {
 	return out
 }
 
-// customFieldManagers builds the field managers of a custom resource
-// version: the main resource (which never owns status when status is a
-// subresource) and /status (which owns neither metadata nor spec).
-func (rs *resourceStore) customFieldManagers() (map[string]*managedfields.FieldManager, error) {
+// FieldManagers builds the field managers of the served version: the
+// main resource (which never owns status when status is a subresource)
+// and /status (which owns neither metadata nor spec). defaulter applies
+// the version's defaults to applied objects.
+func (s *Served) FieldManagers(hasStatus bool, defaulter runtime.ObjectDefaulter) (map[string]*managedfields.FieldManager, error) {
 	out := map[string]*managedfields.FieldManager{}
-	gv := rs.res.Kind.GroupVersion()
-	tc := rs.cr.typeConverter()
-	conv := customConvertor{rs.cr}
+	kind := s.Ver.Resource.Kind
+	gv := kind.GroupVersion()
+	tc := s.TypeConverter()
+	conv := convertor{s}
 	for _, sub := range []string{"", "status"} {
-		if sub == "status" && !rs.hasStatus {
+		if sub == "status" && !hasStatus {
 			continue
 		}
 		reset := map[fieldpath.APIVersion]fieldpath.Filter{}
-		if rs.hasStatus {
+		if hasStatus {
 			paths := fieldpath.NewSet(fieldpath.MakePathOrDie("status"))
 			if sub == "status" {
 				paths = fieldpath.NewSet(fieldpath.MakePathOrDie("metadata"), fieldpath.MakePathOrDie("spec"))
 			}
-			for _, v := range rs.cr.def.Versions {
-				reset[fieldpath.APIVersion(rs.cr.def.Group+"/"+v.Resource.Kind.Version)] = fieldpath.NewExcludeSetFilter(paths)
+			for _, v := range s.Def.Versions {
+				reset[fieldpath.APIVersion(s.Def.Group+"/"+v.Resource.Kind.Version)] = fieldpath.NewExcludeSetFilter(paths)
 			}
 		}
-		m, err := managedfields.NewDefaultCRDFieldManager(tc, conv, strategyDefaulter{rs}, customCreater{}, rs.res.Kind, gv, sub, reset)
+		m, err := managedfields.NewDefaultCRDFieldManager(tc, conv, defaulter, creater{}, kind, gv, sub, reset)
 		if err != nil {
-			return nil, fmt.Errorf("field manager for %s: %w", rs.gr, err)
+			return nil, fmt.Errorf("field manager for %s: %w", s.groupResource(), err)
 		}
 		out[sub] = m
 	}
 	return out, nil
 }
 
-// customConvertor converts custom objects between the versions of their
+// convertor converts custom objects between the versions of their
 // resource, for the field manager (managed fields recorded in another
 // version).
-type customConvertor struct{ cr *customInfo }
+type convertor struct{ s *Served }
 
-func (c customConvertor) Convert(in, out, _ interface{}) error {
+func (c convertor) Convert(in, out, _ interface{}) error {
 	u, ok1 := in.(*unstructured.Unstructured)
 	o, ok2 := out.(*unstructured.Unstructured)
 	if !ok1 || !ok2 {
@@ -178,7 +164,7 @@ func (c customConvertor) Convert(in, out, _ interface{}) error {
 	return nil
 }
 
-func (c customConvertor) ConvertToVersion(in runtime.Object, target runtime.GroupVersioner) (runtime.Object, error) {
+func (c convertor) ConvertToVersion(in runtime.Object, target runtime.GroupVersioner) (runtime.Object, error) {
 	u, ok := in.(*unstructured.Unstructured)
 	if !ok {
 		return nil, fmt.Errorf("cannot convert %T", in)
@@ -187,21 +173,21 @@ func (c customConvertor) ConvertToVersion(in runtime.Object, target runtime.Grou
 	if !ok {
 		return nil, fmt.Errorf("%s is not convertible to %v", u.GroupVersionKind(), target)
 	}
-	out, err := c.cr.convert([]*unstructured.Unstructured{u.DeepCopy()}, gvk.Version)
+	out, err := c.s.Convert([]*unstructured.Unstructured{u.DeepCopy()}, gvk.Version)
 	if err != nil {
 		return nil, err
 	}
 	return out[0], nil
 }
 
-func (c customConvertor) ConvertFieldLabel(_ schema.GroupVersionKind, label, value string) (string, string, error) {
+func (c convertor) ConvertFieldLabel(_ schema.GroupVersionKind, label, value string) (string, string, error) {
 	return label, value, nil
 }
 
-// customCreater makes empty unstructured objects of any kind.
-type customCreater struct{}
+// creater makes empty unstructured objects of any kind.
+type creater struct{}
 
-func (customCreater) New(kind schema.GroupVersionKind) (runtime.Object, error) {
+func (creater) New(kind schema.GroupVersionKind) (runtime.Object, error) {
 	u := &unstructured.Unstructured{Object: map[string]interface{}{}}
 	u.SetGroupVersionKind(kind)
 	return u, nil
