@@ -407,7 +407,7 @@ func (s *Server) updateObject(ctx context.Context, rs *resourceStore, ns, name, 
 			m.SetResourceVersion(strconv.FormatInt(rev, 10))
 			return obj, nil
 		}
-		if deletionComplete(obj, current) {
+		if rs.deletionComplete(obj, current) {
 			// The last finalizer is gone: the object's deletion completes.
 			if _, _, err := rs.store.Delete(ctx, rs.key(ns, name), rev); err != nil {
 				if errors.Is(err, storage.ErrConflict) && clientRV == "" {
@@ -505,22 +505,32 @@ func (rs *resourceStore) specChanged(obj, old runtime.Object) bool {
 // object was only waiting for its finalizers (grace period 0) and the
 // update removed the last one. A pod in graceful termination (grace > 0)
 // stays until its kubelet deletes it, whatever updates it gets meanwhile.
-func deletionComplete(obj, old runtime.Object) bool {
+func (rs *resourceStore) deletionComplete(obj, old runtime.Object) bool {
 	om := metaOf(old)
 	grace := om.GetDeletionGracePeriodSeconds()
-	return om.GetDeletionTimestamp() != nil && grace != nil && *grace == 0 && !hasPendingFinalizers(obj)
+	return om.GetDeletionTimestamp() != nil && grace != nil && *grace == 0 && !rs.hasPendingFinalizers(obj)
 }
 
 // hasPendingFinalizers reports whether obj still waits for a finalizer:
-// metadata.finalizers, or for a namespace its spec.finalizers.
-func hasPendingFinalizers(obj runtime.Object) bool {
+// metadata.finalizers, or the resource's own (a namespace's
+// spec.finalizers).
+func (rs *resourceStore) hasPendingFinalizers(obj runtime.Object) bool {
 	if len(metaOf(obj).GetFinalizers()) > 0 {
 		return true
 	}
-	return namespaceFinalizers(obj) > 0
+	own := rs.res.Strategy.OwnFinalizers
+	return own != nil && own(obj)
 }
 
 // ---- delete ----
+
+// gracePeriod is the resource's Strategy.GracePeriod, if it has one.
+func (rs *resourceStore) gracePeriod(obj runtime.Object, opts *metav1.DeleteOptions) (int64, bool) {
+	if rs.res.Strategy.GracePeriod == nil {
+		return 0, false
+	}
+	return rs.res.Strategy.GracePeriod(obj, opts)
+}
 
 func (s *Server) handleDelete(rq *request) error {
 	ctx := rq.r.Context()
@@ -580,7 +590,7 @@ func (s *Server) deleteObject(ctx context.Context, rs *resourceStore, ns, name s
 		om := metaOf(obj)
 		changed := applyPropagation(om, policy)
 		now := metav1.NewTime(s.now().UTC().Truncate(timeSecond))
-		if grace, ok := s.gracePeriod(rs, obj, opts); ok {
+		if grace, ok := rs.gracePeriod(obj, opts); ok {
 			// A pod on a node: its kubelet stops it, then deletes it for good.
 			if om.GetDeletionGracePeriodSeconds() == nil || *om.GetDeletionGracePeriodSeconds() > grace {
 				at := metav1.NewTime(now.Add(secondsDuration(grace)))
@@ -588,12 +598,14 @@ func (s *Server) deleteObject(ctx context.Context, rs *resourceStore, ns, name s
 				om.SetDeletionGracePeriodSeconds(&grace)
 				changed = true
 			}
-		} else if hasPendingFinalizers(obj) {
+		} else if rs.hasPendingFinalizers(obj) {
 			zero := int64(0)
 			if om.GetDeletionTimestamp() == nil {
 				om.SetDeletionTimestamp(&now)
 				om.SetDeletionGracePeriodSeconds(&zero)
-				markNamespaceTerminating(obj)
+				if prepare := rs.res.Strategy.PrepareForDelete; prepare != nil {
+					prepare(obj)
+				}
 				changed = true
 			} else if g := om.GetDeletionGracePeriodSeconds(); g == nil || *g != 0 {
 				// A delete after graceful termination (the kubelet's

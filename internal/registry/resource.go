@@ -79,6 +79,16 @@ type Strategy struct {
 	ValidateUpdateOnly bool
 	// ValidateStatusUpdate checks a /status update.
 	ValidateStatusUpdate func(obj, old runtime.Object) field.ErrorList
+	// GracePeriod says how long a delete of obj waits for the object to
+	// stop (a pod bound to a node: until its kubelet deletes it for good);
+	// ok false: the delete proceeds at once.
+	GracePeriod func(obj runtime.Object, opts *metav1.DeleteOptions) (grace int64, ok bool)
+	// OwnFinalizers reports whether obj waits for finalizers of its own
+	// besides metadata.finalizers (a namespace's spec.finalizers).
+	OwnFinalizers func(obj runtime.Object) bool
+	// PrepareForDelete marks an object whose deletion begins and waits for
+	// finalizers (a namespace's phase becomes Terminating).
+	PrepareForDelete func(obj runtime.Object)
 	// SelectableFields returns the fields usable in a fieldSelector beyond
 	// metadata.name and metadata.namespace (e.g. pods' spec.nodeName).
 	SelectableFields func(obj runtime.Object) fields.Set

@@ -42,6 +42,7 @@ func pods() registry.Resource {
 		Strategy: registry.Strategy{
 			Default:          func(obj runtime.Object) { defaultPod(obj.(*corev1.Pod)) },
 			PrepareForCreate: func(_ context.Context, obj runtime.Object) { preparePodForCreate(obj.(*corev1.Pod)) },
+			GracePeriod:      podGracePeriod,
 			Validate: validated(func(obj runtime.Object) field.ErrorList {
 				pod := obj.(*corev1.Pod)
 				if _, creating := podCreates.LoadAndDelete(pod); creating {
@@ -344,4 +345,22 @@ func ValidateBinding(b *corev1.Binding) field.ErrorList {
 		errs = append(errs, field.Required(field.NewPath("target", "name"), ""))
 	}
 	return errs
+}
+
+// podGracePeriod is the grace period of a pod's delete that must wait for
+// its kubelet: only pods bound to a node and not yet terminated; ok is
+// false when the delete may proceed at once.
+func podGracePeriod(obj runtime.Object, opts *metav1.DeleteOptions) (int64, bool) {
+	pod := obj.(*corev1.Pod)
+	grace := int64(corev1.DefaultTerminationGracePeriodSeconds)
+	if pod.Spec.TerminationGracePeriodSeconds != nil {
+		grace = *pod.Spec.TerminationGracePeriodSeconds
+	}
+	if opts.GracePeriodSeconds != nil {
+		grace = *opts.GracePeriodSeconds
+	}
+	if grace <= 0 || pod.Spec.NodeName == "" || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		return 0, false
+	}
+	return grace, true
 }
