@@ -198,7 +198,7 @@ func (s *Server) startCustomCaches(ctx context.Context) {
 var customPatchTypes = []string{string(types.JSONPatchType), string(types.MergePatchType), string(types.ApplyYAMLPatchType)}
 
 func unsupportedPatchType(accepted []string) error {
-	return newStatusError(http.StatusUnsupportedMediaType, "UnsupportedMediaType",
+	return registry.NewStatusError(http.StatusUnsupportedMediaType, "UnsupportedMediaType",
 		"the body of the request was in an unknown format - accepted media types include: "+strings.Join(accepted, ", "))
 }
 

@@ -296,7 +296,7 @@ func forbidden(a auth.Attributes, reason string) error {
 		if reason != "" {
 			msg += ": " + reason
 		}
-		return newStatusError(http.StatusForbidden, "Forbidden", "forbidden: "+msg)
+		return registry.NewStatusError(http.StatusForbidden, "Forbidden", "forbidden: "+msg)
 	}
 	res := a.Resource
 	if a.Subresource != "" {

@@ -306,7 +306,7 @@ func applyScale(rq *request, rs *resourceStore, parent runtime.Object, cur *auto
 		if errors.As(err, &status) {
 			return nil, err
 		}
-		return nil, newStatusError(http.StatusUnprocessableEntity, "Invalid", err.Error())
+		return nil, registry.NewStatusError(http.StatusUnprocessableEntity, "Invalid", err.Error())
 	}
 	want := obj.(*autoscalingv1.Scale)
 	parentEntries, err := handler.ToParent(want.ManagedFields)

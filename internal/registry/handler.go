@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -100,4 +101,13 @@ type API interface {
 	// ServiceAccounts issues service-account tokens; nil when the server
 	// has no signing key.
 	ServiceAccounts() *auth.ServiceAccountTokens
+}
+
+// NewStatusError is an API error of any code and reason, for answers
+// apimachinery has no constructor of (501 NotImplemented, 503…).
+func NewStatusError(code int, reason metav1.StatusReason, msg string) error {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
+		Status:   metav1.StatusFailure, Code: int32(code), Reason: reason, Message: msg,
+	}}
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/kube-openapi/pkg/validation/spec"
+	"plainkube.dev/plainkube/internal/openapi"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 )
 
@@ -69,7 +70,7 @@ func TypeConverter(def *Resource, meta map[string]*spec.Schema, log *slog.Logger
 			return managedfields.NewDeducedTypeConverter()
 		}
 		gvk := v.Resource.Kind
-		sch := *copySchema(v.Schema)
+		sch := *openapi.DeepCopySchema(v.Schema)
 		props := maps.Clone(sch.Properties)
 		if props == nil {
 			props = map[string]spec.Schema{}
@@ -102,18 +103,6 @@ func customModelName(gvk schema.GroupVersionKind) string {
 		parts[i], parts[j] = parts[j], parts[i]
 	}
 	return strings.Join(parts, ".") + "." + gvk.Version + "." + gvk.Kind
-}
-
-func copySchema(s *spec.Schema) *spec.Schema {
-	data, err := json.Marshal(s)
-	if err != nil {
-		panic(err)
-	}
-	out := &spec.Schema{}
-	if err := json.Unmarshal(data, out); err != nil {
-		panic(err)
-	}
-	return out
 }
 
 // FieldManagers builds the field managers of the served version: the

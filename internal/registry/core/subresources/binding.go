@@ -19,10 +19,7 @@ import (
 var Binding = registry.Handler{Serve: serveBinding}
 
 func serveBinding(rq *registry.Request) error {
-	if rq.Verb != "create" {
-		return methodNotAllowed(rq)
-	}
-	body, err := rq.API.ReadBody()
+	body, err := createBody(rq)
 	if err != nil {
 		return err
 	}

@@ -42,6 +42,15 @@ func (sr statusResponder) Error(_ http.ResponseWriter, _ *http.Request, err erro
 	sr.api.WriteError(err)
 }
 
+// createBody reads the body of a create, the only verb binding, eviction
+// and token requests take.
+func createBody(rq *registry.Request) ([]byte, error) {
+	if rq.Verb != "create" {
+		return nil, methodNotAllowed(rq)
+	}
+	return rq.API.ReadBody()
+}
+
 // created is the Status a binding or eviction answers with.
 func created() *metav1.Status {
 	return &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess, Code: http.StatusCreated}
@@ -56,14 +65,7 @@ func methodNotAllowed(rq *registry.Request) error {
 }
 
 func notImplemented(msg string) error {
-	return statusError(http.StatusNotImplemented, "NotImplemented", msg)
-}
-
-func statusError(code int, reason metav1.StatusReason, msg string) error {
-	return &apierrors.StatusError{ErrStatus: metav1.Status{
-		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
-		Status:   metav1.StatusFailure, Code: int32(code), Reason: reason, Message: msg,
-	}}
+	return registry.NewStatusError(http.StatusNotImplemented, "NotImplemented", msg)
 }
 
 func fieldErrors(path string, value interface{}, msg string) field.ErrorList {

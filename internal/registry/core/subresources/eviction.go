@@ -15,10 +15,7 @@ import (
 var Eviction = registry.Handler{Serve: serveEviction}
 
 func serveEviction(rq *registry.Request) error {
-	if rq.Verb != "create" {
-		return methodNotAllowed(rq)
-	}
-	body, err := rq.API.ReadBody()
+	body, err := createBody(rq)
 	if err != nil {
 		return err
 	}

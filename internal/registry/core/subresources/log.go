@@ -63,16 +63,16 @@ func servePodLog(rq *registry.Request) error {
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return statusError(http.StatusInternalServerError, "InternalError", fmt.Sprintf("Get %q: %v", u.String(), err))
+		return registry.NewStatusError(http.StatusInternalServerError, "InternalError", fmt.Sprintf("Get %q: %v", u.String(), err))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 		code := resp.StatusCode
 		if code == http.StatusNotFound {
-			return statusError(code, "NotFound", strings.TrimSpace(string(msg)))
+			return registry.NewStatusError(code, "NotFound", strings.TrimSpace(string(msg)))
 		}
-		return statusError(code, "BadRequest", strings.TrimSpace(string(msg)))
+		return registry.NewStatusError(code, "BadRequest", strings.TrimSpace(string(msg)))
 	}
 	rq.W.Header().Set("Content-Type", "text/plain")
 	rq.W.WriteHeader(http.StatusOK)

@@ -161,7 +161,7 @@ func serviceProxyLocation(ctx context.Context, api registry.API, svc *corev1.Ser
 		}
 	}
 	if sp == nil {
-		return nil, statusError(http.StatusServiceUnavailable, "ServiceUnavailable", fmt.Sprintf("no service port %q found for service %q", port, svc.Name))
+		return nil, registry.NewStatusError(http.StatusServiceUnavailable, "ServiceUnavailable", fmt.Sprintf("no service port %q found for service %q", port, svc.Name))
 	}
 	slices, err := endpointSlices(ctx, api, svc.Namespace, svc.Name)
 	if err != nil {
@@ -196,7 +196,7 @@ func serviceProxyLocation(ctx context.Context, api registry.API, svc *corev1.Ser
 		return nil, badRequest("service %q has only endpoints on simulated nodes, which run no containers to proxy to", svc.Name)
 	}
 	if len(addrs) == 0 {
-		return nil, statusError(http.StatusServiceUnavailable, "ServiceUnavailable", fmt.Sprintf("no endpoints available for service %q", svc.Name))
+		return nil, registry.NewStatusError(http.StatusServiceUnavailable, "ServiceUnavailable", fmt.Sprintf("no endpoints available for service %q", svc.Name))
 	}
 	if scheme == "" {
 		scheme = "http"
