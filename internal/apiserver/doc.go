@@ -26,9 +26,10 @@
 // serviceaccounts/token…) by the resource's own registry.Handler, to which
 // the server lends itself through registry.API (handlers.go).
 //
-// Resources that are not stored (Ephemeral) are answered by the server's
-// reviews (access and token reviews), or, when they declare a Handler, by
-// it: metrics.k8s.io is served so by internal/registry/metrics.
+// Resources that are not stored (Ephemeral) are answered wholly by their
+// Handler: the access and token reviews (internal/registry/reviews, from
+// the server's authenticator and authorizer) and metrics.k8s.io
+// (internal/registry/metrics).
 //
 // Errors leave the handlers as apimachinery StatusErrors; storage's sentinel
 // errors are translated to them in one place (storageError). A panic in a

@@ -96,6 +96,10 @@ func (a *handlerAPI) Logger() *slog.Logger { return a.s.log }
 
 func (a *handlerAPI) KubeletClient() *http.Client { return a.s.cfg.KubeletClient }
 
+func (a *handlerAPI) Authenticator() auth.Authenticator { return a.s.cfg.Authenticator }
+
+func (a *handlerAPI) Authorizer() auth.Authorizer { return a.s.cfg.Authorizer }
+
 func (a *handlerAPI) ServiceAccounts() *auth.ServiceAccountTokens { return a.s.cfg.ServiceAccounts }
 
 // authorizeAlso checks that the request's user may also do verb on the

@@ -51,11 +51,9 @@ type request struct {
 func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info requestInfo) {
 	gvr := schemaGVR(info)
 	if res, ok := s.ephemeral[gvr]; ok {
-		var err error
-		if res.Handler != nil {
-			err = s.serveHandler(*res.Handler, &request{w: w, r: r, info: info})
-		} else {
-			err = s.serveReview(w, r, info, res)
+		out, err := s.codecs.negotiate(r, false)
+		if err == nil || res.Handler.OwnForm {
+			err = s.serveHandler(*res.Handler, &request{w: w, r: r, info: info, out: out})
 		}
 		if err != nil {
 			s.codecs.writeError(w, r, err)

@@ -73,7 +73,7 @@ type Server struct {
 	stores    map[schema.GroupVersionResource]*resourceStore
 	ephemeral map[schema.GroupVersionResource]*registry.Resource
 	// streaming names the subresources whose handlers stream
-	// (registry.Handler.Streams).
+	// (registry.Handler.OwnForm).
 	streaming map[string]bool
 	discovery *discovery
 	readyOnce sync.Once
@@ -122,11 +122,14 @@ func New(cfg Config) (*Server, error) {
 	for i := range cfg.Resources {
 		res := &cfg.Resources[i]
 		for sub, h := range res.Handlers {
-			if h.Streams {
+			if h.OwnForm {
 				s.streaming[sub] = true
 			}
 		}
 		if res.Ephemeral {
+			if res.Handler == nil {
+				return nil, fmt.Errorf("resource %s is not stored and has no Handler", res.Kind.GroupVersion().WithResource(res.Plural))
+			}
 			s.ephemeral[res.Kind.GroupVersion().WithResource(res.Plural)] = res
 			continue
 		}

@@ -24,10 +24,12 @@ type Handler struct {
 	// Serve answers one request. An error is written as a Status by the
 	// API server; a handler that has written its answer returns nil.
 	Serve func(rq *Request) error
-	// Streams: the answer is streamed or proxied from elsewhere (a node
-	// agent, a pod, a Service's endpoint), so the request is not counted
-	// against the in-flight limit and its Accept header is not checked.
-	Streams bool
+	// OwnForm: the handler writes its answer in a form of its own, not
+	// one the server negotiates: streamed or proxied from elsewhere (a
+	// node agent, a pod, a Service's endpoint), or metrics.k8s.io's JSON.
+	// The request's Accept header is then not checked, and a subresource
+	// request (which may last) is not counted against the in-flight limit.
+	OwnForm bool
 }
 
 // Request is one request handed to a Handler.
@@ -98,6 +100,10 @@ type API interface {
 	// KubeletClient reaches node agents' APIs over HTTPS with the API
 	// server's client certificate; nil when there is none.
 	KubeletClient() *http.Client
+	// Authenticator and Authorizer are the server's own (for reviews);
+	// Authenticator may be nil.
+	Authenticator() auth.Authenticator
+	Authorizer() auth.Authorizer
 	// ServiceAccounts issues service-account tokens; nil when the server
 	// has no signing key.
 	ServiceAccounts() *auth.ServiceAccountTokens

@@ -16,7 +16,7 @@ import (
 
 // Log serves pods/log by proxying to the node agent that runs the pod (its
 // /containerLogs endpoint), streaming the answer as it comes.
-var Log = registry.Handler{Serve: servePodLog, Streams: true}
+var Log = registry.Handler{Serve: servePodLog, OwnForm: true}
 
 // podLogParams are the pods/log query parameters passed on to the node.
 var podLogParams = []string{"follow", "previous", "timestamps", "tailLines", "sinceSeconds", "sinceTime", "limitBytes"}

@@ -45,7 +45,7 @@ var podProxyTransport http.RoundTripper = &http.Transport{
 //   - pods: to podIP:port (default: the first declared container port);
 //   - services: to a ready endpoint of the service port from its
 //     EndpointSlices (503 when there is none).
-var Proxy = registry.Handler{Serve: serveProxy, Streams: true}
+var Proxy = registry.Handler{Serve: serveProxy, OwnForm: true}
 
 func serveProxy(rq *registry.Request) error {
 	ctx := rq.R.Context()

@@ -87,9 +87,9 @@ func streamingNode(ctx context.Context, api registry.API, pod *corev1.Pod, what 
 //   - WebSocket port forwarding tunnels SPDY/3.1+portforward.k8s.io
 //     through the WebSocket.
 var (
-	Exec        = registry.Handler{Serve: servePodStream, Streams: true}
-	Attach      = registry.Handler{Serve: servePodStream, Streams: true}
-	PortForward = registry.Handler{Serve: servePodStream, Streams: true}
+	Exec        = registry.Handler{Serve: servePodStream, OwnForm: true}
+	Attach      = registry.Handler{Serve: servePodStream, OwnForm: true}
+	PortForward = registry.Handler{Serve: servePodStream, OwnForm: true}
 )
 
 func servePodStream(rq *registry.Request) error {
