@@ -5,8 +5,8 @@
 // patch, delete, deletecollection), which applies that resource's
 // registry.Strategy; every write also passes through the Config's one
 // admission chain (package admission), at its fixed points. It also
-// serves discovery, OpenAPI and health endpoints, and, with Config.ServiceAccounts, TokenRequest
-// (serviceaccounts/token) and the service-account issuer's discovery
+// serves discovery, OpenAPI and health endpoints, and, with
+// Config.ServiceAccounts, the service-account issuer's discovery
 // documents.
 //
 // The set of resources is not fixed: besides the built-in resources of

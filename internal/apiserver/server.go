@@ -29,9 +29,10 @@ type Config struct {
 	// recognise are anonymous.
 	Authenticator auth.Authenticator
 	Authorizer    auth.Authorizer
-	// ServiceAccounts issues service-account tokens (serviceaccounts/token)
-	// and publishes their keys (/.well-known/openid-configuration,
-	// /openid/v1/jwks); nil: those answer 501 and 404. New sets its
+	// ServiceAccounts issues service-account tokens (lent to the
+	// serviceaccounts/token handler) and publishes their keys
+	// (/.well-known/openid-configuration, /openid/v1/jwks); nil: those
+	// answer 501 and 404. New sets its
 	// Objects to this server's storage when unset. Put it in Authenticator
 	// too for its tokens to authenticate requests.
 	ServiceAccounts *auth.ServiceAccountTokens
@@ -39,9 +40,10 @@ type Config struct {
 	Admission admission.Chain
 	// Version is served at /version.
 	Version VersionInfo
-	// KubeletClient reaches node agents' APIs (pods/log); it presents the
-	// API server's client certificate and trusts the cluster CA. Nil: logs
-	// of pods on real nodes answer 501.
+	// KubeletClient reaches node agents' APIs; it presents the API
+	// server's client certificate and trusts the cluster CA. It is lent to
+	// resources' handlers (registry.API: pods/log, exec, nodes/proxy,
+	// metrics.k8s.io…). Nil: those answer 501 or leave the node out.
 	KubeletClient *http.Client
 	// OpenAPI serves /openapi/v2 and /openapi/v3 (nil: 404). If it can
 	// also be told the resource set (openapi.Builder can), custom
