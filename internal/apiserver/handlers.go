@@ -77,6 +77,14 @@ func (a *handlerAPI) Delete(opts *metav1.DeleteOptions) error {
 	return err
 }
 
+func (a *handlerAPI) Negotiate() error {
+	out, err := a.s.codecs.negotiate(a.rq.r, false)
+	if err == nil {
+		a.rq.out = out
+	}
+	return err
+}
+
 func (a *handlerAPI) WriteObject(code int, obj runtime.Object) {
 	a.s.codecs.writeObject(a.rq.w, a.rq.out, code, obj)
 }

@@ -51,11 +51,7 @@ type request struct {
 func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info requestInfo) {
 	gvr := schemaGVR(info)
 	if res, ok := s.ephemeral[gvr]; ok {
-		out, err := s.codecs.negotiate(r, false)
-		if err == nil || res.Handler.OwnForm {
-			err = s.serveHandler(*res.Handler, &request{w: w, r: r, info: info, out: out})
-		}
-		if err != nil {
+		if err := s.serveHandler(*res.Handler, &request{w: w, r: r, info: info}); err != nil {
 			s.codecs.writeError(w, r, err)
 		}
 		return

@@ -24,11 +24,12 @@ type Handler struct {
 	// Serve answers one request. An error is written as a Status by the
 	// API server; a handler that has written its answer returns nil.
 	Serve func(rq *Request) error
-	// OwnForm: the handler writes its answer in a form of its own, not
-	// one the server negotiates: streamed or proxied from elsewhere (a
-	// node agent, a pod, a Service's endpoint), or metrics.k8s.io's JSON.
-	// The request's Accept header is then not checked, and a subresource
-	// request (which may last) is not counted against the in-flight limit.
+	// OwnForm, for a subresource: the handler writes its answer in a form
+	// of its own, streamed or proxied from elsewhere (a node agent, a pod,
+	// a Service's endpoint), so the server neither checks the request's
+	// Accept header nor counts the request (which may last) against the
+	// in-flight limit. A resource's own Handler always negotiates itself
+	// (API.Negotiate), if it answers with an object.
 	OwnForm bool
 }
 
@@ -84,7 +85,12 @@ type API interface {
 	// Delete deletes the request's object as a DELETE of it would
 	// (grace periods, finalizers, preconditions, dry run).
 	Delete(opts *metav1.DeleteOptions) error
-	// WriteObject writes obj in the form the request negotiated.
+	// Negotiate picks the form of the answer from the Accept header (406
+	// if none fits). The server has done so before a subresource's handler
+	// runs (unless OwnForm); a resource's own Handler calls it before
+	// WriteObject, at the point its checks put it.
+	Negotiate() error
+	// WriteObject writes obj in the form negotiated.
 	WriteObject(code int, obj runtime.Object)
 	// WriteError writes err as a Status (for errors met once a proxied
 	// answer has begun).

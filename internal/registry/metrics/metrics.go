@@ -10,7 +10,7 @@ import (
 var GroupVersion = schema.GroupVersion{Group: "metrics.k8s.io", Version: "v1beta1"}
 
 // handler serves both resources (serve.go).
-var handler = registry.Handler{Serve: serve, OwnForm: true}
+var handler = registry.Handler{Serve: serve}
 
 // Resources are nodes (NodeMetrics) and pods (PodMetrics).
 func Resources() []registry.Resource {

@@ -22,6 +22,9 @@ func serve(rq *registry.Request, kind schema.GroupVersionKind, newObject func() 
 	if info.Verb != "create" || info.Name != "" || info.Subresource != "" {
 		return apierrors.NewMethodNotSupported(rq.Resource.GroupResource(), r.Method)
 	}
+	if err := api.Negotiate(); err != nil {
+		return err
+	}
 	body, err := api.ReadBody()
 	if err != nil {
 		return err
