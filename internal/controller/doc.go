@@ -7,7 +7,18 @@
 // of another: what two share lives in a helper package such as events,
 // history or endpointutil). It runs on package reconcile's work loop.
 //
-// This package decides which objects a controller owns: DecideClaim is
-// upstream's ControllerRefManager rule for adopting orphans and releasing
-// objects that no longer match.
+// Every controller has one shape: observe (listers → a plain State),
+// plan (State → Plan, pure, table-tested in the controller's plan_test.go),
+// apply (a thin writer of the Plan). This package owns the rest once:
+//
+//   - Builder wires one Run: the primary kind (For), the kinds it controls
+//     (Owns: an event enqueues the object's controller, checked by UID;
+//     orphans wake the primaries whose selector matches), other watches
+//     (Watches: obj → keys), informers (own factory with the primary's
+//     resync, the process's shared one for Pods and Nodes), sync waiting,
+//     tombstones, the event recorder and the workers;
+//   - Expectations: the creates and deletes asked for and not yet seen;
+//   - SlowStart: creates in batches of 1, 2, 4, …;
+//   - DecideClaim, AdoptPatch, ReleasePatch and PodClaimer: which objects a
+//     controller owns (upstream's ControllerRefManager rule).
 package controller

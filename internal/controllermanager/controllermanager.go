@@ -16,25 +16,7 @@ import (
 
 	"k8s.io/client-go/rest"
 
-	"plainkube.dev/plainkube/internal/controller/certificates/csrapproving"
-	"plainkube.dev/plainkube/internal/controller/certificates/csrcleaner"
 	"plainkube.dev/plainkube/internal/controller/certificates/csrsigning"
-	"plainkube.dev/plainkube/internal/controller/cronjob"
-	"plainkube.dev/plainkube/internal/controller/daemonset"
-	"plainkube.dev/plainkube/internal/controller/deployment"
-	"plainkube.dev/plainkube/internal/controller/endpoints"
-	"plainkube.dev/plainkube/internal/controller/endpointslice"
-	"plainkube.dev/plainkube/internal/controller/garbagecollector"
-	"plainkube.dev/plainkube/internal/controller/job"
-	"plainkube.dev/plainkube/internal/controller/namespace"
-	"plainkube.dev/plainkube/internal/controller/nodeipam"
-	"plainkube.dev/plainkube/internal/controller/nodelifecycle"
-	"plainkube.dev/plainkube/internal/controller/podgc"
-	"plainkube.dev/plainkube/internal/controller/replicaset"
-	"plainkube.dev/plainkube/internal/controller/rootcacert"
-	"plainkube.dev/plainkube/internal/controller/serviceaccount"
-	"plainkube.dev/plainkube/internal/controller/servicelb"
-	"plainkube.dev/plainkube/internal/controller/statefulset"
 	"plainkube.dev/plainkube/internal/reconcile"
 )
 
@@ -64,6 +46,10 @@ type Options struct {
 	// scheduler) so that every pod and node is held in memory once. Nil: Run makes
 	// one for the controllers; New leaves each controller its own.
 	Informers *reconcile.SharedInformers
+	// Controllers says which controllers run, as upstream's --controllers:
+	// "*" the ones enabled by default, "name" one more, "-name" one less
+	// (see Registry); empty means "*".
+	Controllers []string
 }
 
 // Lease timings, as upstream's defaults.
@@ -73,112 +59,23 @@ const (
 	retryPeriod   = 2 * time.Second
 )
 
-// New builds every controller against cfg.
+// New builds the controllers o.Controllers enables against cfg, in
+// Registry order.
 func New(cfg *rest.Config, o Options) ([]reconcile.Controller, error) {
+	if err := ValidateControllers(o.Controllers); err != nil {
+		return nil, err
+	}
 	var out []reconcile.Controller
-	add := func(name string, c reconcile.Controller, err error) error {
+	for _, r := range Registry {
+		if !Enabled(o.Controllers, r) {
+			continue
+		}
+		c, err := r.New(cfg, o)
 		if err != nil {
-			return fmt.Errorf("%s: %w", name, err)
+			return nil, fmt.Errorf("%s controller: %w", r.Name, err)
 		}
-		out = append(out, c)
-		return nil
-	}
-	deploy, err := deployment.New(cfg)
-	if err := add("deployment controller", deploy, err); err != nil {
-		return nil, err
-	}
-	deploy.Informers = o.Informers
-	rs, err := replicaset.New(cfg)
-	if err := add("replicaset controller", rs, err); err != nil {
-		return nil, err
-	}
-	rs.Informers = o.Informers
-	ds, err := daemonset.New(cfg)
-	if err := add("daemonset controller", ds, err); err != nil {
-		return nil, err
-	}
-	ds.Informers = o.Informers
-	sts, err := statefulset.New(cfg)
-	if err := add("statefulset controller", sts, err); err != nil {
-		return nil, err
-	}
-	sts.Informers = o.Informers
-	job, err := job.New(cfg)
-	if err := add("job controller", job, err); err != nil {
-		return nil, err
-	}
-	job.Informers = o.Informers
-	cj, err := cronjob.New(cfg)
-	if err := add("cronjob controller", cj, err); err != nil {
-		return nil, err
-	}
-	gc, err := garbagecollector.New(cfg)
-	if err := add("garbage collector", gc, err); err != nil {
-		return nil, err
-	}
-	ns, err := namespace.New(cfg)
-	if err := add("namespace controller", ns, err); err != nil {
-		return nil, err
-	}
-	slices, err := endpointslice.New(cfg)
-	if err := add("endpointslice controller", slices, err); err != nil {
-		return nil, err
-	}
-	slices.Informers = o.Informers
-	eps, err := endpoints.New(cfg)
-	if err := add("endpoints controller", eps, err); err != nil {
-		return nil, err
-	}
-	eps.Informers = o.Informers
-	sa, err := serviceaccount.New(cfg)
-	if err := add("serviceaccount controller", sa, err); err != nil {
-		return nil, err
-	}
-	nl, err := nodelifecycle.New(cfg)
-	if err := add("node lifecycle controller", nl, err); err != nil {
-		return nil, err
-	}
-	nl.Informers = o.Informers
-	if o.NodeMonitorGracePeriod > 0 {
-		nl.GracePeriod = o.NodeMonitorGracePeriod
-		nl.StartupGracePeriod = max(nl.StartupGracePeriod, o.NodeMonitorGracePeriod)
-	}
-	ipam, err := nodeipam.New(cfg)
-	if err := add("node IPAM controller", ipam, err); err != nil {
-		return nil, err
-	}
-	if o.ClusterCIDR.IsValid() {
-		ipam.ClusterCIDR = o.ClusterCIDR
-	}
-	ipam.Informers = o.Informers
-	slb, err := servicelb.New(cfg)
-	if err := add("service load balancer", slb, err); err != nil {
-		return nil, err
-	}
-	slb.Informers = o.Informers
-	pg, err := podgc.New(cfg)
-	if err := add("pod GC", pg, err); err != nil {
-		return nil, err
-	}
-	pg.Informers = o.Informers
-	approver, err := csrapproving.New(cfg)
-	if err := add("CSR approving controller", approver, err); err != nil {
-		return nil, err
-	}
-	cleaner, err := csrcleaner.New(cfg)
-	if err := add("CSR cleaner", cleaner, err); err != nil {
-		return nil, err
-	}
-	if o.SigningCA != nil {
-		signer, err := csrsigning.New(cfg, *o.SigningCA)
-		if err := add("CSR signing controller", signer, err); err != nil {
-			return nil, err
-		}
-	}
-	if len(o.RootCA) > 0 {
-		rc, err := rootcacert.New(cfg, o.RootCA)
-		if err := add("root CA publisher", rc, err); err != nil {
-			return nil, err
+		if c != nil {
+			out = append(out, c)
 		}
 	}
 	return out, nil

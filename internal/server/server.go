@@ -29,6 +29,7 @@ import (
 	"plainkube.dev/plainkube/internal/apiextensions"
 	"plainkube.dev/plainkube/internal/apiserver"
 	"plainkube.dev/plainkube/internal/auth"
+	"plainkube.dev/plainkube/internal/auth/rbac"
 	"plainkube.dev/plainkube/internal/loopback"
 	"plainkube.dev/plainkube/internal/openapi"
 	"plainkube.dev/plainkube/internal/pki"
@@ -50,8 +51,12 @@ type Options struct {
 	// embedded one.
 	EtcdServers []string
 	// InMemory keeps everything in memory (tests); it ignores EtcdServers.
-	InMemory    bool
-	ServiceCIDR string
+	InMemory bool
+	// JoinTokenTTL is how long the join token made at the first start
+	// lasts (0: it does not expire; plainkube server defaults to
+	// DefaultJoinTokenTTL).
+	JoinTokenTTL time.Duration
+	ServiceCIDR  string
 	// ClusterDNS is the kube-dns Service's address (default: the tenth
 	// of the service range, 10.96.0.10); "none" creates no such Service.
 	ClusterDNS string
@@ -124,7 +129,8 @@ type Server struct {
 
 	// JoinURL, JoinToken and CAHash are what `plainkube agent` joins with
 	// (see JoinCommand).
-	JoinURL, JoinToken, CAHash string
+	JoinURL, CAHash string
+	JoinToken       JoinToken
 }
 
 // Start brings up a control plane and returns once it is ready to serve.
@@ -194,6 +200,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	chain = append(chain, noderestriction.New(), alloc.Plugin())
 	resources := all.Resources()
 	scheme := apiserver.Scheme()
+	rbacAuthz := rbac.New(nil) // reads its roles once the API serves them (startRBAC)
 	api, err := apiserver.New(apiserver.Config{
 		Storage:         s.store,
 		Resources:       resources,
@@ -201,7 +208,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		ServiceAccounts: saTokens,
 		Admission:       chain,
 		Authorizer: auth.Chain{auth.MastersAuthorizer{}, auth.PublicInfoAuthorizer{}, auth.BasicUserAuthorizer{},
-			auth.IssuerDiscoveryAuthorizer{}, auth.NodeAuthorizer{}, auth.BootstrapperAuthorizer{}, auth.ClusterInfoAuthorizer{}},
+			auth.IssuerDiscoveryAuthorizer{}, auth.NodeAuthorizer{}, auth.BootstrapperAuthorizer{}, auth.ClusterInfoAuthorizer{}, rbacAuthz},
 		Version: apiserver.VersionInfo{Major: version.Major, Minor: version.Minor, GitVersion: version.GitVersion(),
 			GitCommit: version.GitCommit, GoVersion: runtime.Version(), Platform: version.Platform()},
 		KubeletClient: kubeletClient,
@@ -222,7 +229,13 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	// the server is ready once the CRDs stored are served.
 	crdsServed := make(chan struct{})
 	api.AddReadinessGate(crdsServed)
+	rbacReady := make(chan struct{})
+	api.AddReadinessGate(rbacReady)
 	go api.Run(ctx)
+	if err := startRBAC(ctx, s.LoopbackConfig(), rbacAuthz, log, rbacReady); err != nil {
+		s.stop()
+		return nil, fmt.Errorf("RBAC: %w", err)
+	}
 	synced, err := apiextensions.Start(ctx, s.LoopbackConfig(), api)
 	if err != nil {
 		s.stop()
@@ -273,7 +286,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	}
 	s.JoinURL = "https://" + net.JoinHostPort(advertiseHost(opts.BindAddress, advertise), strconv.Itoa(port))
 	s.CAHash = pki.CertHash(bundle.CACert)
-	if s.JoinToken, err = ensureJoinToken(ctx, s.LoopbackConfig(), opts.DataDir); err != nil {
+	if s.JoinToken, err = ensureJoinToken(ctx, s.LoopbackConfig(), opts.DataDir, opts.JoinTokenTTL); err != nil {
 		s.stop()
 		return nil, fmt.Errorf("join token: %w", err)
 	}

@@ -1,15 +1,11 @@
 package deployment
 
 import (
-	"context"
 	"fmt"
-	"reflect"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-
-	"plainkube.dev/plainkube/internal/reconcile"
 )
 
 // rolloutConditions updates the Progressing and ReplicaFailure conditions
@@ -100,25 +96,4 @@ func stuckRequeue(d *appsv1.Deployment, newStatus *appsv1.DeploymentStatus, now 
 		return 0, true
 	}
 	return after + time.Second, true
-}
-
-// syncRolloutStatus writes the rollout's status and conditions; when
-// nothing changed it asks to look again when the deadline may pass.
-func (r *run) syncRolloutStatus(ctx context.Context, allRSs []*appsv1.ReplicaSet, newRS *appsv1.ReplicaSet, d *appsv1.Deployment) (reconcile.Result, error) {
-	now := r.now()
-	st := calculateStatus(allRSs, newRS, d, now)
-	rolloutConditions(d, allRSs, newRS, &st, now)
-	if reflect.DeepEqual(d.Status, st) {
-		after, ok := stuckRequeue(d, &st, now)
-		switch {
-		case !ok:
-			return reconcile.Result{}, nil
-		case after == 0:
-			return reconcile.Result{Requeue: true}, nil
-		default:
-			return reconcile.Result{RequeueAfter: after}, nil
-		}
-	}
-	d.Status = st
-	return reconcile.Result{}, r.updateStatus(ctx, d)
 }

@@ -15,6 +15,14 @@ func jobKey(j *batchv1.Job) string { return j.Namespace + "/" + j.Name }
 
 func podKey(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
 
+func podKeys(pods []*corev1.Pod) []string {
+	keys := make([]string, len(pods))
+	for i, p := range pods {
+		keys[i] = podKey(p)
+	}
+	return keys
+}
+
 // enqueueBatched looks at the job after the batch period (pod events,
 // status-only updates).
 func (l *loop) enqueueBatched(j *batchv1.Job) { l.queue.AddAfter(jobKey(j), l.batch) }
@@ -138,7 +146,7 @@ func (l *loop) addPod(obj any) {
 	}
 	if ref := metav1.GetControllerOf(p); ref != nil {
 		if j := l.resolveControllerRef(p.Namespace, ref); j != nil {
-			l.exp.creationObserved(jobKey(j))
+			l.exp.CreationObserved(jobKey(j))
 			l.enqueueBatched(j)
 		}
 		return
@@ -215,7 +223,7 @@ func (l *loop) deletePod(obj any, final bool) {
 		return
 	}
 	key := jobKey(j)
-	l.exp.deletionObserved(key)
+	l.exp.DeletionObserved(key, podKey(p))
 	if final || !hasTrackingFinalizer(p) {
 		l.finExp.removalObserved(key, p.UID)
 	}

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 
+	"plainkube.dev/plainkube/internal/controller"
 	"plainkube.dev/plainkube/internal/controller/events"
 	"plainkube.dev/plainkube/internal/reconcile"
 )
@@ -84,7 +85,7 @@ type loop struct {
 	log     *slog.Logger
 	clock   clock.WithDelayedExecution
 
-	exp     *expectations
+	exp     *controller.Expectations
 	finExp  *finalizerExpectations
 	backoff *backoffStore
 
@@ -106,7 +107,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	l := &loop{client: c.client, log: log, clock: clk,
 		queue:       reconcile.NewClockQueue("job", clk),
 		orphans:     reconcile.NewQueue[string]("job_orphan_pod"),
-		exp:         newExpectations(clk.Now),
+		exp:         controller.NewExpectations(clk.Now),
 		finExp:      newFinalizerExpectations(),
 		backoff:     newBackoffStore(),
 		backoffBase: orDefault(c.PodFailureBackoff, DefaultPodFailureBackoff),

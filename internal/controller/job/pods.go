@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
-	"sync"
 	"time"
 
 	"plainkube.dev/plainkube/internal/api/podutil"
@@ -318,31 +317,4 @@ func maxRestarts(p *corev1.Pod) int32 {
 		n = max(n, c.RestartCount)
 	}
 	return n
-}
-
-// slowStart runs fn(0), fn(1), … fn(count-1) in batches of 1, 2, 4, …,
-// stopping after the first batch with an error. It returns how many calls
-// succeeded and how many were never made, and one of the errors.
-func slowStart(count int, fn func(i int) error) (succeeded, skipped int, err error) {
-	next := 0
-	for batch := min(count, 1); batch > 0; batch = min(2*batch, count-next) {
-		errs := make(chan error, batch)
-		var wg sync.WaitGroup
-		for i := next; i < next+batch; i++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				if err := fn(i); err != nil {
-					errs <- err
-				}
-			}()
-		}
-		wg.Wait()
-		next += batch
-		succeeded += batch - len(errs)
-		if len(errs) > 0 {
-			return succeeded, count - next, <-errs
-		}
-	}
-	return succeeded, 0, nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"plainkube.dev/plainkube/internal/api/podutil"
+	"plainkube.dev/plainkube/internal/controller"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -44,7 +45,7 @@ func (l *loop) syncJob(ctx context.Context, key string) error {
 	}
 	shared, err := l.jobs.Jobs(ns).Get(name)
 	if apierrors.IsNotFound(err) {
-		l.exp.forget(key)
+		l.exp.Forget(key)
 		l.finExp.forget(key)
 		l.backoff.remove(key)
 		return nil
@@ -77,7 +78,7 @@ func (l *loop) syncJob(ctx context.Context, key string) error {
 	}
 	// Check expectations before listing pods: a pod created after the
 	// check makes the next sync wait, never this one double-create.
-	satisfied := l.exp.satisfied(key)
+	satisfied := l.exp.Satisfied(key)
 	pods, err := l.podsForJob(ctx, job)
 	if err != nil {
 		return err
@@ -152,7 +153,7 @@ func (l *loop) manage(ctx context.Context, key string, st *syncState, backoff ba
 	plan := st.planManage(backoff.remaining(now, l.backoffBase, l.backoffMax))
 	switch {
 	case len(plan.delete) > 0:
-		l.exp.expectDeletions(key, len(plan.delete))
+		l.exp.ExpectDeletions(key, podKeys(plan.delete))
 		ready, removed, err := l.deleteJobPods(ctx, st.job, key, plan.delete)
 		st.active -= int32(removed)
 		st.terminating += int32(removed)
@@ -172,9 +173,9 @@ func (l *loop) manage(ctx context.Context, key string, st *syncState, backoff ba
 
 // createPods creates plan.create pods in slow-start batches.
 func (l *loop) createPods(ctx context.Context, job *batchv1.Job, key string, plan managePlan) (int, error) {
-	l.exp.expectCreations(key, plan.create)
+	l.exp.ExpectCreations(key, plan.create)
 	t := podTemplate(job)
-	succeeded, skipped, err := slowStart(plan.create, func(i int) error {
+	succeeded, skipped, err := controller.SlowStart(plan.create, func(i int) error {
 		index := unknownIndex
 		if plan.indexes != nil {
 			index = plan.indexes[i]
@@ -190,7 +191,7 @@ func (l *loop) createPods(ctx context.Context, job *batchv1.Job, key string, pla
 			}
 		}
 		// The informer will not show this pod.
-		l.exp.creationObserved(key)
+		l.exp.CreationObserved(key)
 		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 			return nil // every create would fail; nothing to report
 		}
@@ -198,7 +199,7 @@ func (l *loop) createPods(ctx context.Context, job *batchv1.Job, key string, pla
 		return err
 	})
 	for range skipped {
-		l.exp.creationObserved(key)
+		l.exp.CreationObserved(key)
 	}
 	return succeeded, err
 }
@@ -221,12 +222,12 @@ func (l *loop) deleteJobPods(ctx context.Context, job *batchv1.Job, key string, 
 			}
 			if err != nil && !apierrors.IsNotFound(err) {
 				// Its deletion will not be seen.
-				l.exp.deletionObserved(key)
+				l.exp.DeletionObserved(key, podKey(p))
 				errs <- err
 				return
 			}
 			if err != nil {
-				l.exp.deletionObserved(key)
+				l.exp.DeletionObserved(key, podKey(p))
 			}
 			removed.Add(1)
 			if podutil.IsReady(p) {

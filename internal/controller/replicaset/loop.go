@@ -34,7 +34,7 @@ type loop struct {
 	client kubernetes.Interface
 	pods   corelisters.PodLister
 	queue  workqueue.TypedRateLimitingInterface[string]
-	exp    *expectations
+	exp    *controller.Expectations
 	rec    record.EventRecorder
 	log    *slog.Logger
 	burst  int
@@ -72,7 +72,7 @@ func (l *loop) deleteWorkload(obj any) {
 	if !ok {
 		return
 	}
-	l.exp.forget(w.key())
+	l.exp.Forget(w.key())
 	l.enqueue(w)
 }
 
@@ -89,7 +89,7 @@ func (l *loop) addPod(obj any) {
 	}
 	if ref := metav1.GetControllerOf(pod); ref != nil {
 		if w := l.resolveControllerRef(pod.Namespace, ref); w != nil {
-			l.exp.creationObserved(w.key())
+			l.exp.CreationObserved(w.key())
 			l.enqueue(w)
 		}
 		return
@@ -156,7 +156,7 @@ func (l *loop) deletePod(obj any) {
 		return
 	}
 	if w := l.resolveControllerRef(pod.Namespace, ref); w != nil {
-		l.exp.deletionObserved(w.key(), podKey(pod))
+		l.exp.DeletionObserved(w.key(), podKey(pod))
 		l.enqueue(w)
 	}
 }
@@ -214,7 +214,7 @@ func (l *loop) syncWorkload(ctx context.Context, key string) (reconcile.Result, 
 	}
 	w, err := l.kind.get(namespace, name)
 	if apierrors.IsNotFound(err) {
-		l.exp.forget(key)
+		l.exp.Forget(key)
 		return reconcile.Result{}, nil
 	}
 	if err != nil {
@@ -224,7 +224,7 @@ func (l *loop) syncWorkload(ctx context.Context, key string) (reconcile.Result, 
 		l.log.Error("invalid selector; not syncing", "namespace", namespace, "name", name)
 		return reconcile.Result{}, nil
 	}
-	needsSync := l.exp.satisfied(key)
+	needsSync := l.exp.Satisfied(key)
 	all, err := l.pods.Pods(namespace).List(labels.Everything())
 	if err != nil {
 		return reconcile.Result{}, err
@@ -356,9 +356,9 @@ func (l *loop) manageReplicas(ctx context.Context, active []*corev1.Pod, w *work
 		n := min(-diff, l.burst)
 		// Expect the creates before making them, so that the informer's
 		// events for them are counted.
-		l.exp.expectCreations(key, n)
+		l.exp.ExpectCreations(key, n)
 		ref := metav1.NewControllerRef(w.obj, l.gvk)
-		done, err := slowStartBatch(n, SlowStartInitialBatchSize, func() error {
+		done, _, err := controller.SlowStart(n, func(int) error {
 			err := l.createPod(ctx, w, ref)
 			if err != nil && apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 				// Every create will fail; nothing to report.
@@ -368,7 +368,7 @@ func (l *loop) manageReplicas(ctx context.Context, active []*corev1.Pod, w *work
 		})
 		// Creates never made (or failed) will not be seen.
 		for range n - done {
-			l.exp.creationObserved(key)
+			l.exp.CreationObserved(key)
 		}
 		return err
 	case diff > 0:
@@ -382,7 +382,7 @@ func (l *loop) manageReplicas(ctx context.Context, active []*corev1.Pod, w *work
 		for i, p := range victims {
 			keys[i] = podKey(p)
 		}
-		l.exp.expectDeletions(key, keys)
+		l.exp.ExpectDeletions(key, keys)
 		errs := make(chan error, len(victims))
 		var wg sync.WaitGroup
 		for _, p := range victims {
@@ -391,7 +391,7 @@ func (l *loop) manageReplicas(ctx context.Context, active []*corev1.Pod, w *work
 				defer wg.Done()
 				if err := l.deletePodAPI(ctx, w, p); err != nil {
 					// Its deletion will not be seen.
-					l.exp.deletionObserved(key, podKey(p))
+					l.exp.DeletionObserved(key, podKey(p))
 					if !apierrors.IsNotFound(err) {
 						errs <- err
 					}

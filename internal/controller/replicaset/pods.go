@@ -5,7 +5,6 @@ import (
 	"math"
 	"sort"
 	"strconv"
-	"sync"
 	"time"
 
 	"plainkube.dev/plainkube/internal/api/podutil"
@@ -220,35 +219,4 @@ func maxRestarts(p *corev1.Pod) (regular, sidecar int32) {
 		}
 	}
 	return regular, sidecar
-}
-
-// SlowStartInitialBatchSize is the size of the first batch of creates.
-const SlowStartInitialBatchSize = 1
-
-// slowStartBatch calls fn count times in batches of initial, 2×initial, …
-// (the calls of one batch run in parallel) and stops after the first batch
-// with an error. It returns how many calls succeeded and the first error.
-// A failing template or quota thus costs one failed call, not count.
-func slowStartBatch(count, initial int, fn func() error) (int, error) {
-	remaining, successes := count, 0
-	for batch := min(remaining, initial); batch > 0; batch = min(2*batch, remaining) {
-		errs := make(chan error, batch)
-		var wg sync.WaitGroup
-		for range batch {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				if err := fn(); err != nil {
-					errs <- err
-				}
-			}()
-		}
-		wg.Wait()
-		successes += batch - len(errs)
-		if len(errs) > 0 {
-			return successes, <-errs
-		}
-		remaining -= batch
-	}
-	return successes, nil
 }

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"slices"
 	"sort"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -230,72 +229,6 @@ func TestCalculateStatus(t *testing.T) {
 	w.status.ObservedGeneration = 3
 	if !statusUnchanged(w, calculateStatus(w, active, terminating, true, nil, t0)) {
 		t.Error("an unchanged status would be written again")
-	}
-}
-
-func TestExpectations(t *testing.T) {
-	now := t0
-	e := newExpectations(func() time.Time { return now })
-	const k = "ns/rs"
-	if !e.satisfied(k) {
-		t.Fatal("no expectations should be satisfied")
-	}
-	e.expectCreations(k, 2)
-	if e.satisfied(k) {
-		t.Fatal("two creates pending")
-	}
-	e.creationObserved(k)
-	if e.satisfied(k) {
-		t.Fatal("one create pending")
-	}
-	e.creationObserved(k)
-	if !e.satisfied(k) {
-		t.Fatal("all creates seen")
-	}
-
-	e.expectDeletions(k, []string{"ns/a", "ns/b"})
-	e.deletionObserved(k, "ns/a")
-	e.deletionObserved(k, "ns/a") // counted once
-	e.deletionObserved(k, "ns/other")
-	if e.satisfied(k) {
-		t.Fatal("ns/b's deletion pending")
-	}
-	now = now.Add(ExpectationsTimeout + time.Second)
-	if !e.satisfied(k) {
-		t.Fatal("expectations should expire")
-	}
-	e.expectCreations(k, 1)
-	e.forget(k)
-	if !e.satisfied(k) {
-		t.Fatal("forgotten expectations should be satisfied")
-	}
-}
-
-func TestSlowStartBatch(t *testing.T) {
-	tests := []struct {
-		count, failAt int // failAt: the call number (1-based) that fails; 0 none
-		wantOK        int
-		wantCalls     int
-	}{
-		{count: 0, wantOK: 0, wantCalls: 0},
-		{count: 10, wantOK: 10, wantCalls: 10},
-		// Batches 1, 2, 4: the call that fails is in the batch of 2.
-		{count: 10, failAt: 2, wantOK: 2, wantCalls: 3},
-		{count: 10, failAt: 1, wantOK: 0, wantCalls: 1},
-		// Batches 1, 2, 4, 3: fails in the batch of 4.
-		{count: 10, failAt: 5, wantOK: 6, wantCalls: 7},
-	}
-	for _, tt := range tests {
-		var calls atomic.Int32
-		ok, err := slowStartBatch(tt.count, 1, func() error {
-			if n := calls.Add(1); int(n) == tt.failAt {
-				return errors.New("boom")
-			}
-			return nil
-		})
-		if ok != tt.wantOK || int(calls.Load()) != tt.wantCalls || (err != nil) != (tt.failAt != 0) {
-			t.Errorf("count %d failAt %d: ok=%d calls=%d err=%v; want ok=%d calls=%d", tt.count, tt.failAt, ok, calls.Load(), err, tt.wantOK, tt.wantCalls)
-		}
 	}
 }
 

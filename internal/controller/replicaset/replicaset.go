@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
+	"plainkube.dev/plainkube/internal/controller"
 	"plainkube.dev/plainkube/internal/controller/events"
 	"plainkube.dev/plainkube/internal/reconcile"
 )
@@ -95,7 +96,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		rec, stop := events.NewRecorder(ctx, c.client, k.component(), log)
 		defer stop()
 		l := &loop{kind: k, gvk: k.gvk(), client: c.client, pods: podInformer.Lister(),
-			queue: reconcile.NewQueue[string](k.gvk().Kind), exp: newExpectations(c.now), rec: rec,
+			queue: reconcile.NewQueue[string](k.gvk().Kind), exp: controller.NewExpectations(c.now), rec: rec,
 			log: log.With("kind", k.gvk().Kind), burst: burst, now: c.now}
 		inf := k.informer(factory)
 		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{

@@ -1,0 +1,124 @@
+package controller_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/ptr"
+
+	"plainkube.dev/plainkube/internal/controller"
+	"plainkube.dev/plainkube/internal/controller/controllertest"
+	"plainkube.dev/plainkube/internal/reconcile"
+)
+
+// keyRecorder is a controller built with the Builder whose reconcile only
+// records the keys it is given, and records an event for each.
+type keyRecorder struct {
+	config func() controller.Config
+	mu     sync.Mutex
+	seen   map[string]int
+}
+
+func (k *keyRecorder) Name() string { return "keys" }
+
+func (k *keyRecorder) Run(ctx context.Context, workers int) error {
+	b := controller.NewBuilder(k.config())
+	f := b.Informers()
+	b.For(f.Apps().V1().Deployments().Informer(), appsv1.SchemeGroupVersion.WithKind("Deployment")).
+		Owns(f.Apps().V1().ReplicaSets().Informer(), controller.OwnOptions{
+			OrphanSelector: func(p metav1.Object) *metav1.LabelSelector { return p.(*appsv1.Deployment).Spec.Selector },
+		})
+	return b.Run(ctx, workers, func(rec record.EventRecorder) reconcile.ReconcileFunc[string] {
+		return func(_ context.Context, key string) (reconcile.Result, error) {
+			k.mu.Lock()
+			k.seen[key]++
+			k.mu.Unlock()
+			return reconcile.Result{}, nil
+		}
+	})
+}
+
+func (k *keyRecorder) reset() map[string]int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	s := k.seen
+	k.seen = map[string]int{}
+	return s
+}
+
+// TestBuilder runs a Builder-wired controller against an API server: its
+// primary's events, its owned objects' controller, and an orphan's
+// would-be adopters each enqueue the right key.
+func TestBuilder(t *testing.T) {
+	cfg := controllertest.StartServer(t)
+	cs := controllertest.Clientset(t, cfg)
+	k := &keyRecorder{seen: map[string]int{}}
+	k.config = func() controller.Config {
+		return controller.Config{Name: "keys", Component: "keys-controller", Client: cs, Primary: &appsv1.Deployment{}, Resync: time.Hour,
+			Logger: controllertest.Logger(t)}
+	}
+	controllertest.Run(t, k, 1)
+	ctx := context.Background()
+	waitFor := func(key string) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			k.mu.Lock()
+			n := k.seen[key]
+			k.mu.Unlock()
+			if n > 0 {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("key %s never reconciled", key)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	labels := map[string]string{"app": "web"}
+	tmpl := corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "i"}}}}
+	d, err := cs.AppsV1().Deployments("default").Create(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: tmpl}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor("default/web")
+	k.reset()
+
+	// An orphan matching the deployment's selector wakes it.
+	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "orphan", Labels: labels},
+		Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To[int32](0), Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: tmpl}}
+	if _, err := cs.AppsV1().ReplicaSets("default").Create(ctx, rs, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("default/web")
+	k.reset()
+
+	// An owned ReplicaSet wakes its owner, also when it is deleted.
+	rs = rs.DeepCopy()
+	rs.Name = "owned"
+	rs.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(d, appsv1.SchemeGroupVersion.WithKind("Deployment"))}
+	if _, err := cs.AppsV1().ReplicaSets("default").Create(ctx, rs, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("default/web")
+	k.reset()
+	if err := cs.AppsV1().ReplicaSets("default").Delete(ctx, "owned", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("default/web")
+
+	// Deleting the primary enqueues its key.
+	k.reset()
+	if err := cs.AppsV1().Deployments("default").Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("default/web")
+}

@@ -1,0 +1,94 @@
+package controller
+
+import (
+	"sync"
+	"time"
+)
+
+// ExpectationsTimeout is how long a controller waits for its informer to
+// show the creates and deletes it asked for before it acts again anyway (a
+// watch event may have been lost), as upstream.
+const ExpectationsTimeout = 5 * time.Minute
+
+// Expectations records, per owner key, how many creations and which
+// deletions a controller has asked for and not yet seen in its informer.
+// While any are outstanding the owner's objects are not managed again, so
+// a burst of events cannot make the controller create or delete twice. It
+// is upstream's UIDTrackingControllerExpectations: an expected deletion is
+// named, and counted once however many events show it.
+type Expectations struct {
+	mu  sync.Mutex
+	now func() time.Time
+	m   map[string]*expectation
+}
+
+type expectation struct {
+	add, del int
+	at       time.Time
+	// deleting holds the keys of the objects whose deletion is expected.
+	deleting map[string]bool
+}
+
+// NewExpectations keeps time with now.
+func NewExpectations(now func() time.Time) *Expectations {
+	return &Expectations{now: now, m: map[string]*expectation{}}
+}
+
+// Satisfied reports whether the owner may manage its objects: nothing is
+// expected, everything expected was seen, or the expectations expired.
+func (e *Expectations) Satisfied(key string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	x, ok := e.m[key]
+	if !ok || (x.add <= 0 && x.del <= 0) {
+		return true
+	}
+	return e.now().Sub(x.at) > ExpectationsTimeout
+}
+
+// ExpectCreations replaces the owner's expectations with n creations.
+func (e *Expectations) ExpectCreations(key string, n int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.m[key] = &expectation{add: n, at: e.now()}
+}
+
+// ExpectDeletions replaces the owner's expectations with the deletion of
+// the objects with the given keys.
+func (e *Expectations) ExpectDeletions(key string, objKeys []string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	x := &expectation{del: len(objKeys), at: e.now(), deleting: make(map[string]bool, len(objKeys))}
+	for _, k := range objKeys {
+		x.deleting[k] = true
+	}
+	e.m[key] = x
+}
+
+// CreationObserved counts one expected creation as seen (or as never to be
+// seen, after a failed create).
+func (e *Expectations) CreationObserved(key string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if x, ok := e.m[key]; ok {
+		x.add--
+	}
+}
+
+// DeletionObserved counts the deletion of the object objKey, if it was
+// expected and not counted yet.
+func (e *Expectations) DeletionObserved(key, objKey string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if x, ok := e.m[key]; ok && x.deleting[objKey] {
+		delete(x.deleting, objKey)
+		x.del--
+	}
+}
+
+// Forget drops the owner's expectations (it was deleted).
+func (e *Expectations) Forget(key string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.m, key)
+}

@@ -1,0 +1,208 @@
+package controllermanager
+
+import (
+	"fmt"
+	"strings"
+
+	"k8s.io/client-go/rest"
+
+	"plainkube.dev/plainkube/internal/controller/certificates/csrapproving"
+	"plainkube.dev/plainkube/internal/controller/certificates/csrcleaner"
+	"plainkube.dev/plainkube/internal/controller/certificates/csrsigning"
+	"plainkube.dev/plainkube/internal/controller/clusterroleaggregation"
+	"plainkube.dev/plainkube/internal/controller/cronjob"
+	"plainkube.dev/plainkube/internal/controller/daemonset"
+	"plainkube.dev/plainkube/internal/controller/deployment"
+	"plainkube.dev/plainkube/internal/controller/endpoints"
+	"plainkube.dev/plainkube/internal/controller/endpointslice"
+	"plainkube.dev/plainkube/internal/controller/garbagecollector"
+	"plainkube.dev/plainkube/internal/controller/job"
+	"plainkube.dev/plainkube/internal/controller/namespace"
+	"plainkube.dev/plainkube/internal/controller/nodeipam"
+	"plainkube.dev/plainkube/internal/controller/nodelifecycle"
+	"plainkube.dev/plainkube/internal/controller/podgc"
+	"plainkube.dev/plainkube/internal/controller/replicaset"
+	"plainkube.dev/plainkube/internal/controller/rootcacert"
+	"plainkube.dev/plainkube/internal/controller/serviceaccount"
+	"plainkube.dev/plainkube/internal/controller/servicelb"
+	"plainkube.dev/plainkube/internal/controller/statefulset"
+	"plainkube.dev/plainkube/internal/reconcile"
+)
+
+// Constructor builds one controller from the client config and the
+// manager's options. A nil controller and nil error mean the options do
+// not allow it to run (the CSR signer without a signing CA, say).
+type Constructor func(cfg *rest.Config, o Options) (reconcile.Controller, error)
+
+// Registration is one controller the manager can run.
+type Registration struct {
+	// Name is what --controllers calls it (the controller's package name).
+	Name string
+	// Upstream is kube-controller-manager's name for it, accepted too.
+	Upstream string
+	New      Constructor
+	// EnabledByDefault: run by "*".
+	EnabledByDefault bool
+}
+
+// Registry lists every controller, in the order they are started.
+var Registry = []Registration{
+	{deployment.Name, "deployment-controller", sharing(deployment.New, func(c *deployment.Controller, s *reconcile.SharedInformers) { c.Informers = s }), true},
+	{replicaset.Name, "replicaset-controller", sharing(replicaset.New, func(c *replicaset.Controller, s *reconcile.SharedInformers) { c.Informers = s }), true},
+	{daemonset.Name, "daemonset-controller", sharing(daemonset.New, func(c *daemonset.Controller, s *reconcile.SharedInformers) { c.Informers = s }), true},
+	{statefulset.Name, "statefulset-controller", sharing(statefulset.New, func(c *statefulset.Controller, s *reconcile.SharedInformers) { c.Informers = s }), true},
+	{job.Name, "job-controller", sharing(job.New, func(c *job.Controller, s *reconcile.SharedInformers) { c.Informers = s }), true},
+	{cronjob.Name, "cronjob-controller", plain(cronjob.New), true},
+	{garbagecollector.Name, "garbage-collector-controller", plain(garbagecollector.New), true},
+	{namespace.Name, "namespace-controller", plain(namespace.New), true},
+	{endpointslice.Name, "endpointslice-controller", sharing(endpointslice.New, func(c *endpointslice.Controller, s *reconcile.SharedInformers) { c.Informers = s }), true},
+	{endpoints.Name, "endpoints-controller", sharing(endpoints.New, func(c *endpoints.Controller, s *reconcile.SharedInformers) { c.Informers = s }), true},
+	{serviceaccount.Name, "serviceaccount-controller", plain(serviceaccount.New), true},
+	{nodelifecycle.Name, "node-lifecycle-controller", newNodeLifecycle, true},
+	{nodeipam.Name, "node-ipam-controller", newNodeIPAM, true},
+	{servicelb.Name, "service-lb-controller", sharing(servicelb.New, func(c *servicelb.Controller, s *reconcile.SharedInformers) { c.Informers = s }), true},
+	{podgc.Name, "pod-garbage-collector-controller", sharing(podgc.New, func(c *podgc.Controller, s *reconcile.SharedInformers) { c.Informers = s }), true},
+	{csrapproving.Name, "certificatesigningrequest-approving-controller", plain(csrapproving.New), true},
+	{csrcleaner.Name, "certificatesigningrequest-cleaner-controller", plain(csrcleaner.New), true},
+	{csrsigning.Name, "certificatesigningrequest-signing-controller", newCSRSigning, true},
+	{rootcacert.Name, "root-ca-certificate-publisher-controller", newRootCACert, true},
+	{clusterroleaggregation.Name, "clusterrole-aggregation-controller", plain(clusterroleaggregation.New), true},
+}
+
+// ValidateControllers checks a --controllers list: each item is "*", a
+// controller's name, or "-" and a name.
+func ValidateControllers(list []string) error {
+	for _, item := range list {
+		if item == "*" {
+			continue
+		}
+		name := strings.TrimPrefix(item, "-")
+		if lookup(name) == nil {
+			return fmt.Errorf("%q is not in the list of known controllers", name)
+		}
+	}
+	return nil
+}
+
+// Enabled reports whether r runs under a --controllers list, read as
+// upstream reads it: the first item naming r ("name" or "-name") decides;
+// else "*" enables the controllers enabled by default; an empty list
+// means "*".
+func Enabled(list []string, r Registration) bool {
+	if len(list) == 0 {
+		list = []string{"*"}
+	}
+	star := false
+	for _, item := range list {
+		switch {
+		case item == "*":
+			star = true
+		case item == r.Name || item == r.Upstream:
+			return true
+		case item == "-"+r.Name || item == "-"+r.Upstream:
+			return false
+		}
+	}
+	return star && r.EnabledByDefault
+}
+
+func lookup(name string) *Registration {
+	for i := range Registry {
+		if Registry[i].Name == name || Registry[i].Upstream == name {
+			return &Registry[i]
+		}
+	}
+	return nil
+}
+
+// ---- constructors ----
+
+// plain adapts a controller's New(cfg).
+func plain[C reconcile.Controller](newC func(*rest.Config) (C, error)) Constructor {
+	return func(cfg *rest.Config, _ Options) (reconcile.Controller, error) {
+		c, err := newC(cfg)
+		if err != nil {
+			return nil, err
+		}
+		return c, nil
+	}
+}
+
+// sharing adapts the New(cfg) of a controller that takes Pods or Nodes
+// from the process's shared informers (share hands them to it).
+func sharing[C reconcile.Controller](newC func(*rest.Config) (C, error), share func(C, *reconcile.SharedInformers)) Constructor {
+	return func(cfg *rest.Config, o Options) (reconcile.Controller, error) {
+		c, err := newC(cfg)
+		if err != nil {
+			return nil, err
+		}
+		share(c, o.Informers)
+		return c, nil
+	}
+}
+
+func newNodeLifecycle(cfg *rest.Config, o Options) (reconcile.Controller, error) {
+	c, err := nodelifecycle.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	c.Informers = o.Informers
+	if o.NodeMonitorGracePeriod > 0 {
+		c.GracePeriod = o.NodeMonitorGracePeriod
+		c.StartupGracePeriod = max(c.StartupGracePeriod, o.NodeMonitorGracePeriod)
+	}
+	return c, nil
+}
+
+func newNodeIPAM(cfg *rest.Config, o Options) (reconcile.Controller, error) {
+	c, err := nodeipam.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if o.ClusterCIDR.IsValid() {
+		c.ClusterCIDR = o.ClusterCIDR
+	}
+	c.Informers = o.Informers
+	return c, nil
+}
+
+// newCSRSigning needs the signing CA.
+func newCSRSigning(cfg *rest.Config, o Options) (reconcile.Controller, error) {
+	if o.SigningCA == nil {
+		return nil, nil
+	}
+	return csrsigning.New(cfg, *o.SigningCA)
+}
+
+// newRootCACert needs the root CA to publish.
+func newRootCACert(cfg *rest.Config, o Options) (reconcile.Controller, error) {
+	if len(o.RootCA) == 0 {
+		return nil, nil
+	}
+	return rootcacert.New(cfg, o.RootCA)
+}
+
+// ParseControllers reads a --controllers value (comma-separated) and
+// validates it.
+func ParseControllers(flag string) ([]string, error) {
+	var list []string
+	for _, item := range strings.Split(flag, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			list = append(list, item)
+		}
+	}
+	if err := ValidateControllers(list); err != nil {
+		return nil, fmt.Errorf("--controllers: %w", err)
+	}
+	return list, nil
+}
+
+// ControllersFlagUsage is the help text of --controllers.
+func ControllersFlagUsage() string {
+	var names []string
+	for _, r := range Registry {
+		names = append(names, r.Name)
+	}
+	return "a list of controllers to enable: '*' enables all on-by-default controllers, 'foo' enables the controller named 'foo', '-foo' disables it. " +
+		"All controllers: " + strings.Join(names, ", ") + " (kube-controller-manager's names, such as deployment-controller, are accepted too)"
+}
