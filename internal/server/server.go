@@ -18,16 +18,16 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"plainkube.dev/plainkube/internal/admission"
+	"plainkube.dev/plainkube/internal/admission/allocator"
 	"plainkube.dev/plainkube/internal/admission/defaulttolerationseconds"
+	"plainkube.dev/plainkube/internal/admission/noderestriction"
 	saadmission "plainkube.dev/plainkube/internal/admission/serviceaccount"
 	"plainkube.dev/plainkube/internal/apiextensions"
 	"plainkube.dev/plainkube/internal/apiserver"
-	"plainkube.dev/plainkube/internal/apiserver/allocator"
 	"plainkube.dev/plainkube/internal/auth"
 	"plainkube.dev/plainkube/internal/auth/rbac"
 	"plainkube.dev/plainkube/internal/loopback"
@@ -35,7 +35,6 @@ import (
 	"plainkube.dev/plainkube/internal/pki"
 	"plainkube.dev/plainkube/internal/reconcile"
 	"plainkube.dev/plainkube/internal/registry/all"
-	"plainkube.dev/plainkube/internal/registry/core"
 	"plainkube.dev/plainkube/internal/storage"
 	"plainkube.dev/plainkube/internal/storage/etcd"
 	"plainkube.dev/plainkube/internal/storage/memory"
@@ -194,10 +193,11 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		return nil, err
 	}
 	saAdmission := saadmission.New()
-	var admission map[schema.GroupResource][]apiserver.AdmitFunc
+	var chain admission.Chain
 	if opts.DefaultAdmission {
-		admission = map[schema.GroupResource][]apiserver.AdmitFunc{{Resource: "pods"}: {saAdmission.Admit, defaulttolerationseconds.Admit}}
+		chain = append(chain, saAdmission.Step(), defaulttolerationseconds.New())
 	}
+	chain = append(chain, noderestriction.New(), alloc.Plugin())
 	resources := all.Resources()
 	scheme := apiserver.Scheme()
 	rbacAuthz := rbac.New(nil) // reads its roles once the API serves them (startRBAC)
@@ -206,21 +206,11 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		Resources:       resources,
 		Authenticator:   auth.Union{auth.ClientCertAuthenticator{}, saTokens, bootstrapTokens},
 		ServiceAccounts: saTokens,
-		Admission:       admission,
+		Admission:       chain,
 		Authorizer: auth.Chain{auth.MastersAuthorizer{}, auth.PublicInfoAuthorizer{}, auth.BasicUserAuthorizer{},
 			auth.IssuerDiscoveryAuthorizer{}, auth.NodeAuthorizer{}, auth.BootstrapperAuthorizer{}, auth.ClusterInfoAuthorizer{}, rbacAuthz},
 		Version: apiserver.VersionInfo{Major: version.Major, Minor: version.Minor, GitVersion: version.GitVersion(),
 			GitCommit: version.GitCommit, GoVersion: runtime.Version(), Platform: version.Platform()},
-		Hooks: map[schema.GroupResource]apiserver.Hooks{{Resource: "services"}: alloc.Hooks(),
-			{Resource: "pods"}: {BeforeCreate: func(ctx context.Context, obj interface{}) (func(), error) {
-				pod := obj.(*corev1.Pod)
-				if node := auth.NodeName(auth.UserFrom(ctx)); node != "" {
-					if err := core.AdmitNodePod(node, pod); err != nil {
-						return nil, err
-					}
-				}
-				return nil, core.AdmitMirrorPod(pod)
-			}}},
 		KubeletClient: kubeletClient,
 		OpenAPI:       openapi.New(resources, scheme),
 		Logger:        log,

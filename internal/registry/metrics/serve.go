@@ -1,4 +1,4 @@
-package apiserver
+package metrics
 
 import (
 	"context"
@@ -17,18 +17,11 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"plainkube.dev/plainkube/internal/api/nodeutil"
 	"plainkube.dev/plainkube/internal/api/stats"
+	"plainkube.dev/plainkube/internal/registry"
 )
-
-// The metrics.k8s.io/v1beta1 API (what `kubectl top` reads), served as
-// metrics-server would: NodeMetrics and PodMetrics made on each request
-// from the usage summaries (/stats/summary) of the node agents. Nodes
-// whose agent cannot be reached, simulated nodes included, have no
-// metrics, nor have their pods. The types are ours, with upstream's JSON.
-
-const metricsGroup = "metrics.k8s.io"
 
 type nodeMetrics struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -63,7 +56,7 @@ type containerMetrics struct {
 	Usage corev1.ResourceList `json:"usage"`
 }
 
-var metricsGV = metav1.TypeMeta{APIVersion: metricsGroup + "/v1beta1"}
+var apiVersion = GroupVersion.String()
 
 // usage is CPU in nanocores and memory in bytes as metrics-server shows
 // them; false when the summary lacks either.
@@ -84,7 +77,7 @@ func nodeMetricsOf(node *corev1.Node, s *stats.Summary, now time.Time) (nodeMetr
 		return nodeMetrics{}, false
 	}
 	return nodeMetrics{
-		TypeMeta:   metav1.TypeMeta{Kind: "NodeMetrics", APIVersion: metricsGV.APIVersion},
+		TypeMeta:   metav1.TypeMeta{Kind: "NodeMetrics", APIVersion: apiVersion},
 		ObjectMeta: metav1.ObjectMeta{Name: node.Name, Labels: node.Labels, CreationTimestamp: metav1.NewTime(now)},
 		Timestamp:  s.Node.CPU.Time, Window: metav1.Duration{Duration: stats.Interval}, Usage: u,
 	}, true
@@ -103,7 +96,7 @@ func podMetricsOf(pod *corev1.Pod, s *stats.Summary, now time.Time) (podMetrics,
 			continue
 		}
 		pm := podMetrics{
-			TypeMeta:   metav1.TypeMeta{Kind: "PodMetrics", APIVersion: metricsGV.APIVersion},
+			TypeMeta:   metav1.TypeMeta{Kind: "PodMetrics", APIVersion: apiVersion},
 			ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, Labels: pod.Labels, CreationTimestamp: metav1.NewTime(now)},
 			Window:     metav1.Duration{Duration: stats.Interval},
 			Containers: []containerMetrics{},
@@ -124,46 +117,47 @@ func podMetricsOf(pod *corev1.Pod, s *stats.Summary, now time.Time) (podMetrics,
 	return podMetrics{}, false
 }
 
-// serveMetrics answers get and list of nodes and pods in metrics.k8s.io.
-func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request, info requestInfo) error {
-	gr := schema.GroupResource{Group: metricsGroup, Resource: info.Resource}
-	if info.Version != "v1beta1" || (info.Resource != "nodes" && info.Resource != "pods") || info.Subresource != "" {
+// serve answers get and list of nodes and pods in metrics.k8s.io.
+func serve(rq *registry.Request) error {
+	r, info := rq.R, rq
+	gr := rq.Resource.GroupResource()
+	if info.Subresource != "" {
 		return apierrors.NewNotFound(gr, info.Name)
 	}
 	if info.Verb != "get" && info.Verb != "list" {
-		return methodNotAllowed(r.Method, gr)
+		return apierrors.NewMethodNotSupported(gr, r.Method)
 	}
-	if info.Resource == "nodes" && info.Namespace != "" {
+	if info.Resource.Resource == "nodes" && info.Namespace != "" {
 		return apierrors.NewNotFound(gr, info.Name)
 	}
 	sel := labels.Everything()
 	if v := r.URL.Query().Get("labelSelector"); v != "" {
 		var err error
 		if sel, err = labels.Parse(v); err != nil {
-			return badRequest("unable to parse requirement: %v", err)
+			return apierrors.NewBadRequest(fmt.Sprintf("unable to parse requirement: %v", err))
 		}
 	}
 	fsel := fields.Everything()
 	if v := r.URL.Query().Get("fieldSelector"); v != "" {
 		var err error
 		if fsel, err = fields.ParseSelector(v); err != nil {
-			return badRequest("%v", err)
+			return apierrors.NewBadRequest(err.Error())
 		}
 	}
 	ctx := r.Context()
-	now := s.now()
+	now := rq.API.Now()
 	var out any
-	switch info.Resource {
+	switch info.Resource.Resource {
 	case "nodes":
-		nodes, err := s.metricsObjects(ctx, "nodes", "", info.Name, sel, fsel)
+		nodes, err := objects(ctx, rq.API, "nodes", "", info.Name, sel, fsel)
 		if err != nil {
 			return err
 		}
-		summaries := s.summaries(ctx, nodes)
-		list := &nodeMetricsList{TypeMeta: metav1.TypeMeta{Kind: "NodeMetricsList", APIVersion: metricsGV.APIVersion}, Items: []nodeMetrics{}}
+		sums := summaries(ctx, rq.API, nodes)
+		list := &nodeMetricsList{TypeMeta: metav1.TypeMeta{Kind: "NodeMetricsList", APIVersion: apiVersion}, Items: []nodeMetrics{}}
 		for _, o := range nodes {
 			n := o.(*corev1.Node)
-			if sum := summaries[n.Name]; sum != nil {
+			if sum := sums[n.Name]; sum != nil {
 				if m, ok := nodeMetricsOf(n, sum, now); ok {
 					list.Items = append(list.Items, m)
 				}
@@ -177,7 +171,7 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request, info reque
 			out = &list.Items[0]
 		}
 	case "pods":
-		pods, err := s.metricsObjects(ctx, "pods", info.Namespace, info.Name, sel, fsel)
+		pods, err := objects(ctx, rq.API, "pods", info.Namespace, info.Name, sel, fsel)
 		if err != nil {
 			return err
 		}
@@ -189,15 +183,15 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request, info reque
 		}
 		var nodes []any
 		for n := range names {
-			if node, err := s.node(ctx, n); err == nil {
+			if node, err := rq.API.Get(ctx, corev1.SchemeGroupVersion.WithResource("nodes"), "", n); err == nil {
 				nodes = append(nodes, node)
 			}
 		}
-		summaries := s.summaries(ctx, nodes)
-		list := &podMetricsList{TypeMeta: metav1.TypeMeta{Kind: "PodMetricsList", APIVersion: metricsGV.APIVersion}, Items: []podMetrics{}}
+		sums := summaries(ctx, rq.API, nodes)
+		list := &podMetricsList{TypeMeta: metav1.TypeMeta{Kind: "PodMetricsList", APIVersion: apiVersion}, Items: []podMetrics{}}
 		for _, o := range pods {
 			p := o.(*corev1.Pod)
-			if sum := summaries[p.Spec.NodeName]; sum != nil {
+			if sum := sums[p.Spec.NodeName]; sum != nil {
 				if m, ok := podMetricsOf(p, sum, now); ok {
 					list.Items = append(list.Items, m)
 				}
@@ -211,26 +205,26 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request, info reque
 			out = &list.Items[0]
 		}
 	}
-	if n, err := s.codecs.negotiate(r, true); err == nil && n.kind == outputTable {
-		out = metricsTable(out)
+	if rq.API.WantsTable() {
+		out = table(out)
 	}
-	w.Header().Set("Content-Type", mediaJSON)
-	w.WriteHeader(http.StatusOK)
-	return json.NewEncoder(w).Encode(out)
+	rq.W.Header().Set("Content-Type", "application/json")
+	rq.W.WriteHeader(http.StatusOK)
+	return json.NewEncoder(rq.W).Encode(out)
 }
 
-// metricsObjects lists the nodes or pods (of namespace ns; one, if name is
+// objects lists the nodes or pods (of namespace ns; one, if name is
 // set) that match the selectors.
-func (s *Server) metricsObjects(ctx context.Context, resource, ns, name string, sel labels.Selector, fsel fields.Selector) ([]any, error) {
-	rs := s.stores[schema.GroupVersionResource{Version: "v1", Resource: resource}]
+func objects(ctx context.Context, api registry.API, resource, ns, name string, sel labels.Selector, fsel fields.Selector) ([]any, error) {
+	gvr := corev1.SchemeGroupVersion.WithResource(resource)
 	if name != "" {
-		obj, _, err := rs.get(ctx, ns, name)
+		obj, err := api.Get(ctx, gvr, ns, name)
 		if err != nil {
 			return nil, err
 		}
 		return []any{obj}, nil
 	}
-	objs, _, err := s.listMatching(ctx, rs, ns, &listOptions{labels: sel, fields: fsel})
+	objs, err := api.List(ctx, gvr, ns, registry.ListOptions{Labels: sel, Fields: fsel})
 	if err != nil {
 		return nil, err
 	}
@@ -244,9 +238,10 @@ func (s *Server) metricsObjects(ctx context.Context, resource, ns, name string, 
 // summaries fetches the usage summaries of the nodes whose agents can be
 // reached, at once, by node name. Nodes that cannot (simulated nodes,
 // nodes without an agent API, agents that fail) are left out.
-func (s *Server) summaries(ctx context.Context, nodes []any) map[string]*stats.Summary {
+func summaries(ctx context.Context, api registry.API, nodes []any) map[string]*stats.Summary {
 	out := map[string]*stats.Summary{}
-	if s.cfg.KubeletClient == nil {
+	client := api.KubeletClient()
+	if client == nil {
 		return out
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -255,14 +250,14 @@ func (s *Server) summaries(ctx context.Context, nodes []any) map[string]*stats.S
 	var wg sync.WaitGroup
 	for _, o := range nodes {
 		n := o.(*corev1.Node)
-		addr := nodeAddress(n)
-		if n.Labels[simulatedLabel] == "true" || addr == "" {
+		addr := nodeutil.AgentAddress(n)
+		if nodeutil.IsSimulated(n) || addr == "" {
 			continue
 		}
 		wg.Go(func() {
-			sum, err := s.fetchSummary(ctx, addr)
+			sum, err := fetchSummary(ctx, client, addr)
 			if err != nil {
-				s.log.Debug("node usage summary", "node", n.Name, "err", err)
+				api.Logger().Debug("node usage summary", "node", n.Name, "err", err)
 				return
 			}
 			mu.Lock()
@@ -274,12 +269,12 @@ func (s *Server) summaries(ctx context.Context, nodes []any) map[string]*stats.S
 	return out
 }
 
-func (s *Server) fetchSummary(ctx context.Context, addr string) (*stats.Summary, error) {
+func fetchSummary(ctx context.Context, client *http.Client, addr string) (*stats.Summary, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+addr+"/stats/summary", nil)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := s.cfg.KubeletClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return nil, err
 	}
@@ -295,9 +290,9 @@ func (s *Server) fetchSummary(ctx context.Context, addr string) (*stats.Summary,
 	return &sum, nil
 }
 
-// metricsTable is the Table of a metrics object or list, with
+// table is the Table of a metrics object or list, with
 // metrics-server's columns.
-func metricsTable(obj any) *metav1.Table {
+func table(obj any) *metav1.Table {
 	t := &metav1.Table{TypeMeta: metav1.TypeMeta{Kind: "Table", APIVersion: "meta.k8s.io/v1"},
 		ColumnDefinitions: []metav1.TableColumnDefinition{
 			{Name: "Name", Type: "string", Format: "name", Description: "Name of the resource"},

@@ -1,4 +1,4 @@
-package apiserver
+package subresources
 
 import (
 	"context"
@@ -14,11 +14,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	"k8s.io/apimachinery/pkg/fields"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/util/proxy"
+
+	"plainkube.dev/plainkube/internal/api/nodeutil"
+	"plainkube.dev/plainkube/internal/registry"
 )
 
 // podProxyTransport reaches pods and services: plain HTTP, or HTTPS
@@ -33,7 +35,7 @@ var podProxyTransport http.RoundTripper = &http.Transport{
 	IdleConnTimeout:     90 * time.Second,
 }
 
-// serveProxy serves nodes/{name}/proxy, pods/{name}/proxy and
+// Proxy serves nodes/{name}/proxy, pods/{name}/proxy and
 // services/{name}/proxy with the rest of the path: the name may be
 // "name", "name:port" or "scheme:name:port" (scheme http or https).
 //
@@ -43,13 +45,15 @@ var podProxyTransport http.RoundTripper = &http.Transport{
 //   - pods: to podIP:port (default: the first declared container port);
 //   - services: to a ready endpoint of the service port from its
 //     EndpointSlices (503 when there is none).
-func (s *Server) serveProxy(rq *request) error {
-	ctx := rq.r.Context()
-	scheme, name, port, ok := utilnet.SplitSchemeNamePort(rq.info.Name)
+var Proxy = registry.Handler{Serve: serveProxy, OwnForm: true}
+
+func serveProxy(rq *registry.Request) error {
+	ctx := rq.R.Context()
+	scheme, name, port, ok := utilnet.SplitSchemeNamePort(rq.Name)
 	if !ok {
-		return badRequest("invalid %s request %q", rq.rs.gr.Resource, rq.info.Name)
+		return badRequest("invalid %s request %q", rq.Resource.Resource, rq.Name)
 	}
-	obj, _, err := rq.rs.get(ctx, rq.info.Namespace, name)
+	obj, err := rq.API.Get(ctx, rq.Resource, rq.Namespace, name)
 	if err != nil {
 		return err
 	}
@@ -57,20 +61,20 @@ func (s *Server) serveProxy(rq *request) error {
 	transport := podProxyTransport
 	switch o := obj.(type) {
 	case *corev1.Node:
-		loc, transport, err = s.nodeProxyLocation(o, scheme, port)
+		loc, transport, err = nodeProxyLocation(rq.API, o, scheme, port)
 	case *corev1.Pod:
-		loc, err = s.podProxyLocation(ctx, o, scheme, port)
+		loc, err = podProxyLocation(ctx, rq.API, o, scheme, port)
 	case *corev1.Service:
-		loc, err = s.serviceProxyLocation(ctx, o, scheme, port)
+		loc, err = serviceProxyLocation(ctx, rq.API, o, scheme, port)
 	default:
-		return methodNotAllowed(rq.r.Method, rq.rs.gr)
+		return methodNotAllowed(rq)
 	}
 	if err != nil {
 		return err
 	}
-	loc.Path = joinPreservingSlash(loc.Path, proxyPath(rq.r.URL.Path, rq.info.Name))
-	h := proxy.NewUpgradeAwareHandler(loc, transport, true, false, statusResponder{s})
-	h.ServeHTTP(rq.w, rq.r)
+	loc.Path = joinPreservingSlash(loc.Path, proxyPath(rq.R.URL.Path, rq.Name))
+	h := proxy.NewUpgradeAwareHandler(loc, transport, true, false, statusResponder{rq.API})
+	h.ServeHTTP(rq.W, rq.R)
 	return nil
 }
 
@@ -92,19 +96,19 @@ func joinPreservingSlash(base, p string) string {
 	return strings.TrimSuffix(base, "/") + p
 }
 
-func (s *Server) nodeProxyLocation(node *corev1.Node, scheme, port string) (*url.URL, http.RoundTripper, error) {
-	if node.Labels[simulatedLabel] == "true" {
+func nodeProxyLocation(api registry.API, node *corev1.Node, scheme, port string) (*url.URL, http.RoundTripper, error) {
+	if nodeutil.IsSimulated(node) {
 		return nil, nil, badRequest("node %q is simulated: it runs no agent API to proxy to", node.Name)
 	}
 	agentPort := strconv.Itoa(int(node.Status.DaemonEndpoints.KubeletEndpoint.Port))
 	if port == "" || port == agentPort {
-		addr := nodeAddress(node)
-		if s.cfg.KubeletClient == nil || addr == "" {
+		addr := nodeutil.AgentAddress(node)
+		if api.KubeletClient() == nil || addr == "" {
 			return nil, nil, notImplemented(fmt.Sprintf("node %q does not serve a proxy (its agent has no API endpoint)", node.Name))
 		}
-		return &url.URL{Scheme: "https", Host: addr}, s.kubeletTransport(), nil
+		return &url.URL{Scheme: "https", Host: addr}, kubeletTransport(api.KubeletClient()), nil
 	}
-	host := nodeHost(node)
+	host := nodeutil.Host(node)
 	if host == "" {
 		return nil, nil, badRequest("node %q has no address", node.Name)
 	}
@@ -114,28 +118,15 @@ func (s *Server) nodeProxyLocation(node *corev1.Node, scheme, port string) (*url
 	return &url.URL{Scheme: scheme, Host: net.JoinHostPort(host, port)}, podProxyTransport, nil
 }
 
-// nodeHost is a node's InternalIP, else its first address.
-func nodeHost(n *corev1.Node) string {
-	for _, a := range n.Status.Addresses {
-		if a.Type == corev1.NodeInternalIP {
-			return a.Address
-		}
-	}
-	if len(n.Status.Addresses) > 0 {
-		return n.Status.Addresses[0].Address
-	}
-	return ""
-}
-
-func (s *Server) podProxyLocation(ctx context.Context, pod *corev1.Pod, scheme, port string) (*url.URL, error) {
+func podProxyLocation(ctx context.Context, api registry.API, pod *corev1.Pod, scheme, port string) (*url.URL, error) {
 	if pod.Spec.NodeName == "" {
 		return nil, badRequest("pod %s does not have a host assigned", pod.Name)
 	}
-	node, err := s.node(ctx, pod.Spec.NodeName)
+	node, err := node(ctx, api, pod.Spec.NodeName)
 	if err != nil {
 		return nil, err
 	}
-	if node.Labels[simulatedLabel] == "true" {
+	if nodeutil.IsSimulated(node) {
 		return nil, badRequest("pod %q runs on simulated node %q: simulated pods run no containers to proxy to", pod.Name, node.Name)
 	}
 	if port == "" {
@@ -160,7 +151,7 @@ func (s *Server) podProxyLocation(ctx context.Context, pod *corev1.Pod, scheme, 
 	return &url.URL{Scheme: scheme, Host: host}, nil
 }
 
-func (s *Server) serviceProxyLocation(ctx context.Context, svc *corev1.Service, scheme, port string) (*url.URL, error) {
+func serviceProxyLocation(ctx context.Context, api registry.API, svc *corev1.Service, scheme, port string) (*url.URL, error) {
 	var sp *corev1.ServicePort
 	for i := range svc.Spec.Ports {
 		p := &svc.Spec.Ports[i]
@@ -170,9 +161,9 @@ func (s *Server) serviceProxyLocation(ctx context.Context, svc *corev1.Service, 
 		}
 	}
 	if sp == nil {
-		return nil, newStatusError(http.StatusServiceUnavailable, "ServiceUnavailable", fmt.Sprintf("no service port %q found for service %q", port, svc.Name))
+		return nil, registry.NewStatusError(http.StatusServiceUnavailable, "ServiceUnavailable", fmt.Sprintf("no service port %q found for service %q", port, svc.Name))
 	}
-	slices, err := s.endpointSlices(ctx, svc.Namespace, svc.Name)
+	slices, err := endpointSlices(ctx, api, svc.Namespace, svc.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -193,7 +184,7 @@ func (s *Server) serviceProxyLocation(ctx context.Context, svc *corev1.Service, 
 				continue
 			}
 			if ep.NodeName != nil {
-				if n, err := s.node(ctx, *ep.NodeName); err == nil && n.Labels[simulatedLabel] == "true" {
+				if n, err := node(ctx, api, *ep.NodeName); err == nil && nodeutil.IsSimulated(n) {
 					simulated++
 					continue
 				}
@@ -205,7 +196,7 @@ func (s *Server) serviceProxyLocation(ctx context.Context, svc *corev1.Service, 
 		return nil, badRequest("service %q has only endpoints on simulated nodes, which run no containers to proxy to", svc.Name)
 	}
 	if len(addrs) == 0 {
-		return nil, newStatusError(http.StatusServiceUnavailable, "ServiceUnavailable", fmt.Sprintf("no endpoints available for service %q", svc.Name))
+		return nil, registry.NewStatusError(http.StatusServiceUnavailable, "ServiceUnavailable", fmt.Sprintf("no endpoints available for service %q", svc.Name))
 	}
 	if scheme == "" {
 		scheme = "http"
@@ -214,13 +205,12 @@ func (s *Server) serviceProxyLocation(ctx context.Context, svc *corev1.Service, 
 }
 
 // endpointSlices lists the EndpointSlices of a service from the cache.
-func (s *Server) endpointSlices(ctx context.Context, ns, service string) ([]*discoveryv1.EndpointSlice, error) {
-	rs, ok := s.stores[schema.GroupVersionResource{Group: "discovery.k8s.io", Version: "v1", Resource: "endpointslices"}]
-	if !ok {
+func endpointSlices(ctx context.Context, api registry.API, ns, service string) ([]*discoveryv1.EndpointSlice, error) {
+	sel := labels.SelectorFromSet(labels.Set{discoveryv1.LabelServiceName: service})
+	objs, err := api.List(ctx, discoveryv1.SchemeGroupVersion.WithResource("endpointslices"), ns, registry.ListOptions{Labels: sel, ResourceVersion: "0"})
+	if apierrors.IsNotFound(err) {
 		return nil, notImplemented("EndpointSlices are not served, so services cannot be proxied to")
 	}
-	sel := labels.SelectorFromSet(labels.Set{discoveryv1.LabelServiceName: service})
-	objs, _, err := s.listMatching(ctx, rs, ns, &listOptions{labels: sel, fields: fields.Everything(), rv: "0"})
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package apiserver
+package subresources
 
 import (
 	"fmt"
@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"plainkube.dev/plainkube/internal/auth"
+	"plainkube.dev/plainkube/internal/registry"
 )
 
 var tokenRequestGVK = authenticationv1.SchemeGroupVersion.WithKind("TokenRequest")
@@ -25,7 +26,7 @@ const (
 	minTokenExpirationSeconds     = 10 * 60
 )
 
-// serveTokenRequest answers POST serviceaccounts/NAME/token as upstream's
+// Token answers POST serviceaccounts/NAME/token as upstream's
 // TokenREST does: it checks the service account and the object the token
 // is to be bound to (a Pod, Secret or Node in the same namespace), and
 // returns the TokenRequest with status.token signed by the cluster's
@@ -35,20 +36,22 @@ const (
 // ServiceAccount admission plugin mounts) is issued for a year, with
 // kubernetes.io.warnafter at 3607 s, as upstream's
 // --service-account-extend-token-expiration (on by default) does.
-func (s *Server) serveTokenRequest(rq *request) error {
-	if rq.info.Verb != "create" {
-		return methodNotAllowed(rq.r.Method, rq.rs.gr)
+var Token = registry.Handler{Serve: serveTokenRequest}
+
+func serveTokenRequest(rq *registry.Request) error {
+	if rq.Verb != "create" {
+		return methodNotAllowed(rq)
 	}
-	issuer := s.cfg.ServiceAccounts
+	issuer := rq.API.ServiceAccounts()
 	if issuer == nil {
 		return notImplemented("serviceaccounts/token: this API server has no service-account signing key")
 	}
-	ctx := rq.r.Context()
-	body, err := s.readBody(rq.r)
+	ctx := rq.R.Context()
+	body, err := rq.API.ReadBody()
 	if err != nil {
 		return err
 	}
-	obj, _, err := s.decodeBody(rq.r, body, tokenRequestGVK, &authenticationv1.TokenRequest{}, validationIgnore)
+	obj, err := rq.API.Decode(body, tokenRequestGVK, &authenticationv1.TokenRequest{})
 	if err != nil {
 		return err
 	}
@@ -56,7 +59,7 @@ func (s *Server) serveTokenRequest(rq *request) error {
 	if !ok {
 		return badRequest("expected a TokenRequest body, not %T", obj)
 	}
-	ns, name := rq.info.Namespace, rq.info.Name
+	ns, name := rq.Namespace, rq.Name
 	if req.Name != "" && req.Name != name {
 		return apierrors.NewInvalid(tokenRequestGVK.GroupKind(), name, field.ErrorList{
 			field.Invalid(field.NewPath("metadata", "name"), req.Name, "must match the service account name if specified")})
@@ -65,7 +68,7 @@ func (s *Server) serveTokenRequest(rq *request) error {
 		return apierrors.NewInvalid(tokenRequestGVK.GroupKind(), name, field.ErrorList{
 			field.Invalid(field.NewPath("metadata", "namespace"), req.Namespace, "must match the service account namespace if specified")})
 	}
-	saObj, _, err := rq.rs.get(ctx, ns, name)
+	saObj, err := rq.API.Get(ctx, rq.Resource, ns, name)
 	if err != nil {
 		return err
 	}
@@ -78,7 +81,7 @@ func (s *Server) serveTokenRequest(rq *request) error {
 		req.Spec.ExpirationSeconds = &exp
 	}
 	req.Name, req.Namespace = sa.Name, sa.Namespace
-	now := s.now()
+	now := rq.API.Now()
 	req.CreationTimestamp = metav1.NewTime(now)
 	req.Status = authenticationv1.TokenRequestStatus{}
 	if errs := validateTokenRequest(req); len(errs) > 0 {
@@ -87,7 +90,7 @@ func (s *Server) serveTokenRequest(rq *request) error {
 
 	spec := auth.TokenSpec{ServiceAccount: sa, Audiences: req.Spec.Audiences, ExpirationSeconds: *req.Spec.ExpirationSeconds}
 	if ref := req.Spec.BoundObjectRef; ref != nil {
-		if err := s.bindToken(rq, ref, &spec); err != nil {
+		if err := bindToken(rq, ref, &spec); err != nil {
 			return err
 		}
 	}
@@ -104,7 +107,7 @@ func (s *Server) serveTokenRequest(rq *request) error {
 		ExpirationTimestamp: metav1.NewTime(now.Add(time.Duration(*req.Spec.ExpirationSeconds) * time.Second)),
 	}
 	req.SetGroupVersionKind(tokenRequestGVK)
-	s.codecs.writeObject(rq.w, rq.out, http.StatusCreated, req)
+	rq.API.WriteObject(http.StatusCreated, req)
 	return nil
 }
 
@@ -125,36 +128,36 @@ func validateTokenRequest(req *authenticationv1.TokenRequest) field.ErrorList {
 // bindToken looks up the object a token is to be bound to and records it
 // in spec: a Pod (which must run as the service account; its node, when
 // it has one that exists, is recorded too), a Secret or a Node.
-func (s *Server) bindToken(rq *request, ref *authenticationv1.BoundObjectReference, spec *auth.TokenSpec) error {
-	ctx := rq.r.Context()
+func bindToken(rq *registry.Request, ref *authenticationv1.BoundObjectReference, spec *auth.TokenSpec) error {
+	ctx := rq.R.Context()
 	gvk := schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind)
 	var uid types.UID
 	switch {
 	case gvk.Group == "" && gvk.Kind == "Pod":
-		obj, err := s.Get(ctx, corev1.SchemeGroupVersion.WithResource("pods"), rq.info.Namespace, ref.Name)
+		obj, err := rq.API.Get(ctx, corev1.SchemeGroupVersion.WithResource("pods"), rq.Namespace, ref.Name)
 		if err != nil {
 			return err
 		}
 		pod := obj.(*corev1.Pod)
-		if pod.Spec.ServiceAccountName != rq.info.Name {
-			return badRequest("cannot bind token for serviceaccount %q to pod running with different serviceaccount name.", rq.info.Name)
+		if pod.Spec.ServiceAccountName != rq.Name {
+			return badRequest("cannot bind token for serviceaccount %q to pod running with different serviceaccount name.", rq.Name)
 		}
 		spec.Pod, uid = pod, pod.UID
 		if pod.Spec.NodeName != "" {
 			// A node that cannot be found is left out of the token.
-			if obj, err := s.Get(ctx, corev1.SchemeGroupVersion.WithResource("nodes"), "", pod.Spec.NodeName); err == nil {
+			if obj, err := rq.API.Get(ctx, corev1.SchemeGroupVersion.WithResource("nodes"), "", pod.Spec.NodeName); err == nil {
 				spec.Node = obj.(*corev1.Node)
 			}
 		}
 	case gvk.Group == "" && gvk.Kind == "Node":
-		obj, err := s.Get(ctx, corev1.SchemeGroupVersion.WithResource("nodes"), "", ref.Name)
+		obj, err := rq.API.Get(ctx, corev1.SchemeGroupVersion.WithResource("nodes"), "", ref.Name)
 		if err != nil {
 			return err
 		}
 		spec.Node = obj.(*corev1.Node)
 		uid = spec.Node.UID
 	case gvk.Group == "" && gvk.Kind == "Secret":
-		obj, err := s.Get(ctx, corev1.SchemeGroupVersion.WithResource("secrets"), rq.info.Namespace, ref.Name)
+		obj, err := rq.API.Get(ctx, corev1.SchemeGroupVersion.WithResource("secrets"), rq.Namespace, ref.Name)
 		if err != nil {
 			return err
 		}

@@ -10,9 +10,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"plainkube.dev/plainkube/internal/apiserver"
+	"plainkube.dev/plainkube/internal/admission"
 	"plainkube.dev/plainkube/internal/storage"
 )
 
@@ -41,16 +43,23 @@ func New(st storage.Interface, cidr netip.Prefix, ports PortRange) *Services {
 // FirstIP is the range's first usable address, kept for the `kubernetes` Service.
 func (a *Services) FirstIP() netip.Addr { return a.cidr.Addr().Next() }
 
-// Hooks returns the API server hooks for the services resource.
-func (a *Services) Hooks() apiserver.Hooks {
-	return apiserver.Hooks{
-		BeforeCreate: func(ctx context.Context, obj interface{}) (func(), error) {
+// Name is the plugin's name in the admission chain.
+const Name = "ServiceAllocation"
+
+// Plugin is the admission step of the services resource: it allocates on
+// creates and updates and releases what a deleted Service held.
+func (a *Services) Plugin() admission.Plugin {
+	return admission.Plugin{
+		Name:      Name,
+		Resources: []schema.GroupResource{{Resource: "services"}},
+		BeforeCreate: func(ctx context.Context, obj runtime.Object) (func(), error) {
 			return a.allocate(ctx, obj.(*corev1.Service), nil)
 		},
-		BeforeUpdate: func(ctx context.Context, obj, old interface{}) (func(), error) {
-			return a.allocate(ctx, obj.(*corev1.Service), old.(*corev1.Service))
+		BeforeUpdate: func(ctx context.Context, obj, old runtime.Object) error {
+			_, err := a.allocate(ctx, obj.(*corev1.Service), old.(*corev1.Service))
+			return err
 		},
-		AfterDelete: func(ctx context.Context, obj interface{}) {
+		AfterDelete: func(ctx context.Context, obj runtime.Object) {
 			svc := obj.(*corev1.Service)
 			for _, ip := range svc.Spec.ClusterIPs {
 				a.release(ctx, ipPrefix+ip)

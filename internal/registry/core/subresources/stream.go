@@ -1,4 +1,4 @@
-package apiserver
+package subresources
 
 import (
 	"context"
@@ -13,7 +13,8 @@ import (
 	apiproxy "k8s.io/apiserver/pkg/util/proxy"
 	"k8s.io/streaming/pkg/httpstream/wsstream"
 
-	"plainkube.dev/plainkube/internal/auth"
+	"plainkube.dev/plainkube/internal/api/nodeutil"
+	"plainkube.dev/plainkube/internal/registry"
 )
 
 // streamOptions are the pods/exec and pods/attach query parameters.
@@ -56,35 +57,26 @@ func parseStreamOptions(q url.Values, exec bool) (streamOptions, error) {
 // streamingNode finds where a pod's streams are served: the agent's
 // address on the pod's node. Pods not yet scheduled, pods of simulated
 // nodes and nodes whose agent has no API answer 400 or 501.
-func (s *Server) streamingNode(ctx context.Context, pod *corev1.Pod, what string) (string, error) {
+func streamingNode(ctx context.Context, api registry.API, pod *corev1.Pod, what string) (string, error) {
 	if pod.Spec.NodeName == "" {
 		return "", badRequest("pod %s does not have a host assigned", pod.Name)
 	}
-	node, err := s.node(ctx, pod.Spec.NodeName)
+	node, err := node(ctx, api, pod.Spec.NodeName)
 	if err != nil {
 		return "", err
 	}
-	if node.Labels[simulatedLabel] == "true" {
+	if nodeutil.IsSimulated(node) {
 		return "", badRequest("pod %q runs on simulated node %q: simulated pods run no containers, so they cannot %s", pod.Name, node.Name, what)
 	}
-	addr := nodeAddress(node)
-	if s.cfg.KubeletClient == nil || addr == "" {
+	addr := nodeutil.AgentAddress(node)
+	if api.KubeletClient() == nil || addr == "" {
 		return "", notImplemented(fmt.Sprintf("node %q does not serve %s (its agent has no API endpoint)", node.Name, what))
 	}
 	return addr, nil
 }
 
-// kubeletTransport is the transport of the client for node agents; its TLS
-// configuration (the API server's client certificate, the cluster CA) is
-// also used to dial upgraded connections.
-func (s *Server) kubeletTransport() http.RoundTripper {
-	if s.cfg.KubeletClient.Transport != nil {
-		return s.cfg.KubeletClient.Transport
-	}
-	return http.DefaultTransport
-}
-
-// servePodStream serves pods/exec, pods/attach and pods/portforward by
+// Exec, Attach and PortForward serve pods/exec, pods/attach and
+// pods/portforward by
 // proxying the upgraded connection to the node agent, which hands it to
 // the container runtime's streaming server:
 //
@@ -94,19 +86,25 @@ func (s *Server) kubeletTransport() http.RoundTripper {
 //     toward the agent (exit codes come back on the error channel);
 //   - WebSocket port forwarding tunnels SPDY/3.1+portforward.k8s.io
 //     through the WebSocket.
-func (s *Server) servePodStream(rq *request) error {
-	sub := rq.info.Subresource
-	if rq.r.Method != http.MethodGet && rq.r.Method != http.MethodPost {
-		return methodNotAllowed(rq.r.Method, rq.rs.gr)
+var (
+	Exec        = registry.Handler{Serve: servePodStream, OwnForm: true}
+	Attach      = registry.Handler{Serve: servePodStream, OwnForm: true}
+	PortForward = registry.Handler{Serve: servePodStream, OwnForm: true}
+)
+
+func servePodStream(rq *registry.Request) error {
+	sub := rq.Subresource
+	if rq.R.Method != http.MethodGet && rq.R.Method != http.MethodPost {
+		return methodNotAllowed(rq)
 	}
-	ctx := rq.r.Context()
+	ctx := rq.R.Context()
 	// A GET upgrade (WebSockets) also needs create, as upstream.
-	if rq.r.Method == http.MethodGet {
-		if err := s.authorizeAlso(rq, "create"); err != nil {
+	if rq.R.Method == http.MethodGet {
+		if err := rq.API.Authorize("create"); err != nil {
 			return err
 		}
 	}
-	q := rq.r.URL.Query()
+	q := rq.R.URL.Query()
 	var opts streamOptions
 	var ports []string
 	var err error
@@ -117,7 +115,7 @@ func (s *Server) servePodStream(rq *request) error {
 	} else if opts, err = parseStreamOptions(q, sub == "exec"); err != nil {
 		return err
 	}
-	obj, _, err := rq.rs.get(ctx, rq.info.Namespace, rq.info.Name)
+	obj, err := rq.API.Get(ctx, rq.Resource, rq.Namespace, rq.Name)
 	if err != nil {
 		return err
 	}
@@ -128,7 +126,7 @@ func (s *Server) servePodStream(rq *request) error {
 			return err
 		}
 	}
-	addr, err := s.streamingNode(ctx, pod, what)
+	addr, err := streamingNode(ctx, rq.API, pod, what)
 	if err != nil {
 		return err
 	}
@@ -152,17 +150,17 @@ func (s *Server) servePodStream(rq *request) error {
 		}
 	}
 	loc.RawQuery = params.Encode()
-	transport := s.kubeletTransport()
-	upgrade := proxy.NewUpgradeAwareHandler(loc, transport, false, true, statusResponder{s})
+	transport := kubeletTransport(rq.API.KubeletClient())
+	upgrade := proxy.NewUpgradeAwareHandler(loc, transport, false, true, statusResponder{rq.API})
 	upgrade.RejectForwardingRedirects = true
 	var h http.Handler = upgrade
 	switch {
-	case sub != "portforward" && wsstream.IsWebSocketRequestWithStreamCloseProtocol(rq.r):
+	case sub != "portforward" && wsstream.IsWebSocketRequestWithStreamCloseProtocol(rq.R):
 		h = apiproxy.NewStreamTranslatorHandler(loc, transport, 0, apiproxy.Options{Stdin: opts.stdin, Stdout: opts.stdout, Stderr: opts.stderr && !opts.tty, Tty: opts.tty})
-	case sub == "portforward" && wsstream.IsWebSocketRequestWithTunnelingProtocol(rq.r):
+	case sub == "portforward" && wsstream.IsWebSocketRequestWithTunnelingProtocol(rq.R):
 		h = apiproxy.NewTunnelingHandler(upgrade)
 	}
-	h.ServeHTTP(rq.w, rq.r)
+	h.ServeHTTP(rq.W, rq.R)
 	return nil
 }
 
@@ -195,26 +193,4 @@ func streamContainer(pod *corev1.Pod, name string) (string, error) {
 		return "", badRequest("a container name must be specified for pod %s, choose one of: %v", pod.Name, containerNames(pod))
 	}
 	return namedContainer(pod, name)
-}
-
-// authorizeAlso checks that the request's user may also do verb on the
-// request's resource and subresource.
-func (s *Server) authorizeAlso(rq *request, verb string) error {
-	user := auth.UserFrom(rq.r.Context())
-	attrs := auth.Attributes{User: user, Verb: verb, IsResource: true, Path: rq.r.URL.Path,
-		APIGroup: rq.info.Group, APIVersion: rq.info.Version, Namespace: rq.info.Namespace,
-		Resource: rq.info.Resource, Subresource: rq.info.Subresource, Name: rq.info.Name}
-	decision, reason, err := s.cfg.Authorizer.Authorize(rq.r.Context(), attrs)
-	if err != nil || decision != auth.Allow {
-		return forbidden(attrs, reason)
-	}
-	return nil
-}
-
-// statusResponder writes errors met while setting up a proxied
-// connection as Status objects.
-type statusResponder struct{ s *Server }
-
-func (sr statusResponder) Error(w http.ResponseWriter, r *http.Request, err error) {
-	sr.s.codecs.writeError(w, r, err)
 }

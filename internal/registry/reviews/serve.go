@@ -1,4 +1,4 @@
-package apiserver
+package reviews
 
 import (
 	"context"
@@ -7,30 +7,29 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"plainkube.dev/plainkube/internal/auth"
 	"plainkube.dev/plainkube/internal/registry"
 )
 
-// serveReview answers a create of an ephemeral review resource from the
-// server's own authenticator and authorizer; nothing is stored.
-func (s *Server) serveReview(w http.ResponseWriter, r *http.Request, info requestInfo, res *registry.Resource) error {
+// serve answers a create of a review from the API server's own
+// authenticator and authorizer; nothing is stored.
+func serve(rq *registry.Request, kind schema.GroupVersionKind, newObject func() runtime.Object) error {
+	r, info, api := rq.R, rq, rq.API
 	if info.Verb != "create" || info.Name != "" || info.Subresource != "" {
-		return methodNotAllowed(r.Method, res.Kind.GroupVersion().WithResource(res.Plural).GroupResource())
+		return apierrors.NewMethodNotSupported(rq.Resource.GroupResource(), r.Method)
 	}
-	out, err := s.codecs.negotiate(r, false)
+	if err := api.Negotiate(); err != nil {
+		return err
+	}
+	body, err := api.ReadBody()
 	if err != nil {
 		return err
 	}
-	body, err := s.readBody(r)
-	if err != nil {
-		return err
-	}
-	into, err := scheme.New(res.Kind)
-	if err != nil {
-		return err
-	}
-	obj, _, err := s.decodeBody(r, body, res.Kind, into, validationIgnore)
+	obj, err := api.Decode(body, kind, newObject())
 	if err != nil {
 		return err
 	}
@@ -38,29 +37,29 @@ func (s *Server) serveReview(w http.ResponseWriter, r *http.Request, info reques
 	requester := auth.UserFrom(ctx)
 	switch review := obj.(type) {
 	case *authorizationv1.SelfSubjectAccessReview:
-		review.Status = s.accessReview(ctx, requester, review.Spec.ResourceAttributes, review.Spec.NonResourceAttributes)
+		review.Status = accessReview(ctx, api, requester, review.Spec.ResourceAttributes, review.Spec.NonResourceAttributes)
 	case *authorizationv1.SubjectAccessReview:
 		u := &auth.User{Name: review.Spec.User, UID: review.Spec.UID, Groups: review.Spec.Groups}
-		review.Status = s.accessReview(ctx, u, review.Spec.ResourceAttributes, review.Spec.NonResourceAttributes)
+		review.Status = accessReview(ctx, api, u, review.Spec.ResourceAttributes, review.Spec.NonResourceAttributes)
 	case *authorizationv1.LocalSubjectAccessReview:
 		if review.Spec.ResourceAttributes == nil || review.Spec.ResourceAttributes.Namespace != info.Namespace {
-			return badRequest("spec.resourceAttributes.namespace must match the namespace of the request")
+			return apierrors.NewBadRequest("spec.resourceAttributes.namespace must match the namespace of the request")
 		}
 		u := &auth.User{Name: review.Spec.User, UID: review.Spec.UID, Groups: review.Spec.Groups}
-		review.Status = s.accessReview(ctx, u, review.Spec.ResourceAttributes, review.Spec.NonResourceAttributes)
+		review.Status = accessReview(ctx, api, u, review.Spec.ResourceAttributes, review.Spec.NonResourceAttributes)
 	case *authorizationv1.SelfSubjectRulesReview:
-		review.Status = s.rulesReview(ctx, requester, review.Spec.Namespace)
+		review.Status = rulesReview(ctx, api, requester, review.Spec.Namespace)
 	case *authenticationv1.TokenReview:
-		review.Status = s.tokenReview(r, review)
+		review.Status = tokenReview(r, api, review)
 	case *authenticationv1.SelfSubjectReview:
 		review.Status.UserInfo = userInfo(requester)
 	}
-	obj.GetObjectKind().SetGroupVersionKind(res.Kind)
-	s.codecs.writeObject(w, out, http.StatusCreated, obj)
+	obj.GetObjectKind().SetGroupVersionKind(kind)
+	api.WriteObject(http.StatusCreated, obj)
 	return nil
 }
 
-func (s *Server) accessReview(ctx context.Context, u *auth.User, ra *authorizationv1.ResourceAttributes, nra *authorizationv1.NonResourceAttributes) authorizationv1.SubjectAccessReviewStatus {
+func accessReview(ctx context.Context, api registry.API, u *auth.User, ra *authorizationv1.ResourceAttributes, nra *authorizationv1.NonResourceAttributes) authorizationv1.SubjectAccessReviewStatus {
 	a := auth.Attributes{User: u}
 	switch {
 	case ra != nil:
@@ -71,7 +70,7 @@ func (s *Server) accessReview(ctx context.Context, u *auth.User, ra *authorizati
 	default:
 		return authorizationv1.SubjectAccessReviewStatus{EvaluationError: "exactly one of nonResourceAttributes or resourceAttributes must be specified"}
 	}
-	d, reason, err := s.cfg.Authorizer.Authorize(ctx, a)
+	d, reason, err := api.Authorizer().Authorize(ctx, a)
 	st := authorizationv1.SubjectAccessReviewStatus{Allowed: d == auth.Allow, Denied: d == auth.Deny, Reason: reason}
 	if err != nil {
 		st.EvaluationError = err.Error()
@@ -79,9 +78,9 @@ func (s *Server) accessReview(ctx context.Context, u *auth.User, ra *authorizati
 	return st
 }
 
-func (s *Server) rulesReview(ctx context.Context, u *auth.User, ns string) authorizationv1.SubjectRulesReviewStatus {
+func rulesReview(ctx context.Context, api registry.API, u *auth.User, ns string) authorizationv1.SubjectRulesReviewStatus {
 	all := auth.Attributes{User: u, IsResource: true, Verb: "*", Namespace: ns, APIGroup: "*", Resource: "*"}
-	if d, _, _ := s.cfg.Authorizer.Authorize(ctx, all); d == auth.Allow {
+	if d, _, _ := api.Authorizer().Authorize(ctx, all); d == auth.Allow {
 		return authorizationv1.SubjectRulesReviewStatus{
 			ResourceRules:    []authorizationv1.ResourceRule{{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}}},
 			NonResourceRules: []authorizationv1.NonResourceRule{{Verbs: []string{"*"}, NonResourceURLs: []string{"*"}}},
@@ -99,14 +98,15 @@ func (s *Server) rulesReview(ctx context.Context, u *auth.User, ns string) autho
 // spec.audiences (default: the API server's audiences). status.audiences
 // are those the token was accepted for; a token of an authenticator that
 // knows nothing of audiences is accepted only for the API server's own.
-func (s *Server) tokenReview(r *http.Request, review *authenticationv1.TokenReview) authenticationv1.TokenReviewStatus {
+func tokenReview(r *http.Request, api registry.API, review *authenticationv1.TokenReview) authenticationv1.TokenReviewStatus {
 	token := review.Spec.Token
-	if s.cfg.Authenticator == nil || token == "" {
+	authenticator := api.Authenticator()
+	if authenticator == nil || token == "" {
 		return authenticationv1.TokenReviewStatus{Error: "token not recognized"}
 	}
 	var apiAuds []string
-	if s.cfg.ServiceAccounts != nil {
-		apiAuds = s.cfg.ServiceAccounts.Audiences
+	if sa := api.ServiceAccounts(); sa != nil {
+		apiAuds = sa.Audiences
 	}
 	want := review.Spec.Audiences
 	if len(want) == 0 {
@@ -114,7 +114,7 @@ func (s *Server) tokenReview(r *http.Request, review *authenticationv1.TokenRevi
 	}
 	req := &http.Request{Header: http.Header{"Authorization": {"Bearer " + token}}}
 	req = req.WithContext(auth.WithAudiences(r.Context(), want))
-	u, ok, err := s.cfg.Authenticator.Authenticate(req)
+	u, ok, err := authenticator.Authenticate(req)
 	if err != nil {
 		return authenticationv1.TokenReviewStatus{Error: err.Error()}
 	}

@@ -1,4 +1,4 @@
-package apiserver
+package custom
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -18,27 +19,27 @@ import (
 // conversionTimeout bounds one conversion of stored objects (a webhook call).
 const conversionTimeout = 30 * time.Second
 
-// decodeCustom reads a stored custom object: it converts it from the
-// storage version to the store's version, prunes it with that version's
+// Decode reads a stored custom object: it converts it from the
+// storage version to the served version, prunes it with that version's
 // schema and applies its defaults, as upstream's storage decoder does.
-func (s *resourceStore) decodeCustom(value []byte, rev int64) (runtime.Object, error) {
+func (s *Served) Decode(value []byte, rev int64) (runtime.Object, error) {
 	var m map[string]interface{}
 	if err := utiljson.Unmarshal(value, &m); err != nil {
-		return nil, fmt.Errorf("decoding stored %s: %w", s.gr, err)
+		return nil, fmt.Errorf("decoding stored %s: %w", s.groupResource(), err)
 	}
 	u := &unstructured.Unstructured{Object: m}
-	out, err := s.cr.convert([]*unstructured.Unstructured{u}, s.res.Kind.Version)
+	out, err := s.Convert([]*unstructured.Unstructured{u}, s.Ver.Resource.Kind.Version)
 	if err != nil {
 		return nil, err
 	}
 	u = out[0]
-	if s.cr.ver.Coerce != nil {
-		if _, err := s.cr.ver.Coerce(u, CoerceOptions{FromStorage: true}); err != nil {
-			return nil, fmt.Errorf("decoding stored %s: %w", s.gr, err)
+	if s.Ver.Coerce != nil {
+		if _, err := s.Ver.Coerce(u, CoerceOptions{FromStorage: true}); err != nil {
+			return nil, fmt.Errorf("decoding stored %s: %w", s.groupResource(), err)
 		}
 	}
-	if s.res.Strategy.Default != nil {
-		s.res.Strategy.Default(u)
+	if d := s.Ver.Resource.Strategy.Default; d != nil {
+		d(u)
 	}
 	if rev > 0 {
 		u.SetResourceVersion(strconv.FormatInt(rev, 10))
@@ -46,27 +47,27 @@ func (s *resourceStore) decodeCustom(value []byte, rev int64) (runtime.Object, e
 	return u, nil
 }
 
-// encodeCustom produces the stored form of a custom object: JSON in the
+// Encode produces the stored form of a custom object: JSON in the
 // storage version, without resourceVersion.
-func (s *resourceStore) encodeCustom(obj runtime.Object) ([]byte, error) {
+func (s *Served) Encode(obj runtime.Object) ([]byte, error) {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
-		return nil, fmt.Errorf("%s: expected an unstructured object, got %T", s.gr, obj)
+		return nil, fmt.Errorf("%s: expected an unstructured object, got %T", s.groupResource(), obj)
 	}
-	u.SetGroupVersionKind(s.res.Kind)
+	u.SetGroupVersionKind(s.Ver.Resource.Kind)
 	c := u.DeepCopy()
 	c.SetResourceVersion("")
-	out, err := s.cr.convert([]*unstructured.Unstructured{c}, s.cr.def.StorageVersion)
+	out, err := s.Convert([]*unstructured.Unstructured{c}, s.Def.StorageVersion)
 	if err != nil {
 		return nil, err
 	}
 	return json.Marshal(out[0].Object)
 }
 
-// convert brings objs to version of the resource's group: by relabelling
+// Convert brings objs to version of the resource's group: by relabelling
 // apiVersion (strategy None) or through the resource's converter.
-func (c *customInfo) convert(objs []*unstructured.Unstructured, version string) ([]*unstructured.Unstructured, error) {
-	apiVersion := c.def.Group + "/" + version
+func (s *Served) Convert(objs []*unstructured.Unstructured, version string) ([]*unstructured.Unstructured, error) {
+	apiVersion := s.Def.Group + "/" + version
 	need := false
 	for _, u := range objs {
 		if u.GetAPIVersion() != apiVersion {
@@ -76,7 +77,7 @@ func (c *customInfo) convert(objs []*unstructured.Unstructured, version string) 
 	if !need {
 		return objs, nil
 	}
-	if c.def.Convert == nil {
+	if s.Def.Convert == nil {
 		for _, u := range objs {
 			u.SetAPIVersion(apiVersion)
 		}
@@ -84,7 +85,7 @@ func (c *customInfo) convert(objs []*unstructured.Unstructured, version string) 
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), conversionTimeout)
 	defer cancel()
-	out, err := c.def.Convert(ctx, objs, version)
+	out, err := s.Def.Convert(ctx, objs, version)
 	if err != nil {
 		return nil, err
 	}
@@ -96,14 +97,10 @@ func (c *customInfo) convert(objs []*unstructured.Unstructured, version string) 
 
 // ---- scale ----
 
-// scaleOf reads obj's Scale: for a custom resource from the paths its CRD
-// names, for a built-in one from spec.replicas, status.replicas and the
-// selector.
-func (rs *resourceStore) scaleOf(obj runtime.Object) (*autoscalingv1.Scale, error) {
-	if rs.cr == nil || rs.cr.ver.Scale == nil {
-		return scaleOf(obj)
-	}
-	paths := rs.cr.ver.Scale
+// Scale reads obj's Scale from the paths the version's CRD names
+// (Version.Scale, which must be set).
+func (s *Served) Scale(obj runtime.Object) (*autoscalingv1.Scale, error) {
+	paths := s.Ver.Scale
 	u := obj.(*unstructured.Unstructured)
 	specReplicas, _, err := unstructured.NestedInt64(u.Object, jsonPathFields(paths.SpecReplicas)...)
 	if err != nil {
@@ -126,16 +123,30 @@ func (rs *resourceStore) scaleOf(obj runtime.Object) (*autoscalingv1.Scale, erro
 	}, nil
 }
 
-// setReplicas writes the desired replicas into obj.
-func (rs *resourceStore) setReplicas(obj runtime.Object, replicas int32) error {
-	if rs.cr == nil || rs.cr.ver.Scale == nil {
-		return setReplicas(obj, replicas)
-	}
+// SetReplicas writes the desired replicas into obj at the version's
+// spec replicas path.
+func (s *Served) SetReplicas(obj runtime.Object, replicas int32) error {
 	u := obj.(*unstructured.Unstructured)
-	return unstructured.SetNestedField(u.Object, int64(replicas), jsonPathFields(rs.cr.ver.Scale.SpecReplicas)...)
+	return unstructured.SetNestedField(u.Object, int64(replicas), jsonPathFields(s.Ver.Scale.SpecReplicas)...)
 }
 
 // jsonPathFields splits a simple JSON path (".spec.replicas").
 func jsonPathFields(path string) []string {
 	return strings.Split(strings.TrimPrefix(path, "."), ".")
+}
+
+// SpecChanged is the API server's specChanged for custom objects: anything but
+// metadata, and status when withStatus.
+func SpecChanged(obj, old *unstructured.Unstructured, withStatus bool) bool {
+	strip := func(m map[string]interface{}) map[string]interface{} {
+		out := make(map[string]interface{}, len(m))
+		for k, v := range m {
+			if k == "metadata" || (withStatus && k == "status") {
+				continue
+			}
+			out[k] = v
+		}
+		return out
+	}
+	return !equality.Semantic.DeepEqual(strip(obj.Object), strip(old.Object))
 }
