@@ -7,9 +7,10 @@
 // The user is carried in the request's context from the authentication
 // filter to the handlers; nothing else in the request is trusted for it.
 //
-// Joining nodes (bootstraptoken.go, nodeauthorizer.go, basicuser.go):
-// bootstrap tokens authenticate against their kube-system Secrets as
-// system:bootstrap:<id>; until RBAC exists, fixed authorizers give
-// bootstrappers, nodes (system:node:<name> in system:nodes) and
-// authenticated users what upstream's default roles give them.
+// Joining nodes (bootstraptoken.go, nodeauthorizer.go): bootstrap tokens
+// authenticate against their kube-system Secrets as system:bootstrap:<id>;
+// nodes (system:node:<name> in system:nodes) are authorized by fixed rules
+// equal to upstream's system:node role. Everyone else is authorized by RBAC
+// (package rbac). The fixed PublicInfo/BasicUser/IssuerDiscovery
+// authorizers remain for an API server built without RBAC (tests).
 package auth

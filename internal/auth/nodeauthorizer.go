@@ -6,12 +6,11 @@ import (
 	"strings"
 )
 
-// Interim authorizers for joining nodes, until RBAC exists: fixed rule
-// lists equal to what upstream's default policy grants the same users.
-// When RBAC arrives these become its bootstrap ClusterRoles and bindings
-// (system:node, system:node-bootstrapper, and the certificatesigningrequests
-// nodeclient/selfnodeclient roles kubeadm binds), and the Node authorizer
-// proper (limiting a node to its own pods' objects) replaces NodeAuthorizer.
+// The node authorizer, interim: fixed rules equal to upstream's system:node
+// ClusterRole, with a node's writes limited to its own Node and Lease. The
+// Node authorizer proper (a node reads only its own pods' objects) is still
+// to come; joining users (bootstrap tokens) and anonymous cluster-info
+// readers are RBAC's, through the bindings the server reconciles.
 
 // Node identities, as upstream.
 const (
@@ -97,13 +96,6 @@ var NodeRules = Rules{
 	{Verbs: []string{"create"}, Groups: []string{"certificates.k8s.io"}, Resources: []string{"certificatesigningrequests/selfnodeclient"}},
 }
 
-// BootstrapperRules are upstream's system:node-bootstrapper ClusterRole
-// plus the nodeclient auto-approval role kubeadm binds to bootstrappers.
-var BootstrapperRules = Rules{
-	{Verbs: []string{"create", "get", "list", "watch"}, Groups: []string{"certificates.k8s.io"}, Resources: csr},
-	{Verbs: []string{"create"}, Groups: []string{"certificates.k8s.io"}, Resources: []string{"certificatesigningrequests/nodeclient"}},
-}
-
 // NodeAuthorizer allows node identities (system:node:<name> in
 // system:nodes) what upstream's system:node ClusterRole allows, except that
 // a node may write only its own Node object and Lease, as upstream's
@@ -136,30 +128,4 @@ func ownObjectOnly(a Attributes) bool {
 		return true
 	}
 	return false
-}
-
-// BootstrapperAuthorizer allows members of system:bootstrappers (users of
-// bootstrap tokens) to ask for and read certificate signing requests, and
-// to have a node client certificate auto-approved.
-type BootstrapperAuthorizer struct{}
-
-func (BootstrapperAuthorizer) Authorize(_ context.Context, a Attributes) (Decision, string, error) {
-	if a.User != nil && a.User.InGroup(GroupBootstrappers) && BootstrapperRules.allows(a) {
-		return Allow, "", nil
-	}
-	return NoOpinion, "", nil
-}
-
-// ClusterInfoAuthorizer lets anyone, authenticated or not, read the
-// kube-public/cluster-info ConfigMap (the cluster's address and CA, which a
-// joining node checks against the CA hash it was given), as kubeadm's
-// bootstrap-signer-clusterinfo Role bound to system:anonymous does.
-type ClusterInfoAuthorizer struct{}
-
-func (ClusterInfoAuthorizer) Authorize(_ context.Context, a Attributes) (Decision, string, error) {
-	if a.IsResource && a.Verb == "get" && a.APIGroup == "" && a.Resource == "configmaps" && a.Subresource == "" &&
-		a.Namespace == "kube-public" && a.Name == "cluster-info" {
-		return Allow, "", nil
-	}
-	return NoOpinion, "", nil
 }

@@ -5,16 +5,15 @@ import (
 	"testing"
 )
 
-func TestNodeAndBootstrapAuthorizers(t *testing.T) {
+func TestNodeAuthorizer(t *testing.T) {
 	node := &User{Name: "system:node:n1", Groups: []string{GroupNodes, GroupAuthenticated}}
 	notNode := &User{Name: "system:node:n1", Groups: []string{GroupAuthenticated}} // name without the group
-	boot := &User{Name: "system:bootstrap:abcdef", Groups: []string{GroupBootstrappers, GroupAuthenticated}}
 	alice := &User{Name: "alice", Groups: []string{GroupAuthenticated}}
 	anon := &User{Name: UserAnonymous, Groups: []string{GroupUnauthenticated}}
 	res := func(u *User, verb, group, resource, sub, ns, name string) Attributes {
 		return Attributes{User: u, Verb: verb, IsResource: true, APIGroup: group, Resource: resource, Subresource: sub, Namespace: ns, Name: name}
 	}
-	chain := Chain{MastersAuthorizer{}, PublicInfoAuthorizer{}, BasicUserAuthorizer{}, NodeAuthorizer{}, BootstrapperAuthorizer{}, ClusterInfoAuthorizer{}}
+	chain := Chain{MastersAuthorizer{}, PublicInfoAuthorizer{}, BasicUserAuthorizer{}, NodeAuthorizer{}}
 	tests := []struct {
 		name string
 		a    Attributes
@@ -37,16 +36,7 @@ func TestNodeAndBootstrapAuthorizers(t *testing.T) {
 		{"node nodeclient", res(node, "create", "certificates.k8s.io", "certificatesigningrequests", "nodeclient", "", ""), NoOpinion},
 		{"node approves a CSR", res(node, "update", "certificates.k8s.io", "certificatesigningrequests", "approval", "", "x"), NoOpinion},
 		{"name without group", res(notNode, "get", "", "pods", "", "default", "p"), NoOpinion},
-		{"bootstrapper creates a CSR", res(boot, "create", "certificates.k8s.io", "certificatesigningrequests", "", "", ""), Allow},
-		{"bootstrapper watches CSRs", res(boot, "watch", "certificates.k8s.io", "certificatesigningrequests", "", "", ""), Allow},
-		{"bootstrapper nodeclient", res(boot, "create", "certificates.k8s.io", "certificatesigningrequests", "nodeclient", "", ""), Allow},
-		{"bootstrapper selfnodeclient", res(boot, "create", "certificates.k8s.io", "certificatesigningrequests", "selfnodeclient", "", ""), NoOpinion},
-		{"bootstrapper approves", res(boot, "update", "certificates.k8s.io", "certificatesigningrequests", "approval", "", "x"), NoOpinion},
-		{"bootstrapper reads pods", res(boot, "list", "", "pods", "", "", ""), NoOpinion},
 		{"alice creates a CSR", res(alice, "create", "certificates.k8s.io", "certificatesigningrequests", "", "", ""), NoOpinion},
-		{"anonymous reads cluster-info", res(anon, "get", "", "configmaps", "", "kube-public", "cluster-info"), Allow},
-		{"anonymous lists kube-public", res(anon, "list", "", "configmaps", "", "kube-public", ""), NoOpinion},
-		{"anonymous reads another configmap", res(anon, "get", "", "configmaps", "", "kube-public", "other"), NoOpinion},
 		{"node discovery", Attributes{User: node, Verb: "get", Path: "/apis/apps/v1"}, Allow},
 		{"alice discovery", Attributes{User: alice, Verb: "get", Path: "/api"}, Allow},
 		{"alice openapi", Attributes{User: alice, Verb: "get", Path: "/openapi/v3"}, Allow},

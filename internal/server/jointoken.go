@@ -12,6 +12,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -20,6 +21,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"plainkube.dev/plainkube/internal/auth"
+	rbacpolicy "plainkube.dev/plainkube/internal/auth/rbac/bootstrap"
 )
 
 // Joining nodes: the server keeps one bootstrap token (in DATA/join-token,
@@ -216,4 +218,33 @@ func (s *Server) JoinCommand() string {
 // token, pinning the CA by caHash.
 func JoinCommand(url, token, caHash string) string {
 	return fmt.Sprintf("plainkube agent --server %s --token %s --ca-cert-hash %s", url, token, caHash)
+}
+
+// joinPolicy is the RBAC that joining needs, as kubeadm creates it: users of
+// a join token (NodeBootstrapGroup) may ask for a node client certificate
+// (system:node-bootstrapper) and have it approved (nodeclient); nodes may
+// have theirs renewed (selfnodeclient); anyone may read
+// kube-public/cluster-info. Reconciled with the default policy at every
+// start.
+func joinPolicy() rbacpolicy.Policy {
+	group := func(name string) []rbacv1.Subject {
+		return []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: name}}
+	}
+	binding := func(name, role string, subjects []rbacv1.Subject) rbacv1.ClusterRoleBinding {
+		return rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role}, Subjects: subjects}
+	}
+	const clusterInfoReader = "plainkube:bootstrap-signer-clusterinfo"
+	return rbacpolicy.Policy{
+		ClusterRoleBindings: []rbacv1.ClusterRoleBinding{
+			binding("plainkube:kubelet-bootstrap", "system:node-bootstrapper", group(NodeBootstrapGroup)),
+			binding("plainkube:node-autoapprove-bootstrap", "system:certificates.k8s.io:certificatesigningrequests:nodeclient", group(NodeBootstrapGroup)),
+			binding("plainkube:node-autoapprove-certificate-rotation", "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient", group("system:nodes")),
+		},
+		Roles: []rbacv1.Role{{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-public", Name: clusterInfoReader},
+			Rules: []rbacv1.PolicyRule{{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{ClusterInfoName}}}}},
+		RoleBindings: []rbacv1.RoleBinding{{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-public", Name: clusterInfoReader},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: clusterInfoReader},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: auth.UserAnonymous}}}},
+	}
 }

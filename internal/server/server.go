@@ -207,8 +207,9 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		Authenticator:   auth.Union{auth.ClientCertAuthenticator{}, saTokens, bootstrapTokens},
 		ServiceAccounts: saTokens,
 		Admission:       chain,
-		Authorizer: auth.Chain{auth.MastersAuthorizer{}, auth.PublicInfoAuthorizer{}, auth.BasicUserAuthorizer{},
-			auth.IssuerDiscoveryAuthorizer{}, auth.NodeAuthorizer{}, auth.BootstrapperAuthorizer{}, auth.ClusterInfoAuthorizer{}, rbacAuthz},
+		// As upstream's --authorization-mode=Node,RBAC (with system:masters
+		// allowed first): what else anyone may do is what RBAC grants.
+		Authorizer: auth.Chain{auth.MastersAuthorizer{}, auth.NodeAuthorizer{}, rbacAuthz},
 		Version: apiserver.VersionInfo{Major: version.Major, Minor: version.Minor, GitVersion: version.GitVersion(),
 			GitCommit: version.GitCommit, GoVersion: runtime.Version(), Platform: version.Platform()},
 		KubeletClient: kubeletClient,

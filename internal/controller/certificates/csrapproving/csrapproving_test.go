@@ -72,7 +72,7 @@ func TestApproval(t *testing.T) {
 	c.Logger = controllertest.Logger(t)
 	controllertest.Run(t, c, 2)
 	ctx := context.Background()
-	boot := as(t, cfg, &auth.User{Name: "system:bootstrap:abcdef", Groups: []string{auth.GroupBootstrappers, auth.GroupAuthenticated}})
+	boot := as(t, cfg, &auth.User{Name: "system:bootstrap:abcdef", Groups: []string{auth.GroupBootstrappers, "system:bootstrappers:plainkube", auth.GroupAuthenticated}})
 	n1, n2 := as(t, cfg, nodeUser("n1")), as(t, cfg, nodeUser("n2"))
 	if _, err := admin.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Status: corev1.NodeStatus{
 		Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.1.2.3"}, {Type: corev1.NodeHostName, Address: "host1"}},
