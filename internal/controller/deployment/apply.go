@@ -18,22 +18,6 @@ import (
 	"plainkube.dev/plainkube/internal/reconcile"
 )
 
-// reconcile is one pass over the deployment named by key: observe, plan,
-// apply. A write that lost a race with another (the informer cache was
-// behind) is retried with backoff without being reported as a failure.
-func (r *run) reconcile(ctx context.Context, key string) (reconcile.Result, error) {
-	st, ok, err := r.observe(key)
-	if !ok || err != nil {
-		return reconcile.Result{}, err
-	}
-	res, err := r.apply(ctx, st, plan(st))
-	if apierrors.IsConflict(err) {
-		r.log.Debug("conflict; will retry", "key", key, "err", err)
-		return reconcile.Result{Requeue: true}, nil
-	}
-	return res, err
-}
-
 // observe reads the deployment named by key, the ReplicaSets of its
 // namespace and, for a Recreate deployment, its pods from the caches; ok
 // is false when the deployment is gone.

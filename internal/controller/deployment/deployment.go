@@ -88,7 +88,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		Watches(podInf.Informer(), controller.Deleted, func(obj any) []string { return r.recreateWaitingFor(b, obj) })
 	return b.Run(ctx, workers, func(rec record.EventRecorder) reconcile.ReconcileFunc[string] {
 		r.rec = rec
-		return r.reconcile
+		return controller.Shape[State, Plan]{Observe: r.observe, Plan: plan, Apply: r.apply, Log: r.log}.Reconcile
 	})
 }
 

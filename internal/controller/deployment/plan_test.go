@@ -332,14 +332,8 @@ func TestPlan(t *testing.T) {
 			},
 		},
 		{
-			name: "new pods available: grow the new ReplicaSet to the surge limit first",
-			state: func() State {
-				st := rolledOut(10, setImage("nginx:2"))
-				st.ReplicaSets[0] = withReplicas(st.ReplicaSets[0], 8)
-				st.ReplicaSets = append(st.ReplicaSets, ownedRS(st.Deployment, v2(st.Deployment), 3, 0, "2"))
-				st.Deployment.Annotations[RevisionAnnotation] = "2"
-				return st
-			},
+			name:  "new pods available: grow the new ReplicaSet to the surge limit first",
+			state: func() State { return midRollout(8, 3) },
 			want: func(st State) []string {
 				n := v2(st.Deployment)
 				return []string{
@@ -455,10 +449,7 @@ func TestPlan(t *testing.T) {
 		{
 			name: "scaled during a rollout: proportionally, the leftover to the largest",
 			state: func() State {
-				st := rolledOut(10, setImage("nginx:2"))
-				st.ReplicaSets[0] = withReplicas(st.ReplicaSets[0], 8)
-				st.ReplicaSets = append(st.ReplicaSets, ownedRS(st.Deployment, v2(st.Deployment), 4, 0, "2"))
-				st.Deployment.Annotations[RevisionAnnotation] = "2"
+				st := midRollout(8, 4)
 				st.Deployment.Spec.Replicas = ptr.To[int32](20)
 				return st
 			},
@@ -543,6 +534,16 @@ func stuck(lastProgress time.Time) State {
 	for i := range d.Status.Conditions {
 		d.Status.Conditions[i].LastUpdateTime = metav1.NewTime(lastProgress)
 	}
+	return st
+}
+
+// midRollout is a rollout of 10 replicas (maxSurge 3, maxUnavailable 2)
+// from nginx:1 to nginx:2 with old and new pods, all available.
+func midRollout(old, new int32) State {
+	st := rolledOut(10, setImage("nginx:2"))
+	st.ReplicaSets[0] = withReplicas(st.ReplicaSets[0], old)
+	st.ReplicaSets = append(st.ReplicaSets, ownedRS(st.Deployment, newRSName(st.Deployment), new, 0, "2"))
+	st.Deployment.Annotations[RevisionAnnotation] = "2"
 	return st
 }
 

@@ -60,22 +60,6 @@ func (l *loop) observed(key string, event controller.Event, old, cur metav1.Obje
 	}
 }
 
-// reconcile is one pass over the workload named by key: observe, plan,
-// apply. A status write that lost a race (the informer cache was behind)
-// is retried with backoff without being reported as a failure.
-func (l *loop) reconcile(ctx context.Context, key string) (reconcile.Result, error) {
-	st, ok, err := l.observe(key)
-	if !ok || err != nil {
-		return reconcile.Result{}, err
-	}
-	res, err := l.apply(ctx, st, plan(st))
-	if apierrors.IsConflict(err) {
-		l.log.Debug("conflict; will retry", "key", key, "err", err)
-		return reconcile.Result{Requeue: true}, nil
-	}
-	return res, err
-}
-
 // observe reads the workload named by key and the pods of its namespace;
 // ok is false when there is nothing to do (the workload is gone, or its
 // selector does not parse).

@@ -32,7 +32,9 @@ func ownedBy(rs *appsv1.ReplicaSet) podOpt {
 
 func TestPlan(t *testing.T) {
 	rs := webRS(3)
-	own := func(name string, opts ...podOpt) *corev1.Pod { return mkPod(name, append([]podOpt{ownedBy(rs)}, opts...)...) }
+	own := func(name string, opts ...podOpt) *corev1.Pod {
+		return mkPod(name, append([]podOpt{ownedBy(rs)}, opts...)...)
+	}
 	tests := []struct {
 		name                   string
 		rs                     *appsv1.ReplicaSet

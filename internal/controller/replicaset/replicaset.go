@@ -118,6 +118,6 @@ func (c *Controller) runKind(ctx context.Context, k kind, workers, burst int) er
 		})
 	return b.Run(ctx, workers, func(rec record.EventRecorder) reconcile.ReconcileFunc[string] {
 		l.rec = rec
-		return l.reconcile
+		return controller.Shape[State, Plan]{Observe: l.observe, Plan: plan, Apply: l.apply, Log: l.log}.Reconcile
 	})
 }
