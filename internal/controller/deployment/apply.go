@@ -120,14 +120,7 @@ func (r *run) claim(ctx context.Context, d *appsv1.Deployment, adopt, release []
 	var canAdopt error
 	if len(adopt) > 0 {
 		fresh, err := r.client.AppsV1().Deployments(d.Namespace).Get(ctx, d.Name, metav1.GetOptions{})
-		switch {
-		case err != nil:
-			canAdopt = err
-		case fresh.UID != d.UID:
-			canAdopt = fmt.Errorf("original Deployment %s/%s is gone: got uid %s, wanted %s", d.Namespace, d.Name, fresh.UID, d.UID)
-		case fresh.DeletionTimestamp != nil:
-			canAdopt = fmt.Errorf("%s/%s has just been deleted at %v", d.Namespace, d.Name, fresh.DeletionTimestamp)
-		}
+		canAdopt = controller.RecheckOwner(controllerKind.Kind, d, fresh, err)
 	}
 	for _, rs := range adopt {
 		if canAdopt != nil {

@@ -150,16 +150,11 @@ func (l *loop) claim(ctx context.Context, w *workload, adopt, release []*corev1.
 	var canAdopt error
 	if len(adopt) > 0 {
 		fresh, err := l.kind.getLive(ctx, w.obj.GetNamespace(), w.obj.GetName())
-		switch {
-		case err != nil:
-			canAdopt = err
-		case fresh.obj.GetUID() != w.obj.GetUID():
-			canAdopt = fmt.Errorf("original %s/%s is gone: got uid %s, wanted %s",
-				w.obj.GetNamespace(), w.obj.GetName(), fresh.obj.GetUID(), w.obj.GetUID())
-		case fresh.obj.GetDeletionTimestamp() != nil:
-			canAdopt = fmt.Errorf("%s/%s has just been deleted at %v",
-				w.obj.GetNamespace(), w.obj.GetName(), fresh.obj.GetDeletionTimestamp())
+		var freshObj metav1.Object
+		if err == nil {
+			freshObj = fresh.obj
 		}
+		canAdopt = controller.RecheckOwner(l.gvk.Kind, w.obj, freshObj, err)
 	}
 	for _, p := range adopt {
 		if canAdopt != nil {
