@@ -228,9 +228,7 @@ func (b *Builder) Watches(inf cache.SharedIndexInformer, on Event, keys func(obj
 	}
 	if on&Deleted != 0 {
 		h.DeleteFunc = func(obj any) {
-			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = t.Obj
-			}
+			obj, _ = reconcile.DeletedObject[any](obj)
 			b.enqueue(keys(obj))
 		}
 	}

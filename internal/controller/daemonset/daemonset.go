@@ -135,10 +135,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 }
 
 func (c *Controller) enqueueDS(obj any) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	if ds, ok := obj.(*appsv1.DaemonSet); ok {
+	if ds, ok := reconcile.DeletedObject[*appsv1.DaemonSet](obj); ok {
 		c.queue.Add(ds.Namespace + "/" + ds.Name)
 	}
 }
@@ -168,10 +165,7 @@ func (c *Controller) nodeUpdate(oldObj, curObj any) {
 // podEvent wakes the DaemonSet controlling the pod, or, for an orphan,
 // every DaemonSet whose selector matches it.
 func (c *Controller) podEvent(obj any) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	pod, ok := obj.(*corev1.Pod)
+	pod, ok := reconcile.DeletedObject[*corev1.Pod](obj)
 	if !ok {
 		return
 	}
@@ -199,10 +193,7 @@ func (c *Controller) podEvent(obj any) {
 }
 
 func (c *Controller) podDeleted(obj any) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	pod, ok := obj.(*corev1.Pod)
+	pod, ok := reconcile.DeletedObject[*corev1.Pod](obj)
 	if !ok {
 		return
 	}

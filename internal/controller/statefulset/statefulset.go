@@ -113,10 +113,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 }
 
 func (c *Controller) enqueueSet(obj any) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	if s, ok := obj.(*appsv1.StatefulSet); ok {
+	if s, ok := reconcile.DeletedObject[*appsv1.StatefulSet](obj); ok {
 		c.queue.Add(s.Namespace + "/" + s.Name)
 	}
 }
@@ -124,10 +121,7 @@ func (c *Controller) enqueueSet(obj any) {
 // podEvent wakes the StatefulSet controlling the pod, or, for an orphan,
 // every StatefulSet whose selector matches it.
 func (c *Controller) podEvent(obj any) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	pod, ok := obj.(*corev1.Pod)
+	pod, ok := reconcile.DeletedObject[*corev1.Pod](obj)
 	if !ok {
 		return
 	}
