@@ -216,20 +216,21 @@ const (
 )
 
 // Watches calls keys for each event of the given kinds on inf's objects
-// (with the new object on update, the unwrapped last state on delete) and
-// enqueues the keys it returns.
-func (b *Builder) Watches(inf cache.SharedIndexInformer, on Event, keys func(obj any) []string) *Builder {
+// and enqueues the keys it returns. old is the previous object on Updated
+// (nil otherwise); cur is the object, on Deleted its last state (a
+// tombstone unwrapped).
+func (b *Builder) Watches(inf cache.SharedIndexInformer, on Event, keys func(old, cur any) []string) *Builder {
 	h := cache.ResourceEventHandlerFuncs{}
 	if on&Added != 0 {
-		h.AddFunc = func(obj any) { b.enqueue(keys(obj)) }
+		h.AddFunc = func(obj any) { b.enqueue(keys(nil, obj)) }
 	}
 	if on&Updated != 0 {
-		h.UpdateFunc = func(_, cur any) { b.enqueue(keys(cur)) }
+		h.UpdateFunc = func(old, cur any) { b.enqueue(keys(old, cur)) }
 	}
 	if on&Deleted != 0 {
 		h.DeleteFunc = func(obj any) {
 			obj, _ = reconcile.DeletedObject[any](obj)
-			b.enqueue(keys(obj))
+			b.enqueue(keys(nil, obj))
 		}
 	}
 	b.add(inf, h)

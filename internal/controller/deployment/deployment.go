@@ -85,7 +85,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		Owns(rsInf.Informer(), controller.OwnOptions{OrphanSelector: func(d metav1.Object) labels.Selector {
 			return controller.LabelSelector(d.(*appsv1.Deployment).Spec.Selector)
 		}}).
-		Watches(podInf.Informer(), controller.Deleted, func(obj any) []string { return r.recreateWaitingFor(b, obj) })
+		Watches(podInf.Informer(), controller.Deleted, func(_, obj any) []string { return r.recreateWaitingFor(b, obj) })
 	return b.Run(ctx, workers, func(rec record.EventRecorder) reconcile.ReconcileFunc[string] {
 		r.rec = rec
 		return controller.Shape[State, Plan]{Observe: r.observe, Plan: plan, Apply: r.apply, Log: r.log}.Reconcile
