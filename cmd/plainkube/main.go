@@ -57,6 +57,8 @@ Usage:
                              measure a cluster (startup crud list watch churn density pod-startup)
   plainkube image build|load|ls|rm ...
                              images in the node's containerd, without Docker or a registry
+  plainkube token create|list|delete ...
+                             the bootstrap tokens hosts join with
   plainkube cleanup [--data-dir DIR]
                              remove what a crashed node left: rules, bridges, mounts (root)
   plainkube version          print the version
@@ -87,6 +89,8 @@ func main() {
 		err = runBench(os.Args[2:])
 	case "cleanup":
 		err = runCleanup(os.Args[2:])
+	case "token":
+		err = runToken(os.Args[2:])
 	case "version", "--version":
 		fmt.Println("plainkube", version.GitVersion())
 	case "help", "-h", "--help":
@@ -110,6 +114,7 @@ func runServer(args []string) error {
 	fs.IntVar(&opts.Port, "port", 6443, "HTTPS port of the API server")
 	etcdServers := fs.String("etcd-servers", "", "comma-separated URLs of an external etcd cluster (default: embedded etcd under --data-dir)")
 	fs.StringVar(&opts.ServiceCIDR, "service-cidr", "10.96.0.0/12", "range of Service cluster IPs")
+	fs.DurationVar(&opts.JoinTokenTTL, "token-ttl", server.DefaultJoinTokenTTL, "how long the join token made at the first start lasts (0: it does not expire); `plainkube token create` makes more")
 	fs.StringVar(&opts.ServiceAccountIssuer, "service-account-issuer", "https://kubernetes.default.svc.cluster.local", "issuer (iss) of service-account tokens, and the API server's audience")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	disableControllers := fs.Bool("disable-controllers", false, "do not run the controller manager in this process")
@@ -194,7 +199,14 @@ func runServer(args []string) error {
 		return err
 	}
 	fmt.Printf("plainkube %s is serving at %s; use it with: export KUBECONFIG=%s\n", version.GitVersion(), srv.URL, srv.KubeconfigPath)
-	fmt.Printf("join another host (as root) with:\n  %s\n", srv.JoinCommand())
+	switch jt := srv.JoinToken; {
+	case jt.New && jt.Expires.IsZero():
+		fmt.Printf("join another host (as root) with:\n  %s\n", srv.JoinCommand())
+	case jt.New:
+		fmt.Printf("join another host (as root) until %s with:\n  %s\n", jt.Expires.Local().Format(time.RFC1123), srv.JoinCommand())
+	default:
+		fmt.Printf("to join another host, make a join command with: plainkube token create --print-join-command\n")
+	}
 	<-ctx.Done()
 	log.Info("shutting down")
 	srv.Wait()

@@ -1,6 +1,6 @@
 // Package apiextensions runs the controllers that make
 // CustomResourceDefinitions work, inside the API server's process but as
-// API clients through the loopback config (DESIGN.md, rule 1), sharing one
+// API clients through the loopback config (docs/architecture.md, rule 1), sharing one
 // CRD informer:
 //
 //   - serving (package serving) hands the API server the custom resources

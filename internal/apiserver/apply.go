@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"plainkube.dev/plainkube/internal/registry"
 	"sigs.k8s.io/yaml"
 )
 
@@ -53,7 +54,7 @@ func (s *Server) handleApply(rq *request, subresource string, dryRun bool, fv fi
 			if errors.As(err, &status) {
 				return nil, err
 			}
-			return nil, newStatusError(http.StatusUnprocessableEntity, "Invalid", err.Error())
+			return nil, registry.NewStatusError(http.StatusUnprocessableEntity, "Invalid", err.Error())
 		}
 		if rv := patch.GetResourceVersion(); rv == "" {
 			metaOf(obj).SetResourceVersion("")

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/runtime/serializer/json"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"plainkube.dev/plainkube/internal/registry"
 )
 
 // Media types the server reads and writes.
@@ -126,7 +127,7 @@ func (c *codecs) negotiateFor(r *http.Request, allowTransform, unstructured bool
 			return negotiated{mediaType: mt, info: info, kind: kind}, nil
 		}
 	}
-	return negotiated{}, newStatusError(http.StatusNotAcceptable, metav1.StatusReasonNotAcceptable, fmt.Sprintf("only the following media types are accepted: %s, %s, %s", mediaJSON, mediaYAML, mediaProtobuf))
+	return negotiated{}, registry.NewStatusError(http.StatusNotAcceptable, metav1.StatusReasonNotAcceptable, fmt.Sprintf("only the following media types are accepted: %s, %s, %s", mediaJSON, mediaYAML, mediaProtobuf))
 }
 
 func (c *codecs) serializerFor(mediaType string) (runtime.SerializerInfo, bool) {

@@ -14,86 +14,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/managedfields"
-	utilversion "k8s.io/apimachinery/pkg/version"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 
+	"plainkube.dev/plainkube/internal/apiserver/custom"
 	"plainkube.dev/plainkube/internal/registry"
 	"plainkube.dev/plainkube/internal/storage/cache"
 )
-
-// CustomResource is one resource taught to the server at run time: every
-// version of one CustomResourceDefinition. Package apiextensions builds it
-// from the CRD; SetCustomResources serves it. Objects are
-// *unstructured.Unstructured throughout, stored as JSON in the storage
-// version under /registry/<group>/<plural>/.
-type CustomResource struct {
-	// UID is the CRD's: a CRD deleted and created again under the same name
-	// is a new resource.
-	UID            types.UID
-	Group, Plural  string
-	StorageVersion string
-	Versions       []CustomResourceVersion
-	// Established resources are listed in discovery and OpenAPI; the others
-	// are served (their names are accepted) but not advertised yet.
-	Established bool
-	// Terminating resources refuse creates (their CRD is being deleted).
-	Terminating bool
-	// PreserveUnknownFields makes the field manager accept fields the
-	// schemas do not declare.
-	PreserveUnknownFields bool
-	// Convert converts objects to another version of the group (webhook
-	// conversion). Nil means conversion strategy None: only apiVersion
-	// changes.
-	Convert func(ctx context.Context, objs []*unstructured.Unstructured, toVersion string) ([]*unstructured.Unstructured, error)
-}
-
-// CustomResourceVersion is one version of a CustomResource.
-type CustomResourceVersion struct {
-	// Resource names the version for routing and discovery (Kind carries the
-	// version) and holds its Strategy, whose functions get
-	// *unstructured.Unstructured objects. Subresources may be "status" and
-	// "scale".
-	Resource registry.Resource
-	ListKind string
-	// Served versions have routes; the storage version may be unserved.
-	Served bool
-	// Coerce normalises a decoded object the way decoding into a Go type
-	// would: it prunes fields the schema does not declare and checks
-	// metadata. Nil: nothing.
-	Coerce func(u *unstructured.Unstructured, opts CoerceOptions) (unknownFields []string, err error)
-	// Scale says where the scale subresource's numbers are.
-	Scale *ScalePaths
-	// Schema is the version's OpenAPI v3 schema (nil: any fields); it is
-	// published and drives server-side apply.
-	Schema *spec.Schema
-	// Warning is sent with every request of a deprecated version.
-	Warning string
-}
-
-// CoerceOptions say how CustomResourceVersion.Coerce treats an object.
-type CoerceOptions struct {
-	// FromStorage: the object was read back from storage; malformed
-	// metadata is dropped rather than refused.
-	FromStorage bool
-	// ReportUnknown: return the paths of the unknown fields pruned (for
-	// fieldValidation Warn and Strict).
-	ReportUnknown bool
-}
-
-// ScalePaths are the JSON paths (".spec.replicas") of a custom resource's
-// scale subresource.
-type ScalePaths struct {
-	SpecReplicas, StatusReplicas, LabelSelector string
-}
-
-// customInfo is what a custom resourceStore knows beyond a built-in one.
-type customInfo struct {
-	def *CustomResource
-	ver *CustomResourceVersion
-	// typeConverter is shared by the versions of one resource, built on
-	// the first write that needs it.
-	typeConverter func() managedfields.TypeConverter
-}
 
 // customState is one generation of the served custom resources; it is
 // replaced whole by SetCustomResources and read without locks.
@@ -136,9 +62,9 @@ func (s *Server) lookupStore(gvr schema.GroupVersionResource) (*resourceStore, b
 // resource whose routes would shadow a built-in one is left out. It is
 // called by the CRD controllers (package apiextensions) whenever a CRD
 // changes; it may be called before Run.
-// The same *CustomResource given again keeps its stores (and their decoded
+// The same *custom.Resource given again keeps its stores (and their decoded
 // objects and field managers); a new one replaces them.
-func (s *Server) SetCustomResources(crs []*CustomResource) {
+func (s *Server) SetCustomResources(crs []*custom.Resource) {
 	s.customMu.Lock()
 	defer s.customMu.Unlock()
 	next := &customState{stores: map[schema.GroupVersionResource]*resourceStore{}}
@@ -164,14 +90,14 @@ func (s *Server) SetCustomResources(crs []*CustomResource) {
 		}
 		keep[prefix] = true
 		s.startCacheLocked(sc)
-		tc := sync.OnceValue(func() managedfields.TypeConverter { return s.customTypeConverter(def) })
+		tc := sync.OnceValue(func() managedfields.TypeConverter { return custom.TypeConverter(def, s.objectMetaSchemas(), s.log) })
 		for j := range def.Versions {
 			v := &def.Versions[j]
 			gvr := v.Resource.Kind.GroupVersion().WithResource(v.Resource.Plural)
 			if _, builtin := s.stores[gvr]; builtin || !v.Served {
 				continue
 			}
-			if old, ok := prev.lookup(gvr); ok && old.cr.def == def && old.cache == sc.cache {
+			if old, ok := prev.lookup(gvr); ok && old.cr.Def == def && old.cache == sc.cache {
 				next.stores[gvr] = old
 			} else {
 				next.stores[gvr] = newCustomStore(s, def, v, prefix, sc.cache, tc)
@@ -193,14 +119,14 @@ func (s *Server) SetCustomResources(crs []*CustomResource) {
 	}
 	s.custom.Store(next)
 	// Discovery and OpenAPI are rebuilt only when what they show changed
-	// (a changed CRD comes as a new *CustomResource).
+	// (a changed CRD comes as a new *custom.Resource).
 	sort.Strings(sig)
 	key := strings.Join(sig, ",")
 	if s.crAdvertisedSet && key == s.crAdvertised {
 		return
 	}
 	s.crAdvertised, s.crAdvertisedSet = key, true
-	sortByVersionPriority(advertised)
+	custom.SortByVersionPriority(advertised)
 	all := append(append([]registry.Resource(nil), s.cfg.Resources...), advertised...)
 	s.discovery.set(all)
 	if pub, ok := s.cfg.OpenAPI.(openAPIPublisher); ok {
@@ -218,14 +144,14 @@ func (st *customState) lookup(gvr schema.GroupVersionResource) (*resourceStore, 
 }
 
 // newCustomStore is the store of one served version of a custom resource.
-func newCustomStore(s *Server, def *CustomResource, v *CustomResourceVersion, prefix string, c *cache.Cache, tc func() managedfields.TypeConverter) *resourceStore {
+func newCustomStore(s *Server, def *custom.Resource, v *custom.Version, prefix string, c *cache.Cache, tc func() managedfields.TypeConverter) *resourceStore {
 	res := v.Resource
 	gvr := res.Kind.GroupVersion().WithResource(res.Plural)
 	rs := &resourceStore{
 		res: &res, gvr: gvr, gr: gvr.GroupResource(),
 		listGVK: res.Kind.GroupVersion().WithKind(v.ListKind),
 		prefix:  prefix, store: s.cfg.Storage, cache: c, codecs: s.codecs,
-		cr: &customInfo{def: def, ver: v, typeConverter: tc},
+		cr: &custom.Served{Def: def, Ver: v, TypeConverter: tc},
 	}
 	for _, sub := range res.Subresources {
 		if sub == "status" {
@@ -265,21 +191,6 @@ func (s *Server) startCustomCaches(ctx context.Context) {
 	}
 }
 
-// sortByVersionPriority orders the versions of each custom group as
-// upstream's discovery does: the preferred (highest priority) version first.
-func sortByVersionPriority(rs []registry.Resource) {
-	sort.SliceStable(rs, func(i, j int) bool {
-		a, b := rs[i].Kind, rs[j].Kind
-		if a.Group != b.Group {
-			return a.Group < b.Group
-		}
-		if a.Version != b.Version {
-			return utilversion.CompareKubeAwareVersionStrings(a.Version, b.Version) > 0
-		}
-		return rs[i].Plural < rs[j].Plural
-	})
-}
-
 // ---- request handling specific to custom resources ----
 
 // customPatchTypes are the patch types custom resources accept: no
@@ -287,7 +198,7 @@ func sortByVersionPriority(rs []registry.Resource) {
 var customPatchTypes = []string{string(types.JSONPatchType), string(types.MergePatchType), string(types.ApplyYAMLPatchType)}
 
 func unsupportedPatchType(accepted []string) error {
-	return newStatusError(http.StatusUnsupportedMediaType, "UnsupportedMediaType",
+	return registry.NewStatusError(http.StatusUnsupportedMediaType, "UnsupportedMediaType",
 		"the body of the request was in an unknown format - accepted media types include: "+strings.Join(accepted, ", "))
 }
 
@@ -302,9 +213,9 @@ func errCreateWhileTerminating(rs *resourceStore, name string) error {
 // decoder's own strict errors (duplicate fields).
 func (rs *resourceStore) coerceCustom(u *unstructured.Unstructured, fv fieldValidation, decodeWarnings []string) ([]string, error) {
 	var unknown []string
-	if rs.cr.ver.Coerce != nil {
+	if rs.cr.Ver.Coerce != nil {
 		var err error
-		unknown, err = rs.cr.ver.Coerce(u, CoerceOptions{ReportUnknown: fv != validationIgnore})
+		unknown, err = rs.cr.Ver.Coerce(u, custom.CoerceOptions{ReportUnknown: fv != validationIgnore})
 		if err != nil {
 			return nil, badRequest("%v", err)
 		}
@@ -320,4 +231,27 @@ func (rs *resourceStore) coerceCustom(u *unstructured.Unstructured, fv fieldVali
 		return nil, nil
 	}
 	return warnings, nil
+}
+
+// objectMetaSchemas returns the OpenAPI definitions of ObjectMeta and
+// everything it refers to, read from the OpenAPI builder the first time
+// they are needed; nil without one.
+func (s *Server) objectMetaSchemas() map[string]*spec.Schema {
+	s.crMeta.mu.Lock()
+	defer s.crMeta.mu.Unlock()
+	if s.crMeta.schemas != nil {
+		return s.crMeta.schemas
+	}
+	pub, ok := s.cfg.OpenAPI.(openAPIPublisher)
+	if !ok {
+		return nil
+	}
+	all, err := pub.V3Schemas()
+	if err != nil {
+		// Tried again on the next custom resource's first write.
+		s.log.Warn("custom resources: no OpenAPI schemas for server-side apply", "err", err)
+		return nil
+	}
+	s.crMeta.schemas = custom.ObjectMetaSchemas(all)
+	return s.crMeta.schemas
 }

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"plainkube.dev/plainkube/internal/apiserver/custom"
 	"plainkube.dev/plainkube/internal/auth"
 	"plainkube.dev/plainkube/internal/registry"
 	"plainkube.dev/plainkube/internal/registry/all"
@@ -19,9 +20,9 @@ import (
 
 // fooResource is a custom resource with two versions (None conversion),
 // stored in v1, with a status subresource and one rule: spec.size >= 0.
-func fooResource() *CustomResource {
-	version := func(v string) CustomResourceVersion {
-		return CustomResourceVersion{
+func fooResource() *custom.Resource {
+	version := func(v string) custom.Version {
+		return custom.Version{
 			Served: true, ListKind: "FooList",
 			Resource: registry.Resource{
 				Kind: schema.GroupVersionKind{Group: "example.com", Version: v, Kind: "Foo"}, Plural: "foos", Singular: "foo",
@@ -35,8 +36,8 @@ func fooResource() *CustomResource {
 			},
 		}
 	}
-	return &CustomResource{UID: "u1", Group: "example.com", Plural: "foos", StorageVersion: "v1", Established: true,
-		Versions: []CustomResourceVersion{version("v1"), version("v2")}}
+	return &custom.Resource{UID: "u1", Group: "example.com", Plural: "foos", StorageVersion: "v1", Established: true,
+		Versions: []custom.Version{version("v1"), version("v2")}}
 }
 
 func TestSetCustomResources(t *testing.T) {
@@ -57,7 +58,7 @@ func TestSetCustomResources(t *testing.T) {
 	if rec := do(h, "GET", v1, "", "", ""); rec.Code != 404 {
 		t.Fatalf("before: %d", rec.Code)
 	}
-	s.SetCustomResources([]*CustomResource{fooResource()})
+	s.SetCustomResources([]*custom.Resource{fooResource()})
 
 	steps := []struct {
 		name, method, path, ct, accept, body string

@@ -1,40 +1,26 @@
-// Package apiserver is plainkube's API server: a plain HTTP REST server over
-// the storage interface. For each request it parses the path into a
-// requestInfo, authenticates and authorizes it, then hands it to the generic
-// handler of the resource the path names (create, get, list, watch, update,
-// patch, delete, deletecollection), which applies that resource's
-// registry.Strategy; creates also run the Config's admission plugins
-// (AdmitFunc) after defaulting. It also serves discovery, OpenAPI and health
-// endpoints, and, with Config.ServiceAccounts, TokenRequest
-// (serviceaccounts/token) and the service-account issuer's discovery
-// documents.
+// Package apiserver is plainkube's generic API server: a plain HTTP REST
+// server over the storage interface. For each request it parses the path
+// into a requestInfo, authenticates and authorizes it, then hands it to the
+// generic handler of the resource the path names (create, get, list, watch,
+// update, patch, delete, deletecollection), which applies that resource's
+// registry.Strategy; every write also passes through the Config's one
+// admission chain (package admission). It serves discovery, OpenAPI,
+// health and the service-account issuer's discovery documents.
 //
-// The set of resources is not fixed: besides the built-in resources of
-// Config, SetCustomResources installs custom resources at run time (the CRD
-// controllers of package apiextensions call it). Their objects are
-// *unstructured.Unstructured: stored as JSON in the storage version under
-// /registry/<group>/<plural>/, converted to the requested version on read
-// (relabelled, or by the CRD's conversion webhook), pruned and defaulted by
-// the version's schema, never served as protobuf, patched with every patch
-// type but strategic merge (415, as upstream), and tracked by a field
-// manager whose types come from their schemas. Each served version is a
-// resourceStore of its own; the versions of one resource share a watch
-// cache. Discovery and OpenAPI are rebuilt when the set changes.
+// What a resource does beyond the generic verbs is the resource's own
+// (registry.Resource): status and scale are served generically, a Part
+// (pods' ephemeralcontainers, a namespace's finalize) by the generic get,
+// update and patch of that part, and the rest — pods/binding, log, exec,
+// the proxies, serviceaccounts/token, and whole resources that are not
+// stored (reviews, metrics.k8s.io) — by the Handler the resource declares,
+// to which the server lends itself through registry.API (handlers.go).
 //
-// Some subresources are served by proxying (podlog.go, stream.go,
-// proxy.go): pods/log, exec, attach and portforward go to the node agent
-// of the pod's node over HTTPS with Config.KubeletClient. SPDY and pre-v5
-// WebSocket exec/attach upgrades pass through to the agent, v5.channel.k8s.io
-// WebSockets are translated to SPDY toward it (k8s.io/apiserver's stream
-// translator), and WebSocket port forwarding tunnels SPDY. nodes/proxy goes
-// to the agent, pods/proxy to podIP:port, services/proxy to a ready endpoint
-// of its EndpointSlices; names may be name, name:port or scheme:name:port.
-// Pods on simulated nodes answer 400: they run nothing.
-//
-// metrics.k8s.io/v1beta1 (NodeMetrics, PodMetrics; metrics.go) is not
-// stored either: each get or list fetches the usage summaries of the node
-// agents concerned (through KubeletClient, as pods/log does) and answers
-// as metrics-server would.
+// The set of resources is not fixed: SetCustomResources installs custom
+// resources at run time (the CRD controllers of package apiextensions call
+// it). Each served version is a resourceStore over unstructured objects,
+// whose storage, conversion, pruning, scale and field managers are package
+// custom's; the versions of one resource share a watch cache; discovery
+// and OpenAPI are rebuilt when the set changes.
 //
 // Errors leave the handlers as apimachinery StatusErrors; storage's sentinel
 // errors are translated to them in one place (storageError). A panic in a

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"plainkube.dev/plainkube/internal/registry"
 	"plainkube.dev/plainkube/internal/storage"
 )
 
@@ -68,17 +69,10 @@ func methodNotAllowed(verb string, gr schema.GroupResource) error {
 }
 
 func notImplemented(msg string) error {
-	return newStatusError(http.StatusNotImplemented, "NotImplemented", msg)
-}
-
-func newStatusError(code int, reason metav1.StatusReason, msg string) error {
-	return &apierrors.StatusError{ErrStatus: metav1.Status{
-		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
-		Status:   metav1.StatusFailure, Code: int32(code), Reason: reason, Message: msg,
-	}}
+	return registry.NewStatusError(http.StatusNotImplemented, "NotImplemented", msg)
 }
 
 func unsupportedMediaType(contentType string) error {
-	return newStatusError(http.StatusUnsupportedMediaType, metav1.StatusReasonUnsupportedMediaType,
+	return registry.NewStatusError(http.StatusUnsupportedMediaType, metav1.StatusReasonUnsupportedMediaType,
 		fmt.Sprintf("the body of the request was in an unknown format (%q) - accepted media types include: %s, %s, %s", contentType, mediaJSON, mediaYAML, mediaProtobuf))
 }

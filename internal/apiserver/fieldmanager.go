@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/applyconfigurations"
+	"plainkube.dev/plainkube/internal/registry"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 	"sigs.k8s.io/structured-merge-diff/v6/typed"
 )
@@ -69,7 +70,7 @@ func (rs *resourceStore) fieldManager(subresource string) (*managedfields.FieldM
 	fm := &rs.managers
 	fm.once.Do(func() {
 		if rs.cr != nil {
-			fm.byName, fm.err = rs.customFieldManagers()
+			fm.byName, fm.err = rs.cr.FieldManagers(rs.hasStatus, strategyDefaulter{rs})
 			return
 		}
 		fm.byName = map[string]*managedfields.FieldManager{}
@@ -129,5 +130,5 @@ func fieldManagerName(r *http.Request, apply bool) (string, error) {
 }
 
 func newInvalidOptions(errs ...*field.Error) error {
-	return newStatusError(http.StatusUnprocessableEntity, "Invalid", field.ErrorList(errs).ToAggregate().Error())
+	return registry.NewStatusError(http.StatusUnprocessableEntity, "Invalid", field.ErrorList(errs).ToAggregate().Error())
 }

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -56,7 +55,7 @@ func setAll(dst, src runtime.Object) {
 // specChanged reports whether anything outside metadata and status differs:
 // the change that bumps metadata.generation. For custom resources (whose
 // status is only left out when it is a subresource, as upstream does) see
-// customSpecChanged.
+// custom.SpecChanged.
 func specChanged(obj, old runtime.Object) bool {
 	a, b := reflect.ValueOf(obj).Elem(), reflect.ValueOf(old).Elem()
 	t := a.Type()
@@ -70,56 +69,6 @@ func specChanged(obj, old runtime.Object) bool {
 		}
 	}
 	return false
-}
-
-// customSpecChanged is specChanged for unstructured objects: anything but
-// metadata, and status when withStatus.
-func customSpecChanged(obj, old *unstructured.Unstructured, withStatus bool) bool {
-	strip := func(m map[string]interface{}) map[string]interface{} {
-		out := make(map[string]interface{}, len(m))
-		for k, v := range m {
-			if k == "metadata" || (withStatus && k == "status") {
-				continue
-			}
-			out[k] = v
-		}
-		return out
-	}
-	return !equality.Semantic.DeepEqual(strip(obj.Object), strip(old.Object))
-}
-
-func namespaceFinalizers(obj runtime.Object) int {
-	if ns, ok := obj.(*corev1.Namespace); ok {
-		return len(ns.Spec.Finalizers)
-	}
-	return 0
-}
-
-func markNamespaceTerminating(obj runtime.Object) {
-	if ns, ok := obj.(*corev1.Namespace); ok {
-		ns.Status.Phase = corev1.NamespaceTerminating
-	}
-}
-
-// gracePeriod returns the grace period of a delete that must wait for a
-// kubelet: only pods bound to a node and not yet terminated; ok is false when
-// the delete may proceed at once.
-func (s *Server) gracePeriod(rs *resourceStore, obj runtime.Object, opts *metav1.DeleteOptions) (int64, bool) {
-	pod, isPod := obj.(*corev1.Pod)
-	if !isPod {
-		return 0, false
-	}
-	grace := int64(corev1.DefaultTerminationGracePeriodSeconds)
-	if pod.Spec.TerminationGracePeriodSeconds != nil {
-		grace = *pod.Spec.TerminationGracePeriodSeconds
-	}
-	if opts.GracePeriodSeconds != nil {
-		grace = *opts.GracePeriodSeconds
-	}
-	if grace <= 0 || pod.Spec.NodeName == "" || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
-		return 0, false
-	}
-	return grace, true
 }
 
 func setListItems(list runtime.Object, items []runtime.Object) error {

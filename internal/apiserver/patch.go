@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"plainkube.dev/plainkube/internal/registry"
 )
 
 // handlePatch applies a JSON patch, JSON merge patch or strategic merge patch
@@ -104,7 +105,7 @@ func applyPatch(pt types.PatchType, original, patch []byte, schema runtime.Objec
 		}
 		out, err := p.Apply(original)
 		if err != nil {
-			return nil, newStatusError(http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, fmt.Sprintf("the server rejected our request due to an error in our request: %v", err))
+			return nil, registry.NewStatusError(http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, fmt.Sprintf("the server rejected our request due to an error in our request: %v", err))
 		}
 		return out, nil
 	case types.MergePatchType:

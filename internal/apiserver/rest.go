@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"plainkube.dev/plainkube/internal/apiserver/custom"
 	"plainkube.dev/plainkube/internal/storage"
 )
 
@@ -49,14 +50,8 @@ type request struct {
 
 func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info requestInfo) {
 	gvr := schemaGVR(info)
-	if gvr.Group == metricsGroup {
-		if err := s.serveMetrics(w, r, info); err != nil {
-			s.codecs.writeError(w, r, err)
-		}
-		return
-	}
 	if res, ok := s.ephemeral[gvr]; ok {
-		if err := s.serveReview(w, r, info, res); err != nil {
+		if err := s.serveHandler(*res.Handler, &request{w: w, r: r, info: info}); err != nil {
 			s.codecs.writeError(w, r, err)
 		}
 		return
@@ -71,15 +66,15 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info requ
 		return
 	}
 	out, err := s.codecs.negotiateFor(r, info.Subresource == "" && (info.Verb == "get" || info.Verb == "list" || info.Verb == "watch"), rs.cr != nil)
-	if err != nil && streamingSubresources[info.Subresource] {
+	if err != nil && s.streaming[info.Subresource] {
 		err = nil // proxied: the backend's answer is not ours to negotiate
 	}
 	if err != nil {
 		s.codecs.writeError(w, r, err)
 		return
 	}
-	if rs.cr != nil && rs.cr.ver.Warning != "" {
-		addWarnings(w, []string{rs.cr.ver.Warning})
+	if rs.cr != nil && rs.cr.Ver.Warning != "" {
+		addWarnings(w, []string{rs.cr.Ver.Warning})
 	}
 	rq := &request{w: w, r: r, info: info, rs: rs, out: out}
 	if info.Subresource != "" {
@@ -203,7 +198,7 @@ func (s *Server) createObject(ctx context.Context, rs *resourceStore, ns string,
 	if m.GetResourceVersion() != "" {
 		return nil, badRequest("resourceVersion should not be set on objects to be created")
 	}
-	if rs.cr != nil && rs.cr.def.Terminating {
+	if rs.cr != nil && rs.cr.Def.Terminating {
 		return nil, errCreateWhileTerminating(rs, m.GetName())
 	}
 	if rs.res.Namespaced {
@@ -215,7 +210,7 @@ func (s *Server) createObject(ctx context.Context, rs *resourceStore, ns string,
 	if st.Default != nil {
 		st.Default(obj)
 	}
-	if err := s.admit(ctx, rs, obj); err != nil {
+	if err := s.cfg.Admission.Admit(ctx, rs.gr, obj); err != nil {
 		return nil, err
 	}
 	m.SetUID(uuid.NewUUID())
@@ -245,13 +240,9 @@ func (s *Server) createObject(ctx context.Context, rs *resourceStore, ns string,
 	if opts.dryRun {
 		return obj, nil
 	}
-	hooks := s.cfg.Hooks[rs.gr]
-	var undo func()
-	if hooks.BeforeCreate != nil {
-		var err error
-		if undo, err = hooks.BeforeCreate(ctx, obj); err != nil {
-			return nil, err
-		}
+	undo, err := s.cfg.Admission.BeforeCreate(ctx, rs.gr, obj)
+	if err != nil {
+		return nil, err
 	}
 	for attempt := 0; ; attempt++ {
 		data, err := rs.encode(obj)
@@ -264,9 +255,7 @@ func (s *Server) createObject(ctx context.Context, rs *resourceStore, ns string,
 			continue
 		}
 		if err != nil {
-			if undo != nil {
-				undo()
-			}
+			undo()
 			return nil, storageError(err, rs.gr, m.GetName())
 		}
 		m.SetResourceVersion(strconv.FormatInt(rev, 10))
@@ -412,7 +401,7 @@ func (s *Server) updateObject(ctx context.Context, rs *resourceStore, ns, name, 
 			m.SetResourceVersion(strconv.FormatInt(rev, 10))
 			return obj, nil
 		}
-		if deletionComplete(obj, current) {
+		if rs.deletionComplete(obj, current) {
 			// The last finalizer is gone: the object's deletion completes.
 			if _, _, err := rs.store.Delete(ctx, rs.key(ns, name), rev); err != nil {
 				if errors.Is(err, storage.ErrConflict) && clientRV == "" {
@@ -421,9 +410,7 @@ func (s *Server) updateObject(ctx context.Context, rs *resourceStore, ns, name, 
 				return nil, storageError(err, rs.gr, name)
 			}
 			rs.forget(kv.Key)
-			if h := s.cfg.Hooks[rs.gr].AfterDelete; h != nil {
-				h(ctx, obj)
-			}
+			s.cfg.Admission.AfterDelete(ctx, rs.gr, obj)
 			m.SetResourceVersion(strconv.FormatInt(rev, 10))
 			return obj, nil
 		}
@@ -442,11 +429,16 @@ func (s *Server) updateObject(ctx context.Context, rs *resourceStore, ns, name, 
 // prepareUpdate keeps what an update may not change, applies the strategy,
 // bumps generation and validates. subresource "" is a main-resource update;
 // a writable subresource changes only its part of the object (see
-// subresourceParts); "binding" is the server's own assignment of a node.
+// resourceStore.part); others (pods' "binding") write what their handler
+// made of the stored object.
 func (s *Server) prepareUpdate(ctx context.Context, rs *resourceStore, obj, old runtime.Object, subresource string) error {
 	st := rs.res.Strategy
 	m, om := metaOf(obj), metaOf(old)
-	if merge := subresourceParts[subresource]; merge != nil {
+	if part, ok := rs.part(subresource); ok {
+		merge := part.Merge
+		if merge == nil {
+			merge = statusUpdate
+		}
 		rv := m.GetResourceVersion()
 		setAll(obj, merge(obj, old))
 		m.SetResourceVersion(rv)
@@ -493,17 +485,12 @@ func (s *Server) prepareUpdate(ctx context.Context, rs *resourceStore, obj, old 
 	if len(errs) > 0 {
 		return apierrors.NewInvalid(rs.res.Kind.GroupKind(), m.GetName(), dedupe(errs))
 	}
-	if h := s.cfg.Hooks[rs.gr].BeforeUpdate; h != nil {
-		if _, err := h(ctx, obj, old); err != nil {
-			return err
-		}
-	}
-	return nil
+	return s.cfg.Admission.BeforeUpdate(ctx, rs.gr, obj, old)
 }
 
 func (rs *resourceStore) specChanged(obj, old runtime.Object) bool {
 	if rs.cr != nil {
-		return customSpecChanged(obj.(*unstructured.Unstructured), old.(*unstructured.Unstructured), rs.hasStatus)
+		return custom.SpecChanged(obj.(*unstructured.Unstructured), old.(*unstructured.Unstructured), rs.hasStatus)
 	}
 	return specChanged(obj, old)
 }
@@ -512,22 +499,32 @@ func (rs *resourceStore) specChanged(obj, old runtime.Object) bool {
 // object was only waiting for its finalizers (grace period 0) and the
 // update removed the last one. A pod in graceful termination (grace > 0)
 // stays until its kubelet deletes it, whatever updates it gets meanwhile.
-func deletionComplete(obj, old runtime.Object) bool {
+func (rs *resourceStore) deletionComplete(obj, old runtime.Object) bool {
 	om := metaOf(old)
 	grace := om.GetDeletionGracePeriodSeconds()
-	return om.GetDeletionTimestamp() != nil && grace != nil && *grace == 0 && !hasPendingFinalizers(obj)
+	return om.GetDeletionTimestamp() != nil && grace != nil && *grace == 0 && !rs.hasPendingFinalizers(obj)
 }
 
 // hasPendingFinalizers reports whether obj still waits for a finalizer:
-// metadata.finalizers, or for a namespace its spec.finalizers.
-func hasPendingFinalizers(obj runtime.Object) bool {
+// metadata.finalizers, or the resource's own (a namespace's
+// spec.finalizers).
+func (rs *resourceStore) hasPendingFinalizers(obj runtime.Object) bool {
 	if len(metaOf(obj).GetFinalizers()) > 0 {
 		return true
 	}
-	return namespaceFinalizers(obj) > 0
+	own := rs.res.Strategy.OwnFinalizers
+	return own != nil && own(obj)
 }
 
 // ---- delete ----
+
+// gracePeriod is the resource's Strategy.GracePeriod, if it has one.
+func (rs *resourceStore) gracePeriod(obj runtime.Object, opts *metav1.DeleteOptions) (int64, bool) {
+	if rs.res.Strategy.GracePeriod == nil {
+		return 0, false
+	}
+	return rs.res.Strategy.GracePeriod(obj, opts)
+}
 
 func (s *Server) handleDelete(rq *request) error {
 	ctx := rq.r.Context()
@@ -587,7 +584,7 @@ func (s *Server) deleteObject(ctx context.Context, rs *resourceStore, ns, name s
 		om := metaOf(obj)
 		changed := applyPropagation(om, policy)
 		now := metav1.NewTime(s.now().UTC().Truncate(timeSecond))
-		if grace, ok := s.gracePeriod(rs, obj, opts); ok {
+		if grace, ok := rs.gracePeriod(obj, opts); ok {
 			// A pod on a node: its kubelet stops it, then deletes it for good.
 			if om.GetDeletionGracePeriodSeconds() == nil || *om.GetDeletionGracePeriodSeconds() > grace {
 				at := metav1.NewTime(now.Add(secondsDuration(grace)))
@@ -595,12 +592,14 @@ func (s *Server) deleteObject(ctx context.Context, rs *resourceStore, ns, name s
 				om.SetDeletionGracePeriodSeconds(&grace)
 				changed = true
 			}
-		} else if hasPendingFinalizers(obj) {
+		} else if rs.hasPendingFinalizers(obj) {
 			zero := int64(0)
 			if om.GetDeletionTimestamp() == nil {
 				om.SetDeletionTimestamp(&now)
 				om.SetDeletionGracePeriodSeconds(&zero)
-				markNamespaceTerminating(obj)
+				if prepare := rs.res.Strategy.PrepareForDelete; prepare != nil {
+					prepare(obj)
+				}
 				changed = true
 			} else if g := om.GetDeletionGracePeriodSeconds(); g == nil || *g != 0 {
 				// A delete after graceful termination (the kubelet's
@@ -619,9 +618,7 @@ func (s *Server) deleteObject(ctx context.Context, rs *resourceStore, ns, name s
 				return nil, false, storageError(err, rs.gr, name)
 			}
 			rs.forget(kv.Key)
-			if h := s.cfg.Hooks[rs.gr].AfterDelete; h != nil {
-				h(ctx, current)
-			}
+			s.cfg.Admission.AfterDelete(ctx, rs.gr, current)
 			return current, true, nil
 		}
 		if !changed || dryRun {

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 
+	"plainkube.dev/plainkube/internal/admission"
 	"plainkube.dev/plainkube/internal/auth"
 	"plainkube.dev/plainkube/internal/registry"
 	"plainkube.dev/plainkube/internal/storage"
@@ -28,23 +29,21 @@ type Config struct {
 	// recognise are anonymous.
 	Authenticator auth.Authenticator
 	Authorizer    auth.Authorizer
-	// ServiceAccounts issues service-account tokens (serviceaccounts/token)
-	// and publishes their keys (/.well-known/openid-configuration,
-	// /openid/v1/jwks); nil: those answer 501 and 404. New sets its
+	// ServiceAccounts issues service-account tokens (lent to the
+	// serviceaccounts/token handler) and publishes their keys
+	// (/.well-known/openid-configuration, /openid/v1/jwks); nil: those
+	// answer 501 and 404. New sets its
 	// Objects to this server's storage when unset. Put it in Authenticator
 	// too for its tokens to authenticate requests.
 	ServiceAccounts *auth.ServiceAccountTokens
-	// Admission are mutating admission plugins run on creates of each
-	// group/resource, in order (see AdmitFunc).
-	Admission map[schema.GroupResource][]AdmitFunc
+	// Admission is the admission chain every write passes through.
+	Admission admission.Chain
 	// Version is served at /version.
 	Version VersionInfo
-	// Hooks run around writes of particular resources (e.g. allocating a
-	// Service's cluster IP); keyed by group/resource.
-	Hooks map[schema.GroupResource]Hooks
-	// KubeletClient reaches node agents' APIs (pods/log); it presents the
-	// API server's client certificate and trusts the cluster CA. Nil: logs
-	// of pods on real nodes answer 501.
+	// KubeletClient reaches node agents' APIs; it presents the API
+	// server's client certificate and trusts the cluster CA. It is lent to
+	// resources' handlers (registry.API: pods/log, exec, nodes/proxy,
+	// metrics.k8s.io…). Nil: those answer 501 or leave the node out.
 	KubeletClient *http.Client
 	// OpenAPI serves /openapi/v2 and /openapi/v3 (nil: 404). If it can
 	// also be told the resource set (openapi.Builder can), custom
@@ -66,18 +65,6 @@ type VersionInfo struct {
 	Major, Minor, GitVersion, GitCommit, GoVersion, Platform string
 }
 
-// Hooks let a resource do work that needs storage besides its own object,
-// within the create, update and delete of that object.
-type Hooks struct {
-	// BeforeCreate runs after validation, before the object is stored; undo
-	// is called if storing fails.
-	BeforeCreate func(ctx context.Context, obj interface{}) (undo func(), err error)
-	// BeforeUpdate runs after validation of an update.
-	BeforeUpdate func(ctx context.Context, obj, old interface{}) (undo func(), err error)
-	// AfterDelete runs once the object is gone from storage.
-	AfterDelete func(ctx context.Context, obj interface{})
-}
-
 // Server is the API server's HTTP handler.
 type Server struct {
 	cfg    Config
@@ -87,6 +74,9 @@ type Server struct {
 	// stores by group, version and plural.
 	stores    map[schema.GroupVersionResource]*resourceStore
 	ephemeral map[schema.GroupVersionResource]*registry.Resource
+	// streaming names the subresources whose handlers stream
+	// (registry.Handler.OwnForm).
+	streaming map[string]bool
 	discovery *discovery
 	readyOnce sync.Once
 	ready     chan struct{}
@@ -130,9 +120,18 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, codecs: newCodecs(), log: cfg.Logger, now: cfg.Now,
 		stores: map[schema.GroupVersionResource]*resourceStore{}, ephemeral: map[schema.GroupVersionResource]*registry.Resource{}, ready: make(chan struct{}),
 		inFlight: make(chan struct{}, cfg.MaxRequestsInFlight), crCaches: map[string]*sharedCache{}}
+	s.streaming = map[string]bool{}
 	for i := range cfg.Resources {
 		res := &cfg.Resources[i]
+		for sub, h := range res.Handlers {
+			if h.OwnForm {
+				s.streaming[sub] = true
+			}
+		}
 		if res.Ephemeral {
+			if res.Handler == nil {
+				return nil, fmt.Errorf("resource %s is not stored and has no Handler", res.Kind.GroupVersion().WithResource(res.Plural))
+			}
 			s.ephemeral[res.Kind.GroupVersion().WithResource(res.Plural)] = res
 			continue
 		}
@@ -262,7 +261,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if info.IsResource {
-		if info.Verb != "watch" && !streamingSubresources[info.Subresource] {
+		if info.Verb != "watch" && !s.streaming[info.Subresource] {
 			select {
 			case s.inFlight <- struct{}{}:
 				defer func() { <-s.inFlight }()
@@ -302,7 +301,7 @@ func forbidden(a auth.Attributes, reason string) error {
 		if reason != "" {
 			msg += ": " + reason
 		}
-		return newStatusError(http.StatusForbidden, "Forbidden", "forbidden: "+msg)
+		return registry.NewStatusError(http.StatusForbidden, "Forbidden", "forbidden: "+msg)
 	}
 	res := a.Resource
 	if a.Subresource != "" {

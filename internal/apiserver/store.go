@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"plainkube.dev/plainkube/internal/apiserver/custom"
 	"plainkube.dev/plainkube/internal/registry"
 	"plainkube.dev/plainkube/internal/storage"
 	"plainkube.dev/plainkube/internal/storage/cache"
@@ -36,7 +37,7 @@ type resourceStore struct {
 	managers          fieldManagers
 	decoded           sync.Map // key → *decodedObject
 	// cr is set for custom resources, whose objects are unstructured.
-	cr *customInfo
+	cr *custom.Served
 }
 
 func newResourceStore(res *registry.Resource, st storage.Interface, c *codecs) (*resourceStore, error) {
@@ -153,7 +154,7 @@ func (s *resourceStore) sweepDecoded(ctx context.Context) {
 // resourceVersion set to rev.
 func (s *resourceStore) decodeObject(value []byte, rev int64) (runtime.Object, error) {
 	if s.cr != nil {
-		return s.decodeCustom(value, rev)
+		return s.cr.Decode(value, rev)
 	}
 	var obj runtime.Object
 	if sa := s.res.StoredAs; sa != nil {
@@ -182,7 +183,7 @@ func (s *resourceStore) decodeObject(value []byte, rev int64) (runtime.Object, e
 // encode produces the stored form of obj: JSON without resourceVersion.
 func (s *resourceStore) encode(obj runtime.Object) ([]byte, error) {
 	if s.cr != nil {
-		return s.encodeCustom(obj)
+		return s.cr.Encode(obj)
 	}
 	if sa := s.res.StoredAs; sa != nil {
 		obj = sa.ToStorage(obj)

@@ -9,8 +9,6 @@ import (
 	"sync"
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
-	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -19,27 +17,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"plainkube.dev/plainkube/internal/registry"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 )
 
-// subresourceParts says which part of the object each writable subresource
-// changes; everything else is kept from the stored object.
-var subresourceParts = map[string]func(obj, old runtime.Object) runtime.Object{
-	"status":   statusUpdate,
-	"approval": statusUpdate,
-	"ephemeralcontainers": func(obj, old runtime.Object) runtime.Object {
-		out := old.DeepCopyObject().(*corev1.Pod)
-		out.Spec.EphemeralContainers = obj.(*corev1.Pod).Spec.EphemeralContainers
-		return out
-	},
-	"finalize": func(obj, old runtime.Object) runtime.Object {
-		out := old.DeepCopyObject().(*corev1.Namespace)
-		out.Spec.Finalizers = obj.(*corev1.Namespace).Spec.Finalizers
-		return out
-	},
-}
-
-// statusUpdate is what a /status write may change, as upstream's status
+// statusUpdate is what a /status write (and a Part without Merge) may change, as upstream's status
 // strategies allow: the status, and metadata other than labels (controllers
 // record annotations such as a Deployment's revision this way); the spec
 // and labels stay as stored.
@@ -53,50 +35,31 @@ func statusUpdate(obj, old runtime.Object) runtime.Object {
 	return out
 }
 
-// streamingSubresources are served by proxying to a node agent, pod or
-// service (stream.go, proxy.go, podlog.go).
-var streamingSubresources = map[string]bool{"log": true, "exec": true, "attach": true, "portforward": true, "proxy": true}
-
 func (s *Server) serveSubresource(rq *request) error {
 	sub := rq.info.Subresource
 	if !rq.rs.hasSubresource(sub) || rq.info.Name == "" {
 		return apierrors.NewNotFound(rq.rs.gr, rq.info.Name)
 	}
-	if sub == "log" && rq.rs.gr.Resource == "pods" {
-		return s.servePodLog(rq)
+	if h, ok := rq.rs.res.Handlers[sub]; ok {
+		return s.serveHandler(h, rq)
 	}
-	switch {
-	case sub == "proxy":
-		return s.serveProxy(rq)
-	case rq.rs.gr.Resource == "pods" && (sub == "exec" || sub == "attach" || sub == "portforward"):
-		return s.servePodStream(rq)
-	}
-	if streamingSubresources[sub] {
-		return notImplemented(fmt.Sprintf("%s/%s is not implemented yet: plainkube's node agent does not serve it", rq.rs.gr.Resource, sub))
-	}
-	switch sub {
-	case "scale":
+	if sub == "scale" {
 		return s.serveScale(rq)
-	case "binding":
-		return s.serveBinding(rq)
-	case "eviction":
-		return s.serveEviction(rq)
-	case "token":
-		return s.serveTokenRequest(rq)
 	}
-	if _, ok := subresourceParts[sub]; !ok {
+	part, ok := rq.rs.part(sub)
+	if !ok {
 		return apierrors.NewNotFound(rq.rs.gr, rq.info.Name)
 	}
 	switch rq.info.Verb {
 	case "get":
-		if sub == "finalize" {
+		if part.UpdateOnly {
 			return methodNotAllowed(rq.r.Method, rq.rs.gr)
 		}
 		return s.handleGet(rq)
 	case "update":
 		return s.handleUpdate(rq, sub)
 	case "patch":
-		if sub == "finalize" {
+		if part.UpdateOnly {
 			return methodNotAllowed(rq.r.Method, rq.rs.gr)
 		}
 		return s.handlePatch(rq, sub)
@@ -113,7 +76,35 @@ func (rs *resourceStore) hasSubresource(sub string) bool {
 	return false
 }
 
+// part is how a write to sub changes the object: "status" as upstream's
+// status strategies allow, the others as the resource declares.
+func (rs *resourceStore) part(sub string) (registry.Part, bool) {
+	if sub == "status" {
+		return registry.Part{}, true
+	}
+	p, ok := rs.res.Parts[sub]
+	return p, ok
+}
+
 // ---- scale ----
+
+// scaleOf reads obj's Scale: for a custom resource from the paths its CRD
+// names, for a built-in one from spec.replicas, status.replicas and the
+// selector.
+func (rs *resourceStore) scaleOf(obj runtime.Object) (*autoscalingv1.Scale, error) {
+	if rs.cr != nil && rs.cr.Ver.Scale != nil {
+		return rs.cr.Scale(obj)
+	}
+	return scaleOf(obj)
+}
+
+// setReplicas writes the desired replicas into obj.
+func (rs *resourceStore) setReplicas(obj runtime.Object, replicas int32) error {
+	if rs.cr != nil && rs.cr.Ver.Scale != nil {
+		return rs.cr.SetReplicas(obj, replicas)
+	}
+	return setReplicas(obj, replicas)
+}
 
 // scaleOf reads an object's Scale: spec.replicas, status.replicas and the
 // selector as a string.
@@ -265,102 +256,6 @@ func (s *Server) serveScale(rq *request) error {
 	return nil
 }
 
-// ---- pods/binding and pods/eviction ----
-
-func (s *Server) serveBinding(rq *request) error {
-	if rq.info.Verb != "create" {
-		return methodNotAllowed(rq.r.Method, rq.rs.gr)
-	}
-	body, err := s.readBody(rq.r)
-	if err != nil {
-		return err
-	}
-	gvk := corev1.SchemeGroupVersion.WithKind("Binding")
-	obj, _, err := s.decodeBody(rq.r, body, gvk, &corev1.Binding{}, validationIgnore)
-	if err != nil {
-		return err
-	}
-	b := obj.(*corev1.Binding)
-	if b.Name != "" && b.Name != rq.info.Name {
-		return badRequest("the name of the object (%s) does not match the name on the URL (%s)", b.Name, rq.info.Name)
-	}
-	if b.Target.Kind != "" && b.Target.Kind != "Node" || b.Target.Name == "" {
-		return apierrors.NewInvalid(gvk.GroupKind(), rq.info.Name, fieldErrors("target", b.Target.Name, "must name a Node"))
-	}
-	_, err = s.updateObject(rq.r.Context(), rq.rs, rq.info.Namespace, rq.info.Name, "binding", writeOptions{manager: "kube-scheduler"}, func(current runtime.Object) (runtime.Object, error) {
-		pod := current.(*corev1.Pod)
-		if b.UID != "" && b.UID != pod.UID {
-			return nil, apierrors.NewConflict(rq.rs.gr, pod.Name, fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", b.UID, pod.UID))
-		}
-		if pod.DeletionTimestamp != nil {
-			return nil, apierrors.NewConflict(rq.rs.gr, pod.Name, fmt.Errorf("pod %s is being deleted, cannot be assigned to a host", pod.Name))
-		}
-		if pod.Spec.NodeName != "" {
-			return nil, apierrors.NewConflict(rq.rs.gr, pod.Name, fmt.Errorf("pod %s is already assigned to node %q", pod.Name, pod.Spec.NodeName))
-		}
-		pod.Spec.NodeName = b.Target.Name
-		for k, v := range b.Annotations {
-			if pod.Annotations == nil {
-				pod.Annotations = map[string]string{}
-			}
-			pod.Annotations[k] = v
-		}
-		setPodCondition(pod, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(s.now().UTC().Truncate(timeSecond))})
-		pod.ResourceVersion = ""
-		return pod, nil
-	})
-	if err != nil {
-		return err
-	}
-	s.codecs.writeObject(rq.w, rq.out, http.StatusCreated, &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess, Code: http.StatusCreated})
-	return nil
-}
-
-func setPodCondition(pod *corev1.Pod, c corev1.PodCondition) {
-	for i := range pod.Status.Conditions {
-		if pod.Status.Conditions[i].Type == c.Type {
-			pod.Status.Conditions[i] = c
-			return
-		}
-	}
-	pod.Status.Conditions = append(pod.Status.Conditions, c)
-}
-
-// serveEviction deletes a pod through the Eviction API. PodDisruptionBudgets
-// are not consulted yet.
-func (s *Server) serveEviction(rq *request) error {
-	if rq.info.Verb != "create" {
-		return methodNotAllowed(rq.r.Method, rq.rs.gr)
-	}
-	body, err := s.readBody(rq.r)
-	if err != nil {
-		return err
-	}
-	gvk := policyv1.SchemeGroupVersion.WithKind("Eviction")
-	into := &policyv1.Eviction{}
-	dec := s.codecs.json
-	obj, _, err := dec.Decode(body, &gvk, into)
-	if err != nil {
-		return badRequest("error decoding Eviction: %v", err)
-	}
-	ev, ok := obj.(*policyv1.Eviction)
-	if !ok {
-		return badRequest("expected an Eviction body")
-	}
-	if ev.Name != "" && ev.Name != rq.info.Name {
-		return badRequest("name in URL does not match name in Eviction object")
-	}
-	opts := ev.DeleteOptions
-	if opts == nil {
-		opts = &metav1.DeleteOptions{}
-	}
-	if _, _, err := s.deleteObject(rq.r.Context(), rq.rs, rq.info.Namespace, rq.info.Name, opts); err != nil {
-		return err
-	}
-	s.codecs.writeObject(rq.w, rq.out, http.StatusCreated, &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess, Code: http.StatusCreated})
-	return nil
-}
-
 func patchTypeOf(r *http.Request) types.PatchType {
 	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	return types.PatchType(mt)
@@ -411,7 +306,7 @@ func applyScale(rq *request, rs *resourceStore, parent runtime.Object, cur *auto
 		if errors.As(err, &status) {
 			return nil, err
 		}
-		return nil, newStatusError(http.StatusUnprocessableEntity, "Invalid", err.Error())
+		return nil, registry.NewStatusError(http.StatusUnprocessableEntity, "Invalid", err.Error())
 	}
 	want := obj.(*autoscalingv1.Scale)
 	parentEntries, err := handler.ToParent(want.ManagedFields)

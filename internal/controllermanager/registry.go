@@ -9,6 +9,7 @@ import (
 	"plainkube.dev/plainkube/internal/controller/certificates/csrapproving"
 	"plainkube.dev/plainkube/internal/controller/certificates/csrcleaner"
 	"plainkube.dev/plainkube/internal/controller/certificates/csrsigning"
+	"plainkube.dev/plainkube/internal/controller/clusterroleaggregation"
 	"plainkube.dev/plainkube/internal/controller/cronjob"
 	"plainkube.dev/plainkube/internal/controller/daemonset"
 	"plainkube.dev/plainkube/internal/controller/deployment"
@@ -65,6 +66,7 @@ var Registry = []Registration{
 	{csrcleaner.Name, "certificatesigningrequest-cleaner-controller", plain(csrcleaner.New), true},
 	{csrsigning.Name, "certificatesigningrequest-signing-controller", newCSRSigning, true},
 	{rootcacert.Name, "root-ca-certificate-publisher-controller", newRootCACert, true},
+	{clusterroleaggregation.Name, "clusterrole-aggregation-controller", plain(clusterroleaggregation.New), true},
 }
 
 // ValidateControllers checks a --controllers list: each item is "*", a

@@ -28,11 +28,16 @@ import (
 	listersv1 "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
 
 	"plainkube.dev/plainkube/internal/image/pause"
 	"plainkube.dev/plainkube/internal/kubelet/containerd"
+	"plainkube.dev/plainkube/internal/kubelet/events"
+	"plainkube.dev/plainkube/internal/kubelet/network"
+	"plainkube.dev/plainkube/internal/kubelet/probes"
+	"plainkube.dev/plainkube/internal/kubelet/runtime"
 	kubeletserver "plainkube.dev/plainkube/internal/kubelet/server"
+	"plainkube.dev/plainkube/internal/kubelet/static"
+	"plainkube.dev/plainkube/internal/kubelet/volumes"
 	"plainkube.dev/plainkube/internal/reconcile"
 	"plainkube.dev/plainkube/internal/resolvconf"
 )
@@ -43,23 +48,22 @@ type Agent struct {
 	cs      kubernetes.Interface
 	log     *slog.Logger
 	rt      *containerd.Process
+	cri     *runtime.Runtime // rt's CRI services, as the agent uses them
 	host    host
 	nodeUID types.UID
-	netMu   sync.Mutex
-	podCIDR string // the Node's spec.podCIDR, once configured
-	probes  probes
+	net     *network.PodNetwork
+	probes  *probes.Runner
 	pods    listersv1.PodLister
 	// services feed the containers' service environment variables.
 	services listersv1.ServiceLister
-	// recorder records events (nil until Run starts it).
-	recorder     record.EventRecorder
-	hostDNS      resolvConf // the node's resolver configuration
-	termMessages termMessages
-	vols         volumeManager
+	// events records events (nil until Run starts it).
+	events  *events.Recorder
+	hostDNS network.ResolvConf // the node's resolver configuration
+	vols    *volumes.Manager
 	// apiSynced is set once the node is registered and the pod informer
 	// has synced; until then only static pods are synced.
 	apiSynced atomic.Bool
-	static    *staticPods // nil without Options.ManifestsDir
+	static    *static.Pods // nil without Options.ManifestsDir
 	usage     usageState
 	metrics   *kubeletserver.Metrics
 }
@@ -122,13 +126,18 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err := pause.Ensure(ctx, a.rt.Socket(), filepath.Join(a.opts.DataDir, "cache"), sandboxImage); err != nil {
 		return fmt.Errorf("importing the pause image: %w", err)
 	}
+	a.cri = runtime.New(a.rt.Runtime, a.rt.Images, a.log)
 	version, err := a.rt.Version(ctx)
 	if err != nil {
 		return err
 	}
 	a.host = readHost(a.opts, version)
-	a.hostDNS = resolvConf(resolvconf.Host())
-	a.startRecorder(ctx)
+	a.hostDNS = network.ResolvConf(resolvconf.Host())
+	a.net = network.NewPodNetwork(a.rt.CNIConfDir(), filepath.Join(a.opts.DataDir, "cni", "ipam"))
+	a.events = events.Start(ctx, a.cs, a.opts.NodeName)
+	a.probes = probes.NewRunner(a.cri, a.events, a.log)
+	a.vols = volumes.NewManager(volumes.Config{Dir: filepath.Join(a.opts.DataDir, "volumes"), Client: a.cs,
+		ResyncInterval: a.opts.VolumeResyncInterval, Allocatable: a.allocatable(), Events: a.events, Logger: a.log})
 	q := reconcile.NewQueue[types.NamespacedName]("kubelet-pods")
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -138,7 +147,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	// Pods are synced from here on: static pods at once, the API's once
 	// the node is registered and the informer has synced.
 	if a.opts.ManifestsDir != "" {
-		a.static = newStaticPods()
+		a.static = static.NewPods()
 	}
 	wg.Go(func() { reconcile.ProcessQueue(ctx, q, a.opts.Workers, a.log, a.syncPod) })
 	wg.Go(func() { a.collectUsage(ctx) })
@@ -231,13 +240,13 @@ func (a *Agent) relist(ctx context.Context, q interface{ Add(types.NamespacedNam
 			q.Add(types.NamespacedName{Namespace: p.Namespace, Name: p.Name})
 		}
 		if a.static != nil {
-			for _, uid := range a.static.uids() {
+			for _, uid := range a.static.UIDs() {
 				live[uid] = true
 			}
 		}
 		a.removeOrphans(ctx, live)
-		a.probes.forget(live)
-		a.termMessages.forget(live)
+		a.probes.Retain(live)
+		a.cri.Forget(live)
 	}
 }
 
@@ -258,7 +267,7 @@ func (a *Agent) syncPod(ctx context.Context, key types.NamespacedName) (res reco
 		pod = p
 	}
 	res, err = a.syncStatic(ctx, key, pod)
-	if err != nil || pod == nil || IsMirrorPod(pod) {
+	if err != nil || pod == nil || static.IsMirrorPod(pod) {
 		return res, err
 	}
 	if pod.Status.Phase == corev1.PodPending || pod.Status.Phase == "" {
@@ -306,9 +315,9 @@ func (a *Agent) syncPod(ctx context.Context, key types.NamespacedName) (res reco
 // forgetPod drops what the agent keeps of a pod that has stopped for good:
 // its probes, volumes and files.
 func (a *Agent) forgetPod(uid types.UID) error {
-	a.probes.set(uid, nil)
+	a.probes.Forget(uid)
 	a.metrics.Forget(uid)
-	if err := a.cleanupVolumes(uid); err != nil {
+	if err := a.vols.Cleanup(uid); err != nil {
 		return err
 	}
 	return a.removePodFiles(uid)
@@ -355,6 +364,19 @@ func (a *Agent) converge(ctx context.Context, pod *corev1.Pod) (converged, error
 			return out, err
 		}
 	}
+}
+
+// probe runs the due probes of pod's running containers and records
+// their results in obs.
+func (a *Agent) probe(ctx context.Context, pod *corev1.Pod, obs *observed) {
+	running := map[string]probes.Running{}
+	for name, runs := range obs.Containers {
+		if len(runs) > 0 && runs[0].State == runtime.Running {
+			running[name] = probes.Running{ID: runs[0].ID, StartedAt: runs[0].StartedAt}
+		}
+	}
+	r := a.probes.Probe(ctx, pod, running, a.podIP(pod, *obs))
+	obs.Ready, obs.Started, obs.Unhealthy = r.Ready, r.Started, r.Unhealthy
 }
 
 // updateStatus writes the pod's status as podStatus computes it, if it

@@ -24,6 +24,7 @@ import (
 	"plainkube.dev/plainkube/internal/image"
 	"plainkube.dev/plainkube/internal/kubelet"
 	"plainkube.dev/plainkube/internal/kubelet/containerd"
+	"plainkube.dev/plainkube/internal/kubelet/network"
 	"plainkube.dev/plainkube/pkg/testenv"
 )
 
@@ -162,7 +163,7 @@ func getPod(ctx context.Context, cs kubernetes.Interface, name string) (*corev1.
 }
 
 func TestPodLifecycle(t *testing.T) {
-	cs, dir := startNode(t, kubelet.DefaultPodCIDR)
+	cs, dir := startNode(t, network.DefaultPodCIDR)
 	ctx := context.Background()
 
 	node, err := cs.CoreV1().Nodes().Get(ctx, "node-1", metav1.GetOptions{})
@@ -281,7 +282,7 @@ func TestPodLifecycle(t *testing.T) {
 	})
 
 	t.Run("pod network", func(t *testing.T) {
-		if n, err := cs.CoreV1().Nodes().Get(ctx, "node-1", metav1.GetOptions{}); err != nil || n.Spec.PodCIDR != kubelet.DefaultPodCIDR {
+		if n, err := cs.CoreV1().Nodes().Get(ctx, "node-1", metav1.GetOptions{}); err != nil || n.Spec.PodCIDR != network.DefaultPodCIDR {
 			t.Fatalf("node podCIDR: %v %v", n.Spec.PodCIDR, err)
 		}
 		server := busyboxPod("web", corev1.RestartPolicyAlways,
@@ -300,7 +301,7 @@ func TestPodLifecycle(t *testing.T) {
 			web = p
 			return err == nil && p.Status.Phase == corev1.PodRunning && p.Status.PodIP != "" && p.Status.ContainerStatuses[0].Ready, nil
 		})
-		cidr := netip.MustParsePrefix(kubelet.DefaultPodCIDR)
+		cidr := netip.MustParsePrefix(network.DefaultPodCIDR)
 		ip1, err := netip.ParseAddr(web.Status.PodIP)
 		if err != nil || !cidr.Contains(ip1) || len(web.Status.PodIPs) != 1 {
 			t.Fatalf("web pod IPs = %q %v", web.Status.PodIP, web.Status.PodIPs)
@@ -336,7 +337,7 @@ func TestPodLifecycle(t *testing.T) {
 }
 
 func TestPodVolumesAndEnv(t *testing.T) {
-	cs, dir := startNode(t, kubelet.DefaultPodCIDR)
+	cs, dir := startNode(t, network.DefaultPodCIDR)
 	ctx := context.Background()
 	if _, err := cs.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "cfg"},
@@ -473,7 +474,7 @@ exec busybox sleep 3600`, "arg-$(POD_NAME)"}
 }
 
 func TestInitContainers(t *testing.T) {
-	cs, dir := startNode(t, kubelet.DefaultPodCIDR)
+	cs, dir := startNode(t, network.DefaultPodCIDR)
 	ctx := context.Background()
 	pod := busyboxPod("init", corev1.RestartPolicyNever, "busybox cat /work/order")
 	pod.Spec.HostNetwork = false

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"plainkube.dev/plainkube/internal/kubelet/static"
 )
 
 // runningPods are the pods the agent runs, for the agent API's /pods and
@@ -16,19 +17,19 @@ func (a *Agent) runningPods() []corev1.Pod {
 	if a.apiSynced.Load() && a.pods != nil {
 		pods, _ := a.pods.List(labels.Everything())
 		for _, p := range pods {
-			if !IsMirrorPod(p) {
+			if !static.IsMirrorPod(p) {
 				out = append(out, *p.DeepCopy())
 			}
 		}
 	}
 	if a.static != nil {
-		for _, key := range a.static.keys() {
-			cur, _ := a.static.get(key)
+		for _, key := range a.static.Keys() {
+			cur, _ := a.static.Get(key)
 			if cur == nil {
 				continue
 			}
 			p := cur.DeepCopy()
-			if st, ok := a.static.lastStatus(p.UID); ok {
+			if st, ok := a.static.LastStatus(p.UID); ok {
 				p.Status = st
 			}
 			out = append(out, *p)

@@ -18,8 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
-
-	"plainkube.dev/plainkube/internal/kubelet"
+	"plainkube.dev/plainkube/internal/kubelet/network"
 )
 
 // TestLifecycle runs, on one node, pods for each lifecycle feature at
@@ -27,7 +26,7 @@ import (
 // activeDeadlineSeconds, security contexts, memory limits, /etc/hosts,
 // events, a command that does not exist, and the node's images.
 func TestLifecycle(t *testing.T) {
-	cs, dir := startNode(t, kubelet.DefaultPodCIDR)
+	cs, dir := startNode(t, network.DefaultPodCIDR)
 	ctx := context.Background()
 
 	// A server on loopback for an httpGet preStop hook of a host-network pod.

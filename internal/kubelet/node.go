@@ -323,3 +323,36 @@ func (a *Agent) heartbeat(ctx context.Context) {
 		}
 	}
 }
+
+// ensureNetwork configures the pod network for the Node's pod CIDR, if it
+// has one and it is not the one configured.
+func (a *Agent) ensureNetwork(podCIDR string) error {
+	changed, err := a.net.Ensure(podCIDR)
+	if changed {
+		a.log.Info("pod network configured", "podCIDR", podCIDR)
+	}
+	return err
+}
+
+// awaitPodCIDR waits for a Node registered without a pod CIDR to be given
+// one (by the node IPAM controller), checking every second, and then
+// configures the pod network. Until then only hostNetwork pods can start.
+func (a *Agent) awaitPodCIDR(ctx context.Context) {
+	warned := false
+	for !a.net.Configured() {
+		n, err := a.cs.CoreV1().Nodes().Get(ctx, a.opts.NodeName, metav1.GetOptions{})
+		if err == nil && n.Spec.PodCIDR != "" {
+			if err := a.ensureNetwork(n.Spec.PodCIDR); err != nil {
+				a.log.Warn("configuring the pod network", "err", err)
+			}
+		} else if !warned {
+			a.log.Warn("the node has no pod CIDR yet: only hostNetwork pods can start until it has")
+			warned = true
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+	}
+}

@@ -9,55 +9,21 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"plainkube.dev/plainkube/internal/api/podspec"
+	"plainkube.dev/plainkube/internal/api/podutil"
 	"plainkube.dev/plainkube/internal/kubelet/podstatus"
+	"plainkube.dev/plainkube/internal/kubelet/probes"
+	"plainkube.dev/plainkube/internal/kubelet/runtime"
 )
 
 // This file is the pure core of the agent: what to do for one pod, and what
 // its status is, as functions of the pod, what the runtime shows and the
-// time. It has no I/O, goroutines or clock; sync.go drives it.
+// time. It has no I/O, goroutines or clock; the sync in agent.go and apply.go
+// drives it.
 
-// sandbox is one pod sandbox as the runtime shows it.
-type sandbox struct {
-	ID      string
-	Attempt uint32
-	Ready   bool
-	IP      string
-}
-
-// containerRun is one container (one attempt of a spec container) as the
-// runtime shows it.
-type containerRun struct {
-	ID         string
-	Name       string
-	Attempt    uint32
-	State      runState
-	ExitCode   int32
-	Reason     string
-	Message    string
-	CreatedAt  time.Time
-	StartedAt  time.Time
-	FinishedAt time.Time
-	ImageRef   string
-}
-
-type runState int
-
-const (
-	stateCreated runState = iota
-	stateRunning
-	stateExited
-	stateUnknown
-)
-
-// observed is everything the runtime shows of one pod.
+// observed is what the agent knows of one pod's containers: what the
+// runtime shows, and what its probes and start attempts found.
 type observed struct {
-	// Sandbox is the newest sandbox; Others are older ones, to remove.
-	Sandbox *sandbox
-	Others  []string
-	// Containers holds the runs of each spec container, newest first.
-	Containers map[string][]containerRun
-	// MissingImages are the spec images the runtime does not have.
-	MissingImages map[string]bool
+	runtime.Pod
 	// Ready has the readiness probe result of each running container
 	// that has a readiness probe; Started, the startup probe result of
 	// each that has a startup probe. Unhealthy has, for a running
@@ -106,7 +72,7 @@ func (a action) String() string {
 		s += " " + a.Container
 	}
 	if a.ID != "" {
-		s += " " + shortID(a.ID)
+		s += " " + runtime.ShortID(a.ID)
 	}
 	if a.Kind == actRunSandbox || a.Kind == actStartContainer {
 		s += fmt.Sprintf(" #%d", a.Attempt)
@@ -115,13 +81,6 @@ func (a action) String() string {
 		s += fmt.Sprintf(" grace=%ds", a.Grace)
 	}
 	return s
-}
-
-func shortID(id string) string {
-	if len(id) > 12 {
-		return id[:12]
-	}
-	return id
 }
 
 // Back-off between restarts of a crashing container, as upstream: the
@@ -134,7 +93,7 @@ const (
 )
 
 // restartDelay is how long after run exited its container may start again.
-func restartDelay(run containerRun) time.Duration {
+func restartDelay(run runtime.Container) time.Duration {
 	// A run that never started (its start failed) ran for no time.
 	ranLong := !run.StartedAt.IsZero() && run.FinishedAt.Sub(run.StartedAt) >= backoffReset
 	if run.Attempt == 0 || ranLong {
@@ -180,7 +139,7 @@ func plan(pod *corev1.Pod, obs observed, now time.Time) (acts []action, next tim
 		// and logs, but not a running sandbox.
 		for name, runs := range obs.Containers {
 			for _, r := range runs {
-				if r.State == stateRunning {
+				if r.State == runtime.Running {
 					acts = append(acts, action{Kind: actStopContainer, ID: r.ID, Container: name, Grace: gracePeriod(pod)})
 				}
 			}
@@ -211,7 +170,7 @@ func plan(pod *corev1.Pod, obs observed, now time.Time) (acts []action, next tim
 	i, _ := initProgress(pod, obs)
 	// Sidecars that have started keep running, whatever their exit.
 	for j := range pod.Spec.InitContainers[:i] {
-		if c := &pod.Spec.InitContainers[j]; sidecar(c) {
+		if c := &pod.Spec.InitContainers[j]; podutil.IsSidecar(c) {
 			a, n := planContainer(c, obs, now, gracePeriod(pod), always)
 			acts, next = append(acts, a...), earliest(next, n)
 		}
@@ -219,7 +178,7 @@ func plan(pod *corev1.Pod, obs observed, now time.Time) (acts []action, next tim
 	if i < len(pod.Spec.InitContainers) {
 		c := &pod.Spec.InitContainers[i]
 		restart := func(code int32) bool { return initRestarts(pod.Spec.RestartPolicy, code) }
-		if sidecar(c) {
+		if podutil.IsSidecar(c) {
 			restart = always
 		}
 		a, n := planContainer(c, obs, now, gracePeriod(pod), restart)
@@ -256,7 +215,7 @@ func deadlineExceeded(pod *corev1.Pod, now time.Time) (bool, time.Time) {
 
 // garbage are the runs of a container to remove: all but the newest and
 // the one before it (its lastState).
-func garbage(runs []containerRun) []action {
+func garbage(runs []runtime.Container) []action {
 	var acts []action
 	for _, r := range runs[min(len(runs), 2):] {
 		acts = append(acts, action{Kind: actRemoveContainer, ID: r.ID})
@@ -277,13 +236,13 @@ func planContainer(c *corev1.Container, obs observed, now time.Time, grace int64
 	}
 	last := runs[0]
 	switch last.State {
-	case stateRunning:
+	case runtime.Running:
 		if msg, ok := obs.Unhealthy[c.Name]; ok {
 			// Its liveness or startup probe failed: stop it; it restarts
 			// as its policy says.
 			acts = append(acts, action{Kind: actStopContainer, ID: last.ID, Container: c.Name, Grace: probeGrace(c, grace), Message: msg})
 		}
-	case stateCreated:
+	case runtime.Created:
 		// Created but never started (the agent stopped in between):
 		// start afresh.
 		acts = append(acts, action{Kind: actRemoveContainer, ID: last.ID},
@@ -311,12 +270,6 @@ func initRestarts(policy corev1.RestartPolicy, code int32) bool {
 	return code != 0 && policy != corev1.RestartPolicyNever
 }
 
-// sidecar reports whether init container c is a sidecar: it runs, and is
-// restarted whatever its exit, alongside the others until they finish.
-func sidecar(c *corev1.Container) bool {
-	return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
-}
-
 // initProgress is the index of the first init container that has not
 // completed (len(InitContainers) once all have, or once any of the
 // other containers has run: the pod was initialized), and whether it
@@ -329,20 +282,20 @@ func initProgress(pod *corev1.Pod, obs observed) (next int, failed bool) {
 	}
 	for i, c := range pod.Spec.InitContainers {
 		runs := obs.Containers[c.Name]
-		if sidecar(&c) {
+		if podutil.IsSidecar(&c) {
 			// A sidecar lets the next one start once it has started (and
 			// passed its startup probe, if it has one).
 			passed := slices.ContainsFunc(pod.Spec.InitContainers[i+1:], func(n corev1.Container) bool { return len(obs.Containers[n.Name]) > 0 })
-			started := slices.ContainsFunc(runs, func(r containerRun) bool { return !r.StartedAt.IsZero() })
+			started := slices.ContainsFunc(runs, func(r runtime.Container) bool { return !r.StartedAt.IsZero() })
 			if c.StartupProbe != nil {
-				started = len(runs) > 0 && runs[0].State == stateRunning && obs.Started[c.Name]
+				started = len(runs) > 0 && runs[0].State == runtime.Running && obs.Started[c.Name]
 			}
 			if !started && !passed {
 				return i, false
 			}
 			continue
 		}
-		if len(runs) == 0 || runs[0].State != stateExited {
+		if len(runs) == 0 || runs[0].State != runtime.Exited {
 			return i, false
 		}
 		if runs[0].ExitCode != 0 {
@@ -358,16 +311,16 @@ const imageRecheck = 10 * time.Second
 // planDeletion stops everything of a pod marked for deletion, each
 // container with the pod's grace period, sidecars only once the others
 // have stopped (with what is left of the grace period, at least
-// minStopGrace), then removes the sandbox and deletes the pod object.
+// probes.MinStopGrace), then removes the sandbox and deletes the pod object.
 func planDeletion(pod *corev1.Pod, obs observed, now time.Time) []action {
 	var acts []action
 	grace := gracePeriod(pod)
-	live := func(r containerRun) bool {
-		return r.State == stateRunning || r.State == stateCreated || r.State == stateUnknown
+	live := func(r runtime.Container) bool {
+		return r.State == runtime.Running || r.State == runtime.Created || r.State == runtime.Unknown
 	}
 	var sidecars []corev1.Container
 	for _, c := range slices.Concat(pod.Spec.InitContainers, pod.Spec.Containers) {
-		if sidecar(&c) {
+		if podutil.IsSidecar(&c) {
 			sidecars = append(sidecars, c)
 			continue
 		}
@@ -379,7 +332,7 @@ func planDeletion(pod *corev1.Pod, obs observed, now time.Time) []action {
 	}
 	left := grace
 	if pod.DeletionTimestamp != nil && grace > 0 {
-		left = max(int64(pod.DeletionTimestamp.Sub(now).Seconds()), minStopGrace)
+		left = max(int64(pod.DeletionTimestamp.Sub(now).Seconds()), probes.MinStopGrace)
 		left = min(left, grace)
 	}
 	var sideStops []action
@@ -400,7 +353,7 @@ func planDeletion(pod *corev1.Pod, obs observed, now time.Time) []action {
 	return append(acts, action{Kind: actDeletePod})
 }
 
-func sandboxID(sb *sandbox) []string {
+func sandboxID(sb *runtime.Sandbox) []string {
 	if sb == nil {
 		return nil
 	}
@@ -437,7 +390,7 @@ func allDone(pod *corev1.Pod, obs observed) bool {
 	}
 	for _, c := range pod.Spec.Containers {
 		runs := obs.Containers[c.Name]
-		if len(runs) == 0 || runs[0].State != stateExited || restarts(pod.Spec.RestartPolicy, runs[0].ExitCode) {
+		if len(runs) == 0 || runs[0].State != runtime.Exited || restarts(pod.Spec.RestartPolicy, runs[0].ExitCode) {
 			return false
 		}
 	}
@@ -502,7 +455,7 @@ func podStatus(pod *corev1.Pod, obs observed, env nodeEnv, now time.Time) corev1
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
 		restart := func(code int32) bool { return initRestarts(pod.Spec.RestartPolicy, code) }
-		if sidecar(c) {
+		if podutil.IsSidecar(c) {
 			// Restarted whatever its exit, until the pod is done.
 			restart = func(int32) bool { return !terminal(pod.Status.Phase) && !allDone(pod, obs) }
 		}
@@ -510,7 +463,7 @@ func podStatus(pod *corev1.Pod, obs observed, env nodeEnv, now time.Time) corev1
 		initializing(c, &cs)
 		// An init container is ready once it has completed, a sidecar
 		// while it runs, has started and passes its readiness probe.
-		if !sidecar(c) {
+		if !podutil.IsSidecar(c) {
 			cs.Ready = cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0
 		}
 		st.InitContainerStatuses = append(st.InitContainerStatuses, cs)
@@ -563,26 +516,26 @@ func containerStatus(pod *corev1.Pod, c *corev1.Container, obs observed, prev co
 	cs.RestartCount = int32(last.Attempt)
 	cs.ImageID = last.ImageRef
 	cs.ContainerID = idScheme + last.ID
-	if len(runs) > 1 && runs[1].State == stateExited {
+	if len(runs) > 1 && runs[1].State == runtime.Exited {
 		cs.LastTerminationState.Terminated = terminated(runs[1])
 	}
-	if w, ok := obs.StartErrors[c.Name]; ok && last.State != stateRunning {
+	if w, ok := obs.StartErrors[c.Name]; ok && last.State != runtime.Running {
 		// This sync's attempt to start it failed (RunContainerError,
 		// PostStartHookError): say so until the next sync.
 		cs.State.Waiting = &w
-		if last.State == stateExited {
+		if last.State == runtime.Exited {
 			cs.LastTerminationState.Terminated = terminated(last)
 		}
 		return cs
 	}
 	switch last.State {
-	case stateRunning:
+	case runtime.Running:
 		cs.State.Running = &corev1.ContainerStateRunning{StartedAt: stamp(last.StartedAt)}
 		// Started once its startup probe (if any) has succeeded; ready
 		// once started and its readiness probe (if any) succeeds.
 		*cs.Started = c.StartupProbe == nil || obs.Started[c.Name]
 		cs.Ready = *cs.Started && (c.ReadinessProbe == nil || obs.Ready[c.Name])
-	case stateCreated:
+	case runtime.Created:
 		cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}
 	default:
 		t := terminated(last)
@@ -619,7 +572,7 @@ func missingImage(c *corev1.Container, prev corev1.ContainerStatus) *corev1.Cont
 	}
 }
 
-func terminated(r containerRun) *corev1.ContainerStateTerminated {
+func terminated(r runtime.Container) *corev1.ContainerStateTerminated {
 	reason := r.Reason
 	if reason == "" {
 		reason = "Error"

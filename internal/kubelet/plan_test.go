@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"plainkube.dev/plainkube/internal/kubelet/runtime"
 )
 
 var t0 = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
@@ -26,17 +27,19 @@ func testPod(policy corev1.RestartPolicy, mutate ...func(*corev1.Pod)) *corev1.P
 	return p
 }
 
-func ready() *sandbox { return &sandbox{ID: "sb", Ready: true} }
+func ready() *runtime.Sandbox { return &runtime.Sandbox{ID: "sb", Ready: true} }
 
-func runs(r ...containerRun) map[string][]containerRun { return map[string][]containerRun{"a": r} }
+func runs(r ...runtime.Container) map[string][]runtime.Container {
+	return map[string][]runtime.Container{"a": r}
+}
 
-func exited(id string, attempt uint32, code int32, finished time.Time) containerRun {
-	return containerRun{ID: id, Name: "a", Attempt: attempt, State: stateExited, ExitCode: code,
+func exited(id string, attempt uint32, code int32, finished time.Time) runtime.Container {
+	return runtime.Container{ID: id, Name: "a", Attempt: attempt, State: runtime.Exited, ExitCode: code,
 		StartedAt: finished.Add(-time.Second), FinishedAt: finished}
 }
 
-func running(id string, attempt uint32) containerRun {
-	return containerRun{ID: id, Name: "a", Attempt: attempt, State: stateRunning, StartedAt: t0.Add(-time.Minute)}
+func running(id string, attempt uint32) runtime.Container {
+	return runtime.Container{ID: id, Name: "a", Attempt: attempt, State: runtime.Running, StartedAt: t0.Add(-time.Minute)}
 }
 
 func deleting(grace int64) func(*corev1.Pod) {
@@ -57,44 +60,44 @@ func TestPlan(t *testing.T) {
 		{name: "new pod gets a sandbox", pod: testPod(corev1.RestartPolicyAlways),
 			want: []string{"RunSandbox #0"}},
 		{name: "dead sandbox is replaced", pod: testPod(corev1.RestartPolicyAlways),
-			obs:  observed{Sandbox: &sandbox{ID: "old", Attempt: 2}},
+			obs:  observed{Pod: runtime.Pod{Sandbox: &runtime.Sandbox{ID: "old", Attempt: 2}}},
 			want: []string{"StopSandbox old", "RemoveSandbox old", "RunSandbox #3"}},
 		{name: "then the container starts", pod: testPod(corev1.RestartPolicyAlways),
-			obs:  observed{Sandbox: ready()},
+			obs:  observed{Pod: runtime.Pod{Sandbox: ready()}},
 			want: []string{"StartContainer a #0"}},
 		{name: "running: nothing to do", pod: testPod(corev1.RestartPolicyAlways),
-			obs: observed{Sandbox: ready(), Containers: runs(running("c1", 0))}},
+			obs: observed{Pod: runtime.Pod{Sandbox: ready(), Containers: runs(running("c1", 0))}}},
 		{name: "missing image waits", pod: testPod(corev1.RestartPolicyAlways),
-			obs:      observed{Sandbox: ready(), MissingImages: map[string]bool{"img": true}},
+			obs:      observed{Pod: runtime.Pod{Sandbox: ready(), MissingImages: map[string]bool{"img": true}}},
 			wantNext: t0.Add(imageRecheck)},
 		{name: "first crash restarts at once", pod: testPod(corev1.RestartPolicyAlways),
-			obs:  observed{Sandbox: ready(), Containers: runs(exited("c1", 0, 1, t0))},
+			obs:  observed{Pod: runtime.Pod{Sandbox: ready(), Containers: runs(exited("c1", 0, 1, t0))}},
 			want: []string{"StartContainer a #1"}},
 		{name: "second crash backs off 10s", pod: testPod(corev1.RestartPolicyAlways),
-			obs:      observed{Sandbox: ready(), Containers: runs(exited("c2", 1, 1, t0.Add(-3*time.Second)), exited("c1", 0, 1, t0.Add(-5*time.Second)))},
+			obs:      observed{Pod: runtime.Pod{Sandbox: ready(), Containers: runs(exited("c2", 1, 1, t0.Add(-3*time.Second)), exited("c1", 0, 1, t0.Add(-5*time.Second)))}},
 			wantNext: t0.Add(7 * time.Second)},
 		{name: "back-off over: restart, dropping the oldest run", pod: testPod(corev1.RestartPolicyAlways),
-			obs: observed{Sandbox: ready(), Containers: runs(
-				exited("c3", 2, 1, t0.Add(-21*time.Second)), exited("c2", 1, 1, t0.Add(-40*time.Second)), exited("c1", 0, 1, t0.Add(-50*time.Second)))},
+			obs: observed{Pod: runtime.Pod{Sandbox: ready(), Containers: runs(
+				exited("c3", 2, 1, t0.Add(-21*time.Second)), exited("c2", 1, 1, t0.Add(-40*time.Second)), exited("c1", 0, 1, t0.Add(-50*time.Second)))}},
 			want: []string{"RemoveContainer c1", "StartContainer a #3"}},
 		{name: "OnFailure does not restart success", pod: testPod(corev1.RestartPolicyOnFailure),
-			obs:  observed{Sandbox: ready(), Containers: runs(exited("c1", 0, 0, t0))},
+			obs:  observed{Pod: runtime.Pod{Sandbox: ready(), Containers: runs(exited("c1", 0, 0, t0))}},
 			want: []string{"StopSandbox sb"}},
 		{name: "Never: done, the sandbox stops", pod: testPod(corev1.RestartPolicyNever),
-			obs:  observed{Sandbox: ready(), Containers: runs(exited("c1", 0, 1, t0))},
+			obs:  observed{Pod: runtime.Pod{Sandbox: ready(), Containers: runs(exited("c1", 0, 1, t0))}},
 			want: []string{"StopSandbox sb"}},
 		{name: "finished pod with stopped sandbox: nothing", pod: testPod(corev1.RestartPolicyNever),
-			obs: observed{Sandbox: &sandbox{ID: "sb"}, Containers: runs(exited("c1", 0, 1, t0))}},
+			obs: observed{Pod: runtime.Pod{Sandbox: &runtime.Sandbox{ID: "sb"}, Containers: runs(exited("c1", 0, 1, t0))}}},
 		{name: "created but not started: start afresh", pod: testPod(corev1.RestartPolicyAlways),
-			obs:  observed{Sandbox: ready(), Containers: runs(containerRun{ID: "c1", Name: "a", State: stateCreated})},
+			obs:  observed{Pod: runtime.Pod{Sandbox: ready(), Containers: runs(runtime.Container{ID: "c1", Name: "a", State: runtime.Created})}},
 			want: []string{"RemoveContainer c1", "StartContainer a #0"}},
 		{name: "deletion stops with the grace period, then deletes", pod: testPod(corev1.RestartPolicyAlways, deleting(7)),
-			obs:  observed{Sandbox: ready(), Containers: runs(running("c1", 0))},
+			obs:  observed{Pod: runtime.Pod{Sandbox: ready(), Containers: runs(running("c1", 0))}},
 			want: []string{"StopContainer a c1 grace=7s", "StopSandbox sb", "RemoveSandbox sb", "DeletePod"}},
 		{name: "deletion of a pod never started", pod: testPod(corev1.RestartPolicyAlways, deleting(30)),
 			want: []string{"DeletePod"}},
 		{name: "old sandboxes are removed", pod: testPod(corev1.RestartPolicyAlways),
-			obs:  observed{Sandbox: ready(), Others: []string{"old"}, Containers: runs(running("c1", 0))},
+			obs:  observed{Pod: runtime.Pod{Sandbox: ready(), Others: []string{"old"}, Containers: runs(running("c1", 0))}},
 			want: []string{"StopSandbox old", "RemoveSandbox old"}},
 	}
 	for _, tt := range tests {
@@ -146,35 +149,34 @@ func TestPodStatus(t *testing.T) {
 		podReady  corev1.ConditionStatus
 		wantPodIP string
 	}{
-		{name: "creating", pod: testPod(corev1.RestartPolicyAlways), obs: observed{Sandbox: ready()},
+		{name: "creating", pod: testPod(corev1.RestartPolicyAlways), obs: observed{Pod: runtime.Pod{Sandbox: ready()}},
 			phase: corev1.PodPending, state: "waiting:ContainerCreating", podReady: corev1.ConditionFalse},
 		{name: "running", pod: testPod(corev1.RestartPolicyAlways, func(p *corev1.Pod) { p.Spec.HostNetwork = true }),
-			obs:   observed{Sandbox: ready(), Containers: runs(running("c1", 0))},
+			obs:   observed{Pod: runtime.Pod{Sandbox: ready(), Containers: runs(running("c1", 0))}},
 			phase: corev1.PodRunning, state: "running", podReady: corev1.ConditionTrue, wantPodIP: "10.0.0.5"},
 		{name: "pod IP from the sandbox", pod: testPod(corev1.RestartPolicyAlways),
-			obs:   observed{Sandbox: &sandbox{ID: "sb", Ready: true, IP: "10.42.0.7"}, Containers: runs(running("c1", 0))},
+			obs:   observed{Pod: runtime.Pod{Sandbox: &runtime.Sandbox{ID: "sb", Ready: true, IP: "10.42.0.7"}, Containers: runs(running("c1", 0))}},
 			phase: corev1.PodRunning, state: "running", podReady: corev1.ConditionTrue, wantPodIP: "10.42.0.7"},
 		{name: "crash loop", pod: testPod(corev1.RestartPolicyAlways),
-			obs:   observed{Sandbox: ready(), Containers: runs(exited("c2", 1, 2, t0.Add(-time.Second)), exited("c1", 0, 2, t0.Add(-2*time.Second)))},
+			obs:   observed{Pod: runtime.Pod{Sandbox: ready(), Containers: runs(exited("c2", 1, 2, t0.Add(-time.Second)), exited("c1", 0, 2, t0.Add(-2*time.Second)))}},
 			phase: corev1.PodRunning, state: "waiting:CrashLoopBackOff", restarts: 1, lastTerm: true, podReady: corev1.ConditionFalse},
 		{name: "failed", pod: testPod(corev1.RestartPolicyNever),
-			obs:   observed{Sandbox: &sandbox{ID: "sb"}, Containers: runs(exited("c1", 0, 1, t0))},
+			obs:   observed{Pod: runtime.Pod{Sandbox: &runtime.Sandbox{ID: "sb"}, Containers: runs(exited("c1", 0, 1, t0))}},
 			phase: corev1.PodFailed, state: "terminated:1", podReady: corev1.ConditionFalse},
 		{name: "succeeded", pod: testPod(corev1.RestartPolicyOnFailure),
-			obs:   observed{Sandbox: &sandbox{ID: "sb"}, Containers: runs(exited("c1", 0, 0, t0))},
+			obs:   observed{Pod: runtime.Pod{Sandbox: &runtime.Sandbox{ID: "sb"}, Containers: runs(exited("c1", 0, 0, t0))}},
 			phase: corev1.PodSucceeded, state: "terminated:0", podReady: corev1.ConditionFalse},
-		{name: "cannot be created", pod: testPod(corev1.RestartPolicyAlways), obs: observed{Sandbox: ready(),
-			StartErrors: map[string]corev1.ContainerStateWaiting{"a": {Reason: "CreateContainerConfigError", Message: "configmap \"x\" not found"}}},
+		{name: "cannot be created", pod: testPod(corev1.RestartPolicyAlways), obs: observed{Pod: runtime.Pod{Sandbox: ready()}, StartErrors: map[string]corev1.ContainerStateWaiting{"a": {Reason: "CreateContainerConfigError", Message: "configmap \"x\" not found"}}},
 			phase: corev1.PodPending, state: "waiting:CreateContainerConfigError", podReady: corev1.ConditionFalse},
-		{name: "missing image", pod: testPod(corev1.RestartPolicyAlways), obs: observed{Sandbox: ready(), MissingImages: map[string]bool{"img": true}},
+		{name: "missing image", pod: testPod(corev1.RestartPolicyAlways), obs: observed{Pod: runtime.Pod{Sandbox: ready(), MissingImages: map[string]bool{"img": true}}},
 			phase: corev1.PodPending, state: "waiting:ErrImagePull", podReady: corev1.ConditionFalse},
 		{name: "missing image, seen before", pod: testPod(corev1.RestartPolicyAlways, func(p *corev1.Pod) {
 			p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "a", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImagePull"}}}}
-		}), obs: observed{Sandbox: ready(), MissingImages: map[string]bool{"img": true}},
+		}), obs: observed{Pod: runtime.Pod{Sandbox: ready(), MissingImages: map[string]bool{"img": true}}},
 			phase: corev1.PodPending, state: "waiting:ImagePullBackOff", podReady: corev1.ConditionFalse},
 		{name: "missing image, pull policy Never", pod: testPod(corev1.RestartPolicyAlways, func(p *corev1.Pod) {
 			p.Spec.Containers[0].ImagePullPolicy = corev1.PullNever
-		}), obs: observed{Sandbox: ready(), MissingImages: map[string]bool{"img": true}},
+		}), obs: observed{Pod: runtime.Pod{Sandbox: ready(), MissingImages: map[string]bool{"img": true}}},
 			phase: corev1.PodPending, state: "waiting:ErrImageNeverPull", podReady: corev1.ConditionFalse},
 	}
 	for _, tt := range tests {
@@ -220,7 +222,7 @@ func TestPodStatus(t *testing.T) {
 
 func TestPodStatusKeepsTransitionTimes(t *testing.T) {
 	pod := testPod(corev1.RestartPolicyAlways)
-	obs := observed{Sandbox: ready(), Containers: runs(running("c1", 0))}
+	obs := observed{Pod: runtime.Pod{Sandbox: ready(), Containers: runs(running("c1", 0))}}
 	pod.Status = podStatus(pod, obs, nodeEnv{}, t0)
 	again := podStatus(pod, obs, nodeEnv{}, t0.Add(time.Minute))
 	for i, c := range again.Conditions {
@@ -235,12 +237,12 @@ func withInit(p *corev1.Pod) {
 	p.Spec.InitContainers = []corev1.Container{{Name: "i1", Image: "img"}, {Name: "i2", Image: "img"}}
 }
 
-func initRun(name, id string, attempt uint32, state runState, code int32, finished time.Time) containerRun {
-	return containerRun{ID: id, Name: name, Attempt: attempt, State: state, ExitCode: code, StartedAt: finished.Add(-time.Second), FinishedAt: finished}
+func initRun(name, id string, attempt uint32, state runtime.State, code int32, finished time.Time) runtime.Container {
+	return runtime.Container{ID: id, Name: name, Attempt: attempt, State: state, ExitCode: code, StartedAt: finished.Add(-time.Second), FinishedAt: finished}
 }
 
-func obsOf(rs ...containerRun) observed {
-	o := observed{Sandbox: ready(), Containers: map[string][]containerRun{}}
+func obsOf(rs ...runtime.Container) observed {
+	o := observed{Pod: runtime.Pod{Sandbox: ready(), Containers: map[string][]runtime.Container{}}}
 	for _, r := range rs {
 		o.Containers[r.Name] = append(o.Containers[r.Name], r)
 	}
@@ -258,21 +260,21 @@ func TestPlanInitContainers(t *testing.T) {
 		{name: "first init container starts first", policy: corev1.RestartPolicyAlways, obs: obsOf(),
 			want: []string{"StartContainer i1 #0"}},
 		{name: "waits while it runs", policy: corev1.RestartPolicyAlways,
-			obs: obsOf(initRun("i1", "x1", 0, stateRunning, 0, t0))},
+			obs: obsOf(initRun("i1", "x1", 0, runtime.Running, 0, t0))},
 		{name: "then the second", policy: corev1.RestartPolicyAlways,
-			obs:  obsOf(initRun("i1", "x1", 0, stateExited, 0, t0)),
+			obs:  obsOf(initRun("i1", "x1", 0, runtime.Exited, 0, t0)),
 			want: []string{"StartContainer i2 #0"}},
 		{name: "then the containers", policy: corev1.RestartPolicyAlways,
-			obs:  obsOf(initRun("i1", "x1", 0, stateExited, 0, t0), initRun("i2", "x2", 0, stateExited, 0, t0)),
+			obs:  obsOf(initRun("i1", "x1", 0, runtime.Exited, 0, t0), initRun("i2", "x2", 0, runtime.Exited, 0, t0)),
 			want: []string{"StartContainer a #0"}},
 		{name: "a failed init container restarts (Always)", policy: corev1.RestartPolicyAlways,
-			obs:  obsOf(initRun("i1", "x1", 0, stateExited, 3, t0)),
+			obs:  obsOf(initRun("i1", "x1", 0, runtime.Exited, 3, t0)),
 			want: []string{"StartContainer i1 #1"}},
 		{name: "with back-off", policy: corev1.RestartPolicyOnFailure,
-			obs:      obsOf(initRun("i1", "x2", 1, stateExited, 3, t0.Add(-4*time.Second)), initRun("i1", "x1", 0, stateExited, 3, t0.Add(-6*time.Second))),
+			obs:      obsOf(initRun("i1", "x2", 1, runtime.Exited, 3, t0.Add(-4*time.Second)), initRun("i1", "x1", 0, runtime.Exited, 3, t0.Add(-6*time.Second))),
 			wantNext: t0.Add(6 * time.Second)},
 		{name: "Never: the pod fails, the sandbox stops", policy: corev1.RestartPolicyNever,
-			obs:  obsOf(initRun("i1", "x1", 0, stateExited, 3, t0)),
+			obs:  obsOf(initRun("i1", "x1", 0, runtime.Exited, 3, t0)),
 			want: []string{"StopSandbox sb"}},
 		{name: "initialized once the containers ran, whatever the init runs", policy: corev1.RestartPolicyAlways,
 			obs: obsOf(running("c1", 0))},
@@ -316,18 +318,18 @@ func TestPodStatusInitContainers(t *testing.T) {
 	}{
 		{name: "nothing ran", policy: corev1.RestartPolicyAlways, obs: obsOf(), phase: corev1.PodPending,
 			states: "waiting:PodInitializing waiting:PodInitializing waiting:PodInitializing", initialized: "False: containers with incomplete status: [i1 i2]"},
-		{name: "first running", policy: corev1.RestartPolicyAlways, obs: obsOf(initRun("i1", "x1", 0, stateRunning, 0, t0)), phase: corev1.PodPending,
+		{name: "first running", policy: corev1.RestartPolicyAlways, obs: obsOf(initRun("i1", "x1", 0, runtime.Running, 0, t0)), phase: corev1.PodPending,
 			states: "running waiting:PodInitializing waiting:PodInitializing", initialized: "False: containers with incomplete status: [i1 i2]"},
-		{name: "first done", policy: corev1.RestartPolicyAlways, obs: obsOf(initRun("i1", "x1", 0, stateExited, 0, t0)), phase: corev1.PodPending,
+		{name: "first done", policy: corev1.RestartPolicyAlways, obs: obsOf(initRun("i1", "x1", 0, runtime.Exited, 0, t0)), phase: corev1.PodPending,
 			states: "terminated:0 waiting:PodInitializing waiting:PodInitializing", initialized: "False: containers with incomplete status: [i2]"},
 		{name: "all done", policy: corev1.RestartPolicyAlways,
-			obs:   obsOf(initRun("i1", "x1", 0, stateExited, 0, t0), initRun("i2", "x2", 0, stateExited, 0, t0)),
+			obs:   obsOf(initRun("i1", "x1", 0, runtime.Exited, 0, t0), initRun("i2", "x2", 0, runtime.Exited, 0, t0)),
 			phase: corev1.PodPending, states: "terminated:0 terminated:0 waiting:ContainerCreating", initialized: "True"},
 		{name: "init crash loop", policy: corev1.RestartPolicyAlways,
-			obs:   obsOf(initRun("i1", "x2", 1, stateExited, 3, t0.Add(-time.Second)), initRun("i1", "x1", 0, stateExited, 3, t0.Add(-2*time.Second))),
+			obs:   obsOf(initRun("i1", "x2", 1, runtime.Exited, 3, t0.Add(-time.Second)), initRun("i1", "x1", 0, runtime.Exited, 3, t0.Add(-2*time.Second))),
 			phase: corev1.PodPending, states: "waiting:CrashLoopBackOff waiting:PodInitializing waiting:PodInitializing", initialized: "False: containers with incomplete status: [i1 i2]"},
 		{name: "init failed, Never", policy: corev1.RestartPolicyNever,
-			obs:   obsOf(initRun("i1", "x1", 0, stateExited, 3, t0)),
+			obs:   obsOf(initRun("i1", "x1", 0, runtime.Exited, 3, t0)),
 			phase: corev1.PodFailed, states: "terminated:3 waiting:PodInitializing waiting:PodInitializing", initialized: "False: containers with incomplete status: [i1 i2]"},
 	}
 	for _, tt := range tests {
@@ -364,7 +366,7 @@ func TestPlanSidecars(t *testing.T) {
 	withSidecar := func(p *corev1.Pod) {
 		p.Spec.InitContainers = []corev1.Container{{Name: "side", Image: "img", RestartPolicy: &always}, {Name: "i2", Image: "img"}}
 	}
-	started := func(r containerRun) containerRun { r.StartedAt = t0.Add(-time.Minute); return r }
+	started := func(r runtime.Container) runtime.Container { r.StartedAt = t0.Add(-time.Minute); return r }
 	tests := []struct {
 		name   string
 		policy corev1.RestartPolicy
@@ -373,15 +375,15 @@ func TestPlanSidecars(t *testing.T) {
 	}{
 		{name: "the sidecar starts first", obs: obsOf(), want: []string{"StartContainer side #0"}},
 		{name: "once it has started, the next init container runs",
-			obs: obsOf(started(initRun("side", "s1", 0, stateRunning, 0, time.Time{}))), want: []string{"StartContainer i2 #0"}},
+			obs: obsOf(started(initRun("side", "s1", 0, runtime.Running, 0, time.Time{}))), want: []string{"StartContainer i2 #0"}},
 		{name: "then the containers, the sidecar still running",
-			obs:  obsOf(started(initRun("side", "s1", 0, stateRunning, 0, time.Time{})), initRun("i2", "x2", 0, stateExited, 0, t0)),
+			obs:  obsOf(started(initRun("side", "s1", 0, runtime.Running, 0, time.Time{})), initRun("i2", "x2", 0, runtime.Exited, 0, t0)),
 			want: []string{"StartContainer a #0"}},
 		{name: "a sidecar that exits restarts, even with success and policy Never", policy: corev1.RestartPolicyNever,
-			obs:  obsOf(initRun("side", "s1", 0, stateExited, 0, t0), initRun("i2", "x2", 0, stateExited, 0, t0), running("c1", 0)),
+			obs:  obsOf(initRun("side", "s1", 0, runtime.Exited, 0, t0), initRun("i2", "x2", 0, runtime.Exited, 0, t0), running("c1", 0)),
 			want: []string{"StartContainer side #1"}},
 		{name: "when the containers are done, the sidecar and sandbox stop", policy: corev1.RestartPolicyNever,
-			obs:  obsOf(started(initRun("side", "s1", 0, stateRunning, 0, time.Time{})), initRun("i2", "x2", 0, stateExited, 0, t0), exited("c1", 0, 0, t0)),
+			obs:  obsOf(started(initRun("side", "s1", 0, runtime.Running, 0, time.Time{})), initRun("i2", "x2", 0, runtime.Exited, 0, t0), exited("c1", 0, 0, t0)),
 			want: []string{"StopContainer side s1 grace=30s", "StopSandbox sb"}},
 	}
 	for _, tt := range tests {
@@ -405,7 +407,7 @@ func TestPlanSidecars(t *testing.T) {
 		withSidecar(p)
 		p.Spec.InitContainers[0].StartupProbe = &corev1.Probe{}
 	}
-	obs := obsOf(started(initRun("side", "s1", 0, stateRunning, 0, time.Time{})))
+	obs := obsOf(started(initRun("side", "s1", 0, runtime.Running, 0, time.Time{})))
 	if acts, _ := plan(testPod(corev1.RestartPolicyAlways, probed), obs, t0); len(acts) != 0 {
 		t.Errorf("before the sidecar's startup probe succeeded: %v", acts)
 	}
@@ -420,18 +422,92 @@ func TestPlanSidecars(t *testing.T) {
 		deleting(10)(p)
 		p.DeletionTimestamp = &metav1.Time{Time: t0.Add(6 * time.Second)}
 	}
-	obs = obsOf(started(initRun("side", "s1", 0, stateRunning, 0, time.Time{})), initRun("i2", "x2", 0, stateExited, 0, t0), running("c1", 0))
+	obs = obsOf(started(initRun("side", "s1", 0, runtime.Running, 0, time.Time{})), initRun("i2", "x2", 0, runtime.Exited, 0, t0), running("c1", 0))
 	if acts, _ := plan(testPod(corev1.RestartPolicyAlways, del), obs, t0); len(acts) != 1 || acts[0].String() != "StopContainer a c1 grace=10s" {
 		t.Errorf("deletion, first: %v", acts)
 	}
-	obs = obsOf(started(initRun("side", "s1", 0, stateRunning, 0, time.Time{})), initRun("i2", "x2", 0, stateExited, 0, t0), exited("c1", 0, 0, t0))
+	obs = obsOf(started(initRun("side", "s1", 0, runtime.Running, 0, time.Time{})), initRun("i2", "x2", 0, runtime.Exited, 0, t0), exited("c1", 0, 0, t0))
 	if acts, _ := plan(testPod(corev1.RestartPolicyAlways, del), obs, t0); len(acts) < 1 || acts[0].String() != "StopContainer side s1 grace=6s" {
 		t.Errorf("deletion, then: %v", acts)
 	}
 	// Status: the sidecar is ready while it runs; the pod is initialized.
 	st := podStatus(testPod(corev1.RestartPolicyAlways, withSidecar),
-		obsOf(started(initRun("side", "s1", 0, stateRunning, 0, time.Time{})), initRun("i2", "x2", 0, stateExited, 0, t0), running("c1", 0)), nodeEnv{}, t0)
+		obsOf(started(initRun("side", "s1", 0, runtime.Running, 0, time.Time{})), initRun("i2", "x2", 0, runtime.Exited, 0, t0), running("c1", 0)), nodeEnv{}, t0)
 	if !st.InitContainerStatuses[0].Ready || !st.InitContainerStatuses[1].Ready || st.Phase != corev1.PodRunning {
 		t.Errorf("status = %+v", st)
+	}
+}
+
+func TestProbesInPlanAndStatus(t *testing.T) {
+	probed := func(p *corev1.Pod) {
+		p.Spec.Containers[0].ReadinessProbe = &corev1.Probe{}
+		p.Spec.Containers[0].LivenessProbe = &corev1.Probe{}
+	}
+	pod := testPod(corev1.RestartPolicyAlways, probed)
+	obs := observed{Pod: runtime.Pod{Sandbox: ready(), Containers: runs(running("c1", 0))}}
+
+	// Not ready until the readiness probe succeeds.
+	st := podStatus(pod, obs, nodeEnv{}, t0)
+	if st.ContainerStatuses[0].Ready {
+		t.Error("ready before the readiness probe succeeded")
+	}
+	obs.Ready = map[string]bool{"a": true}
+	if st := podStatus(pod, obs, nodeEnv{}, t0); !st.ContainerStatuses[0].Ready {
+		t.Error("not ready after the readiness probe succeeded")
+	}
+
+	// A failed liveness probe stops the container with the grace period.
+	obs.Unhealthy = map[string]string{"a": "Container a failed liveness probe, will be restarted"}
+	acts, _ := plan(pod, obs, t0)
+	var got []string
+	for _, a := range acts {
+		got = append(got, a.String())
+	}
+	if want := []string{"StopContainer a c1 grace=30s"}; !slices.Equal(got, want) {
+		t.Errorf("actions = %q, want %q", got, want)
+	}
+}
+
+func TestActiveDeadline(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	deadline := int64(30)
+	pod := testPod(corev1.RestartPolicyAlways, func(p *corev1.Pod) {
+		p.Spec.ActiveDeadlineSeconds = &deadline
+		p.Status.StartTime = &metav1.Time{Time: t0}
+	})
+	obs := observed{Pod: runtime.Pod{Sandbox: ready(), Containers: runs(running("c1", 0))}}
+	acts, next := plan(pod, obs, t0.Add(10*time.Second))
+	if len(acts) != 0 || !next.Equal(t0.Add(30*time.Second)) {
+		t.Errorf("before the deadline: %v, next %v", acts, next)
+	}
+	acts, _ = plan(pod, obs, t0.Add(31*time.Second))
+	if len(acts) != 2 || acts[0].Kind != actStopContainer || acts[1].Kind != actStopSandbox {
+		t.Errorf("after the deadline: %v", acts)
+	}
+	st := podStatus(pod, obs, nodeEnv{}, t0.Add(31*time.Second))
+	if st.Phase != corev1.PodFailed || st.Reason != "DeadlineExceeded" || st.Message != "Pod was active on the node longer than the specified deadline" {
+		t.Errorf("status: %s %s %s", st.Phase, st.Reason, st.Message)
+	}
+}
+
+func TestStartupProbeGatesStartedAndReady(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	pod := testPod(corev1.RestartPolicyAlways, func(p *corev1.Pod) {
+		p.Spec.Containers[0].StartupProbe = &corev1.Probe{}
+	})
+	obs := observed{Pod: runtime.Pod{Sandbox: ready(), Containers: runs(running("c1", 0))}}
+	st := podStatus(pod, obs, nodeEnv{}, t0).ContainerStatuses[0]
+	if *st.Started || st.Ready {
+		t.Errorf("before the startup probe succeeded: started %v ready %v", *st.Started, st.Ready)
+	}
+	obs.Started = map[string]bool{"a": true}
+	st = podStatus(pod, obs, nodeEnv{}, t0).ContainerStatuses[0]
+	if !*st.Started || !st.Ready {
+		t.Errorf("after: started %v ready %v", *st.Started, st.Ready)
+	}
+	obs.Unhealthy = map[string]string{"a": "Container a failed startup probe, will be restarted"}
+	acts, _ := plan(pod, obs, t0)
+	if len(acts) != 1 || acts[0].Kind != actStopContainer || acts[0].Message != obs.Unhealthy["a"] {
+		t.Errorf("actions: %+v", acts)
 	}
 }

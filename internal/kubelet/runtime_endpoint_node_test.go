@@ -15,6 +15,7 @@ import (
 	"plainkube.dev/plainkube/internal/image/pause"
 	"plainkube.dev/plainkube/internal/kubelet"
 	"plainkube.dev/plainkube/internal/kubelet/containerd"
+	"plainkube.dev/plainkube/internal/kubelet/network"
 )
 
 // TestRuntimeEndpoint runs the agent against a containerd it did not
@@ -25,7 +26,7 @@ import (
 func TestRuntimeEndpoint(t *testing.T) {
 	var endpoint string
 	var rt *containerd.Process
-	cs, dir := startNodeWith(t, kubelet.DefaultPodCIDR, func(o *kubelet.Options) {
+	cs, dir := startNodeWith(t, network.DefaultPodCIDR, func(o *kubelet.Options) {
 		rt = o.Runtime
 		endpoint = rt.Endpoint()
 		o.Runtime, o.RuntimeEndpoint = nil, endpoint
@@ -54,8 +55,8 @@ func TestRuntimeEndpoint(t *testing.T) {
 	})
 	p, _ := getPod(ctx, cs, "on-external")
 	ip, err := netip.ParseAddr(p.Status.PodIP)
-	if err != nil || !netip.MustParsePrefix(kubelet.DefaultPodCIDR).Contains(ip) {
-		t.Errorf("pod IP %q not in %s", p.Status.PodIP, kubelet.DefaultPodCIDR)
+	if err != nil || !netip.MustParsePrefix(network.DefaultPodCIDR).Contains(ip) {
+		t.Errorf("pod IP %q not in %s", p.Status.PodIP, network.DefaultPodCIDR)
 	}
 	// The network was written where that containerd reads it.
 	if _, err := os.Stat(filepath.Join(rt.CNIConfDir(), "10-plainkube.conflist")); err != nil {

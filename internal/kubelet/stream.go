@@ -9,6 +9,8 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	kubeletserver "plainkube.dev/plainkube/internal/kubelet/server"
+
+	"plainkube.dev/plainkube/internal/kubelet/runtime"
 )
 
 // streams implements the agent API's Streamer: it finds a pod's running
@@ -22,7 +24,7 @@ func (s streams) ExecURL(ctx context.Context, ns, pod, container string, cmd []s
 	if err != nil {
 		return nil, err
 	}
-	resp, err := s.a.rt.Runtime.Exec(ctx, &runtimeapi.ExecRequest{ContainerId: id, Cmd: cmd, Tty: o.TTY, Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stderr})
+	resp, err := s.a.cri.Exec(ctx, &runtimeapi.ExecRequest{ContainerId: id, Cmd: cmd, Tty: o.TTY, Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stderr})
 	if err != nil {
 		return nil, err
 	}
@@ -34,7 +36,7 @@ func (s streams) AttachURL(ctx context.Context, ns, pod, container string, o kub
 	if err != nil {
 		return nil, err
 	}
-	resp, err := s.a.rt.Runtime.Attach(ctx, &runtimeapi.AttachRequest{ContainerId: id, Tty: o.TTY, Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stderr})
+	resp, err := s.a.cri.Attach(ctx, &runtimeapi.AttachRequest{ContainerId: id, Tty: o.TTY, Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stderr})
 	if err != nil {
 		return nil, err
 	}
@@ -46,7 +48,7 @@ func (s streams) Run(ctx context.Context, ns, pod, container string, cmd []strin
 	if err != nil {
 		return nil, err
 	}
-	stdout, stderr, err := s.a.rt.Runtime.ExecSync(ctx, id, cmd, runTimeout)
+	stdout, stderr, err := s.a.cri.ExecSync(ctx, id, cmd, runTimeout)
 	if err != nil {
 		return nil, err
 	}
@@ -57,8 +59,8 @@ func (s streams) Run(ctx context.Context, ns, pod, container string, cmd []strin
 const runTimeout = time.Minute
 
 func (s streams) PortForwardURL(ctx context.Context, ns, pod string, ports []int32) (*url.URL, error) {
-	sbs, err := s.a.rt.Runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{
-		LabelSelector: map[string]string{labelPodNamespace: ns, labelPodName: pod},
+	sbs, err := s.a.cri.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{
+		LabelSelector: map[string]string{runtime.LabelPodNamespace: ns, runtime.LabelPodName: pod},
 		State:         &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY},
 	})
 	if err != nil {
@@ -73,7 +75,7 @@ func (s streams) PortForwardURL(ctx context.Context, ns, pod string, ports []int
 	if best == nil {
 		return nil, fmt.Errorf("pod does not exist: %w", kubeletserver.ErrNotFound)
 	}
-	resp, err := s.a.rt.Runtime.PortForward(ctx, &runtimeapi.PortForwardRequest{PodSandboxId: best.Id, Port: ports})
+	resp, err := s.a.cri.PortForward(ctx, &runtimeapi.PortForwardRequest{PodSandboxId: best.Id, Port: ports})
 	if err != nil {
 		return nil, err
 	}
@@ -84,8 +86,8 @@ func (s streams) PortForwardURL(ctx context.Context, ns, pod string, ports []int
 // (found by the labels the agent puts on sandboxes and containers; a pod
 // recreated under the same name has the newer one).
 func (s streams) container(ctx context.Context, ns, pod, name string) (string, error) {
-	cs, err := s.a.rt.Runtime.ListContainers(ctx, &runtimeapi.ContainerFilter{
-		LabelSelector: map[string]string{labelPodNamespace: ns, labelPodName: pod, labelContainerName: name},
+	cs, err := s.a.cri.ListContainers(ctx, &runtimeapi.ContainerFilter{
+		LabelSelector: map[string]string{runtime.LabelPodNamespace: ns, runtime.LabelPodName: pod, runtime.LabelContainerName: name},
 		State:         &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING},
 	})
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"plainkube.dev/plainkube/internal/kubelet"
+	"plainkube.dev/plainkube/internal/kubelet/network"
 )
 
 // readSeen reads a file a container copies out of its volumes into the
@@ -63,7 +64,7 @@ func waitRunning(t *testing.T, cs kubernetes.Interface, name string) *corev1.Pod
 }
 
 func TestVolumeUpdates(t *testing.T) {
-	cs, dir := startNodeWith(t, kubelet.DefaultPodCIDR, func(o *kubelet.Options) { o.VolumeResyncInterval = time.Second })
+	cs, dir := startNodeWith(t, network.DefaultPodCIDR, func(o *kubelet.Options) { o.VolumeResyncInterval = time.Second })
 	ctx := context.Background()
 	cms := cs.CoreV1().ConfigMaps("default")
 

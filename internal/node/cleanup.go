@@ -16,7 +16,7 @@ import (
 )
 
 // bridgeName matches the pod bridges the node agent creates (one per pod
-// range: pk and the range's address in hex, see kubelet.BridgeName).
+// range: pk and the range's address in hex; see BridgeName in internal/kubelet/network).
 var bridgeName = regexp.MustCompile(`^pk[0-9a-f]{8}$`)
 
 // Cleanup removes what a node that did not stop cleanly left on the host:

@@ -286,7 +286,7 @@ func (g *generator) defineCustom(gvk schema.GroupVersionKind, given *spec.Schema
 	if _, ok := g.defs[kind]; !ok {
 		var s spec.Schema
 		if given != nil && g.v3 {
-			s = *deepCopySchema(given)
+			s = *DeepCopySchema(given)
 		} else {
 			s = spec.Schema{SchemaProps: spec.SchemaProps{Type: []string{"object"}}}
 			s.AddExtension(extPreserveFields, true)
@@ -340,7 +340,8 @@ func withDescription(s spec.Schema, d string) spec.Schema {
 	return s
 }
 
-func deepCopySchema(s *spec.Schema) *spec.Schema {
+// DeepCopySchema copies a schema through its JSON form.
+func DeepCopySchema(s *spec.Schema) *spec.Schema {
 	data, err := json.Marshal(s)
 	if err != nil {
 		panic(err)

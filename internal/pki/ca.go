@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/hex"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"strings"
@@ -54,4 +55,13 @@ func CheckCertHash(c *x509.Certificate, pin string) error {
 		return fmt.Errorf("the cluster CA's public key hash is %s, not the %s given", got, pin)
 	}
 	return nil
+}
+
+// ParseCertPEM parses the first PEM block of data as a certificate.
+func ParseCertPEM(data []byte) (*x509.Certificate, error) {
+	block, _ := pem.Decode(data)
+	if block == nil || block.Type != "CERTIFICATE" {
+		return nil, errors.New("no PEM certificate")
+	}
+	return x509.ParseCertificate(block.Bytes)
 }

@@ -22,7 +22,18 @@ type Resource struct {
 	Namespaced bool
 	// Subresources served besides the main resource, e.g. "status", "scale",
 	// "binding", "eviction", "ephemeralcontainers", "finalize", "token".
+	// How each is served: "status" and "scale" by the API server's generic
+	// handlers; those in Parts by the generic get, update and patch of one
+	// part of the object; those in Handlers by the resource's own handler.
 	Subresources []string
+	// Parts are the subresources besides "status" that write one part of
+	// the object, by name.
+	Parts map[string]Part
+	// Handlers serve the subresources the resource answers itself, by name.
+	Handlers map[string]Handler
+	// Handler serves every request of an Ephemeral resource that answers
+	// for itself (metrics.k8s.io); nil: the API server's reviews.
+	Handler *Handler
 	// Verbs the main resource allows; nil means all of create, delete,
 	// deletecollection, get, list, patch, update, watch.
 	Verbs []string
@@ -30,9 +41,9 @@ type Resource struct {
 	// both APIs then show the same objects (events.k8s.io/v1 events are
 	// core/v1 events in storage, as upstream).
 	StoredAs *StoredAs
-	// Ephemeral resources are not stored: the API server answers them
-	// itself, a create of access and token reviews, a get or list of
-	// metrics.k8s.io (from the node agents' usage summaries).
+	// Ephemeral resources are not stored: the API server answers a create
+	// of access and token reviews itself, and the rest with their Handler
+	// (metrics.k8s.io, from the node agents' usage summaries).
 	Ephemeral bool
 	// TracksGeneration: metadata.generation starts at 1 and bumps on every
 	// change outside metadata and status.
@@ -68,11 +79,32 @@ type Strategy struct {
 	ValidateUpdateOnly bool
 	// ValidateStatusUpdate checks a /status update.
 	ValidateStatusUpdate func(obj, old runtime.Object) field.ErrorList
+	// GracePeriod says how long a delete of obj waits for the object to
+	// stop (a pod bound to a node: until its kubelet deletes it for good);
+	// ok false: the delete proceeds at once.
+	GracePeriod func(obj runtime.Object, opts *metav1.DeleteOptions) (grace int64, ok bool)
+	// OwnFinalizers reports whether obj waits for finalizers of its own
+	// besides metadata.finalizers (a namespace's spec.finalizers).
+	OwnFinalizers func(obj runtime.Object) bool
+	// PrepareForDelete marks an object whose deletion begins and waits for
+	// finalizers (a namespace's phase becomes Terminating).
+	PrepareForDelete func(obj runtime.Object)
 	// SelectableFields returns the fields usable in a fieldSelector beyond
 	// metadata.name and metadata.namespace (e.g. pods' spec.nodeName).
 	SelectableFields func(obj runtime.Object) fields.Set
 	// Table prints the rows of `kubectl get` (see package printers).
 	Table *TableSpec
+}
+
+// Part is a subresource that writes one part of the object (pods'
+// ephemeralcontainers, a namespace's finalize, a CSR's approval).
+type Part struct {
+	// Merge returns the stored object old with obj's part copied in; nil:
+	// what a /status write may change (the status, and metadata other
+	// than labels).
+	Merge func(obj, old runtime.Object) runtime.Object
+	// UpdateOnly parts answer only PUT; get and patch are 405.
+	UpdateOnly bool
 }
 
 // TableSpec is the server-side printing of one kind.

@@ -56,64 +56,103 @@ func secretGetter(cfg *rest.Config) (auth.SecretGetter, error) {
 	}, nil
 }
 
-// ensureJoinToken returns the token kept in dataDir (making one the first
-// time) and makes sure its Secret exists and matches; Secrets of earlier
-// join tokens are deleted. The token does not expire: it lasts until its
-// file is removed (a restart then makes a new one).
-func ensureJoinToken(ctx context.Context, cfg *rest.Config, dataDir string) (string, error) {
+// DefaultJoinTokenTTL is how long the join token a server makes at its
+// first start lasts, as kubeadm's default token.
+const DefaultJoinTokenTTL = 24 * time.Hour
+
+// JoinToken is the server's join token, as ensureJoinToken found it.
+type JoinToken struct {
+	// Token is "" when the token has expired: a join command then needs a
+	// new one (`plainkube token create --print-join-command`).
+	Token string
+	// Expires is when it stops working (zero: never).
+	Expires time.Time
+	// New is whether this start made it (the server prints the join
+	// command then, and not at later starts).
+	New bool
+}
+
+// ensureJoinToken returns the token kept in dataDir, making one the first
+// time, and makes sure its Secret exists and matches; Secrets of earlier
+// join tokens are deleted. The token expires ttl after it was made (the
+// file's modification time; ttl 0: never); an expired one is not made
+// valid again. It lasts until then or until its file is removed (a restart
+// then makes a new one).
+func ensureJoinToken(ctx context.Context, cfg *rest.Config, dataDir string, ttl time.Duration) (JoinToken, error) {
 	path := filepath.Join(dataDir, JoinTokenFile)
+	var jt JoinToken
 	b, err := os.ReadFile(path)
-	token := strings.TrimSpace(string(b))
+	jt.Token = strings.TrimSpace(string(b))
+	made := time.Now()
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		if token, err = auth.NewBootstrapToken(); err != nil {
-			return "", err
+		if jt.Token, err = auth.NewBootstrapToken(); err != nil {
+			return JoinToken{}, err
 		}
+		jt.New = true
 	case err != nil:
-		return "", err
+		return JoinToken{}, err
+	default:
+		st, err := os.Stat(path)
+		if err != nil {
+			return JoinToken{}, err
+		}
+		made = st.ModTime()
 	}
-	want, err := auth.BootstrapTokenSecret(token, "the token `plainkube agent --token` joins nodes with", []string{NodeBootstrapGroup}, time.Time{})
+	if ttl > 0 {
+		jt.Expires = made.Add(ttl).Truncate(time.Second)
+	}
+	want, err := auth.BootstrapTokenSecret(jt.Token, "the token `plainkube agent --token` joins nodes with", []string{NodeBootstrapGroup}, jt.Expires)
 	if err != nil {
-		return "", fmt.Errorf("%s: %w", path, err)
+		return JoinToken{}, fmt.Errorf("%s: %w", path, err)
 	}
 	want.Labels = map[string]string{JoinTokenLabel: "true"}
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return "", err
+		return JoinToken{}, err
 	}
 	secrets := cs.CoreV1().Secrets("kube-system")
 	old, err := secrets.List(ctx, metav1.ListOptions{LabelSelector: JoinTokenLabel + "=true"})
 	if err != nil {
-		return "", fmt.Errorf("join token secrets: %w", err)
+		return JoinToken{}, fmt.Errorf("join token secrets: %w", err)
 	}
 	for _, o := range old.Items {
 		if o.Name != want.Name {
 			if err := secrets.Delete(ctx, o.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-				return "", fmt.Errorf("removing the replaced join token: %w", err)
+				return JoinToken{}, fmt.Errorf("removing the replaced join token: %w", err)
 			}
 		}
+	}
+	if !jt.Expires.IsZero() && !time.Now().Before(jt.Expires) {
+		// Expired: its Secret goes too, and nothing makes it valid again.
+		if err := secrets.Delete(ctx, want.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return JoinToken{}, fmt.Errorf("removing the expired join token: %w", err)
+		}
+		return JoinToken{Expires: jt.Expires}, nil
 	}
 	cur, err := secrets.Get(ctx, want.Name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		if _, err := secrets.Create(ctx, want, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return "", fmt.Errorf("join token secret: %w", err)
+			return JoinToken{}, fmt.Errorf("join token secret: %w", err)
 		}
 	case err != nil:
-		return "", fmt.Errorf("join token secret: %w", err)
+		return JoinToken{}, fmt.Errorf("join token secret: %w", err)
 	case cur.Type != want.Type || !sameData(cur.Data, want.Data) || cur.Labels[JoinTokenLabel] != "true":
 		// Someone changed or replaced it: the file is the source of truth.
 		if err := secrets.Delete(ctx, want.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return "", fmt.Errorf("join token secret: %w", err)
+			return JoinToken{}, fmt.Errorf("join token secret: %w", err)
 		}
 		if _, err := secrets.Create(ctx, want, metav1.CreateOptions{}); err != nil {
-			return "", fmt.Errorf("join token secret: %w", err)
+			return JoinToken{}, fmt.Errorf("join token secret: %w", err)
 		}
 	}
-	if err := os.WriteFile(path, []byte(token+"\n"), 0o600); err != nil {
-		return "", err
+	if jt.New {
+		if err := os.WriteFile(path, []byte(jt.Token+"\n"), 0o600); err != nil {
+			return JoinToken{}, err
+		}
 	}
-	return token, os.Chmod(path, 0o600)
+	return jt, os.Chmod(path, 0o600)
 }
 
 func sameData(a, b map[string][]byte) bool {
@@ -164,7 +203,17 @@ func ensureClusterInfo(ctx context.Context, cfg *rest.Config, url string, caPEM 
 	})
 }
 
-// JoinCommand is the command that joins another host to this server.
+// JoinCommand is the command that joins another host to this server with
+// its join token, or "" when that token has expired.
 func (s *Server) JoinCommand() string {
-	return fmt.Sprintf("plainkube agent --server %s --token %s --ca-cert-hash %s", s.JoinURL, s.JoinToken, s.CAHash)
+	if s.JoinToken.Token == "" {
+		return ""
+	}
+	return JoinCommand(s.JoinURL, s.JoinToken.Token, s.CAHash)
+}
+
+// JoinCommand is the command that joins a host to the server at url with
+// token, pinning the CA by caHash.
+func JoinCommand(url, token, caHash string) string {
+	return fmt.Sprintf("plainkube agent --server %s --token %s --ca-cert-hash %s", url, token, caHash)
 }

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -31,7 +32,7 @@ func TestJoinToken(t *testing.T) {
 	dir := t.TempDir()
 	start := func() *Server {
 		ctx, cancel := context.WithCancel(context.Background())
-		s, err := Start(ctx, Options{DataDir: dir, BindAddress: "127.0.0.1", Port: 0, InMemory: true,
+		s, err := Start(ctx, Options{DataDir: dir, BindAddress: "127.0.0.1", Port: 0, InMemory: true, JoinTokenTTL: time.Hour,
 			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 		if err != nil {
 			cancel()
@@ -41,10 +42,13 @@ func TestJoinToken(t *testing.T) {
 		return s
 	}
 	s := start()
-	if _, _, ok := auth.ParseBootstrapToken(s.JoinToken); !ok {
-		t.Fatalf("join token %q", s.JoinToken)
+	if _, _, ok := auth.ParseBootstrapToken(s.JoinToken.Token); !ok || !s.JoinToken.New {
+		t.Fatalf("join token %+v", s.JoinToken)
 	}
-	want := "plainkube agent --server " + s.JoinURL + " --token " + s.JoinToken + " --ca-cert-hash " + pki.CertHash(s.PKI.CACert)
+	if left := time.Until(s.JoinToken.Expires); left < 50*time.Minute || left > time.Hour {
+		t.Fatalf("join token expires in %v, want an hour", left)
+	}
+	want := "plainkube agent --server " + s.JoinURL + " --token " + s.JoinToken.Token + " --ca-cert-hash " + pki.CertHash(s.PKI.CACert)
 	if s.JoinCommand() != want || !strings.HasPrefix(s.JoinURL, "https://127.0.0.1:") {
 		t.Fatalf("join command %q", s.JoinCommand())
 	}
@@ -58,7 +62,7 @@ func TestJoinToken(t *testing.T) {
 	withToken := func(token string) kubernetes.Interface {
 		return kubernetes.NewForConfigOrDie(&rest.Config{Host: s.URL, BearerToken: token, TLSClientConfig: rest.TLSClientConfig{CAData: s.PKI.CAPEM}})
 	}
-	boot := withToken(s.JoinToken)
+	boot := withToken(s.JoinToken.Token)
 	if _, err := boot.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{}); err != nil {
 		t.Fatalf("bootstrapper lists CSRs: %v", err)
 	}
@@ -66,7 +70,7 @@ func TestJoinToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, _, _ := auth.ParseBootstrapToken(s.JoinToken)
+	id, _, _ := auth.ParseBootstrapToken(s.JoinToken.Token)
 	if u := who.Status.UserInfo; u.Username != "system:bootstrap:"+id || strings.Join(u.Groups, ",") != "system:bootstrappers,"+NodeBootstrapGroup+",system:authenticated" {
 		t.Fatalf("bootstrap user %+v", u)
 	}
@@ -115,13 +119,13 @@ func TestJoinToken(t *testing.T) {
 	s.cancel()
 	s.Wait()
 	s2 := start()
-	if s2.JoinToken != token {
-		t.Fatalf("token changed across a restart: %q, then %q", token, s2.JoinToken)
+	if s2.JoinToken.Token != token.Token || s2.JoinToken.New || !s2.JoinToken.Expires.Equal(token.Expires) {
+		t.Fatalf("token changed across a restart: %+v, then %+v", token, s2.JoinToken)
 	}
 	secrets := kubernetes.NewForConfigOrDie(s2.LoopbackConfig()).CoreV1().Secrets("kube-system")
 	sec, err := secrets.Get(ctx, name, metav1.GetOptions{})
 	if err != nil || sec.Type != corev1.SecretTypeBootstrapToken || string(sec.Data["usage-bootstrap-authentication"]) != "true" ||
-		string(sec.Data["auth-extra-groups"]) != NodeBootstrapGroup {
+		string(sec.Data["auth-extra-groups"]) != NodeBootstrapGroup || string(sec.Data["expiration"]) != token.Expires.UTC().Format(time.RFC3339) {
 		t.Fatalf("token secret after restart: %+v %v", sec, err)
 	}
 	// Removing the file replaces the token at the next start, and revokes
@@ -139,11 +143,24 @@ func TestJoinToken(t *testing.T) {
 	if err != nil || len(list.Items) != 1 {
 		t.Fatalf("join token secrets after replacing it: %v %v", list, err)
 	}
+	// A token older than its TTL has expired: a start removes its Secret,
+	// does not make it valid again, and gives no join command.
+	old := time.Now().Add(-2 * time.Hour)
+	if err := os.Chtimes(filepath.Join(dir, JoinTokenFile), old, old); err != nil {
+		t.Fatal(err)
+	}
+	expired, err := ensureJoinToken(ctx, s2.LoopbackConfig(), dir, time.Hour)
+	if err != nil || expired.Token != "" || expired.New || !expired.Expires.Before(time.Now()) {
+		t.Fatalf("expired join token: %+v, %v", expired, err)
+	}
+	if list, err := secrets.List(ctx, metav1.ListOptions{LabelSelector: JoinTokenLabel + "=true"}); err != nil || len(list.Items) != 0 {
+		t.Fatalf("an expired join token's Secret is still there: %v %v", list, err)
+	}
 }
 
 func ensureJoinTokenForTest(ctx context.Context, s *Server, dir string) error {
-	tok, err := ensureJoinToken(ctx, s.LoopbackConfig(), dir)
-	if err == nil && tok == s.JoinToken {
+	tok, err := ensureJoinToken(ctx, s.LoopbackConfig(), dir, time.Hour)
+	if err == nil && tok.Token == s.JoinToken.Token {
 		return fmt.Errorf("the token was not replaced")
 	}
 	return err

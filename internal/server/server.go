@@ -18,23 +18,23 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"plainkube.dev/plainkube/internal/admission"
+	"plainkube.dev/plainkube/internal/admission/allocator"
 	"plainkube.dev/plainkube/internal/admission/defaulttolerationseconds"
+	"plainkube.dev/plainkube/internal/admission/noderestriction"
 	saadmission "plainkube.dev/plainkube/internal/admission/serviceaccount"
 	"plainkube.dev/plainkube/internal/apiextensions"
 	"plainkube.dev/plainkube/internal/apiserver"
-	"plainkube.dev/plainkube/internal/apiserver/allocator"
 	"plainkube.dev/plainkube/internal/auth"
+	"plainkube.dev/plainkube/internal/auth/rbac"
 	"plainkube.dev/plainkube/internal/loopback"
 	"plainkube.dev/plainkube/internal/openapi"
 	"plainkube.dev/plainkube/internal/pki"
 	"plainkube.dev/plainkube/internal/reconcile"
 	"plainkube.dev/plainkube/internal/registry/all"
-	"plainkube.dev/plainkube/internal/registry/core"
 	"plainkube.dev/plainkube/internal/storage"
 	"plainkube.dev/plainkube/internal/storage/etcd"
 	"plainkube.dev/plainkube/internal/storage/memory"
@@ -51,8 +51,12 @@ type Options struct {
 	// embedded one.
 	EtcdServers []string
 	// InMemory keeps everything in memory (tests); it ignores EtcdServers.
-	InMemory    bool
-	ServiceCIDR string
+	InMemory bool
+	// JoinTokenTTL is how long the join token made at the first start
+	// lasts (0: it does not expire; plainkube server defaults to
+	// DefaultJoinTokenTTL).
+	JoinTokenTTL time.Duration
+	ServiceCIDR  string
 	// ClusterDNS is the kube-dns Service's address (default: the tenth
 	// of the service range, 10.96.0.10); "none" creates no such Service.
 	ClusterDNS string
@@ -125,7 +129,8 @@ type Server struct {
 
 	// JoinURL, JoinToken and CAHash are what `plainkube agent` joins with
 	// (see JoinCommand).
-	JoinURL, JoinToken, CAHash string
+	JoinURL, CAHash string
+	JoinToken       JoinToken
 }
 
 // Start brings up a control plane and returns once it is ready to serve.
@@ -188,32 +193,24 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		return nil, err
 	}
 	saAdmission := saadmission.New()
-	var admission map[schema.GroupResource][]apiserver.AdmitFunc
+	var chain admission.Chain
 	if opts.DefaultAdmission {
-		admission = map[schema.GroupResource][]apiserver.AdmitFunc{{Resource: "pods"}: {saAdmission.Admit, defaulttolerationseconds.Admit}}
+		chain = append(chain, saAdmission.Step(), defaulttolerationseconds.New())
 	}
+	chain = append(chain, noderestriction.New(), alloc.Plugin())
 	resources := all.Resources()
 	scheme := apiserver.Scheme()
+	rbacAuthz := rbac.New(nil) // reads its roles once the API serves them (startRBAC)
 	api, err := apiserver.New(apiserver.Config{
 		Storage:         s.store,
 		Resources:       resources,
 		Authenticator:   auth.Union{auth.ClientCertAuthenticator{}, saTokens, bootstrapTokens},
 		ServiceAccounts: saTokens,
-		Admission:       admission,
+		Admission:       chain,
 		Authorizer: auth.Chain{auth.MastersAuthorizer{}, auth.PublicInfoAuthorizer{}, auth.BasicUserAuthorizer{},
-			auth.IssuerDiscoveryAuthorizer{}, auth.NodeAuthorizer{}, auth.BootstrapperAuthorizer{}, auth.ClusterInfoAuthorizer{}},
+			auth.IssuerDiscoveryAuthorizer{}, auth.NodeAuthorizer{}, auth.BootstrapperAuthorizer{}, auth.ClusterInfoAuthorizer{}, rbacAuthz},
 		Version: apiserver.VersionInfo{Major: version.Major, Minor: version.Minor, GitVersion: version.GitVersion(),
 			GitCommit: version.GitCommit, GoVersion: runtime.Version(), Platform: version.Platform()},
-		Hooks: map[schema.GroupResource]apiserver.Hooks{{Resource: "services"}: alloc.Hooks(),
-			{Resource: "pods"}: {BeforeCreate: func(ctx context.Context, obj interface{}) (func(), error) {
-				pod := obj.(*corev1.Pod)
-				if node := auth.NodeName(auth.UserFrom(ctx)); node != "" {
-					if err := core.AdmitNodePod(node, pod); err != nil {
-						return nil, err
-					}
-				}
-				return nil, core.AdmitMirrorPod(pod)
-			}}},
 		KubeletClient: kubeletClient,
 		OpenAPI:       openapi.New(resources, scheme),
 		Logger:        log,
@@ -232,7 +229,13 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	// the server is ready once the CRDs stored are served.
 	crdsServed := make(chan struct{})
 	api.AddReadinessGate(crdsServed)
+	rbacReady := make(chan struct{})
+	api.AddReadinessGate(rbacReady)
 	go api.Run(ctx)
+	if err := startRBAC(ctx, s.LoopbackConfig(), rbacAuthz, log, rbacReady); err != nil {
+		s.stop()
+		return nil, fmt.Errorf("RBAC: %w", err)
+	}
 	synced, err := apiextensions.Start(ctx, s.LoopbackConfig(), api)
 	if err != nil {
 		s.stop()
@@ -283,7 +286,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	}
 	s.JoinURL = "https://" + net.JoinHostPort(advertiseHost(opts.BindAddress, advertise), strconv.Itoa(port))
 	s.CAHash = pki.CertHash(bundle.CACert)
-	if s.JoinToken, err = ensureJoinToken(ctx, s.LoopbackConfig(), opts.DataDir); err != nil {
+	if s.JoinToken, err = ensureJoinToken(ctx, s.LoopbackConfig(), opts.DataDir, opts.JoinTokenTTL); err != nil {
 		s.stop()
 		return nil, fmt.Errorf("join token: %w", err)
 	}

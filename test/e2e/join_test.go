@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"plainkube.dev/plainkube/internal/kubelet"
+	"plainkube.dev/plainkube/internal/kubelet/network"
 	"plainkube.dev/plainkube/internal/pki"
 )
 
@@ -95,8 +95,8 @@ spec:
 	if addr, err := netip.ParseAddr(ip); err != nil || !prefix.Contains(addr) {
 		t.Fatalf("pod IP %q outside the joined node's range %s", ip, cidr)
 	}
-	if out, err := exec.Command("ip", "link", "show", kubelet.BridgeName(prefix)).CombinedOutput(); err != nil {
-		t.Fatalf("the joined node's bridge %s: %v %s", kubelet.BridgeName(prefix), err, out)
+	if out, err := exec.Command("ip", "link", "show", network.BridgeName(prefix)).CombinedOutput(); err != nil {
+		t.Fatalf("the joined node's bridge %s: %v %s", network.BridgeName(prefix), err, out)
 	}
 	// kubectl logs: the API server reaches the joined agent on its port.
 	deadline = time.Now().Add(30 * time.Second)

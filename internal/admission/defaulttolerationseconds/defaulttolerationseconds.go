@@ -5,7 +5,18 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"plainkube.dev/plainkube/internal/admission"
 )
+
+// Name is the plugin's name, as upstream's.
+const Name = "DefaultTolerationSeconds"
+
+// New is the plugin, for pod creates.
+func New() admission.Plugin {
+	return admission.Plugin{Name: Name, Resources: []schema.GroupResource{{Resource: "pods"}}, Admit: Admit}
+}
 
 // Seconds is how long the added tolerations last (upstream's
 // --default-not-ready-toleration-seconds and

@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/utils/ptr"
+
+	"plainkube.dev/plainkube/internal/admission"
 )
 
 // Name is the plugin's name, as upstream's.
@@ -51,6 +53,11 @@ var (
 	podsGR             = schema.GroupResource{Resource: "pods"}
 	serviceAccountsGVR = corev1.SchemeGroupVersion.WithResource("serviceaccounts")
 )
+
+// Step is the plugin's place in the admission chain: pod creates.
+func (p *Plugin) Step() admission.Plugin {
+	return admission.Plugin{Name: Name, Resources: []schema.GroupResource{podsGR}, Admit: p.Admit}
+}
 
 // Admit applies the plugin to a pod being created (other objects pass).
 func (p *Plugin) Admit(ctx context.Context, obj runtime.Object) error {

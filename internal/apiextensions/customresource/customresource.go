@@ -26,7 +26,7 @@ import (
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"k8s.io/apiserver/pkg/cel/common"
 
-	"plainkube.dev/plainkube/internal/apiserver"
+	"plainkube.dev/plainkube/internal/apiserver/custom"
 	"plainkube.dev/plainkube/internal/registry"
 )
 
@@ -39,7 +39,7 @@ type Options struct {
 
 // New describes crd for the API server. The CRD must have accepted names
 // (status.acceptedNames.plural and kind).
-func New(crd *apiextensionsv1.CustomResourceDefinition, opts Options) (*apiserver.CustomResource, error) {
+func New(crd *apiextensionsv1.CustomResourceDefinition, opts Options) (*custom.Resource, error) {
 	names := crd.Status.AcceptedNames
 	if names.Plural == "" || names.Kind == "" {
 		return nil, fmt.Errorf("CustomResourceDefinition %s has no accepted names", crd.Name)
@@ -54,7 +54,7 @@ func New(crd *apiextensionsv1.CustomResourceDefinition, opts Options) (*apiserve
 	if err != nil {
 		return nil, err
 	}
-	out := &apiserver.CustomResource{
+	out := &custom.Resource{
 		UID: crd.UID, Group: crd.Spec.Group, Plural: names.Plural, StorageVersion: storageVersion,
 		Established:           apihelpers.IsCRDConditionTrue(crd, apiextensionsv1.Established),
 		Terminating:           crd.DeletionTimestamp != nil || apihelpers.IsCRDConditionTrue(crd, apiextensionsv1.Terminating),
@@ -90,7 +90,7 @@ type version struct {
 	selectableFields []selectableField
 }
 
-func newVersion(crd *apiextensionsv1.CustomResourceDefinition, v *apiextensionsv1.CustomResourceDefinitionVersion, names apiextensionsv1.CustomResourceDefinitionNames) (*apiserver.CustomResourceVersion, error) {
+func newVersion(crd *apiextensionsv1.CustomResourceDefinition, v *apiextensionsv1.CustomResourceDefinitionVersion, names apiextensionsv1.CustomResourceDefinitionNames) (*custom.Version, error) {
 	gvk := schema.GroupVersionKind{Group: crd.Spec.Group, Version: v.Name, Kind: names.Kind}
 	ver := &version{kind: gvk, namespaced: crd.Spec.Scope == apiextensionsv1.NamespaceScoped, preserveUnknown: crd.Spec.PreserveUnknownFields}
 
@@ -141,11 +141,11 @@ func newVersion(crd *apiextensionsv1.CustomResourceDefinition, v *apiextensionsv
 			}
 		}
 	}
-	var scale *apiserver.ScalePaths
+	var scale *custom.ScalePaths
 	if subresources != nil && subresources.Scale != nil {
 		res.Subresources = append(res.Subresources, "scale")
 		ver.scale = subresources.Scale
-		scale = &apiserver.ScalePaths{SpecReplicas: subresources.Scale.SpecReplicasPath, StatusReplicas: subresources.Scale.StatusReplicasPath}
+		scale = &custom.ScalePaths{SpecReplicas: subresources.Scale.SpecReplicasPath, StatusReplicas: subresources.Scale.StatusReplicasPath}
 		if p := subresources.Scale.LabelSelectorPath; p != nil {
 			scale.LabelSelector = *p
 		}
@@ -183,7 +183,7 @@ func newVersion(crd *apiextensionsv1.CustomResourceDefinition, v *apiextensionsv
 	if len(ver.selectableFields) > 0 {
 		res.Strategy.SelectableFields = ver.fieldSet
 	}
-	out := &apiserver.CustomResourceVersion{
+	out := &custom.Version{
 		Resource: res, ListKind: names.ListKind, Served: v.Served, Scale: scale,
 		Coerce: ver.coerce,
 	}
@@ -202,7 +202,7 @@ func newVersion(crd *apiextensionsv1.CustomResourceDefinition, v *apiextensionsv
 
 // coerce is upstream's unstructuredSchemaCoercer: what decoding into a Go
 // type would do to the object.
-func (ver *version) coerce(u *unstructured.Unstructured, opts apiserver.CoerceOptions) ([]string, error) {
+func (ver *version) coerce(u *unstructured.Unstructured, opts custom.CoerceOptions) ([]string, error) {
 	kind, foundKind, err := unstructured.NestedString(u.Object, "kind")
 	if err != nil {
 		return nil, err

@@ -7,9 +7,8 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"plainkube.dev/plainkube/internal/apiserver/custom"
 	"sigs.k8s.io/yaml"
-
-	"plainkube.dev/plainkube/internal/apiserver"
 )
 
 const crdYAML = `
@@ -48,7 +47,7 @@ status:
   conditions: [{type: Established, status: "True"}]
 `
 
-func build(t *testing.T) *apiserver.CustomResource {
+func build(t *testing.T) *custom.Resource {
 	t.Helper()
 	crd := &apiextensionsv1.CustomResourceDefinition{}
 	if err := yaml.UnmarshalStrict([]byte(crdYAML), crd); err != nil {
@@ -83,7 +82,7 @@ func TestNew(t *testing.T) {
 		"metadata": map[string]interface{}{"name": "a", "bogus": int64(1)},
 		"spec":     map[string]interface{}{"mode": "fast", "extra": int64(1), "free": map[string]interface{}{"x": int64(1)}},
 	}}
-	unknown, err := v1.Coerce(u, apiserver.CoerceOptions{ReportUnknown: true})
+	unknown, err := v1.Coerce(u, custom.CoerceOptions{ReportUnknown: true})
 	if err != nil {
 		t.Fatal(err)
 	}

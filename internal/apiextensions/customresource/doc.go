@@ -1,5 +1,5 @@
 // Package customresource turns a CustomResourceDefinition into the
-// apiserver.CustomResource the API server serves: for each version its
+// custom.Resource the API server serves: for each version its
 // names (the CRD's accepted names), subresources, and a Strategy over
 // *unstructured.Unstructured objects built from upstream's published
 // packages of k8s.io/apiextensions-apiserver, exactly as upstream's

@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"plainkube.dev/plainkube/internal/apiextensions/customresource"
-	"plainkube.dev/plainkube/internal/apiserver"
+	"plainkube.dev/plainkube/internal/apiserver/custom"
 	"plainkube.dev/plainkube/internal/reconcile"
 )
 
@@ -25,7 +25,7 @@ const Name = "crd-serving"
 
 // Installer is the API server's side (apiserver.Server).
 type Installer interface {
-	SetCustomResources([]*apiserver.CustomResource)
+	SetCustomResources([]*custom.Resource)
 }
 
 // Controller keeps the API server's custom resources in step with the CRDs.
@@ -47,7 +47,7 @@ type Controller struct {
 
 type built struct {
 	resourceVersion string
-	cr              *apiserver.CustomResource
+	cr              *custom.Resource
 }
 
 // New builds the controller. onServed, if set, is told the names of CRDs
@@ -90,7 +90,7 @@ func (c *Controller) reconcile(ctx context.Context, _ string) (reconcile.Result,
 	sort.Slice(crds, func(i, j int) bool { return crds[i].Name < crds[j].Name })
 	c.mu.Lock()
 	next := map[types.UID]built{}
-	var set []*apiserver.CustomResource
+	var set []*custom.Resource
 	var served []string
 	for _, crd := range crds {
 		if !Serves(crd) {

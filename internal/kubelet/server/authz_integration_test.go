@@ -154,8 +154,8 @@ func TestAgentAPIAuthorization(t *testing.T) {
 	}
 	// Bearer tokens are reviewed by the API server (TokenReview): the join
 	// token is a bootstrap token, whose user may not call the agent.
-	bearer = s.JoinToken
-	id, _, _ := strings.Cut(s.JoinToken, ".")
+	bearer = s.JoinToken.Token
+	id, _, _ := strings.Cut(s.JoinToken.Token, ".")
 	if code, b := get("", nil, "/healthz"); code != 403 ||
 		b != "Forbidden (user=system:bootstrap:"+id+", verb=get, resource=nodes, subresource(s)=[healthz proxy])" {
 		t.Errorf("bootstrap token: %d %q", code, b)

@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"plainkube.dev/plainkube/internal/api/podutil"
 	"plainkube.dev/plainkube/internal/kubelet/podstatus"
 )
 
@@ -165,7 +166,7 @@ func advance(pod *corev1.Pod, st *corev1.PodStatus, b behaviour, now time.Time) 
 			run(pod, c, cs, t)
 		}
 		if r := cs.State.Running; r != nil {
-			if isSidecar(c) {
+			if podutil.IsSidecar(c) {
 				cs.Ready = true
 				t = later(t, r.StartedAt.Time)
 				continue
@@ -297,8 +298,8 @@ func setConditions(pod *corev1.Pod, st *corev1.PodStatus, now time.Time) {
 	for i, c := range pod.Spec.InitContainers {
 		cs := st.InitContainerStatuses[i]
 		switch {
-		case isSidecar(&c) && (cs.State.Running != nil || (done && cs.State.Terminated != nil)):
-		case !isSidecar(&c) && cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0:
+		case podutil.IsSidecar(&c) && (cs.State.Running != nil || (done && cs.State.Terminated != nil)):
+		case !podutil.IsSidecar(&c) && cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0:
 		default:
 			incomplete = append(incomplete, c.Name)
 		}
@@ -312,7 +313,7 @@ func setConditions(pod *corev1.Pod, st *corev1.PodStatus, now time.Time) {
 
 	var unready []string
 	for i, c := range pod.Spec.InitContainers {
-		if isSidecar(&c) && !st.InitContainerStatuses[i].Ready {
+		if podutil.IsSidecar(&c) && !st.InitContainerStatuses[i].Ready {
 			unready = append(unready, c.Name)
 		}
 	}
@@ -474,10 +475,6 @@ func crashBackoff(restartCount int32, last *corev1.ContainerStateTerminated) tim
 
 func backoffMessage(pod *corev1.Pod, container string, d time.Duration) string {
 	return fmt.Sprintf("back-off %s restarting failed container=%s pod=%s_%s(%s)", d, container, pod.Name, pod.Namespace, pod.UID)
-}
-
-func isSidecar(c *corev1.Container) bool {
-	return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
 }
 
 func containerNamed(cs []corev1.Container, name string) *corev1.Container {

@@ -21,7 +21,16 @@ const (
 	// stops: no Lease renewals, no status updates, no pod updates.
 	AnnotationStopped = "sim.plainkube.dev/stopped"
 
-	// Pod annotations; see the package documentation.
+	// Pod annotations set a pod's behaviour (durations in Go syntax, or
+	// seconds): its containers start AnnotationStartDelay after the pod
+	// is seen, become ready AnnotationReadyAfter after starting, exit
+	// AnnotationExitAfter after starting with AnnotationExitCode (default
+	// 0), and stop AnnotationStopDelay after a graceful deletion starts
+	// (default: the whole grace period). After an exit, spec.restartPolicy
+	// is followed as a kubelet does: Never ends in Succeeded or Failed;
+	// OnFailure restarts on a non-zero code and Always on any code, with
+	// upstream's back-off (immediately the first time, then 10s doubling
+	// to 5m) shown as a CrashLoopBackOff waiting state.
 	AnnotationStartDelay = "sim.plainkube.dev/start-delay"
 	AnnotationReadyAfter = "sim.plainkube.dev/ready-after"
 	AnnotationExitAfter  = "sim.plainkube.dev/exit-after"

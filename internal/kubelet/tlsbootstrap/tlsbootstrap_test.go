@@ -55,12 +55,12 @@ func startServer(t *testing.T) *server.Server {
 // the kept credentials reused on a restart without the token.
 func TestJoin(t *testing.T) {
 	s := startServer(t)
-	if !strings.HasPrefix(s.JoinURL, "https://127.0.0.1:") || s.JoinToken == "" || !strings.HasPrefix(s.CAHash, "sha256:") {
+	if !strings.HasPrefix(s.JoinURL, "https://127.0.0.1:") || s.JoinToken.Token == "" || !strings.HasPrefix(s.CAHash, "sha256:") {
 		t.Fatalf("join command %q", s.JoinCommand())
 	}
 	ctx := context.Background()
 	dir := t.TempDir()
-	o := tlsbootstrap.Options{Server: s.JoinURL, Token: s.JoinToken, CACertHash: s.CAHash, DataDir: dir, NodeName: "n2",
+	o := tlsbootstrap.Options{Server: s.JoinURL, Token: s.JoinToken.Token, CACertHash: s.CAHash, DataDir: dir, NodeName: "n2",
 		Logger: controllertest.Logger(t)}
 
 	// No pin and no CA file: refused rather than trusting the first CA seen.

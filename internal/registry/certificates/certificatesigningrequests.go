@@ -34,6 +34,8 @@ func certificateSigningRequests() registry.Resource {
 		Singular:     "certificatesigningrequest",
 		ShortNames:   []string{"csr"},
 		Subresources: []string{"status", "approval"},
+		// approval changes what /status may (status.conditions included).
+		Parts: map[string]registry.Part{"approval": {}},
 		Strategy: registry.Strategy{
 			Default: func(obj runtime.Object) { defaultConditions(obj.(*certificatesv1.CertificateSigningRequest)) },
 			PrepareForCreate: func(ctx context.Context, obj runtime.Object) {

@@ -20,8 +20,17 @@ func namespaces() registry.Resource {
 		ShortNames:   []string{"ns"},
 		Namespaced:   false,
 		Subresources: []string{"status", "finalize"},
+		Parts: map[string]registry.Part{"finalize": {UpdateOnly: true, Merge: func(obj, old runtime.Object) runtime.Object {
+			out := old.DeepCopyObject().(*corev1.Namespace)
+			out.Spec.Finalizers = obj.(*corev1.Namespace).Spec.Finalizers
+			return out
+		}}},
 		Strategy: registry.Strategy{
 			Default: func(obj runtime.Object) { defaultNamespace(obj.(*corev1.Namespace)) },
+			// spec.finalizers hold a namespace until its content is gone;
+			// it is Terminating meanwhile.
+			OwnFinalizers:    func(obj runtime.Object) bool { return len(obj.(*corev1.Namespace).Spec.Finalizers) > 0 },
+			PrepareForDelete: func(obj runtime.Object) { obj.(*corev1.Namespace).Status.Phase = corev1.NamespaceTerminating },
 			PrepareForCreate: func(_ context.Context, obj runtime.Object) {
 				ns := obj.(*corev1.Namespace)
 				ns.Status = corev1.NamespaceStatus{Phase: corev1.NamespaceActive}

@@ -13,6 +13,7 @@ import (
 
 	"plainkube.dev/plainkube/internal/api/podspec"
 	"plainkube.dev/plainkube/internal/registry"
+	"plainkube.dev/plainkube/internal/registry/core/subresources"
 )
 
 func nodes() registry.Resource {
@@ -23,6 +24,7 @@ func nodes() registry.Resource {
 		ShortNames:   []string{"no"},
 		Namespaced:   false,
 		Subresources: []string{"status", "proxy"},
+		Handlers:     map[string]registry.Handler{"proxy": subresources.Proxy},
 		// Nodes may set every field, status included, on create (a node
 		// agent registers with its capacity), so there is no PrepareForCreate.
 		Strategy: registry.Strategy{

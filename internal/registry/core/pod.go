@@ -16,6 +16,7 @@ import (
 
 	"plainkube.dev/plainkube/internal/api/podspec"
 	"plainkube.dev/plainkube/internal/registry"
+	"plainkube.dev/plainkube/internal/registry/core/subresources"
 )
 
 func pods() registry.Resource {
@@ -28,11 +29,20 @@ func pods() registry.Resource {
 		Namespaced: true,
 		Subresources: []string{"status", "binding", "eviction", "ephemeralcontainers",
 			"log", "exec", "attach", "portforward", "proxy"},
+		Parts: map[string]registry.Part{"ephemeralcontainers": {Merge: func(obj, old runtime.Object) runtime.Object {
+			out := old.DeepCopyObject().(*corev1.Pod)
+			out.Spec.EphemeralContainers = obj.(*corev1.Pod).Spec.EphemeralContainers
+			return out
+		}}},
+		Handlers: map[string]registry.Handler{"binding": subresources.Binding, "eviction": subresources.Eviction,
+			"log": subresources.Log, "exec": subresources.Exec, "attach": subresources.Attach,
+			"portforward": subresources.PortForward, "proxy": subresources.Proxy},
 		// Upstream sets metadata.generation on pods since v1.33.
 		TracksGeneration: true,
 		Strategy: registry.Strategy{
 			Default:          func(obj runtime.Object) { defaultPod(obj.(*corev1.Pod)) },
 			PrepareForCreate: func(_ context.Context, obj runtime.Object) { preparePodForCreate(obj.(*corev1.Pod)) },
+			GracePeriod:      podGracePeriod,
 			Validate: validated(func(obj runtime.Object) field.ErrorList {
 				pod := obj.(*corev1.Pod)
 				if _, creating := podCreates.LoadAndDelete(pod); creating {
@@ -335,4 +345,22 @@ func ValidateBinding(b *corev1.Binding) field.ErrorList {
 		errs = append(errs, field.Required(field.NewPath("target", "name"), ""))
 	}
 	return errs
+}
+
+// podGracePeriod is the grace period of a pod's delete that must wait for
+// its kubelet: only pods bound to a node and not yet terminated; ok is
+// false when the delete may proceed at once.
+func podGracePeriod(obj runtime.Object, opts *metav1.DeleteOptions) (int64, bool) {
+	pod := obj.(*corev1.Pod)
+	grace := int64(corev1.DefaultTerminationGracePeriodSeconds)
+	if pod.Spec.TerminationGracePeriodSeconds != nil {
+		grace = *pod.Spec.TerminationGracePeriodSeconds
+	}
+	if opts.GracePeriodSeconds != nil {
+		grace = *opts.GracePeriodSeconds
+	}
+	if grace <= 0 || pod.Spec.NodeName == "" || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		return 0, false
+	}
+	return grace, true
 }

@@ -18,6 +18,7 @@ import (
 
 	"plainkube.dev/plainkube/internal/api/podspec"
 	"plainkube.dev/plainkube/internal/registry"
+	"plainkube.dev/plainkube/internal/registry/core/subresources"
 )
 
 // ServiceIPFamilies are the IP families the cluster's service CIDRs cover,
@@ -39,6 +40,7 @@ func services() registry.Resource {
 		Categories:   []string{"all"},
 		Namespaced:   true,
 		Subresources: []string{"status", "proxy"},
+		Handlers:     map[string]registry.Handler{"proxy": subresources.Proxy},
 		Strategy: registry.Strategy{
 			Default: func(obj runtime.Object) { defaultService(obj.(*corev1.Service)) },
 			PrepareForCreate: func(_ context.Context, obj runtime.Object) {

@@ -5,6 +5,7 @@ import (
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 
 	"plainkube.dev/plainkube/internal/registry"
+	"plainkube.dev/plainkube/internal/registry/core/subresources"
 )
 
 func serviceAccounts() registry.Resource {
@@ -15,6 +16,7 @@ func serviceAccounts() registry.Resource {
 		ShortNames:   []string{"sa"},
 		Namespaced:   true,
 		Subresources: []string{"token"},
+		Handlers:     map[string]registry.Handler{"token": subresources.Token},
 		// Service accounts have no defaults and nothing to validate beyond
 		// their metadata.
 		Strategy: registry.Strategy{

@@ -1,5 +1,6 @@
 // Package reviews describes the review resources of authorization.k8s.io
 // and authentication.k8s.io: ephemeral resources that are never stored, whose
-// create the API server answers from its authenticator and authorizer
-// (`kubectl auth can-i`, `kubectl auth whoami`).
+// create their Handler answers from the API server's authenticator and
+// authorizer, lent through registry.API (`kubectl auth can-i`,
+// `kubectl auth whoami`).
 package reviews

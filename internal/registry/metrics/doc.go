@@ -1,0 +1,9 @@
+// Package metrics is the metrics.k8s.io/v1beta1 API (NodeMetrics and
+// PodMetrics, what `kubectl top` reads), served as metrics-server would.
+// Its resources are not stored: their registry.Handler, which the API
+// server routes every request of them to, makes them on each get or list
+// from the usage summaries (/stats/summary) of the node agents concerned,
+// fetched with the API server's kubelet client (registry.API). Nodes
+// whose agent cannot be reached, simulated nodes included, have no
+// metrics, nor have their pods. The types are ours, with upstream's JSON.
+package metrics

@@ -1,0 +1,57 @@
+package e2e
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestRBAC: the server holds upstream's default roles, and a
+// ServiceAccount may do what its bindings grant and no more — with the
+// real kubectl, its token, and upstream's 403 message.
+func TestRBAC(t *testing.T) {
+	c := startCluster(t)
+	roles := c.must("get", "clusterroles", "-o", "name")
+	contains(t, roles, "clusterrole.rbac.authorization.k8s.io/cluster-admin\n", "clusterrole.rbac.authorization.k8s.io/view\n",
+		"clusterrole.rbac.authorization.k8s.io/edit\n", "clusterrole.rbac.authorization.k8s.io/system:node\n",
+		"clusterrole.rbac.authorization.k8s.io/system:controller:deployment-controller\n")
+	contains(t, c.must("get", "clusterrolebindings", "cluster-admin", "-o", "jsonpath={.subjects[0].name}"), "system:masters")
+	// view is filled by aggregation from system:aggregate-to-view.
+	c.eventually([]string{"pods"}, "get", "clusterrole", "view", "-o", "jsonpath={.rules[*].resources}")
+
+	c.must("create", "namespace", "team")
+	c.must("create", "serviceaccount", "bot", "-n", "team")
+	token := strings.TrimSpace(c.must("create", "token", "bot", "-n", "team"))
+	asBot := func(args ...string) (string, error) {
+		return c.run(append([]string{"--kubeconfig", "/dev/null", "--server", fmt.Sprintf("https://127.0.0.1:%d", c.port),
+			"--certificate-authority", filepath.Join(c.dataDir, "pki", "ca.crt"), "--token", token}, args...)...)
+	}
+	out, err := asBot("get", "pods", "-n", "team")
+	if err == nil || !strings.Contains(out, `User "system:serviceaccount:team:bot" cannot list resource "pods" in API group "" in the namespace "team"`) {
+		t.Fatalf("an unbound ServiceAccount listed pods: %v\n%s", err, out)
+	}
+	c.must("create", "rolebinding", "bot-view", "--clusterrole=view", "--serviceaccount=team:bot", "-n", "team")
+	// The binding reaches the authorizer through its watch cache.
+	for i := 0; ; i++ {
+		out, err := asBot("get", "pods", "-n", "team")
+		if err == nil {
+			break
+		}
+		if i == 100 {
+			t.Fatalf("a ServiceAccount bound to view cannot list pods: %v\n%s", err, out)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	out, err = asBot("create", "deployment", "web", "--image=nginx", "-n", "team")
+	if err == nil || !strings.Contains(out, `deployments.apps is forbidden: User "system:serviceaccount:team:bot" cannot create resource "deployments" in API group "apps" in the namespace "team"`) {
+		t.Fatalf("view let a ServiceAccount create a deployment: %v\n%s", err, out)
+	}
+	if out, err := asBot("get", "pods", "-n", "default"); err == nil {
+		t.Fatalf("a RoleBinding in team granted pods in default:\n%s", out)
+	}
+	if out, err := asBot("get", "secrets", "-n", "team"); err == nil {
+		t.Fatalf("view granted secrets:\n%s", out)
+	}
+}
