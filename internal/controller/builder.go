@@ -40,6 +40,7 @@ type Builder struct {
 
 	primary     cache.SharedIndexInformer
 	primaryKind schema.GroupVersionKind
+	onDelete    func(key string)
 	handlers    []registration
 	synced      []cache.InformerSynced
 }
@@ -108,11 +109,42 @@ func (b *Builder) Logger() *slog.Logger { return b.log }
 func (b *Builder) For(inf cache.SharedIndexInformer, kind schema.GroupVersionKind) *Builder {
 	b.primary, b.primaryKind = inf, kind
 	b.add(inf, cache.ResourceEventHandlerFuncs{
-		AddFunc:    b.enqueueKeyOf,
-		UpdateFunc: func(_, cur any) { b.enqueueKeyOf(cur) },
-		DeleteFunc: b.enqueueKeyOf,
+		AddFunc: b.enqueueKeyOf,
+		UpdateFunc: func(oldObj, cur any) {
+			if b.onDelete != nil {
+				old, ok1 := oldObj.(metav1.Object)
+				c, ok2 := cur.(metav1.Object)
+				if ok1 && ok2 && old.GetUID() != c.GetUID() {
+					// Deleted and made again under the same name between
+					// two events.
+					b.deleted(oldObj)
+				}
+			}
+			b.enqueueKeyOf(cur)
+		},
+		DeleteFunc: func(obj any) {
+			b.deleted(obj)
+			b.enqueueKeyOf(obj)
+		},
 	})
 	return b
+}
+
+// OnDelete calls forget with a primary's key when the primary is deleted
+// (or replaced by another object of the same name): to drop what the
+// controller remembers of it, such as its Expectations.
+func (b *Builder) OnDelete(forget func(key string)) *Builder {
+	b.onDelete = forget
+	return b
+}
+
+func (b *Builder) deleted(obj any) {
+	if b.onDelete == nil {
+		return
+	}
+	if key, ok := PrimaryKey(obj); ok {
+		b.onDelete(key)
+	}
 }
 
 // OwnOptions say what else an owned kind's events do.
@@ -120,14 +152,14 @@ type OwnOptions struct {
 	// OrphanSelector, if set, makes an orphan (an object with no
 	// controller) enqueue every primary in its namespace whose selector,
 	// given by this function, matches the orphan's labels: one of them may
-	// adopt it. Primaries with a nil, empty or invalid selector match
-	// nothing, and so does an orphan without labels.
-	OrphanSelector func(primary metav1.Object) *metav1.LabelSelector
-	// Observed, if set, is called with the owner's key and the object
-	// for every event on an object whose owner resolves, before the owner
-	// is enqueued (for expectations). deleted is true for a delete event
-	// or an object being deleted.
-	Observed func(ownerKey string, obj metav1.Object, deleted bool)
+	// adopt it. Primaries with a nil or empty selector match nothing, and
+	// so does an orphan without labels.
+	OrphanSelector func(primary metav1.Object) labels.Selector
+	// Observed, if set, is called for each event on an object whose
+	// controller resolves, with that controller's key, before the keys are
+	// enqueued: for Expectations, or to look again later. old is nil but
+	// for Updated; a resync (same resourceVersion) is no event.
+	Observed func(ownerKey string, event Event, old, cur metav1.Object)
 }
 
 // Owns makes the primary kind the controller of inf's objects: an event on
@@ -139,30 +171,33 @@ func (b *Builder) Owns(inf cache.SharedIndexInformer, o OwnOptions) *Builder {
 	if o.OrphanSelector != nil {
 		m.orphans = b.orphanOwners(o.OrphanSelector)
 	}
-	enqueue := func(keys []string, obj metav1.Object, deleted bool) {
-		for _, k := range keys {
-			if o.Observed != nil && obj != nil && metav1.GetControllerOfNoCopy(obj) != nil {
-				o.Observed(k, obj, deleted)
-			}
-			b.queue.Add(k)
+	observe := func(event Event, old, cur metav1.Object) {
+		if o.Observed == nil {
+			return
+		}
+		if key, ok := b.resolveOwner(cur.GetNamespace(), metav1.GetControllerOfNoCopy(cur)); ok {
+			o.Observed(key, event, old, cur)
 		}
 	}
 	b.add(inf, cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
-			if o, ok := obj.(metav1.Object); ok {
-				enqueue(m.added(o), o, o.GetDeletionTimestamp() != nil)
+			if cur, ok := obj.(metav1.Object); ok {
+				observe(Added, nil, cur)
+				b.enqueue(m.added(cur))
 			}
 		},
 		UpdateFunc: func(oldObj, curObj any) {
 			old, ok1 := oldObj.(metav1.Object)
 			cur, ok2 := curObj.(metav1.Object)
-			if ok1 && ok2 {
-				enqueue(m.updated(old, cur), cur, cur.GetDeletionTimestamp() != nil)
+			if ok1 && ok2 && old.GetResourceVersion() != cur.GetResourceVersion() {
+				observe(Updated, old, cur)
+				b.enqueue(m.updated(old, cur))
 			}
 		},
 		DeleteFunc: func(obj any) {
-			if o, ok := reconcile.DeletedObject[metav1.Object](obj); ok {
-				enqueue(m.deleted(o), o, true)
+			if cur, ok := reconcile.DeletedObject[metav1.Object](obj); ok {
+				observe(Deleted, nil, cur)
+				b.enqueue(m.deleted(cur))
 			}
 		},
 	})
@@ -181,22 +216,21 @@ const (
 )
 
 // Watches calls keys for each event of the given kinds on inf's objects
-// (with the new object on update, the unwrapped last state on delete) and
-// enqueues the keys it returns.
-func (b *Builder) Watches(inf cache.SharedIndexInformer, on Event, keys func(obj any) []string) *Builder {
+// and enqueues the keys it returns. old is the previous object on Updated
+// (nil otherwise); cur is the object, on Deleted its last state (a
+// tombstone unwrapped).
+func (b *Builder) Watches(inf cache.SharedIndexInformer, on Event, keys func(old, cur any) []string) *Builder {
 	h := cache.ResourceEventHandlerFuncs{}
 	if on&Added != 0 {
-		h.AddFunc = func(obj any) { b.enqueue(keys(obj)) }
+		h.AddFunc = func(obj any) { b.enqueue(keys(nil, obj)) }
 	}
 	if on&Updated != 0 {
-		h.UpdateFunc = func(_, cur any) { b.enqueue(keys(cur)) }
+		h.UpdateFunc = func(old, cur any) { b.enqueue(keys(old, cur)) }
 	}
 	if on&Deleted != 0 {
 		h.DeleteFunc = func(obj any) {
-			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = t.Obj
-			}
-			b.enqueue(keys(obj))
+			obj, _ = reconcile.DeletedObject[any](obj)
+			b.enqueue(keys(nil, obj))
 		}
 	}
 	b.add(inf, h)
@@ -289,6 +323,9 @@ func PrimaryKey(obj any) (string, bool) {
 }
 
 func (b *Builder) resolveOwner(namespace string, ref *metav1.OwnerReference) (string, bool) {
+	if ref == nil {
+		return "", false
+	}
 	o, ok := b.Owner(namespace, ref)
 	if !ok {
 		return "", false
@@ -298,7 +335,7 @@ func (b *Builder) resolveOwner(namespace string, ref *metav1.OwnerReference) (st
 }
 
 // orphanOwners lists the primaries whose selector matches obj.
-func (b *Builder) orphanOwners(selectorOf func(metav1.Object) *metav1.LabelSelector) func(metav1.Object) []string {
+func (b *Builder) orphanOwners(selectorOf func(metav1.Object) labels.Selector) func(metav1.Object) []string {
 	return func(obj metav1.Object) []string {
 		if b.primary == nil || len(obj.GetLabels()) == 0 {
 			return nil
@@ -312,7 +349,7 @@ func (b *Builder) orphanOwners(selectorOf func(metav1.Object) *metav1.LabelSelec
 		var keys []string
 		for _, c := range candidates {
 			p, err := meta.Accessor(c)
-			if err != nil || !SelectorMatches(selectorOf(p), obj.GetLabels()) {
+			if err != nil || !selects(selectorOf(p), obj.GetLabels()) {
 				continue
 			}
 			if key, err := cache.MetaNamespaceKeyFunc(p); err == nil {
@@ -323,14 +360,18 @@ func (b *Builder) orphanOwners(selectorOf func(metav1.Object) *metav1.LabelSelec
 	}
 }
 
-// SelectorMatches reports whether a non-empty, valid selector matches
-// the labels.
-func SelectorMatches(s *metav1.LabelSelector, l map[string]string) bool {
-	if s == nil {
-		return false
-	}
+// selects reports whether a non-empty selector matches the labels.
+func selects(sel labels.Selector, l map[string]string) bool {
+	return sel != nil && !sel.Empty() && sel.Matches(labels.Set(l))
+}
+
+// LabelSelector is s as a labels.Selector, nil if it does not parse.
+func LabelSelector(s *metav1.LabelSelector) labels.Selector {
 	sel, err := metav1.LabelSelectorAsSelector(s)
-	return err == nil && !sel.Empty() && sel.Matches(labels.Set(l))
+	if err != nil {
+		return nil
+	}
+	return sel
 }
 
 // ownedMapper maps events on owned objects to the keys of the primaries to

@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 
@@ -32,7 +33,9 @@ func (k *keyRecorder) Run(ctx context.Context, workers int) error {
 	f := b.Informers()
 	b.For(f.Apps().V1().Deployments().Informer(), appsv1.SchemeGroupVersion.WithKind("Deployment")).
 		Owns(f.Apps().V1().ReplicaSets().Informer(), controller.OwnOptions{
-			OrphanSelector: func(p metav1.Object) *metav1.LabelSelector { return p.(*appsv1.Deployment).Spec.Selector },
+			OrphanSelector: func(p metav1.Object) labels.Selector {
+				return controller.LabelSelector(p.(*appsv1.Deployment).Spec.Selector)
+			},
 		})
 	return b.Run(ctx, workers, func(rec record.EventRecorder) reconcile.ReconcileFunc[string] {
 		return func(_ context.Context, key string) (reconcile.Result, error) {
@@ -81,11 +84,11 @@ func TestBuilder(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
-	labels := map[string]string{"app": "web"}
-	tmpl := corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+	app := map[string]string{"app": "web"}
+	tmpl := corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: app},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "i"}}}}
 	d, err := cs.AppsV1().Deployments("default").Create(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web"},
-		Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: tmpl}}, metav1.CreateOptions{})
+		Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: app}, Template: tmpl}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,8 +96,8 @@ func TestBuilder(t *testing.T) {
 	k.reset()
 
 	// An orphan matching the deployment's selector wakes it.
-	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "orphan", Labels: labels},
-		Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To[int32](0), Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: tmpl}}
+	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "orphan", Labels: app},
+		Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To[int32](0), Selector: &metav1.LabelSelector{MatchLabels: app}, Template: tmpl}}
 	if _, err := cs.AppsV1().ReplicaSets("default").Create(ctx, rs, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -103,7 +103,7 @@ func TestPrimaryKey(t *testing.T) {
 	}
 }
 
-func TestSelectorMatches(t *testing.T) {
+func TestOrphanSelection(t *testing.T) {
 	web := map[string]string{"app": "web"}
 	for _, tt := range []struct {
 		sel  *metav1.LabelSelector
@@ -115,8 +115,8 @@ func TestSelectorMatches(t *testing.T) {
 		{&metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}, false},
 		{&metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: "Bad"}}}, false},
 	} {
-		if got := SelectorMatches(tt.sel, web); got != tt.want {
-			t.Errorf("SelectorMatches(%v) = %v, want %v", tt.sel, got, tt.want)
+		if got := selects(LabelSelector(tt.sel), web); got != tt.want {
+			t.Errorf("selects(%v) = %v, want %v", tt.sel, got, tt.want)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -130,4 +131,20 @@ func (c PodClaimer) Claim(ctx context.Context, all []*corev1.Pod) ([]*corev1.Pod
 		}
 	}
 	return out, utilerrors.NewAggregate(errs)
+}
+
+// RecheckOwner says whether an owner may adopt, given the owner as the
+// cache has it and as read afresh (or the error of that read): the cache
+// may be stale, and an owner deleted, or replaced by another of the same
+// name, adopts nothing. It is upstream's RecheckDeletionTimestamp check.
+func RecheckOwner(kind string, cached, fresh metav1.Object, err error) error {
+	switch {
+	case err != nil:
+		return err
+	case fresh.GetUID() != cached.GetUID():
+		return fmt.Errorf("original %s %s/%s is gone: got uid %s, wanted %s", kind, cached.GetNamespace(), cached.GetName(), fresh.GetUID(), cached.GetUID())
+	case fresh.GetDeletionTimestamp() != nil:
+		return fmt.Errorf("%s/%s has just been deleted at %v", cached.GetNamespace(), cached.GetName(), fresh.GetDeletionTimestamp())
+	}
+	return nil
 }

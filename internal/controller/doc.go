@@ -17,6 +17,7 @@
 //     (Watches: obj → keys), informers (own factory with the primary's
 //     resync, the process's shared one for Pods and Nodes), sync waiting,
 //     tombstones, the event recorder and the workers;
+//   - Shape: one reconcile as Observe → Plan → Apply, conflicts retried;
 //   - Expectations: the creates and deletes asked for and not yet seen;
 //   - SlowStart: creates in batches of 1, 2, 4, …;
 //   - DecideClaim, AdoptPatch, ReleasePatch and PodClaimer: which objects a

@@ -53,7 +53,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	lister := inf.Lister()
 	// Any ClusterRole may be a source of an aggregated one: each change
 	// looks at every aggregated role (there are a handful).
-	b.Watches(inf.Informer(), controller.AllEvents, func(any) []string { return aggregatedNames(lister) })
+	b.Watches(inf.Informer(), controller.AllEvents, func(_, _ any) []string { return aggregatedNames(lister) })
 	return b.Run(ctx, workers, func(record.EventRecorder) reconcile.ReconcileFunc[string] {
 		return func(ctx context.Context, name string) (reconcile.Result, error) {
 			return reconcile.Result{}, c.sync(ctx, lister, name)

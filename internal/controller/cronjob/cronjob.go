@@ -112,18 +112,12 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 func key(namespace, name string) string { return namespace + "/" + name }
 
 func asCronJob(obj any) *batchv1.CronJob {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	cj, _ := obj.(*batchv1.CronJob)
+	cj, _ := reconcile.DeletedObject[*batchv1.CronJob](obj)
 	return cj
 }
 
 func asJob(obj any) *batchv1.Job {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	j, _ := obj.(*batchv1.Job)
+	j, _ := reconcile.DeletedObject[*batchv1.Job](obj)
 	return j
 }
 

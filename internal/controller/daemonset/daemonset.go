@@ -11,16 +11,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/workqueue"
 
-	"plainkube.dev/plainkube/internal/controller/events"
+	"plainkube.dev/plainkube/internal/controller"
 	"plainkube.dev/plainkube/internal/reconcile"
 )
 
@@ -54,7 +51,6 @@ type Controller struct {
 	podLister corelisters.PodLister
 	nodes     corelisters.NodeLister
 	revisions appslisters.ControllerRevisionLister
-	queue     workqueue.TypedRateLimitingInterface[string]
 	rec       record.EventRecorder
 	log       *slog.Logger
 	exp       *expectations
@@ -77,141 +73,61 @@ func (c *Controller) Name() string { return Name }
 // Run watches DaemonSets, pods, nodes and ControllerRevisions and reconciles
 // DaemonSets with workers workers until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) error {
-	c.log = c.Logger
-	if c.log == nil {
-		c.log = slog.Default().With("controller", Name)
-	}
 	c.exp = newExpectations(c.now)
-	c.queue = reconcile.NewQueue[string]("daemonset")
-	rec, stop := events.NewRecorder(ctx, c.client, Component, c.log)
-	defer stop()
-	c.rec = rec
-	factory := informers.NewSharedInformerFactoryWithOptions(c.client, 0, informers.WithCustomResyncConfig(
-		map[metav1.Object]time.Duration{&appsv1.DaemonSet{}: resyncPeriod}))
-	dsInf := factory.Apps().V1().DaemonSets()
-	sharedFactory := reconcile.SharedOr(c.Informers, factory)
-	podInf := sharedFactory.Core().V1().Pods()
-	nodeInf := sharedFactory.Core().V1().Nodes()
-	revInf := factory.Apps().V1().ControllerRevisions()
+	b := controller.NewBuilder(controller.Config{Name: Name, Component: Component, Client: c.client, Logger: c.Logger,
+		Primary: &appsv1.DaemonSet{}, Resync: resyncPeriod, Shared: c.Informers})
+	c.log = b.Logger()
+	dsInf := b.Informers().Apps().V1().DaemonSets()
+	podInf := b.SharedInformers().Core().V1().Pods()
+	nodeInf := b.SharedInformers().Core().V1().Nodes()
+	revInf := b.Informers().Apps().V1().ControllerRevisions()
 	c.dsLister, c.podLister, c.nodes, c.revisions = dsInf.Lister(), podInf.Lister(), nodeInf.Lister(), revInf.Lister()
-	handlers := []struct {
-		inf cache.SharedIndexInformer
-		h   cache.ResourceEventHandler
-	}{
-		{dsInf.Informer(), cache.ResourceEventHandlerFuncs{
-			AddFunc:    c.enqueueDS,
-			UpdateFunc: func(_, cur any) { c.enqueueDS(cur) },
-			DeleteFunc: c.enqueueDS,
-		}},
-		{podInf.Informer(), cache.ResourceEventHandlerFuncs{
-			AddFunc:    c.podEvent,
-			UpdateFunc: func(old, cur any) { c.podEvent(old); c.podEvent(cur) },
-			DeleteFunc: c.podDeleted,
-		}},
-		{nodeInf.Informer(), cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(any) { c.enqueueAll() },
-			UpdateFunc: c.nodeUpdate,
-			DeleteFunc: func(any) { c.enqueueAll() },
-		}},
-	}
-	for _, h := range handlers {
-		remove, err := reconcile.AddHandler(h.inf, h.h)
-		if err != nil {
-			return err
-		}
-		defer remove()
-	}
-	factory.Start(ctx.Done())
-	sharedFactory.Start(ctx.Done())
-	defer factory.Shutdown()
-	if ok, err := reconcile.WaitForSync(ctx, "daemonset informers", dsInf.Informer().HasSynced, podInf.Informer().HasSynced,
-		nodeInf.Informer().HasSynced, revInf.Informer().HasSynced); !ok {
-		c.queue.ShutDown()
-		return err
-	}
-	c.log.Info("daemonset controller synced")
-	reconcile.ProcessQueue(ctx, c.queue, workers, c.log, c.sync)
-	return nil
+	b.For(dsInf.Informer(), controllerKind).
+		Owns(podInf.Informer(), controller.OwnOptions{
+			OrphanSelector: func(ds metav1.Object) labels.Selector {
+				return controller.LabelSelector(ds.(*appsv1.DaemonSet).Spec.Selector)
+			},
+			Observed: c.observed,
+		}).
+		Watches(nodeInf.Informer(), controller.AllEvents, c.nodeEvent).
+		WaitsFor(revInf.Informer())
+	return b.Run(ctx, workers, func(rec record.EventRecorder) reconcile.ReconcileFunc[string] {
+		c.rec = rec
+		return c.sync
+	})
 }
 
-func (c *Controller) enqueueDS(obj any) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	if ds, ok := obj.(*appsv1.DaemonSet); ok {
-		c.queue.Add(ds.Namespace + "/" + ds.Name)
-	}
-}
-
-func (c *Controller) enqueueAll() {
-	all, err := c.dsLister.List(labels.Everything())
-	if err != nil {
-		return
-	}
-	for _, ds := range all {
-		c.enqueueDS(ds)
-	}
-}
-
-func (c *Controller) nodeUpdate(oldObj, curObj any) {
-	old, ok1 := oldObj.(*corev1.Node)
-	cur, ok2 := curObj.(*corev1.Node)
-	if !ok1 || !ok2 {
-		return
-	}
-	if !reflect.DeepEqual(old.Labels, cur.Labels) || !reflect.DeepEqual(old.Spec.Taints, cur.Spec.Taints) ||
-		old.Spec.Unschedulable != cur.Spec.Unschedulable {
-		c.enqueueAll()
-	}
-}
-
-// podEvent wakes the DaemonSet controlling the pod, or, for an orphan,
-// every DaemonSet whose selector matches it.
-func (c *Controller) podEvent(obj any) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	pod, ok := obj.(*corev1.Pod)
-	if !ok {
-		return
-	}
-	if ref := metav1.GetControllerOf(pod); ref != nil {
-		if ref.Kind == "DaemonSet" {
-			key := pod.Namespace + "/" + ref.Name
-			c.exp.observe(key, pod)
-			c.queue.Add(key)
-		}
-		return
-	}
-	if len(pod.Labels) == 0 {
-		return
-	}
-	all, err := c.dsLister.DaemonSets(pod.Namespace).List(labels.Everything())
-	if err != nil {
-		return
-	}
-	for _, ds := range all {
-		sel, err := metav1.LabelSelectorAsSelector(ds.Spec.Selector)
-		if err == nil && !sel.Empty() && sel.Matches(labels.Set(pod.Labels)) {
-			c.enqueueDS(ds)
-		}
-	}
-}
-
-func (c *Controller) podDeleted(obj any) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	pod, ok := obj.(*corev1.Pod)
-	if !ok {
-		return
-	}
-	if pod.DeletionTimestamp == nil {
+// observed counts an event on a DaemonSet's pod against its expectations:
+// a deleted pod counts as being deleted.
+func (c *Controller) observed(key string, event controller.Event, _, cur metav1.Object) {
+	pod := cur.(*corev1.Pod)
+	if event == controller.Deleted && pod.DeletionTimestamp == nil {
 		pod = pod.DeepCopy()
 		now := metav1.Now()
 		pod.DeletionTimestamp = &now
 	}
-	c.podEvent(pod)
+	c.exp.observe(key, pod)
+}
+
+// nodeEvent: every DaemonSet looks again when a node comes or goes, or its
+// labels, taints or schedulability change.
+func (c *Controller) nodeEvent(oldObj, curObj any) []string {
+	if old, ok := oldObj.(*corev1.Node); ok {
+		cur, ok := curObj.(*corev1.Node)
+		if !ok || (reflect.DeepEqual(old.Labels, cur.Labels) && reflect.DeepEqual(old.Spec.Taints, cur.Spec.Taints) &&
+			old.Spec.Unschedulable == cur.Spec.Unschedulable) {
+			return nil
+		}
+	}
+	all, err := c.dsLister.List(labels.Everything())
+	if err != nil {
+		return nil
+	}
+	keys := make([]string, len(all))
+	for i, ds := range all {
+		keys[i] = ds.Namespace + "/" + ds.Name
+	}
+	return keys
 }
 
 // expectations are the pods a DaemonSet created or deleted that the

@@ -18,22 +18,6 @@ import (
 	"plainkube.dev/plainkube/internal/reconcile"
 )
 
-// reconcile is one pass over the deployment named by key: observe, plan,
-// apply. A write that lost a race with another (the informer cache was
-// behind) is retried with backoff without being reported as a failure.
-func (r *run) reconcile(ctx context.Context, key string) (reconcile.Result, error) {
-	st, ok, err := r.observe(key)
-	if !ok || err != nil {
-		return reconcile.Result{}, err
-	}
-	res, err := r.apply(ctx, st, plan(st))
-	if apierrors.IsConflict(err) {
-		r.log.Debug("conflict; will retry", "key", key, "err", err)
-		return reconcile.Result{Requeue: true}, nil
-	}
-	return res, err
-}
-
 // observe reads the deployment named by key, the ReplicaSets of its
 // namespace and, for a Recreate deployment, its pods from the caches; ok
 // is false when the deployment is gone.
@@ -136,14 +120,7 @@ func (r *run) claim(ctx context.Context, d *appsv1.Deployment, adopt, release []
 	var canAdopt error
 	if len(adopt) > 0 {
 		fresh, err := r.client.AppsV1().Deployments(d.Namespace).Get(ctx, d.Name, metav1.GetOptions{})
-		switch {
-		case err != nil:
-			canAdopt = err
-		case fresh.UID != d.UID:
-			canAdopt = fmt.Errorf("original Deployment %s/%s is gone: got uid %s, wanted %s", d.Namespace, d.Name, fresh.UID, d.UID)
-		case fresh.DeletionTimestamp != nil:
-			canAdopt = fmt.Errorf("%s/%s has just been deleted at %v", d.Namespace, d.Name, fresh.DeletionTimestamp)
-		}
+		canAdopt = controller.RecheckOwner(controllerKind.Kind, d, fresh, err)
 	}
 	for _, rs := range adopt {
 		if canAdopt != nil {

@@ -8,6 +8,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -81,13 +82,13 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	r := &run{client: c.client, dLister: dInf.Lister(), rsLister: rsInf.Lister(), podLister: podInf.Lister(),
 		log: b.Logger(), now: now}
 	b.For(dInf.Informer(), controllerKind).
-		Owns(rsInf.Informer(), controller.OwnOptions{OrphanSelector: func(d metav1.Object) *metav1.LabelSelector {
-			return d.(*appsv1.Deployment).Spec.Selector
+		Owns(rsInf.Informer(), controller.OwnOptions{OrphanSelector: func(d metav1.Object) labels.Selector {
+			return controller.LabelSelector(d.(*appsv1.Deployment).Spec.Selector)
 		}}).
-		Watches(podInf.Informer(), controller.Deleted, func(obj any) []string { return r.recreateWaitingFor(b, obj) })
+		Watches(podInf.Informer(), controller.Deleted, func(_, obj any) []string { return r.recreateWaitingFor(b, obj) })
 	return b.Run(ctx, workers, func(rec record.EventRecorder) reconcile.ReconcileFunc[string] {
 		r.rec = rec
-		return r.reconcile
+		return controller.Shape[State, Plan]{Observe: r.observe, Plan: plan, Apply: r.apply, Log: r.log}.Reconcile
 	})
 }
 

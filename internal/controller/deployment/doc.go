@@ -48,7 +48,12 @@
 // replica set web-5d4b7c8d9f from 0 to 3"), ReplicaSetCreateError,
 // SelectingAll.
 //
-// The arithmetic (hash, fenceposts, scale-up and scale-down amounts,
-// proportions, status and conditions, orderings) is pure, in util.go and
-// progress.go; sync.go, rolling.go and recreate.go drive it against the API.
+// The controller has the one shape of internal/controller: observe (the
+// deployment, its namespace's ReplicaSets and, for Recreate, its pods from
+// the caches → State), plan (plan.go: plan(State) Plan, pure: claims,
+// ReplicaSet creates, scales and deletes in order, events, the status and
+// when to look again; table-tested with simulated rollouts in
+// plan_test.go), apply (apply.go: writes the Plan). The arithmetic (hash,
+// fenceposts, scale-up and scale-down amounts, proportions, status and
+// conditions, orderings) is in util.go and progress.go.
 package deployment

@@ -358,9 +358,6 @@ func setTriggerTime(s *discoveryv1.EndpointSlice, t time.Time) {
 }
 
 func sliceFromDelete(obj any) *discoveryv1.EndpointSlice {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	s, _ := obj.(*discoveryv1.EndpointSlice)
+	s, _ := reconcile.DeletedObject[*discoveryv1.EndpointSlice](obj)
 	return s
 }

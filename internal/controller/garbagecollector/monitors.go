@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/tools/cache"
+	"plainkube.dev/plainkube/internal/reconcile"
 )
 
 // monitor is one resource's metadata-only informer.
@@ -69,9 +70,7 @@ func (r *run) startMonitor(ctx context.Context, gvr schema.GroupVersionResource,
 		AddFunc:    func(obj any) { r.observe(Upsert, gvk, obj) },
 		UpdateFunc: func(_, obj any) { r.observe(Upsert, gvk, obj) },
 		DeleteFunc: func(obj any) {
-			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = d.Obj
-			}
+			obj, _ = reconcile.DeletedObject[any](obj)
 			r.observe(Delete, gvk, obj)
 		},
 	})

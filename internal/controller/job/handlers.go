@@ -8,7 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/tools/cache"
+	"plainkube.dev/plainkube/internal/reconcile"
 )
 
 func jobKey(j *batchv1.Job) string { return j.Namespace + "/" + j.Name }
@@ -34,18 +34,12 @@ func (l *loop) enqueueNow(j *batchv1.Job) { l.queue.Add(jobKey(j)) }
 func (l *loop) enqueueAfter(key string, d time.Duration) { l.queue.AddAfter(key, max(d, l.batch)) }
 
 func asJob(obj any) *batchv1.Job {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	j, _ := obj.(*batchv1.Job)
+	j, _ := reconcile.DeletedObject[*batchv1.Job](obj)
 	return j
 }
 
 func asPod(obj any) *corev1.Pod {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	p, _ := obj.(*corev1.Pod)
+	p, _ := reconcile.DeletedObject[*corev1.Pod](obj)
 	return p
 }
 

@@ -225,48 +225,6 @@ func adoptPatch(job *batchv1.Job, podUID types.UID) []byte {
 	return b
 }
 
-// releasePatch removes the reference to the owner with ownerUID.
-func releasePatch(ownerUID, podUID types.UID) []byte {
-	b, _ := json.Marshal(map[string]any{"metadata": map[string]any{
-		"ownerReferences": []map[string]any{{"$patch": "delete", "uid": ownerUID}},
-		"uid":             podUID,
-	}})
-	return b
-}
-
-// claim is what a job does with a pod of its namespace.
-type claim int
-
-const (
-	ignorePod claim = iota
-	keepPod
-	adoptPod
-	releasePod
-)
-
-// decideClaim is upstream's ControllerRefManager decision: keep a pod the
-// job controls while its selector matches, release it when it does not,
-// adopt a matching orphan; a job being deleted neither adopts nor
-// releases, and a pod being deleted is not adopted.
-func decideClaim(job *batchv1.Job, pod *corev1.Pod, matches bool) claim {
-	if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
-		switch {
-		case ref.UID != job.UID:
-			return ignorePod
-		case matches:
-			return keepPod
-		case job.DeletionTimestamp != nil:
-			return ignorePod
-		default:
-			return releasePod
-		}
-	}
-	if job.DeletionTimestamp != nil || !matches || pod.DeletionTimestamp != nil || pod.Namespace != job.Namespace {
-		return ignorePod
-	}
-	return adoptPod
-}
-
 // byRemovalOrder sorts active pods so that those least far along come
 // first (upstream's ActivePods): unscheduled, then pending, unknown,
 // running; not ready before ready; ready for less time first; more

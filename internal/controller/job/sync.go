@@ -425,21 +425,14 @@ func (l *loop) podsForJob(ctx context.Context, job *batchv1.Job) ([]*corev1.Pod,
 		}
 		checked = true
 		fresh, err := l.client.BatchV1().Jobs(job.Namespace).Get(ctx, job.Name, metav1.GetOptions{})
-		switch {
-		case err != nil:
-			adoptErr = err
-		case fresh.UID != job.UID:
-			adoptErr = fmt.Errorf("original Job %v/%v is gone: got uid %v, wanted %v", job.Namespace, job.Name, fresh.UID, job.UID)
-		case fresh.DeletionTimestamp != nil:
-			adoptErr = fmt.Errorf("%v/%v has just been deleted at %v", job.Namespace, job.Name, fresh.DeletionTimestamp)
-		}
+		adoptErr = controller.RecheckOwner(controllerKind.Kind, job, fresh, err)
 		return adoptErr
 	}
 	for _, p := range all {
-		switch decideClaim(job, p, !sel.Empty() && sel.Matches(labels.Set(p.Labels))) {
-		case keepPod:
+		switch controller.DecideClaim(job, p, !sel.Empty() && sel.Matches(labels.Set(p.Labels))) {
+		case controller.KeepObject:
 			out = append(out, p)
-		case adoptPod:
+		case controller.AdoptObject:
 			if err := canAdopt(); err != nil {
 				errs = append(errs, fmt.Errorf("can't adopt Pod %v/%v (%v): %v", p.Namespace, p.Name, p.UID, err))
 				continue
@@ -457,8 +450,8 @@ func (l *loop) podsForJob(ctx context.Context, job *batchv1.Job) ([]*corev1.Pod,
 				adopted.Finalizers = append(adopted.Finalizers, batchv1.JobTrackingFinalizer)
 			}
 			out = append(out, adopted)
-		case releasePod:
-			_, err := l.client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, releasePatch(job.UID, p.UID), metav1.PatchOptions{})
+		case controller.ReleaseObject:
+			_, err := l.client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, controller.ReleasePatch(job.UID, p.UID), metav1.PatchOptions{})
 			if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsInvalid(err) {
 				errs = append(errs, err)
 			}

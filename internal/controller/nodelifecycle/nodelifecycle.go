@@ -153,10 +153,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	l := listers{nodes: nodeInformer.Lister(), leases: leaseInformer.Lister(), pods: podInformer.Informer().GetIndexer()}
 
 	enqueueName := func(obj any) {
-		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = t.Obj
-		}
-		if m, ok := obj.(metav1.Object); ok {
+		if m, ok := reconcile.DeletedObject[metav1.Object](obj); ok {
 			queue.Add(m.GetName())
 		}
 	}

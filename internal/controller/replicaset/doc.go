@@ -33,6 +33,9 @@
 // Events are upstream's: SuccessfulCreate "Created pod: <name>",
 // FailedCreate "Error creating: <err>", SuccessfulDelete, FailedDelete.
 //
-// The decisions (claiming, ranking, status, expectations, slow start) are
-// pure functions with table tests; loop.go is the driver.
+// The controller has the one shape of internal/controller, wired by its
+// Builder: observe (apply.go: the workload and its namespace's pods from
+// the caches → State), plan (plan.go: plan(State) Plan — claims, creates,
+// deletes — and planStatus, pure, table-tested in plan_test.go; ranking
+// and status in pods.go and status.go), apply (apply.go).
 package replicaset

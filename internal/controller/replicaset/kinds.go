@@ -65,6 +65,8 @@ type kind interface {
 	// tracksTerminating: the status has terminatingReplicas.
 	tracksTerminating() bool
 	informer(f informers.SharedInformerFactory) cache.SharedIndexInformer
+	// newObject is an empty object of the kind.
+	newObject() runtime.Object
 	// fromObject converts an informer object; false if it is not this kind.
 	fromObject(obj any) (*workload, bool)
 	// get and list read the informer cache.
@@ -86,8 +88,9 @@ type replicaSetKind struct {
 func (replicaSetKind) gvk() schema.GroupVersionKind {
 	return appsv1.SchemeGroupVersion.WithKind("ReplicaSet")
 }
-func (replicaSetKind) component() string       { return ReplicaSetComponent }
-func (replicaSetKind) tracksTerminating() bool { return true }
+func (replicaSetKind) component() string         { return ReplicaSetComponent }
+func (replicaSetKind) newObject() runtime.Object { return &appsv1.ReplicaSet{} }
+func (replicaSetKind) tracksTerminating() bool   { return true }
 
 func (k *replicaSetKind) informer(f informers.SharedInformerFactory) cache.SharedIndexInformer {
 	k.inf = f.Apps().V1().ReplicaSets().Informer()
@@ -177,8 +180,9 @@ type replicationControllerKind struct {
 func (replicationControllerKind) gvk() schema.GroupVersionKind {
 	return corev1.SchemeGroupVersion.WithKind("ReplicationController")
 }
-func (replicationControllerKind) component() string       { return ReplicationControllerComponent }
-func (replicationControllerKind) tracksTerminating() bool { return false }
+func (replicationControllerKind) component() string         { return ReplicationControllerComponent }
+func (replicationControllerKind) newObject() runtime.Object { return &corev1.ReplicationController{} }
+func (replicationControllerKind) tracksTerminating() bool   { return false }
 
 func (k *replicationControllerKind) informer(f informers.SharedInformerFactory) cache.SharedIndexInformer {
 	k.inf = f.Core().V1().ReplicationControllers().Informer()

@@ -2,21 +2,17 @@ package replicaset
 
 import (
 	"context"
-	"errors"
 	"log/slog"
-	"sync"
+	"strings"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/informers"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 
 	"plainkube.dev/plainkube/internal/controller"
-	"plainkube.dev/plainkube/internal/controller/events"
 	"plainkube.dev/plainkube/internal/reconcile"
 )
 
@@ -69,21 +65,13 @@ func New(cfg *rest.Config) (*Controller, error) {
 func (c *Controller) Name() string { return Name }
 
 // Run watches ReplicaSets, ReplicationControllers and pods, and reconciles
-// each kind with workers workers, until ctx ends.
+// each kind with workers workers, until ctx ends. Each kind is its own
+// loop, with its own queue, expectations and event source.
 func (c *Controller) Run(ctx context.Context, workers int) error {
-	log := c.Logger
-	if log == nil {
-		log = slog.Default().With("controller", Name)
-	}
 	burst := c.BurstReplicas
 	if burst <= 0 {
 		burst = DefaultBurstReplicas
 	}
-	factory := informers.NewSharedInformerFactoryWithOptions(c.client, 0, informers.WithCustomResyncConfig(map[metav1.Object]time.Duration{
-		&appsv1.ReplicaSet{}: resyncPeriod, &corev1.ReplicationController{}: resyncPeriod}))
-	sharedFactory := reconcile.SharedOr(c.Informers, factory)
-	podInformer := sharedFactory.Core().V1().Pods()
-	synced := []cache.InformerSynced{podInformer.Informer().HasSynced}
 	var kinds []kind
 	if c.ReplicaSets {
 		kinds = append(kinds, &replicaSetKind{client: c.client})
@@ -91,50 +79,45 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	if c.ReplicationControllers {
 		kinds = append(kinds, &replicationControllerKind{client: c.client})
 	}
-	var loops []*loop
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	errs := make(chan error, len(kinds))
 	for _, k := range kinds {
-		rec, stop := events.NewRecorder(ctx, c.client, k.component(), log)
-		defer stop()
-		l := &loop{kind: k, gvk: k.gvk(), client: c.client, pods: podInformer.Lister(),
-			queue: reconcile.NewQueue[string](k.gvk().Kind), exp: controller.NewExpectations(c.now), rec: rec,
-			log: log.With("kind", k.gvk().Kind), burst: burst, now: c.now}
-		inf := k.informer(factory)
-		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc: l.addWorkload, UpdateFunc: l.updateWorkload, DeleteFunc: l.deleteWorkload,
-		}); err != nil {
-			return err
-		}
-		remove, err := reconcile.AddHandler(podInformer.Informer(), cache.ResourceEventHandlerFuncs{
-			AddFunc: l.addPod, UpdateFunc: l.updatePod, DeleteFunc: l.deletePod,
-		})
-		if err != nil {
-			return err
-		}
-		defer remove()
-		synced = append(synced, inf.HasSynced)
-		loops = append(loops, l)
-	}
-	factory.Start(ctx.Done())
-	sharedFactory.Start(ctx.Done())
-	defer factory.Shutdown()
-	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
-		for _, l := range loops {
-			l.queue.ShutDown()
-		}
-		if ctx.Err() != nil {
-			return nil
-		}
-		return errors.New("replicaset informers did not sync")
-	}
-	log.Info("replicaset controller synced")
-	var wg sync.WaitGroup
-	for _, l := range loops {
-		wg.Add(1)
 		go func() {
-			defer wg.Done()
-			reconcile.ProcessQueue(ctx, l.queue, workers, l.log, l.sync)
+			err := c.runKind(ctx, k, workers, burst)
+			stop() // one loop stopping stops the other: Run returns, to be restarted whole
+			errs <- err
 		}()
 	}
-	wg.Wait()
-	return nil
+	var first error
+	for range kinds {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// runKind runs the loop of one kind.
+func (c *Controller) runKind(ctx context.Context, k kind, workers, burst int) error {
+	gvk := k.gvk()
+	b := controller.NewBuilder(controller.Config{Name: strings.ToLower(gvk.Kind), Component: k.component(), Client: c.client,
+		Logger: c.Logger, Primary: k.newObject(), Resync: resyncPeriod, Shared: c.Informers})
+	podInf := b.SharedInformers().Core().V1().Pods()
+	l := &loop{kind: k, gvk: gvk, client: c.client, pods: podInf.Lister(), queue: b.Queue(),
+		exp: controller.NewExpectations(c.now), log: b.Logger().With("kind", gvk.Kind), burst: burst, now: c.now}
+	b.For(k.informer(b.Informers()), gvk).OnDelete(l.exp.Forget).
+		Owns(podInf.Informer(), controller.OwnOptions{
+			OrphanSelector: func(o metav1.Object) labels.Selector {
+				if w, ok := k.fromObject(o); ok && w.selector != nil {
+					return w.selector
+				}
+				return nil
+			},
+			Observed: l.observed,
+		})
+	return b.Run(ctx, workers, func(rec record.EventRecorder) reconcile.ReconcileFunc[string] {
+		l.rec = rec
+		return controller.Shape[State, Plan]{Observe: l.observe, Plan: plan, Apply: l.apply, Log: l.log}.Reconcile
+	})
 }

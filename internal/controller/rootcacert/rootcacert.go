@@ -104,10 +104,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		}
 	}
 	enqueueConfigMap := func(obj any) {
-		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = t.Obj
-		}
-		if cm, ok := obj.(*corev1.ConfigMap); ok && cm.Name == ConfigMapName {
+		if cm, ok := reconcile.DeletedObject[*corev1.ConfigMap](obj); ok && cm.Name == ConfigMapName {
 			queue.Add(cm.Namespace)
 		}
 	}

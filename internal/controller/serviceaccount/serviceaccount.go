@@ -88,10 +88,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	}
 	if _, err := saInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		DeleteFunc: func(obj any) {
-			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = t.Obj
-			}
-			if sa, ok := obj.(*corev1.ServiceAccount); ok && slices.Contains(c.ServiceAccounts, sa.Name) {
+			if sa, ok := reconcile.DeletedObject[*corev1.ServiceAccount](obj); ok && slices.Contains(c.ServiceAccounts, sa.Name) {
 				queue.Add(sa.Namespace)
 			}
 		},

@@ -6,19 +6,15 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/workqueue"
 
-	"plainkube.dev/plainkube/internal/controller/events"
+	"plainkube.dev/plainkube/internal/controller"
 	"plainkube.dev/plainkube/internal/reconcile"
 )
 
@@ -45,7 +41,6 @@ type Controller struct {
 	pods      corelisters.PodLister
 	claims    corelisters.PersistentVolumeClaimLister
 	revisions appslisters.ControllerRevisionLister
-	queue     workqueue.TypedRateLimitingInterface[string]
 	rec       record.EventRecorder
 	log       *slog.Logger
 }
@@ -67,87 +62,21 @@ func (c *Controller) Name() string { return Name }
 // Run watches StatefulSets, pods, claims and ControllerRevisions and
 // reconciles StatefulSets with workers workers until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) error {
-	c.log = c.Logger
-	if c.log == nil {
-		c.log = slog.Default().With("controller", Name)
-	}
-	c.queue = reconcile.NewQueue[string]("statefulset")
-	rec, stop := events.NewRecorder(ctx, c.client, Component, c.log)
-	defer stop()
-	c.rec = rec
-	factory := informers.NewSharedInformerFactoryWithOptions(c.client, 0, informers.WithCustomResyncConfig(
-		map[metav1.Object]time.Duration{&appsv1.StatefulSet{}: resyncPeriod}))
-	setInf := factory.Apps().V1().StatefulSets()
-	sharedFactory := reconcile.SharedOr(c.Informers, factory)
-	podInf := sharedFactory.Core().V1().Pods()
-	pvcInf := factory.Core().V1().PersistentVolumeClaims()
-	revInf := factory.Apps().V1().ControllerRevisions()
+	b := controller.NewBuilder(controller.Config{Name: Name, Component: Component, Client: c.client, Logger: c.Logger,
+		Primary: &appsv1.StatefulSet{}, Resync: resyncPeriod, Shared: c.Informers})
+	c.log = b.Logger()
+	setInf := b.Informers().Apps().V1().StatefulSets()
+	podInf := b.SharedInformers().Core().V1().Pods()
+	pvcInf := b.Informers().Core().V1().PersistentVolumeClaims()
+	revInf := b.Informers().Apps().V1().ControllerRevisions()
 	c.sets, c.pods, c.claims, c.revisions = setInf.Lister(), podInf.Lister(), pvcInf.Lister(), revInf.Lister()
-	if _, err := setInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueueSet,
-		UpdateFunc: func(_, cur any) { c.enqueueSet(cur) },
-		DeleteFunc: c.enqueueSet,
-	}); err != nil {
-		return err
-	}
-	removePodHandler, err := reconcile.AddHandler(podInf.Informer(), cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.podEvent,
-		UpdateFunc: func(old, cur any) { c.podEvent(old); c.podEvent(cur) },
-		DeleteFunc: c.podEvent,
+	b.For(setInf.Informer(), controllerKind).
+		Owns(podInf.Informer(), controller.OwnOptions{OrphanSelector: func(s metav1.Object) labels.Selector {
+			return controller.LabelSelector(s.(*appsv1.StatefulSet).Spec.Selector)
+		}}).
+		WaitsFor(pvcInf.Informer(), revInf.Informer())
+	return b.Run(ctx, workers, func(rec record.EventRecorder) reconcile.ReconcileFunc[string] {
+		c.rec = rec
+		return c.sync
 	})
-	if err != nil {
-		return err
-	}
-	defer removePodHandler()
-	factory.Start(ctx.Done())
-	sharedFactory.Start(ctx.Done())
-	defer factory.Shutdown()
-	if ok, err := reconcile.WaitForSync(ctx, "statefulset informers", setInf.Informer().HasSynced, podInf.Informer().HasSynced,
-		pvcInf.Informer().HasSynced, revInf.Informer().HasSynced); !ok {
-		c.queue.ShutDown()
-		return err
-	}
-	c.log.Info("statefulset controller synced")
-	reconcile.ProcessQueue(ctx, c.queue, workers, c.log, c.sync)
-	return nil
-}
-
-func (c *Controller) enqueueSet(obj any) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	if s, ok := obj.(*appsv1.StatefulSet); ok {
-		c.queue.Add(s.Namespace + "/" + s.Name)
-	}
-}
-
-// podEvent wakes the StatefulSet controlling the pod, or, for an orphan,
-// every StatefulSet whose selector matches it.
-func (c *Controller) podEvent(obj any) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	pod, ok := obj.(*corev1.Pod)
-	if !ok {
-		return
-	}
-	if ref := metav1.GetControllerOf(pod); ref != nil {
-		if ref.Kind == "StatefulSet" {
-			c.queue.Add(pod.Namespace + "/" + ref.Name)
-		}
-		return
-	}
-	if len(pod.Labels) == 0 {
-		return
-	}
-	all, err := c.sets.StatefulSets(pod.Namespace).List(labels.Everything())
-	if err != nil {
-		return
-	}
-	for _, s := range all {
-		sel, err := metav1.LabelSelectorAsSelector(s.Spec.Selector)
-		if err == nil && !sel.Empty() && sel.Matches(labels.Set(pod.Labels)) {
-			c.enqueueSet(s)
-		}
-	}
 }
