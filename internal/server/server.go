@@ -25,6 +25,7 @@ import (
 	"plainkube.dev/plainkube/internal/admission/allocator"
 	"plainkube.dev/plainkube/internal/admission/defaulttolerationseconds"
 	"plainkube.dev/plainkube/internal/admission/noderestriction"
+	"plainkube.dev/plainkube/internal/admission/rbacescalation"
 	saadmission "plainkube.dev/plainkube/internal/admission/serviceaccount"
 	"plainkube.dev/plainkube/internal/apiextensions"
 	"plainkube.dev/plainkube/internal/apiserver"
@@ -197,19 +198,20 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if opts.DefaultAdmission {
 		chain = append(chain, saAdmission.Step(), defaulttolerationseconds.New())
 	}
-	chain = append(chain, noderestriction.New(), alloc.Plugin())
 	resources := all.Resources()
 	scheme := apiserver.Scheme()
 	rbacAuthz := rbac.New(nil) // reads its roles once the API serves them (startRBAC)
+	// As upstream's --authorization-mode=Node,RBAC (with system:masters
+	// allowed first): what else anyone may do is what RBAC grants.
+	authz := auth.Chain{auth.MastersAuthorizer{}, auth.NodeAuthorizer{}, rbacAuthz}
+	chain = append(chain, noderestriction.New(), alloc.Plugin(), rbacescalation.New(authz, rbacAuthz))
 	api, err := apiserver.New(apiserver.Config{
 		Storage:         s.store,
 		Resources:       resources,
 		Authenticator:   auth.Union{auth.ClientCertAuthenticator{}, saTokens, bootstrapTokens},
 		ServiceAccounts: saTokens,
 		Admission:       chain,
-		// As upstream's --authorization-mode=Node,RBAC (with system:masters
-		// allowed first): what else anyone may do is what RBAC grants.
-		Authorizer: auth.Chain{auth.MastersAuthorizer{}, auth.NodeAuthorizer{}, rbacAuthz},
+		Authorizer:      authz,
 		Version: apiserver.VersionInfo{Major: version.Major, Minor: version.Minor, GitVersion: version.GitVersion(),
 			GitCommit: version.GitCommit, GoVersion: runtime.Version(), Platform: version.Platform()},
 		KubeletClient: kubeletClient,

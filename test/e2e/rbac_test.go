@@ -54,4 +54,33 @@ func TestRBAC(t *testing.T) {
 	if out, err := asBot("get", "secrets", "-n", "team"); err == nil {
 		t.Fatalf("view granted secrets:\n%s", out)
 	}
+
+	// Escalation prevention: the right to write RBAC objects is not the
+	// right to grant what one does not hold.
+	c.must("create", "role", "rbac-writer", "--verb=create,get,list", "--resource=roles.rbac.authorization.k8s.io,rolebindings.rbac.authorization.k8s.io", "-n", "team")
+	c.must("create", "rolebinding", "bot-rbac-writer", "--role=rbac-writer", "--serviceaccount=team:bot", "-n", "team")
+	for i := 0; ; i++ { // wait for the binding to reach the authorizer
+		if _, err := asBot("get", "rolebindings", "-n", "team"); err == nil {
+			break
+		} else if i == 100 {
+			t.Fatal("the rbac-writer binding never took effect")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	out, err = asBot("create", "rolebinding", "bot-admin", "--clusterrole=cluster-admin", "--serviceaccount=team:bot", "-n", "team")
+	if err == nil || !strings.Contains(out, `rolebindings.rbac.authorization.k8s.io "bot-admin" is forbidden: user "system:serviceaccount:team:bot"`) ||
+		!strings.Contains(out, "is attempting to grant RBAC permissions not currently held") {
+		t.Fatalf("a ServiceAccount bound itself to cluster-admin: %v\n%s", err, out)
+	}
+	out, err = asBot("create", "role", "pod-maker", "--verb=create", "--resource=pods", "-n", "team")
+	if err == nil || !strings.Contains(out, `{APIGroups:[""], Resources:["pods"], Verbs:["create"]}`) {
+		t.Fatalf("a ServiceAccount made a role with rules it does not hold: %v\n%s", err, out)
+	}
+	// What it holds it may grant.
+	if out, err := asBot("create", "role", "pod-reader", "--verb=get,list", "--resource=pods", "-n", "team"); err != nil {
+		t.Fatalf("a role within the creator's rules was refused: %v\n%s", err, out)
+	}
+	if out, err := asBot("create", "rolebinding", "other-view", "--clusterrole=view", "--serviceaccount=team:default", "-n", "team"); err != nil {
+		t.Fatalf("binding a role the creator holds was refused: %v\n%s", err, out)
+	}
 }

@@ -94,6 +94,16 @@ func (r *Authorizer) RulesFor(u *auth.User, namespace string) ([]rbacv1.PolicyRu
 	return rules, utilerrors.NewAggregate(errs)
 }
 
+// RoleRefRules are the rules of the role ref names, for a binding in
+// namespace ("" for a ClusterRoleBinding).
+func (r *Authorizer) RoleRefRules(ref rbacv1.RoleRef, namespace string) ([]rbacv1.PolicyRule, error) {
+	src := r.src.Load()
+	if src == nil {
+		return nil, errors.New("RBAC: the authorizer has not read the roles and bindings yet")
+	}
+	return roleRules(*src, ref, namespace)
+}
+
 // visit calls f with the rules of every binding that names u: the
 // ClusterRoleBindings, then the RoleBindings of namespace, each in name
 // order, until f returns false. grant describes the binding for a reason.
