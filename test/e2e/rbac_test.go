@@ -55,6 +55,13 @@ func TestRBAC(t *testing.T) {
 		t.Fatalf("view granted secrets:\n%s", out)
 	}
 
+	// kubectl auth can-i --list: the rules its bindings grant, complete.
+	out, err = asBot("auth", "can-i", "--list", "-n", "team")
+	if err != nil || !strings.Contains(out, "pods ") || !strings.Contains(out, "[get list watch]") ||
+		!strings.Contains(out, "selfsubjectreviews.authentication.k8s.io") || strings.Contains(out, "secrets ") || strings.Contains(strings.ToLower(out), "incomplete") {
+		t.Fatalf("auth can-i --list: %v\n%s", err, out)
+	}
+
 	// Escalation prevention: the right to write RBAC objects is not the
 	// right to grant what one does not hold.
 	c.must("create", "role", "rbac-writer", "--verb=create,get,list", "--resource=roles.rbac.authorization.k8s.io,rolebindings.rbac.authorization.k8s.io", "-n", "team")

@@ -79,19 +79,25 @@ func accessReview(ctx context.Context, api registry.API, u *auth.User, ra *autho
 }
 
 func rulesReview(ctx context.Context, api registry.API, u *auth.User, ns string) authorizationv1.SubjectRulesReviewStatus {
-	all := auth.Attributes{User: u, IsResource: true, Verb: "*", Namespace: ns, APIGroup: "*", Resource: "*"}
-	if d, _, _ := api.Authorizer().Authorize(ctx, all); d == auth.Allow {
-		return authorizationv1.SubjectRulesReviewStatus{
-			ResourceRules:    []authorizationv1.ResourceRule{{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}}},
-			NonResourceRules: []authorizationv1.NonResourceRule{{Verbs: []string{"*"}, NonResourceURLs: []string{"*"}}},
+	st := authorizationv1.SubjectRulesReviewStatus{ResourceRules: []authorizationv1.ResourceRule{}, NonResourceRules: []authorizationv1.NonResourceRule{}}
+	resolver, ok := api.Authorizer().(auth.RuleResolver)
+	if !ok {
+		st.Incomplete, st.EvaluationError = true, "the authorizer cannot list the rules it grants"
+		return st
+	}
+	rules, err := resolver.RulesFor(u, ns)
+	for _, r := range rules {
+		if len(r.NonResourceURLs) > 0 {
+			st.NonResourceRules = append(st.NonResourceRules, authorizationv1.NonResourceRule{Verbs: r.Verbs, NonResourceURLs: r.NonResourceURLs})
+			continue
 		}
+		st.ResourceRules = append(st.ResourceRules, authorizationv1.ResourceRule{Verbs: r.Verbs, APIGroups: r.APIGroups,
+			Resources: r.Resources, ResourceNames: r.ResourceNames})
 	}
-	return authorizationv1.SubjectRulesReviewStatus{
-		ResourceRules:    []authorizationv1.ResourceRule{},
-		NonResourceRules: []authorizationv1.NonResourceRule{{Verbs: []string{"get"}, NonResourceURLs: []string{"/healthz", "/livez", "/readyz", "/version", "/version/"}}},
-		Incomplete:       true,
-		EvaluationError:  "the authorizer cannot list rules for users outside system:masters yet",
+	if err != nil {
+		st.Incomplete, st.EvaluationError = true, err.Error()
 	}
+	return st
 }
 
 // tokenReview authenticates a token with the server's authenticator, for
