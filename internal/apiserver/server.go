@@ -243,6 +243,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if user == nil {
 		user = &auth.User{Name: auth.UserAnonymous, Groups: []string{auth.GroupUnauthenticated}}
 	}
+	user, err := s.impersonate(r.Context(), r, user)
+	if err != nil {
+		s.codecs.writeError(w, r, err)
+		return
+	}
 	r = r.WithContext(auth.WithUser(r.Context(), user))
 	info := parseRequestInfo(r)
 	attrs := auth.Attributes{User: user, Verb: info.Verb, IsResource: info.IsResource, Path: r.URL.Path,
@@ -253,10 +258,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	decision, reason, err := s.cfg.Authorizer.Authorize(r.Context(), attrs)
 	if err != nil || decision != auth.Allow {
-		if user.Name == auth.UserAnonymous {
-			s.codecs.writeError(w, r, apierrors.NewUnauthorized("Unauthorized"))
-			return
-		}
+		// Anonymous requests too are refused with 403, as upstream's
+		// (only a credential that is not valid gets 401).
 		s.codecs.writeError(w, r, forbidden(attrs, reason))
 		return
 	}

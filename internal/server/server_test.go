@@ -480,18 +480,19 @@ func TestBadInputIsRejectedAndStoresNothing(t *testing.T) {
 	if _, err := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.bogus=x"}); statusCode(err) != 400 {
 		t.Fatalf("unsupported field selector: %v", err)
 	}
-	// Anonymous requests are refused with a 401 Status, except health.
+	// Anonymous requests are refused with upstream's 403 Status, except
+	// health; a credential that is not valid gets 401.
 	pool := x509.NewCertPool()
 	pool.AddCert(s.PKI.CACert)
 	anon := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
-	for path, want := range map[string]int{"/api": 401, "/api/v1/namespaces/default/pods": 401, "/readyz": 200} {
+	for path, want := range map[string]int{"/api": 403, "/api/v1/namespaces/default/pods": 403, "/readyz": 200} {
 		resp, err := anon.Get(s.URL + path)
 		if err != nil {
 			t.Fatal(err)
 		}
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != want || (want == 401 && !strings.Contains(string(body), `"kind":"Status"`)) {
+		if resp.StatusCode != want || (want == 403 && !strings.Contains(string(body), `User \"system:anonymous\" cannot`)) {
 			t.Fatalf("anonymous GET %s: %d %s, want %d", path, resp.StatusCode, body, want)
 		}
 	}

@@ -328,8 +328,8 @@ func TestServiceAccountIssuerDiscovery(t *testing.T) {
 		body, _ := io.ReadAll(resp.Body)
 		return resp, body
 	}
-	if resp, _ := get("", "/openid/v1/jwks"); resp.StatusCode != http.StatusUnauthorized {
-		t.Errorf("anonymous jwks: %d, want 401", resp.StatusCode)
+	if resp, _ := get("", "/openid/v1/jwks"); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("anonymous jwks: %d, want 403", resp.StatusCode)
 	}
 	resp, body := get(tr.Status.Token, "/.well-known/openid-configuration")
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/json" {

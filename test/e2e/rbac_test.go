@@ -62,6 +62,18 @@ func TestRBAC(t *testing.T) {
 		t.Fatalf("auth can-i --list: %v\n%s", err, out)
 	}
 
+	// Impersonation: the admin acts as the ServiceAccount and gets what it
+	// gets; the ServiceAccount may not impersonate anyone.
+	contains(t, c.must("auth", "can-i", "--list", "-n", "team", "--as=system:serviceaccount:team:bot"), "[get list watch]")
+	out = c.mustFail("get", "secrets", "-n", "team", "--as=system:serviceaccount:team:bot")
+	contains(t, out, `User "system:serviceaccount:team:bot" cannot list resource "secrets"`)
+	out = c.mustFail("get", "pods", "--as=bob", "--as-group=dev")
+	contains(t, out, `User "bob" cannot list resource "pods" in API group "" in the namespace "default"`)
+	out, err = asBot("get", "pods", "-n", "team", "--as=alice")
+	if err == nil || !strings.Contains(out, `users "alice" is forbidden: User "system:serviceaccount:team:bot" cannot impersonate resource "users" in API group "" at the cluster scope`) {
+		t.Fatalf("a ServiceAccount impersonated a user: %v\n%s", err, out)
+	}
+
 	// Escalation prevention: the right to write RBAC objects is not the
 	// right to grant what one does not hold.
 	c.must("create", "role", "rbac-writer", "--verb=create,get,list", "--resource=roles.rbac.authorization.k8s.io,rolebindings.rbac.authorization.k8s.io", "-n", "team")
