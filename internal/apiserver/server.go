@@ -243,6 +243,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if user == nil {
 		user = &auth.User{Name: auth.UserAnonymous, Groups: []string{auth.GroupUnauthenticated}}
 	}
+	// The credentials are the API server's alone: nothing it proxies to (a
+	// node, a pod, a Service) sees them, as upstream's.
+	r.Header.Del("Authorization")
 	user, err := s.impersonate(r.Context(), r, user)
 	if err != nil {
 		s.codecs.writeError(w, r, err)

@@ -27,6 +27,9 @@ func fakeAgent(t *testing.T) (*httptest.Server, chan string) {
 		seen <- r.URL.RequestURI()
 		if r.Header.Get("Upgrade") == "" {
 			fmt.Fprintf(w, "agent %s", r.URL.Path)
+			if a := r.Header.Get("Authorization"); a != "" {
+				fmt.Fprintf(w, " (the client's credentials reached the agent: %s)", a)
+			}
 			return
 		}
 		conn, buf, err := w.(http.Hijacker).Hijack()
@@ -104,13 +107,14 @@ func TestPodStreamsAndProxies(t *testing.T) {
 	for _, c := range cases {
 		req, _ := http.NewRequest(c.method, api.URL+c.path, nil)
 		req.Header.Set("Accept", "text/html") // a browser's: proxies must not negotiate
+		req.Header.Set("Authorization", "Bearer the-clients-own")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != c.code || !strings.Contains(string(body), c.msg) {
+		if resp.StatusCode != c.code || !strings.Contains(string(body), c.msg) || strings.Contains(string(body), "credentials reached") {
 			t.Errorf("%s %s: %d %s, want %d %q", c.method, c.path, resp.StatusCode, body, c.code, c.msg)
 		}
 	}
