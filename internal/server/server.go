@@ -23,6 +23,7 @@ import (
 
 	"plainkube.dev/plainkube/internal/admission"
 	"plainkube.dev/plainkube/internal/admission/allocator"
+	"plainkube.dev/plainkube/internal/admission/bootstrapcsr"
 	"plainkube.dev/plainkube/internal/admission/defaulttolerationseconds"
 	"plainkube.dev/plainkube/internal/admission/noderestriction"
 	"plainkube.dev/plainkube/internal/admission/rbacescalation"
@@ -204,7 +205,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	// As upstream's --authorization-mode=Node,RBAC (with system:masters
 	// allowed first): what else anyone may do is what RBAC grants.
 	authz := auth.Chain{auth.MastersAuthorizer{}, auth.NodeAuthorizer{}, rbacAuthz}
-	chain = append(chain, noderestriction.New(), alloc.Plugin(), rbacescalation.New(authz, rbacAuthz))
+	chain = append(chain, noderestriction.New(), bootstrapcsr.New(), alloc.Plugin(), rbacescalation.New(authz, rbacAuthz))
 	api, err := apiserver.New(apiserver.Config{
 		Storage:         s.store,
 		Resources:       resources,

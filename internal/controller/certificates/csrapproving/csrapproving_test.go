@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -104,8 +106,6 @@ func TestApproval(t *testing.T) {
 				certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth, certificatesv1.UsageServerAuth), pending},
 		{"client certificate outside system:nodes", boot,
 			request(t, certificatesv1.KubeAPIServerClientKubeletSignerName, &x509.CertificateRequest{Subject: pkix.Name{CommonName: "system:node:new", Organization: []string{"system:masters"}}}, clientUsages...), pending},
-		{"admin-signer request from a bootstrapper", boot,
-			request(t, certificatesv1.KubeAPIServerClientSignerName, &x509.CertificateRequest{Subject: nodesSubject("new")}, clientUsages...), pending},
 		{"node serving certificate for its own addresses", n1,
 			request(t, certificatesv1.KubeletServingSignerName, &x509.CertificateRequest{Subject: nodesSubject("n1"),
 				DNSNames: []string{"n1", "host1"}, IPAddresses: []net.IP{net.ParseIP("10.1.2.3")}}, servingUsages...), approved},
@@ -118,9 +118,16 @@ func TestApproval(t *testing.T) {
 		{"serving certificate for another node", n2,
 			request(t, certificatesv1.KubeletServingSignerName, &x509.CertificateRequest{Subject: nodesSubject("n1"),
 				DNSNames: []string{"n1"}}, servingUsages...), pending},
-		{"serving certificate asked by a bootstrapper", boot,
-			request(t, certificatesv1.KubeletServingSignerName, &x509.CertificateRequest{Subject: nodesSubject("n1"),
-				DNSNames: []string{"n1"}}, servingUsages...), pending},
+	}
+	// A bootstrap token may ask for nothing but a node client certificate
+	// (the server's BootstrapCSRRestriction admission).
+	for _, csr := range []*certificatesv1.CertificateSigningRequest{
+		request(t, certificatesv1.KubeAPIServerClientSignerName, &x509.CertificateRequest{Subject: nodesSubject("new")}, clientUsages...),
+		request(t, certificatesv1.KubeletServingSignerName, &x509.CertificateRequest{Subject: nodesSubject("n1"), DNSNames: []string{"n1"}}, servingUsages...),
+	} {
+		if _, err := boot.CertificatesV1().CertificateSigningRequests().Create(ctx, csr, metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
+			t.Fatalf("a bootstrapper asked for a %s certificate: %v", csr.Spec.SignerName, err)
+		}
 	}
 	names := make([]string, len(tests))
 	for i, tc := range tests {
