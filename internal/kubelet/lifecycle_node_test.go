@@ -195,7 +195,12 @@ func TestLifecycle(t *testing.T) {
 			return apierrors.IsNotFound(err), nil
 		})
 		took := time.Since(start)
-		if took < 3*time.Second || took > 10*time.Second {
+		// At least most of the 4 s grace period (the preStop hooks run and
+		// the containers are given their grace), and not stuck: a bound of
+		// 4 s grace + hooks + slack for a loaded 2-core CI machine (where
+		// 10 s was seen twice; 5.6–9.0 s when run alone).
+		t.Logf("deletion took %s", took)
+		if took < 3*time.Second || took > 20*time.Second {
 			t.Errorf("deletion took %s with a 4s grace period", took)
 		}
 		if b, err := os.ReadFile(filepath.Join(hostDir, "prestop")); err != nil || string(b) != "post\n" {
