@@ -67,6 +67,10 @@ type Config struct {
 	// (see reconcile.SharedInformers); nil: the controller's own factory
 	// serves them too.
 	Shared *reconcile.SharedInformers
+	// Queue is the controller's work queue (e.g. a reconcile.ClockQueue,
+	// whose delays follow an injected clock); nil: a new rate-limited
+	// queue named Name.
+	Queue workqueue.TypedRateLimitingInterface[string]
 }
 
 // NewBuilder starts wiring one Run of a controller.
@@ -82,11 +86,15 @@ func NewBuilder(c Config) *Builder {
 		}
 	}
 	own := informers.NewSharedInformerFactoryWithOptions(c.Client, 0, opts...)
-	return &Builder{
+	b := &Builder{
 		name: c.Name, component: c.Component, client: c.Client, log: log,
 		own: own, shared: reconcile.SharedOr(c.Shared, own),
-		queue: reconcile.NewQueue[string](c.Name),
+		queue: c.Queue,
 	}
+	if b.queue == nil {
+		b.queue = reconcile.NewQueue[string](c.Name)
+	}
+	return b
 }
 
 // Informers is the controller's own informer factory (every kind but Pods
@@ -273,6 +281,11 @@ func (b *Builder) Owner(namespace string, ref *metav1.OwnerReference) (metav1.Ob
 // newReconcile returns (given the recorder) until ctx ends. Handlers on
 // shared informers are removed when it returns.
 func (b *Builder) Run(ctx context.Context, workers int, newReconcile func(record.EventRecorder) reconcile.ReconcileFunc[string]) error {
+	// The recorder is in place before any handler runs, so that handlers
+	// may record events too.
+	rec, stop := events.NewRecorder(ctx, b.client, b.component, b.log)
+	defer stop()
+	sync := newReconcile(rec)
 	for _, r := range b.handlers {
 		remove, err := reconcile.AddHandler(r.informer, r.handler)
 		if err != nil {
@@ -280,8 +293,6 @@ func (b *Builder) Run(ctx context.Context, workers int, newReconcile func(record
 		}
 		defer remove()
 	}
-	rec, stop := events.NewRecorder(ctx, b.client, b.component, b.log)
-	defer stop()
 	b.own.Start(ctx.Done())
 	b.shared.Start(ctx.Done())
 	defer b.own.Shutdown()
@@ -290,7 +301,7 @@ func (b *Builder) Run(ctx context.Context, workers int, newReconcile func(record
 		return err
 	}
 	b.log.Info("controller synced")
-	reconcile.ProcessQueue(ctx, b.queue, workers, b.log, newReconcile(rec))
+	reconcile.ProcessQueue(ctx, b.queue, workers, b.log, sync)
 	return nil
 }
 
