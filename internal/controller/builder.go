@@ -43,6 +43,7 @@ type Builder struct {
 	onDelete    func(key string)
 	handlers    []registration
 	synced      []cache.InformerSynced
+	onSynced    []func()
 }
 
 type registration struct {
@@ -254,6 +255,14 @@ func (b *Builder) WaitsFor(infs ...cache.SharedIndexInformer) *Builder {
 	return b
 }
 
+// OnSynced runs f once the informers have synced, before the workers
+// start: to enqueue what only a full cache shows (objects left behind
+// while the controller was not running).
+func (b *Builder) OnSynced(f func()) *Builder {
+	b.onSynced = append(b.onSynced, f)
+	return b
+}
+
 // Owner is the primary object that ref (an owner reference of an object in
 // namespace) names, if it is of the primary kind and in the cache with
 // ref's UID: what a controller's Watches map functions resolve through.
@@ -299,6 +308,9 @@ func (b *Builder) Run(ctx context.Context, workers int, newReconcile func(record
 	if ok, err := reconcile.WaitForSync(ctx, b.name+" informers", b.synced...); !ok {
 		b.queue.ShutDown()
 		return err
+	}
+	for _, f := range b.onSynced {
+		f()
 	}
 	b.log.Info("controller synced")
 	reconcile.ProcessQueue(ctx, b.queue, workers, b.log, sync)
