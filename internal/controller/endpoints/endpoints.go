@@ -75,24 +75,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	epInf := b.Informers().Core().V1().Endpoints()
 	l := listers{services: svcInf.Lister(), pods: podInf.Lister(), endpoints: epInf.Lister()}
 	b.For(svcInf.Informer(), corev1.SchemeGroupVersion.WithKind("Service")).
-		Watches(podInf.Informer(), controller.AllEvents, func(oldObj, obj any) []string {
-			pod, ok := obj.(*corev1.Pod)
-			if !ok {
-				return nil
-			}
-			keys := endpointutil.ServicesSelecting(l.services, pod.Namespace, pod.Labels)
-			if oldObj == nil {
-				return keys // added or deleted
-			}
-			oldPod, ok := oldObj.(*corev1.Pod)
-			if !ok || oldPod.ResourceVersion == pod.ResourceVersion {
-				return nil
-			}
-			if !labels.Equals(oldPod.Labels, pod.Labels) {
-				keys = append(keys, endpointutil.ServicesSelecting(l.services, oldPod.Namespace, oldPod.Labels)...)
-			}
-			return keys
-		}).
+		Watches(podInf.Informer(), controller.AllEvents, endpointutil.PodServices(l.services)).
 		// An Endpoints object deleted by someone else is written again.
 		Watches(epInf.Informer(), controller.Deleted, func(_, obj any) []string {
 			if key, ok := controller.PrimaryKey(obj); ok {
