@@ -468,3 +468,15 @@ func appendNew(keys []string, more ...string) []string {
 	}
 	return keys
 }
+
+// ToNamespace is a Watches map function for a controller whose keys are
+// Namespace names: an event on an object that keep accepts looks at the
+// object's namespace.
+func ToNamespace(keep func(metav1.Object) bool) func(old, cur any) []string {
+	return func(_, cur any) []string {
+		if o, ok := cur.(metav1.Object); ok && keep(o) {
+			return []string{o.GetNamespace()}
+		}
+		return nil
+	}
+}

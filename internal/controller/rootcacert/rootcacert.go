@@ -43,6 +43,7 @@ type Controller struct {
 
 	client kubernetes.Interface
 	caPEM  []byte
+	log    *slog.Logger
 }
 
 var _ reconcile.Controller = (*Controller)(nil)
@@ -102,39 +103,40 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	})
 	nsLister, cmLister := nsInf.Lister(), corelisters.NewConfigMapLister(cmInf.GetIndexer())
 	b.For(nsInf.Informer(), corev1.SchemeGroupVersion.WithKind("Namespace")).
-		Watches(cmInf, controller.Updated|controller.Deleted, func(_, obj any) []string {
-			if cm, ok := obj.(*corev1.ConfigMap); ok && cm.Name == ConfigMapName {
-				return []string{cm.Namespace}
-			}
-			return nil
-		})
-	log := b.Logger()
+		Watches(cmInf, controller.Updated|controller.Deleted, controller.ToNamespace(func(cm metav1.Object) bool {
+			return cm.GetName() == ConfigMapName
+		}))
+	c.log = b.Logger()
 	return b.Run(ctx, workers, func(record.EventRecorder) reconcile.ReconcileFunc[string] {
 		return func(ctx context.Context, name string) (reconcile.Result, error) {
-			ns, err := nsLister.Get(name)
-			if apierrors.IsNotFound(err) {
-				return reconcile.Result{}, nil
-			}
-			if err != nil {
-				return reconcile.Result{}, err
-			}
-			if ns.Status.Phase != corev1.NamespaceActive || ns.DeletionTimestamp != nil {
-				return reconcile.Result{}, nil
-			}
-			current, err := cmLister.ConfigMaps(name).Get(ConfigMapName)
-			switch {
-			case apierrors.IsNotFound(err):
-				current = nil
-			case err != nil:
-				return reconcile.Result{}, err
-			}
-			want, write := Desired(name, current, c.caPEM)
-			if !write {
-				return reconcile.Result{}, nil
-			}
-			return reconcile.Result{}, c.write(ctx, log, name, current, want)
+			return reconcile.Result{}, c.sync(ctx, nsLister, cmLister, name)
 		}
 	})
+}
+
+// sync publishes the CA bundle in namespace name, if it is active.
+func (c *Controller) sync(ctx context.Context, nsLister corelisters.NamespaceLister, cmLister corelisters.ConfigMapLister, name string) error {
+	ns, err := nsLister.Get(name)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return err
+	case ns.Status.Phase != corev1.NamespaceActive || ns.DeletionTimestamp != nil:
+		return nil
+	}
+	current, err := cmLister.ConfigMaps(name).Get(ConfigMapName)
+	switch {
+	case apierrors.IsNotFound(err):
+		current = nil
+	case err != nil:
+		return err
+	}
+	want, write := Desired(name, current, c.caPEM)
+	if !write {
+		return nil
+	}
+	return c.write(ctx, c.log, name, current, want)
 }
 
 // write creates or updates namespace name's ConfigMap as want.

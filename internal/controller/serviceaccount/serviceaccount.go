@@ -72,12 +72,9 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	saInf := b.Informers().Core().V1().ServiceAccounts()
 	nsLister, saLister := nsInf.Lister(), saInf.Lister()
 	b.For(nsInf.Informer(), corev1.SchemeGroupVersion.WithKind("Namespace")).
-		Watches(saInf.Informer(), controller.Deleted, func(_, obj any) []string {
-			if sa, ok := obj.(*corev1.ServiceAccount); ok && slices.Contains(c.ServiceAccounts, sa.Name) {
-				return []string{sa.Namespace}
-			}
-			return nil
-		})
+		Watches(saInf.Informer(), controller.Deleted, controller.ToNamespace(func(sa metav1.Object) bool {
+			return slices.Contains(c.ServiceAccounts, sa.GetName())
+		}))
 	log := b.Logger()
 	return b.Run(ctx, workers, func(record.EventRecorder) reconcile.ReconcileFunc[string] {
 		return func(ctx context.Context, name string) (reconcile.Result, error) {
