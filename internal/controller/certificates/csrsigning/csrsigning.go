@@ -243,23 +243,19 @@ func (c *Controller) sync(ctx context.Context, log *slog.Logger, get func(string
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	if !toSign(csr) {
-		return reconcile.Result{}, nil
-	}
+	p := plan(csr, max)
 	upd := csr.DeepCopy()
-	req, err := certificates.ParseRequest(csr.Spec.Request)
-	if err != nil {
-		return reconcile.Result{}, c.fail(ctx, upd, "unable to parse csr: "+err.Error())
-	}
-	ours, err := Check(csr.Spec.SignerName, req, csr.Spec.Usages)
-	if !ours {
+	switch {
+	case p.Fail != "":
+		if p.FailsChecks {
+			log.Info("request fails its signer's checks", "csr", name, "signer", csr.Spec.SignerName, "err", p.Fail)
+		}
+		return reconcile.Result{}, c.fail(ctx, upd, p.Fail)
+	case p.Sign == nil:
 		return reconcile.Result{}, nil
 	}
-	if err != nil {
-		log.Info("request fails its signer's checks", "csr", name, "signer", csr.Spec.SignerName, "err", err)
-		return reconcile.Result{}, c.fail(ctx, upd, err.Error())
-	}
-	cert, err := Sign(c.ca, req, csr.Spec.Usages, Duration(csr.Spec.ExpirationSeconds, max), now)
+	req := p.Sign
+	cert, err := Sign(c.ca, req, csr.Spec.Usages, p.Duration, now)
 	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("signing %s: %w", name, err)
 	}
