@@ -43,6 +43,7 @@ type Builder struct {
 	onDelete    func(key string)
 	handlers    []registration
 	synced      []cache.InformerSynced
+	onSynced    []func()
 }
 
 type registration struct {
@@ -67,6 +68,10 @@ type Config struct {
 	// (see reconcile.SharedInformers); nil: the controller's own factory
 	// serves them too.
 	Shared *reconcile.SharedInformers
+	// Queue is the controller's work queue (e.g. a reconcile.ClockQueue,
+	// whose delays follow an injected clock); nil: a new rate-limited
+	// queue named Name.
+	Queue workqueue.TypedRateLimitingInterface[string]
 }
 
 // NewBuilder starts wiring one Run of a controller.
@@ -82,11 +87,15 @@ func NewBuilder(c Config) *Builder {
 		}
 	}
 	own := informers.NewSharedInformerFactoryWithOptions(c.Client, 0, opts...)
-	return &Builder{
+	b := &Builder{
 		name: c.Name, component: c.Component, client: c.Client, log: log,
 		own: own, shared: reconcile.SharedOr(c.Shared, own),
-		queue: reconcile.NewQueue[string](c.Name),
+		queue: c.Queue,
 	}
+	if b.queue == nil {
+		b.queue = reconcile.NewQueue[string](c.Name)
+	}
+	return b
 }
 
 // Informers is the controller's own informer factory (every kind but Pods
@@ -246,6 +255,14 @@ func (b *Builder) WaitsFor(infs ...cache.SharedIndexInformer) *Builder {
 	return b
 }
 
+// OnSynced runs f once the informers have synced, before the workers
+// start: to enqueue what only a full cache shows (objects left behind
+// while the controller was not running).
+func (b *Builder) OnSynced(f func()) *Builder {
+	b.onSynced = append(b.onSynced, f)
+	return b
+}
+
 // Owner is the primary object that ref (an owner reference of an object in
 // namespace) names, if it is of the primary kind and in the cache with
 // ref's UID: what a controller's Watches map functions resolve through.
@@ -273,6 +290,11 @@ func (b *Builder) Owner(namespace string, ref *metav1.OwnerReference) (metav1.Ob
 // newReconcile returns (given the recorder) until ctx ends. Handlers on
 // shared informers are removed when it returns.
 func (b *Builder) Run(ctx context.Context, workers int, newReconcile func(record.EventRecorder) reconcile.ReconcileFunc[string]) error {
+	// The recorder is in place before any handler runs, so that handlers
+	// may record events too.
+	rec, stop := events.NewRecorder(ctx, b.client, b.component, b.log)
+	defer stop()
+	sync := newReconcile(rec)
 	for _, r := range b.handlers {
 		remove, err := reconcile.AddHandler(r.informer, r.handler)
 		if err != nil {
@@ -280,8 +302,6 @@ func (b *Builder) Run(ctx context.Context, workers int, newReconcile func(record
 		}
 		defer remove()
 	}
-	rec, stop := events.NewRecorder(ctx, b.client, b.component, b.log)
-	defer stop()
 	b.own.Start(ctx.Done())
 	b.shared.Start(ctx.Done())
 	defer b.own.Shutdown()
@@ -289,8 +309,11 @@ func (b *Builder) Run(ctx context.Context, workers int, newReconcile func(record
 		b.queue.ShutDown()
 		return err
 	}
+	for _, f := range b.onSynced {
+		f()
+	}
 	b.log.Info("controller synced")
-	reconcile.ProcessQueue(ctx, b.queue, workers, b.log, newReconcile(rec))
+	reconcile.ProcessQueue(ctx, b.queue, workers, b.log, sync)
 	return nil
 }
 
@@ -444,4 +467,16 @@ func appendNew(keys []string, more ...string) []string {
 		}
 	}
 	return keys
+}
+
+// ToNamespace is a Watches map function for a controller whose keys are
+// Namespace names: an event on an object that keep accepts looks at the
+// object's namespace.
+func ToNamespace(keep func(metav1.Object) bool) func(old, cur any) []string {
+	return func(_, cur any) []string {
+		if o, ok := cur.(metav1.Object); ok && keep(o) {
+			return []string{o.GetNamespace()}
+		}
+		return nil
+	}
 }

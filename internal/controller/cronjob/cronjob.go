@@ -8,15 +8,13 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	batchlisters "k8s.io/client-go/listers/batch/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
-	"plainkube.dev/plainkube/internal/controller/events"
+	"plainkube.dev/plainkube/internal/controller"
 	"plainkube.dev/plainkube/internal/reconcile"
 )
 
@@ -69,84 +67,55 @@ type loop struct {
 // Run watches CronJobs and Jobs and syncs CronJobs with workers workers
 // until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) error {
-	log := c.Logger
-	if log == nil {
-		log = slog.Default().With("controller", Name)
-	}
 	clk := c.Clock
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	l := &loop{client: c.client, log: log, clock: clk, queue: reconcile.NewClockQueue("cronjob", clk)}
-	rec, stop := events.NewRecorder(ctx, c.client, Component, log)
-	defer stop()
-	l.rec = rec
-
-	factory := informers.NewSharedInformerFactory(c.client, 0)
-	cjInf := factory.Batch().V1().CronJobs()
-	jobInf := factory.Batch().V1().Jobs()
+	l := &loop{client: c.client, clock: clk, queue: reconcile.NewClockQueue("cronjob", clk)}
+	b := controller.NewBuilder(controller.Config{Name: Name, Component: Component, Client: c.client, Logger: c.Logger, Queue: l.queue})
+	l.log = b.Logger()
+	cjInf := b.Informers().Batch().V1().CronJobs()
+	jobInf := b.Informers().Batch().V1().Jobs()
 	l.cronJobs, l.jobs = cjInf.Lister(), jobInf.Lister()
-	if _, err := cjInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    l.enqueue,
-		UpdateFunc: l.updateCronJob,
-		DeleteFunc: l.enqueue,
-	}); err != nil {
-		return err
-	}
-	if _, err := jobInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: l.addJob, UpdateFunc: l.updateJob, DeleteFunc: l.deleteJob,
-	}); err != nil {
-		return err
-	}
-	factory.Start(ctx.Done())
-	defer factory.Shutdown()
-	if ok, err := reconcile.WaitForSync(ctx, "cronjob informers", cjInf.Informer().HasSynced, jobInf.Informer().HasSynced); !ok {
-		l.queue.ShutDown()
-		return err
-	}
-	log.Info("cronjob controller synced")
-	reconcile.ProcessQueue[string](ctx, l.queue, workers, log, l.sync)
-	return nil
+	b.Watches(cjInf.Informer(), controller.Added|controller.Deleted, func(_, obj any) []string { return l.keyOf(obj) }).
+		Watches(cjInf.Informer(), controller.Updated, l.updateCronJob).
+		Watches(jobInf.Informer(), controller.AllEvents, l.jobEvent)
+	return b.Run(ctx, workers, func(rec record.EventRecorder) reconcile.ReconcileFunc[string] {
+		l.rec = rec
+		return l.sync
+	})
 }
 
 func key(namespace, name string) string { return namespace + "/" + name }
 
-func asCronJob(obj any) *batchv1.CronJob {
-	cj, _ := reconcile.DeletedObject[*batchv1.CronJob](obj)
-	return cj
-}
-
-func asJob(obj any) *batchv1.Job {
-	j, _ := reconcile.DeletedObject[*batchv1.Job](obj)
-	return j
-}
-
-func (l *loop) enqueue(obj any) {
-	if cj := asCronJob(obj); cj != nil {
-		l.queue.Add(key(cj.Namespace, cj.Name))
+func (l *loop) keyOf(obj any) []string {
+	if cj, ok := obj.(*batchv1.CronJob); ok {
+		return []string{key(cj.Namespace, cj.Name)}
 	}
+	return nil
 }
 
 // updateCronJob looks at a CronJob whose schedule or time zone changed at
 // its next schedule time (a sooner one than the queue holds wins), and at
 // any other changed CronJob at once.
-func (l *loop) updateCronJob(oldObj, curObj any) {
-	old, cur := asCronJob(oldObj), asCronJob(curObj)
-	if old == nil || cur == nil {
-		return
+func (l *loop) updateCronJob(oldObj, curObj any) []string {
+	old, ok1 := oldObj.(*batchv1.CronJob)
+	cur, ok2 := curObj.(*batchv1.CronJob)
+	if !ok1 || !ok2 {
+		return nil
 	}
 	if old.Spec.Schedule == cur.Spec.Schedule && reflect.DeepEqual(old.Spec.TimeZone, cur.Spec.TimeZone) {
-		l.enqueue(cur)
-		return
+		return l.keyOf(cur)
 	}
 	spec, _ := scheduleSpec(cur)
 	sched, err := ParseSchedule(spec)
 	if err != nil {
 		l.log.Info("unparseable schedule", "namespace", cur.Namespace, "name", cur.Name, "schedule", cur.Spec.Schedule, "err", err)
 		l.rec.Eventf(cur, corev1.EventTypeWarning, "UnParseableCronJobSchedule", "unparseable schedule for cronjob: %s", cur.Spec.Schedule)
-		return
+		return nil
 	}
 	l.queue.AddAfter(key(cur.Namespace, cur.Name), nextRequeue(cur, l.clock.Now(), sched))
+	return nil
 }
 
 // resolveControllerRef is the CronJob ref names, if it still exists as the
@@ -162,35 +131,32 @@ func (l *loop) resolveControllerRef(namespace string, ref *metav1.OwnerReference
 	return cj
 }
 
-func (l *loop) enqueueOwner(j *batchv1.Job) {
+func (l *loop) ownerOf(j *batchv1.Job) []string {
 	if ref := metav1.GetControllerOf(j); ref != nil {
 		if cj := l.resolveControllerRef(j.Namespace, ref); cj != nil {
-			l.enqueue(cj)
+			return l.keyOf(cj)
 		}
 	}
+	return nil
 }
 
-func (l *loop) addJob(obj any) {
-	j := asJob(obj)
-	if j == nil {
-		return
+// jobEvent looks at a Job's CronJob (on a change of controller, the old
+// one's too).
+func (l *loop) jobEvent(oldObj, curObj any) []string {
+	cur, ok := curObj.(*batchv1.Job)
+	if !ok {
+		return nil
 	}
-	l.enqueueOwner(j)
-}
-
-func (l *loop) updateJob(oldObj, curObj any) {
-	old, cur := asJob(oldObj), asJob(curObj)
-	if old == nil || cur == nil || old.ResourceVersion == cur.ResourceVersion {
-		return
+	old, ok := oldObj.(*batchv1.Job)
+	if !ok {
+		return l.ownerOf(cur) // added or deleted
 	}
+	if old.ResourceVersion == cur.ResourceVersion {
+		return nil
+	}
+	var keys []string
 	if oldRef, curRef := metav1.GetControllerOf(old), metav1.GetControllerOf(cur); oldRef != nil && !reflect.DeepEqual(oldRef, curRef) {
-		l.enqueueOwner(old)
+		keys = l.ownerOf(old)
 	}
-	l.enqueueOwner(cur)
-}
-
-func (l *loop) deleteJob(obj any) {
-	if j := asJob(obj); j != nil {
-		l.enqueueOwner(j)
-	}
+	return append(keys, l.ownerOf(cur)...)
 }

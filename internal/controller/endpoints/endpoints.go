@@ -10,12 +10,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 
+	"plainkube.dev/plainkube/internal/controller"
 	"plainkube.dev/plainkube/internal/controller/endpointutil"
 	"plainkube.dev/plainkube/internal/reconcile"
 )
@@ -68,88 +69,39 @@ type listers struct {
 // of every Service with a selector in step, with workers workers, until
 // ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) error {
-	log := c.Logger
-	if log == nil {
-		log = slog.Default().With("controller", Name)
-	}
-	queue := reconcile.NewQueue[string](Name)
-	factory := informers.NewSharedInformerFactory(c.client, 0)
-	svcInformer := factory.Core().V1().Services()
-	sharedFactory := reconcile.SharedOr(c.Informers, factory)
-	podInformer := sharedFactory.Core().V1().Pods()
-	epInformer := factory.Core().V1().Endpoints()
-	l := listers{services: svcInformer.Lister(), pods: podInformer.Lister(), endpoints: epInformer.Lister()}
-
-	enqueue := func(obj any) {
-		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
-			queue.Add(key)
-		}
-	}
-	enqueuePod := func(pod *corev1.Pod) {
-		for _, key := range endpointutil.ServicesSelecting(l.services, pod.Namespace, pod.Labels) {
-			queue.Add(key)
-		}
-	}
-	if _, err := svcInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    enqueue,
-		UpdateFunc: func(_, obj any) { enqueue(obj) },
-		DeleteFunc: enqueue,
-	}); err != nil {
-		return err
-	}
-	removePodHandler, err := reconcile.AddHandler(podInformer.Informer(), cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) {
-			if pod, ok := obj.(*corev1.Pod); ok {
-				enqueuePod(pod)
+	b := controller.NewBuilder(controller.Config{Name: Name, Component: Name, Client: c.client, Logger: c.Logger, Shared: c.Informers})
+	svcInf := b.Informers().Core().V1().Services()
+	podInf := b.SharedInformers().Core().V1().Pods()
+	epInf := b.Informers().Core().V1().Endpoints()
+	l := listers{services: svcInf.Lister(), pods: podInf.Lister(), endpoints: epInf.Lister()}
+	b.For(svcInf.Informer(), corev1.SchemeGroupVersion.WithKind("Service")).
+		Watches(podInf.Informer(), controller.AllEvents, endpointutil.PodServices(l.services)).
+		// An Endpoints object deleted by someone else is written again.
+		Watches(epInf.Informer(), controller.Deleted, func(_, obj any) []string {
+			if key, ok := controller.PrimaryKey(obj); ok {
+				return []string{key}
 			}
-		},
-		UpdateFunc: func(old, obj any) {
-			oldPod, ok1 := old.(*corev1.Pod)
-			pod, ok2 := obj.(*corev1.Pod)
-			if !ok1 || !ok2 || oldPod.ResourceVersion == pod.ResourceVersion {
+			return nil
+		}).
+		// Endpoints left behind by Services deleted while the controller
+		// was not running are found once, at start (as upstream).
+		OnSynced(func() {
+			eps, err := l.endpoints.List(labels.Everything())
+			if err != nil {
 				return
 			}
-			enqueuePod(pod)
-			if !labels.Equals(oldPod.Labels, pod.Labels) {
-				enqueuePod(oldPod)
+			for _, ep := range eps {
+				if _, ok := ep.Annotations[leaderAnnotation]; !ok {
+					b.Queue().Add(ep.Namespace + "/" + ep.Name)
+				}
 			}
-		},
-		DeleteFunc: func(obj any) {
-			if pod, ok := reconcile.DeletedObject[*corev1.Pod](obj); ok {
-				enqueuePod(pod)
-			}
-		},
-	})
-	if err != nil {
-		return err
-	}
-	defer removePodHandler()
-	// An Endpoints object deleted by someone else is written again.
-	if _, err := epInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: enqueue}); err != nil {
-		return err
-	}
-
-	factory.Start(ctx.Done())
-	sharedFactory.Start(ctx.Done())
-	defer factory.Shutdown()
-	if ok, err := reconcile.WaitForSync(ctx, "endpoints informers", svcInformer.Informer().HasSynced, podInformer.Informer().HasSynced, epInformer.Informer().HasSynced); !ok {
-		queue.ShutDown()
-		return err
-	}
-	// Endpoints left behind by Services deleted while the controller was
-	// not running are found once, at start (as upstream).
-	if eps, err := l.endpoints.List(labels.Everything()); err == nil {
-		for _, ep := range eps {
-			if _, ok := ep.Annotations[leaderAnnotation]; !ok {
-				enqueue(ep)
-			}
+		})
+	log := b.Logger()
+	return b.Run(ctx, workers, func(record.EventRecorder) reconcile.ReconcileFunc[string] {
+		return func(ctx context.Context, key string) (reconcile.Result, error) {
+			return c.reconcile(ctx, log, l, key)
 		}
-	}
-	log.Info("endpoints controller synced")
-	reconcile.ProcessQueue(ctx, queue, workers, log, func(ctx context.Context, key string) (reconcile.Result, error) {
-		return c.reconcile(ctx, log, l, key)
 	})
-	return nil
 }
 
 // reconcile makes the Endpoints object named by key match its Service's

@@ -14,13 +14,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
+	discoveryinformers "k8s.io/client-go/informers/discovery/v1"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 
+	"plainkube.dev/plainkube/internal/controller"
 	"plainkube.dev/plainkube/internal/reconcile"
 )
 
@@ -83,28 +85,24 @@ type listers struct {
 // the slices of every Service with a selector in step, with workers
 // workers, until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) error {
-	log := c.Logger
-	if log == nil {
-		log = slog.Default().With("controller", Name)
-	}
-	queue := reconcile.NewQueue[string](Name)
-	factory := informers.NewSharedInformerFactory(c.client, 0)
+	b := controller.NewBuilder(controller.Config{Name: Name, Component: Name, Client: c.client, Logger: c.Logger, Shared: c.Informers})
+	svcInf := b.Informers().Core().V1().Services()
+	podInf := b.SharedInformers().Core().V1().Pods()
+	nodeInf := b.SharedInformers().Core().V1().Nodes()
 	// Only the slices this controller manages are watched.
-	sliceFactory := informers.NewSharedInformerFactoryWithOptions(c.client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-		o.LabelSelector = discoveryv1.LabelManagedBy + "=" + ControllerName
-	}))
-	svcInformer := factory.Core().V1().Services()
-	sharedFactory := reconcile.SharedOr(c.Informers, factory)
-	podInformer := sharedFactory.Core().V1().Pods()
-	nodeInformer := sharedFactory.Core().V1().Nodes()
-	sliceInformer := sliceFactory.Discovery().V1().EndpointSlices()
+	sliceInf := b.Informers().InformerFor(&discoveryv1.EndpointSlice{}, func(cs kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+		return discoveryinformers.NewFilteredEndpointSliceInformer(cs, metav1.NamespaceAll, resync,
+			cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, func(o *metav1.ListOptions) {
+				o.LabelSelector = discoveryv1.LabelManagedBy + "=" + ControllerName
+			})
+	})
 	l := listers{
-		services: svcInformer.Lister(),
-		pods:     podInformer.Lister(),
-		nodes:    nodeInformer.Lister(),
-		slices:   sliceInformer.Lister(),
+		services: svcInf.Lister(),
+		pods:     podInf.Lister(),
+		nodes:    nodeInf.Lister(),
+		slices:   discoverylisters.NewEndpointSliceLister(sliceInf.GetIndexer()),
 	}
-	if err := reconcile.AddIndexer(podInformer.Informer(), podNodeIndex, func(obj any) ([]string, error) {
+	if err := reconcile.AddIndexer(podInf.Informer(), podNodeIndex, func(obj any) ([]string, error) {
 		if pod, ok := obj.(*corev1.Pod); ok && pod.Spec.NodeName != "" {
 			return []string{pod.Spec.NodeName}, nil
 		}
@@ -112,132 +110,77 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	}); err != nil {
 		return err
 	}
-
-	enqueueService := func(obj any) {
-		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
-			queue.Add(key)
+	podServices := endpointutil.PodServices(l.services)
+	b.For(svcInf.Informer(), corev1.SchemeGroupVersion.WithKind("Service")).
+		Watches(podInf.Informer(), controller.AllEvents, podServices).
+		// A node's zone goes into its pods' endpoints, and a pod on a node
+		// not yet known is left out until the node shows up.
+		Watches(nodeInf.Informer(), controller.Added|controller.Updated, func(old, obj any) []string {
+			n, ok := obj.(*corev1.Node)
+			if !ok {
+				return nil
+			}
+			if o, ok := old.(*corev1.Node); old != nil && (!ok || o.Labels[corev1.LabelTopologyZone] == n.Labels[corev1.LabelTopologyZone]) {
+				return nil
+			}
+			return nodePodServices(podInf.Informer().GetIndexer(), n.Name, podServices)
+		}).
+		Watches(sliceInf, controller.Added|controller.Updated, c.sliceChanged(b.Queue().AddAfter)).
+		Watches(sliceInf, controller.Deleted, func(_, obj any) []string {
+			if s, ok := obj.(*discoveryv1.EndpointSlice); ok && !c.tracker.handleDeletion(s) {
+				enqueueSliceService(b.Queue().AddAfter, s)
+			}
+			return nil
+		})
+	log := b.Logger()
+	return b.Run(ctx, workers, func(record.EventRecorder) reconcile.ReconcileFunc[string] {
+		return func(ctx context.Context, key string) (reconcile.Result, error) {
+			return c.reconcile(ctx, log, l, key)
 		}
-	}
-	enqueuePodServices := func(pod *corev1.Pod) {
-		for _, key := range endpointutil.ServicesSelecting(l.services, pod.Namespace, pod.Labels) {
-			queue.Add(key)
-		}
-	}
-	handlers := []struct {
-		inf cache.SharedIndexInformer
-		h   cache.ResourceEventHandler
-	}{
-		{svcInformer.Informer(), cache.ResourceEventHandlerFuncs{
-			AddFunc:    enqueueService,
-			UpdateFunc: func(_, obj any) { enqueueService(obj) },
-			DeleteFunc: enqueueService,
-		}},
-		{podInformer.Informer(), cache.ResourceEventHandlerFuncs{
-			AddFunc: func(obj any) {
-				if pod, ok := obj.(*corev1.Pod); ok {
-					enqueuePodServices(pod)
-				}
-			},
-			UpdateFunc: func(old, obj any) {
-				oldPod, ok1 := old.(*corev1.Pod)
-				pod, ok2 := obj.(*corev1.Pod)
-				if !ok1 || !ok2 || oldPod.ResourceVersion == pod.ResourceVersion {
-					return
-				}
-				enqueuePodServices(pod)
-				if !labels.Equals(oldPod.Labels, pod.Labels) {
-					enqueuePodServices(oldPod)
-				}
-			},
-			DeleteFunc: func(obj any) {
-				if pod, ok := reconcile.DeletedObject[*corev1.Pod](obj); ok {
-					enqueuePodServices(pod)
-				}
-			},
-		}},
-		{nodeInformer.Informer(), cache.ResourceEventHandlerFuncs{
-			// A node's zone goes into its pods' endpoints, and a pod on a
-			// node not yet known is left out until the node shows up.
-			AddFunc: func(obj any) {
-				if node, ok := obj.(*corev1.Node); ok {
-					c.enqueueNodePods(podInformer.Informer().GetIndexer(), node.Name, enqueuePodServices)
-				}
-			},
-			UpdateFunc: func(old, obj any) {
-				o, ok1 := old.(*corev1.Node)
-				n, ok2 := obj.(*corev1.Node)
-				if ok1 && ok2 && o.Labels[corev1.LabelTopologyZone] != n.Labels[corev1.LabelTopologyZone] {
-					c.enqueueNodePods(podInformer.Informer().GetIndexer(), n.Name, enqueuePodServices)
-				}
-			},
-		}},
-		{sliceInformer.Informer(), cache.ResourceEventHandlerFuncs{
-			AddFunc: func(obj any) {
-				if s, ok := obj.(*discoveryv1.EndpointSlice); ok && c.tracker.shouldSync(s) {
-					c.enqueueSliceService(queue.AddAfter, s)
-				}
-			},
-			UpdateFunc: func(old, obj any) {
-				o, ok1 := old.(*discoveryv1.EndpointSlice)
-				s, ok2 := obj.(*discoveryv1.EndpointSlice)
-				if !ok1 || !ok2 {
-					return
-				}
-				if o.Labels[discoveryv1.LabelServiceName] != s.Labels[discoveryv1.LabelServiceName] {
-					c.enqueueSliceService(queue.AddAfter, o)
-					c.enqueueSliceService(queue.AddAfter, s)
-					return
-				}
-				if c.tracker.shouldSync(s) {
-					c.enqueueSliceService(queue.AddAfter, s)
-				}
-			},
-			DeleteFunc: func(obj any) {
-				s := sliceFromDelete(obj)
-				if s != nil && !c.tracker.handleDeletion(s) {
-					c.enqueueSliceService(queue.AddAfter, s)
-				}
-			},
-		}},
-	}
-	for _, h := range handlers {
-		remove, err := reconcile.AddHandler(h.inf, h.h)
-		if err != nil {
-			return err
-		}
-		defer remove()
-	}
-
-	factory.Start(ctx.Done())
-	sharedFactory.Start(ctx.Done())
-	sliceFactory.Start(ctx.Done())
-	defer factory.Shutdown()
-	defer sliceFactory.Shutdown()
-	if ok, err := reconcile.WaitForSync(ctx, "endpointslice informers", svcInformer.Informer().HasSynced, podInformer.Informer().HasSynced,
-		nodeInformer.Informer().HasSynced, sliceInformer.Informer().HasSynced); !ok {
-		queue.ShutDown()
-		return err
-	}
-	log.Info("endpointslice controller synced")
-	reconcile.ProcessQueue(ctx, queue, workers, log, func(ctx context.Context, key string) (reconcile.Result, error) {
-		return c.reconcile(ctx, log, l, key)
 	})
-	return nil
 }
 
-func (c *Controller) enqueueNodePods(idx cache.Indexer, node string, enqueue func(*corev1.Pod)) {
+// sliceChanged looks again, after sliceChangeDelay, at the Service of a
+// slice changed by someone else (both Services when the slice moved from
+// one to another).
+func (c *Controller) sliceChanged(addAfter func(string, time.Duration)) func(old, cur any) []string {
+	return func(oldObj, obj any) []string {
+		s, ok := obj.(*discoveryv1.EndpointSlice)
+		if !ok {
+			return nil
+		}
+		if oldObj != nil {
+			o, ok := oldObj.(*discoveryv1.EndpointSlice)
+			if !ok {
+				return nil
+			}
+			if o.Labels[discoveryv1.LabelServiceName] != s.Labels[discoveryv1.LabelServiceName] {
+				enqueueSliceService(addAfter, o)
+				enqueueSliceService(addAfter, s)
+				return nil
+			}
+		}
+		if c.tracker.shouldSync(s) {
+			enqueueSliceService(addAfter, s)
+		}
+		return nil
+	}
+}
+
+// nodePodServices is the keys of the Services of the pods on node.
+func nodePodServices(idx cache.Indexer, node string, podServices func(old, cur any) []string) []string {
 	objs, err := idx.ByIndex(podNodeIndex, node)
 	if err != nil {
-		return
+		return nil
 	}
+	var keys []string
 	for _, obj := range objs {
-		if pod, ok := obj.(*corev1.Pod); ok {
-			enqueue(pod)
-		}
+		keys = append(keys, podServices(nil, obj)...)
 	}
+	return keys
 }
 
-func (c *Controller) enqueueSliceService(addAfter func(string, time.Duration), s *discoveryv1.EndpointSlice) {
+func enqueueSliceService(addAfter func(string, time.Duration), s *discoveryv1.EndpointSlice) {
 	if name := s.Labels[discoveryv1.LabelServiceName]; name != "" {
 		addAfter(s.Namespace+"/"+name, sliceChangeDelay)
 	}
@@ -355,9 +298,4 @@ func setTriggerTime(s *discoveryv1.EndpointSlice, t time.Time) {
 	} else {
 		s.Annotations[corev1.EndpointsLastChangeTriggerTime] = t.UTC().Format(time.RFC3339Nano)
 	}
-}
-
-func sliceFromDelete(obj any) *discoveryv1.EndpointSlice {
-	s, _ := reconcile.DeletedObject[*discoveryv1.EndpointSlice](obj)
-	return s
 }

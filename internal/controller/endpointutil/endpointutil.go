@@ -202,3 +202,28 @@ func ServicesSelecting(lister corelisters.ServiceLister, ns string, podLabels ma
 	}
 	return keys
 }
+
+// PodServices maps an event on a pod (a controller.Builder Watches map
+// function: old is nil but on update) to the keys of the Services whose
+// selectors match it; an update that changed the pod's labels also names
+// those matching its old labels, and a resync names none.
+func PodServices(lister corelisters.ServiceLister) func(old, cur any) []string {
+	return func(oldObj, obj any) []string {
+		pod, ok := obj.(*corev1.Pod)
+		if !ok {
+			return nil
+		}
+		if oldObj == nil {
+			return ServicesSelecting(lister, pod.Namespace, pod.Labels) // added or deleted
+		}
+		oldPod, ok := oldObj.(*corev1.Pod)
+		if !ok || oldPod.ResourceVersion == pod.ResourceVersion {
+			return nil
+		}
+		keys := ServicesSelecting(lister, pod.Namespace, pod.Labels)
+		if !labels.Equals(oldPod.Labels, pod.Labels) {
+			keys = append(keys, ServicesSelecting(lister, oldPod.Namespace, oldPod.Labels)...)
+		}
+		return keys
+	}
+}

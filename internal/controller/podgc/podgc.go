@@ -14,12 +14,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 
+	"plainkube.dev/plainkube/internal/controller"
 	"plainkube.dev/plainkube/internal/reconcile"
 )
 
@@ -88,70 +88,48 @@ func (c *Controller) Name() string { return Name }
 // Run watches Pods and Nodes and collects pods with workers workers (one
 // pass runs at a time) until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) error {
-	log := c.Logger
-	if log == nil {
-		log = slog.Default().With("controller", Name)
-	}
-	queue := reconcile.NewQueue[string](Name)
-	factory := informers.NewSharedInformerFactory(c.client, 0)
-	sharedFactory := reconcile.SharedOr(c.Informers, factory)
-	podInformer := sharedFactory.Core().V1().Pods()
-	nodeInformer := sharedFactory.Core().V1().Nodes()
-	podLister, nodeLister := podInformer.Lister(), nodeInformer.Lister()
-	nodeSynced := nodeInformer.Informer().HasSynced
-	// A pod that needs collecting soon triggers a pass.
-	onPod := func(obj any) {
+	b := controller.NewBuilder(controller.Config{Name: Name, Component: Name, Client: c.client, Logger: c.Logger, Shared: c.Informers})
+	podInf := b.SharedInformers().Core().V1().Pods()
+	nodeInf := b.SharedInformers().Core().V1().Nodes()
+	podLister, nodeLister := podInf.Lister(), nodeInf.Lister()
+	nodeSynced := nodeInf.Informer().HasSynced
+	pass := []string{passKey}
+	b.Watches(podInf.Informer(), controller.Added|controller.Updated, func(_, obj any) []string {
+		// A pod that needs collecting soon triggers a pass.
 		pod, ok := obj.(*corev1.Pod)
 		if !ok || !nodeSynced() {
-			return
+			return nil
 		}
 		if pod.DeletionTimestamp != nil && pod.Spec.NodeName == "" {
-			queue.Add(passKey)
-			return
+			return pass
 		}
 		if pod.Spec.NodeName != "" {
 			if _, err := nodeLister.Get(pod.Spec.NodeName); apierrors.IsNotFound(err) {
-				queue.Add(passKey)
+				return pass
 			}
 		}
-	}
-	removePodHandler, err := reconcile.AddHandler(podInformer.Informer(), cache.ResourceEventHandlerFuncs{
-		AddFunc:    onPod,
-		UpdateFunc: func(_, obj any) { onPod(obj) },
-	})
-	if err != nil {
-		return err
-	}
-	defer removePodHandler()
-	removeNodeHandler, err := reconcile.AddHandler(nodeInformer.Informer(), cache.ResourceEventHandlerFuncs{
-		UpdateFunc: func(old, obj any) {
+		return nil
+	}).
+		Watches(nodeInf.Informer(), controller.Updated|controller.Deleted, func(old, obj any) []string {
+			if old == nil {
+				return pass // deleted
+			}
 			// A node taken out of service.
 			o, ok1 := old.(*corev1.Node)
 			n, ok2 := obj.(*corev1.Node)
 			if ok1 && ok2 && hasTaintKey(n, corev1.TaintNodeOutOfService) && !hasTaintKey(o, corev1.TaintNodeOutOfService) {
-				queue.Add(passKey)
+				return pass
 			}
-		},
-		DeleteFunc: func(any) { queue.Add(passKey) },
-	})
-	if err != nil {
-		return err
-	}
-	defer removeNodeHandler()
-	factory.Start(ctx.Done())
-	sharedFactory.Start(ctx.Done())
-	defer factory.Shutdown()
-	if ok, err := reconcile.WaitForSync(ctx, "podgc informers", podInformer.Informer().HasSynced, nodeSynced); !ok {
-		queue.ShutDown()
-		return err
-	}
-	log.Info("podgc controller synced")
-	queue.Add(passKey)
+			return nil
+		})
+	b.Queue().Add(passKey)
+	log := b.Logger()
 	// One pass at a time: the queue never hands the only key to two workers.
-	reconcile.ProcessQueue(ctx, queue, 1, log, func(ctx context.Context, _ string) (reconcile.Result, error) {
-		return c.pass(ctx, log, podLister, nodeLister)
+	return b.Run(ctx, 1, func(record.EventRecorder) reconcile.ReconcileFunc[string] {
+		return func(ctx context.Context, _ string) (reconcile.Result, error) {
+			return c.pass(ctx, log, podLister, nodeLister)
+		}
 	})
-	return nil
 }
 
 // pass plans and carries out one collection over the cached pods.

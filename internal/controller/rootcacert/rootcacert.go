@@ -6,15 +6,19 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/informers"
+	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 
+	"plainkube.dev/plainkube/internal/controller"
 	"plainkube.dev/plainkube/internal/reconcile"
 )
 
@@ -39,6 +43,7 @@ type Controller struct {
 
 	client kubernetes.Interface
 	caPEM  []byte
+	log    *slog.Logger
 }
 
 var _ reconcile.Controller = (*Controller)(nil)
@@ -87,85 +92,68 @@ func Desired(namespace string, current *corev1.ConfigMap, caPEM []byte) (*corev1
 // Run watches Namespaces and the published ConfigMaps and keeps them right
 // with workers workers until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) error {
-	log := c.Logger
-	if log == nil {
-		log = slog.Default().With("controller", Name)
-	}
-	queue := reconcile.NewQueue[string](Name)
-	factory := informers.NewSharedInformerFactory(c.client, 0)
-	cmFactory := informers.NewSharedInformerFactoryWithOptions(c.client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-		o.FieldSelector = "metadata.name=" + ConfigMapName
-	}))
-	nsInformer := factory.Core().V1().Namespaces()
-	cmInformer := cmFactory.Core().V1().ConfigMaps()
-	enqueueNamespace := func(obj any) {
-		if ns, ok := obj.(*corev1.Namespace); ok {
-			queue.Add(ns.Name)
-		}
-	}
-	enqueueConfigMap := func(obj any) {
-		if cm, ok := reconcile.DeletedObject[*corev1.ConfigMap](obj); ok && cm.Name == ConfigMapName {
-			queue.Add(cm.Namespace)
-		}
-	}
-	if _, err := nsInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    enqueueNamespace,
-		UpdateFunc: func(_, obj any) { enqueueNamespace(obj) },
-	}); err != nil {
-		return err
-	}
-	if _, err := cmInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		UpdateFunc: func(_, obj any) { enqueueConfigMap(obj) },
-		DeleteFunc: enqueueConfigMap,
-	}); err != nil {
-		return err
-	}
-	nsLister, cmLister := nsInformer.Lister(), cmInformer.Lister()
-	factory.Start(ctx.Done())
-	cmFactory.Start(ctx.Done())
-	defer factory.Shutdown()
-	defer cmFactory.Shutdown()
-	if ok, err := reconcile.WaitForSync(ctx, "rootcacert informers", nsInformer.Informer().HasSynced, cmInformer.Informer().HasSynced); !ok {
-		queue.ShutDown()
-		return err
-	}
-	log.Info("rootcacert controller synced")
-	reconcile.ProcessQueue(ctx, queue, workers, log, func(ctx context.Context, name string) (reconcile.Result, error) {
-		ns, err := nsLister.Get(name)
-		if apierrors.IsNotFound(err) {
-			return reconcile.Result{}, nil
-		}
-		if err != nil {
-			return reconcile.Result{}, err
-		}
-		if ns.Status.Phase != corev1.NamespaceActive || ns.DeletionTimestamp != nil {
-			return reconcile.Result{}, nil
-		}
-		current, err := cmLister.ConfigMaps(name).Get(ConfigMapName)
-		switch {
-		case apierrors.IsNotFound(err):
-			current = nil
-		case err != nil:
-			return reconcile.Result{}, err
-		}
-		want, write := Desired(name, current, c.caPEM)
-		if !write {
-			return reconcile.Result{}, nil
-		}
-		api := c.client.CoreV1().ConfigMaps(name)
-		if current == nil {
-			_, err = api.Create(ctx, want, metav1.CreateOptions{})
-			if apierrors.IsNotFound(err) || apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
-				return reconcile.Result{}, nil // the namespace went away or is going
-			}
-		} else {
-			_, err = api.Update(ctx, want, metav1.UpdateOptions{})
-		}
-		if err != nil {
-			return reconcile.Result{}, fmt.Errorf("writing %s/%s: %w", name, ConfigMapName, err)
-		}
-		log.Debug("published root CA", "namespace", name)
-		return reconcile.Result{}, nil
+	b := controller.NewBuilder(controller.Config{Name: Name, Component: Name, Client: c.client, Logger: c.Logger})
+	nsInf := b.Informers().Core().V1().Namespaces()
+	// Only the published ConfigMaps, not every one in the cluster.
+	cmInf := b.Informers().InformerFor(&corev1.ConfigMap{}, func(cs kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+		return coreinformers.NewFilteredConfigMapInformer(cs, metav1.NamespaceAll, resync,
+			cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, func(o *metav1.ListOptions) {
+				o.FieldSelector = "metadata.name=" + ConfigMapName
+			})
 	})
+	nsLister, cmLister := nsInf.Lister(), corelisters.NewConfigMapLister(cmInf.GetIndexer())
+	b.For(nsInf.Informer(), corev1.SchemeGroupVersion.WithKind("Namespace")).
+		Watches(cmInf, controller.Updated|controller.Deleted, controller.ToNamespace(func(cm metav1.Object) bool {
+			return cm.GetName() == ConfigMapName
+		}))
+	c.log = b.Logger()
+	return b.Run(ctx, workers, func(record.EventRecorder) reconcile.ReconcileFunc[string] {
+		return func(ctx context.Context, name string) (reconcile.Result, error) {
+			return reconcile.Result{}, c.sync(ctx, nsLister, cmLister, name)
+		}
+	})
+}
+
+// sync publishes the CA bundle in namespace name, if it is active.
+func (c *Controller) sync(ctx context.Context, nsLister corelisters.NamespaceLister, cmLister corelisters.ConfigMapLister, name string) error {
+	ns, err := nsLister.Get(name)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return err
+	case ns.Status.Phase != corev1.NamespaceActive || ns.DeletionTimestamp != nil:
+		return nil
+	}
+	current, err := cmLister.ConfigMaps(name).Get(ConfigMapName)
+	switch {
+	case apierrors.IsNotFound(err):
+		current = nil
+	case err != nil:
+		return err
+	}
+	want, write := Desired(name, current, c.caPEM)
+	if !write {
+		return nil
+	}
+	return c.write(ctx, c.log, name, current, want)
+}
+
+// write creates or updates namespace name's ConfigMap as want.
+func (c *Controller) write(ctx context.Context, log *slog.Logger, name string, current, want *corev1.ConfigMap) error {
+	api := c.client.CoreV1().ConfigMaps(name)
+	var err error
+	if current == nil {
+		_, err = api.Create(ctx, want, metav1.CreateOptions{})
+		if apierrors.IsNotFound(err) || apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+			return nil // the namespace went away or is going
+		}
+	} else {
+		_, err = api.Update(ctx, want, metav1.UpdateOptions{})
+	}
+	if err != nil {
+		return fmt.Errorf("writing %s/%s: %w", name, ConfigMapName, err)
+	}
+	log.Debug("published root CA", "namespace", name)
 	return nil
 }

@@ -5,14 +5,15 @@ import (
 	"log/slog"
 	"reflect"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 
+	"plainkube.dev/plainkube/internal/controller"
 	"plainkube.dev/plainkube/internal/reconcile"
 )
 
@@ -47,56 +48,42 @@ func (c *Controller) Name() string { return Name }
 
 // Run watches Services and Nodes and sets ingress until ctx ends.
 func (c *Controller) Run(ctx context.Context, _ int) error {
-	log := c.Logger
-	if log == nil {
-		log = slog.Default().With("controller", Name)
-	}
-	queue := reconcile.NewQueue[string](Name)
-	factory := informers.NewSharedInformerFactory(c.client, 0)
-	nodeInformer := reconcile.SharedOr(c.Informers, factory).Core().V1().Nodes()
-	svcInformer := factory.Core().V1().Services()
-	pass := func(any) { queue.Add(passKey) }
-	handler := cache.ResourceEventHandlerFuncs{AddFunc: pass, UpdateFunc: func(_, obj any) { pass(obj) }, DeleteFunc: pass}
-	for _, inf := range []cache.SharedIndexInformer{nodeInformer.Informer(), svcInformer.Informer()} {
-		remove, err := reconcile.AddHandler(inf, handler)
-		if err != nil {
-			return err
-		}
-		defer remove()
-	}
-	factory.Start(ctx.Done())
-	if c.Informers != nil {
-		c.Informers.Start(ctx.Done())
-	}
-	defer factory.Shutdown()
-	if ok, err := reconcile.WaitForSync(ctx, "servicelb informers", nodeInformer.Informer().HasSynced, svcInformer.Informer().HasSynced); !ok {
-		queue.ShutDown()
-		return err
-	}
-	reconcile.ProcessQueue(ctx, queue, 1, log, func(ctx context.Context, _ string) (reconcile.Result, error) {
-		services, err := svcInformer.Lister().List(labels.Everything())
-		if err != nil {
-			return reconcile.Result{}, err
-		}
-		nodes, err := nodeInformer.Lister().List(labels.Everything())
-		if err != nil {
-			return reconcile.Result{}, err
-		}
-		want := Plan(services, nodes)
-		for _, s := range services {
-			ingress, ok := want[s.Namespace+"/"+s.Name]
-			if !ok || reflect.DeepEqual(ingress, s.Status.LoadBalancer.Ingress) ||
-				len(ingress) == 0 && len(s.Status.LoadBalancer.Ingress) == 0 {
-				continue
-			}
-			s = s.DeepCopy()
-			s.Status.LoadBalancer.Ingress = ingress
-			if _, err := c.client.CoreV1().Services(s.Namespace).UpdateStatus(ctx, s, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+	b := controller.NewBuilder(controller.Config{Name: Name, Component: Name, Client: c.client, Logger: c.Logger, Shared: c.Informers})
+	nodeInf := b.SharedInformers().Core().V1().Nodes()
+	svcInf := b.Informers().Core().V1().Services()
+	pass := func(_, _ any) []string { return []string{passKey} }
+	b.Watches(nodeInf.Informer(), controller.AllEvents, pass).
+		Watches(svcInf.Informer(), controller.AllEvents, pass)
+	log := b.Logger()
+	return b.Run(ctx, 1, func(record.EventRecorder) reconcile.ReconcileFunc[string] {
+		return func(ctx context.Context, _ string) (reconcile.Result, error) {
+			services, err := svcInf.Lister().List(labels.Everything())
+			if err != nil {
 				return reconcile.Result{}, err
 			}
-			log.Info("load balancer ingress", "namespace", s.Namespace, "service", s.Name, "ingress", len(ingress))
+			nodes, err := nodeInf.Lister().List(labels.Everything())
+			if err != nil {
+				return reconcile.Result{}, err
+			}
+			return reconcile.Result{}, c.apply(ctx, log, services, Plan(services, nodes))
 		}
-		return reconcile.Result{}, nil
 	})
+}
+
+// apply writes the planned ingress of each Service whose status differs.
+func (c *Controller) apply(ctx context.Context, log *slog.Logger, services []*corev1.Service, want map[string][]corev1.LoadBalancerIngress) error {
+	for _, s := range services {
+		ingress, ok := want[s.Namespace+"/"+s.Name]
+		if !ok || reflect.DeepEqual(ingress, s.Status.LoadBalancer.Ingress) ||
+			len(ingress) == 0 && len(s.Status.LoadBalancer.Ingress) == 0 {
+			continue
+		}
+		s = s.DeepCopy()
+		s.Status.LoadBalancer.Ingress = ingress
+		if _, err := c.client.CoreV1().Services(s.Namespace).UpdateStatus(ctx, s, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+		log.Info("load balancer ingress", "namespace", s.Namespace, "service", s.Name, "ingress", len(ingress))
+	}
 	return nil
 }

@@ -14,12 +14,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 
 	"plainkube.dev/plainkube/internal/api/certificates"
+	"plainkube.dev/plainkube/internal/controller"
 	"plainkube.dev/plainkube/internal/reconcile"
 )
 
@@ -127,91 +127,83 @@ func ServingSANsMatch(req *x509.CertificateRequest, node *corev1.Node) (bool, st
 
 // Run watches requests and nodes with workers workers until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) error {
-	log := c.Logger
-	if log == nil {
-		log = slog.Default().With("controller", Name)
-	}
-	queue := reconcile.NewQueue[string](Name)
-	factory := informers.NewSharedInformerFactory(c.client, 0)
-	csrInformer := factory.Certificates().V1().CertificateSigningRequests()
-	nodeInformer := factory.Core().V1().Nodes()
-	csrLister, nodeLister := csrInformer.Lister(), nodeInformer.Lister()
-	enqueue := func(obj any) {
-		if csr, ok := obj.(*certificatesv1.CertificateSigningRequest); ok && len(csr.Status.Certificate) == 0 && !certificates.Decided(csr) {
-			queue.Add(csr.Name)
+	b := controller.NewBuilder(controller.Config{Name: Name, Component: Name, Client: c.client, Logger: c.Logger})
+	csrInf := b.Informers().Certificates().V1().CertificateSigningRequests()
+	nodeInf := b.SharedInformers().Core().V1().Nodes()
+	csrLister, nodeLister := csrInf.Lister(), nodeInf.Lister()
+	b.Watches(csrInf.Informer(), controller.Added|controller.Updated, func(_, obj any) []string {
+		if csr, ok := obj.(*certificatesv1.CertificateSigningRequest); ok && undecided(csr) {
+			return []string{csr.Name}
 		}
-	}
-	if _, err := csrInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    enqueue,
-		UpdateFunc: func(_, obj any) { enqueue(obj) },
-	}); err != nil {
-		return err
-	}
-	// A node's serving request may wait for its addresses.
-	enqueueNode := func(obj any) {
-		node, ok := obj.(*corev1.Node)
-		if !ok {
-			return
-		}
-		all, _ := csrLister.List(labels.Everything())
-		for _, csr := range all {
-			if csr.Spec.SignerName == certificatesv1.KubeletServingSignerName && csr.Spec.Username == certificates.NodeUserPrefix+node.Name {
-				enqueue(csr)
+		return nil
+	}).
+		// A node's serving request may wait for its addresses.
+		Watches(nodeInf.Informer(), controller.Added|controller.Updated, func(_, obj any) []string {
+			node, ok := obj.(*corev1.Node)
+			if !ok {
+				return nil
 			}
-		}
-	}
-	if _, err := nodeInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    enqueueNode,
-		UpdateFunc: func(_, obj any) { enqueueNode(obj) },
-	}); err != nil {
-		return err
-	}
-	factory.Start(ctx.Done())
-	defer factory.Shutdown()
-	if ok, err := reconcile.WaitForSync(ctx, "csrapproving informers", csrInformer.Informer().HasSynced, nodeInformer.Informer().HasSynced); !ok {
-		queue.ShutDown()
-		return err
-	}
-	reconcile.ProcessQueue(ctx, queue, workers, log, func(ctx context.Context, name string) (reconcile.Result, error) {
-		csr, err := csrLister.Get(name)
-		if apierrors.IsNotFound(err) {
-			return reconcile.Result{}, nil
-		}
-		if err != nil {
-			return reconcile.Result{}, err
-		}
-		if len(csr.Status.Certificate) > 0 || certificates.Decided(csr) {
-			return reconcile.Result{}, nil
-		}
-		req, err := certificates.ParseRequest(csr.Spec.Request)
-		if err != nil {
-			log.Debug("unparsable request left pending", "csr", name, "err", err)
-			return reconcile.Result{}, nil
-		}
-		for _, kind := range Recognize(csr, req) {
-			ok, why, err := c.allowed(ctx, kind, csr, req, nodeLister.Get)
+			all, _ := csrLister.List(labels.Everything())
+			var keys []string
+			for _, csr := range all {
+				if csr.Spec.SignerName == certificatesv1.KubeletServingSignerName && csr.Spec.Username == certificates.NodeUserPrefix+node.Name && undecided(csr) {
+					keys = append(keys, csr.Name)
+				}
+			}
+			return keys
+		})
+	log := b.Logger()
+	return b.Run(ctx, workers, func(record.EventRecorder) reconcile.ReconcileFunc[string] {
+		return func(ctx context.Context, name string) (reconcile.Result, error) {
+			csr, err := csrLister.Get(name)
+			if apierrors.IsNotFound(err) {
+				return reconcile.Result{}, nil
+			}
 			if err != nil {
 				return reconcile.Result{}, err
 			}
-			if !ok {
-				log.Debug("recognised request not approved", "csr", name, "kind", kind, "reason", why)
-				continue
+			if !undecided(csr) {
+				return reconcile.Result{}, nil
 			}
-			upd := csr.DeepCopy()
-			upd.Status.Conditions = append(upd.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
-				Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: "AutoApproved", Message: kind.message(),
-			})
-			if _, err := c.client.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, name, upd, metav1.UpdateOptions{}); err != nil {
-				if apierrors.IsNotFound(err) {
-					return reconcile.Result{}, nil
+			req, err := certificates.ParseRequest(csr.Spec.Request)
+			if err != nil {
+				log.Debug("unparsable request left pending", "csr", name, "err", err)
+				return reconcile.Result{}, nil
+			}
+			for _, kind := range Recognize(csr, req) {
+				ok, why, err := c.allowed(ctx, kind, csr, req, nodeLister.Get)
+				if err != nil {
+					return reconcile.Result{}, err
 				}
-				return reconcile.Result{}, fmt.Errorf("approving %s: %w", name, err)
+				if !ok {
+					log.Debug("recognised request not approved", "csr", name, "kind", kind, "reason", why)
+					continue
+				}
+				return reconcile.Result{}, c.approve(ctx, log, csr, kind)
 			}
-			log.Info("approved certificate signing request", "csr", name, "requester", csr.Spec.Username, "signer", csr.Spec.SignerName)
 			return reconcile.Result{}, nil
 		}
-		return reconcile.Result{}, nil
 	})
+}
+
+// undecided: a request neither issued nor approved or denied.
+func undecided(csr *certificatesv1.CertificateSigningRequest) bool {
+	return len(csr.Status.Certificate) == 0 && !certificates.Decided(csr)
+}
+
+// approve adds the Approved condition for kind to csr.
+func (c *Controller) approve(ctx context.Context, log *slog.Logger, csr *certificatesv1.CertificateSigningRequest, kind Kind) error {
+	upd := csr.DeepCopy()
+	upd.Status.Conditions = append(upd.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
+		Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: "AutoApproved", Message: kind.message(),
+	})
+	if _, err := c.client.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, csr.Name, upd, metav1.UpdateOptions{}); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("approving %s: %w", csr.Name, err)
+	}
+	log.Info("approved certificate signing request", "csr", csr.Name, "requester", csr.Spec.Username, "signer", csr.Spec.SignerName)
 	return nil
 }
 

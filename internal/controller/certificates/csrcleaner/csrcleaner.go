@@ -11,10 +11,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
 
+	"plainkube.dev/plainkube/internal/controller"
 	"plainkube.dev/plainkube/internal/reconcile"
 )
 
@@ -91,13 +92,12 @@ func Expired(csr *certificatesv1.CertificateSigningRequest, now time.Time) (bool
 	return false, ""
 }
 
+// sweepKey is the only key in the queue: a sweep over all requests.
+const sweepKey = "sweep"
+
 // Run sweeps every Interval until ctx ends; workers is unused (one sweep
 // at a time).
 func (c *Controller) Run(ctx context.Context, _ int) error {
-	log := c.Logger
-	if log == nil {
-		log = slog.Default().With("controller", Name)
-	}
 	interval := c.Interval
 	if interval <= 0 {
 		interval = time.Hour
@@ -106,39 +106,37 @@ func (c *Controller) Run(ctx context.Context, _ int) error {
 	if now == nil {
 		now = time.Now
 	}
-	factory := informers.NewSharedInformerFactory(c.client, 0)
-	inf := factory.Certificates().V1().CertificateSigningRequests()
+	b := controller.NewBuilder(controller.Config{Name: Name, Component: Name, Client: c.client, Logger: c.Logger})
+	inf := b.Informers().Certificates().V1().CertificateSigningRequests()
 	lister := inf.Lister()
-	inf.Informer() // register before Start
-	factory.Start(ctx.Done())
-	defer factory.Shutdown()
-	if ok, err := reconcile.WaitForSync(ctx, "csrcleaner informer", inf.Informer().HasSynced); !ok {
-		return err
-	}
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		csrs, err := lister.List(labels.Everything())
-		if err != nil {
-			return err
-		}
-		for _, csr := range csrs {
-			done, why := Expired(csr, now())
-			if !done {
-				continue
+	b.WaitsFor(inf.Informer())
+	b.Queue().Add(sweepKey)
+	log := b.Logger()
+	return b.Run(ctx, 1, func(record.EventRecorder) reconcile.ReconcileFunc[string] {
+		return func(ctx context.Context, _ string) (reconcile.Result, error) {
+			csrs, err := lister.List(labels.Everything())
+			if err != nil {
+				return reconcile.Result{}, err
 			}
-			uid := csr.UID
-			err := c.client.CertificatesV1().CertificateSigningRequests().Delete(ctx, csr.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
-			if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-				log.Warn("deleting certificate signing request", "csr", csr.Name, "err", err)
-				continue
-			}
-			log.Info("deleted certificate signing request", "csr", csr.Name, "reason", why)
+			c.sweep(ctx, log, csrs, now())
+			return reconcile.Result{RequeueAfter: interval}, nil
 		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
+	})
+}
+
+// sweep deletes the requests that are done with at now.
+func (c *Controller) sweep(ctx context.Context, log *slog.Logger, csrs []*certificatesv1.CertificateSigningRequest, now time.Time) {
+	for _, csr := range csrs {
+		done, why := Expired(csr, now)
+		if !done {
+			continue
 		}
+		uid := csr.UID
+		err := c.client.CertificatesV1().CertificateSigningRequests().Delete(ctx, csr.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			log.Warn("deleting certificate signing request", "csr", csr.Name, "err", err)
+			continue
+		}
+		log.Info("deleted certificate signing request", "csr", csr.Name, "reason", why)
 	}
 }

@@ -17,12 +17,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 
 	"plainkube.dev/plainkube/internal/api/certificates"
+	"plainkube.dev/plainkube/internal/controller"
 	"plainkube.dev/plainkube/internal/reconcile"
 )
 
@@ -207,10 +207,6 @@ func Sign(ca CA, req *x509.CertificateRequest, usages []certificatesv1.KeyUsage,
 // Run watches requests and signs approved ones with workers workers until
 // ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) error {
-	log := c.Logger
-	if log == nil {
-		log = slog.Default().With("controller", Name)
-	}
 	max := c.Duration
 	if max <= 0 {
 		max = DefaultDuration
@@ -219,66 +215,59 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	if now == nil {
 		now = time.Now
 	}
-	queue := reconcile.NewQueue[string](Name)
-	factory := informers.NewSharedInformerFactory(c.client, 0)
-	inf := factory.Certificates().V1().CertificateSigningRequests()
+	b := controller.NewBuilder(controller.Config{Name: Name, Component: Name, Client: c.client, Logger: c.Logger})
+	inf := b.Informers().Certificates().V1().CertificateSigningRequests()
 	lister := inf.Lister()
-	enqueue := func(obj any) {
+	b.Watches(inf.Informer(), controller.Added|controller.Updated, func(_, obj any) []string {
 		if csr, ok := obj.(*certificatesv1.CertificateSigningRequest); ok && toSign(csr) {
-			queue.Add(csr.Name)
+			return []string{csr.Name}
 		}
+		return nil
+	})
+	log := b.Logger()
+	return b.Run(ctx, workers, func(record.EventRecorder) reconcile.ReconcileFunc[string] {
+		return func(ctx context.Context, name string) (reconcile.Result, error) {
+			return c.sync(ctx, log, lister.Get, name, max, now())
+		}
+	})
+}
+
+// sync signs request name if it is approved and passes its signer's
+// checks, or marks it failed.
+func (c *Controller) sync(ctx context.Context, log *slog.Logger, get func(string) (*certificatesv1.CertificateSigningRequest, error),
+	name string, max time.Duration, now time.Time) (reconcile.Result, error) {
+	csr, err := get(name)
+	if apierrors.IsNotFound(err) {
+		return reconcile.Result{}, nil
 	}
-	if _, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    enqueue,
-		UpdateFunc: func(_, obj any) { enqueue(obj) },
-	}); err != nil {
-		return err
+	if err != nil {
+		return reconcile.Result{}, err
 	}
-	factory.Start(ctx.Done())
-	defer factory.Shutdown()
-	if ok, err := reconcile.WaitForSync(ctx, "csrsigning informer", inf.Informer().HasSynced); !ok {
-		queue.ShutDown()
-		return err
+	p := plan(csr, max)
+	upd := csr.DeepCopy()
+	switch {
+	case p.Fail != "":
+		if p.FailsChecks {
+			log.Info("request fails its signer's checks", "csr", name, "signer", csr.Spec.SignerName, "err", p.Fail)
+		}
+		return reconcile.Result{}, c.fail(ctx, upd, p.Fail)
+	case p.Sign == nil:
+		return reconcile.Result{}, nil
 	}
-	reconcile.ProcessQueue(ctx, queue, workers, log, func(ctx context.Context, name string) (reconcile.Result, error) {
-		csr, err := lister.Get(name)
+	req := p.Sign
+	cert, err := Sign(c.ca, req, csr.Spec.Usages, p.Duration, now)
+	if err != nil {
+		return reconcile.Result{}, fmt.Errorf("signing %s: %w", name, err)
+	}
+	upd.Status.Certificate = cert
+	if _, err := c.client.CertificatesV1().CertificateSigningRequests().UpdateStatus(ctx, upd, metav1.UpdateOptions{}); err != nil {
 		if apierrors.IsNotFound(err) {
 			return reconcile.Result{}, nil
 		}
-		if err != nil {
-			return reconcile.Result{}, err
-		}
-		if !toSign(csr) {
-			return reconcile.Result{}, nil
-		}
-		upd := csr.DeepCopy()
-		req, err := certificates.ParseRequest(csr.Spec.Request)
-		if err != nil {
-			return reconcile.Result{}, c.fail(ctx, upd, "unable to parse csr: "+err.Error())
-		}
-		ours, err := Check(csr.Spec.SignerName, req, csr.Spec.Usages)
-		if !ours {
-			return reconcile.Result{}, nil
-		}
-		if err != nil {
-			log.Info("request fails its signer's checks", "csr", name, "signer", csr.Spec.SignerName, "err", err)
-			return reconcile.Result{}, c.fail(ctx, upd, err.Error())
-		}
-		cert, err := Sign(c.ca, req, csr.Spec.Usages, Duration(csr.Spec.ExpirationSeconds, max), now())
-		if err != nil {
-			return reconcile.Result{}, fmt.Errorf("signing %s: %w", name, err)
-		}
-		upd.Status.Certificate = cert
-		if _, err := c.client.CertificatesV1().CertificateSigningRequests().UpdateStatus(ctx, upd, metav1.UpdateOptions{}); err != nil {
-			if apierrors.IsNotFound(err) {
-				return reconcile.Result{}, nil
-			}
-			return reconcile.Result{}, fmt.Errorf("storing the certificate of %s: %w", name, err)
-		}
-		log.Info("signed certificate", "csr", name, "signer", csr.Spec.SignerName, "subject", req.Subject.CommonName)
-		return reconcile.Result{}, nil
-	})
-	return nil
+		return reconcile.Result{}, fmt.Errorf("storing the certificate of %s: %w", name, err)
+	}
+	log.Info("signed certificate", "csr", name, "signer", csr.Spec.SignerName, "subject", req.Subject.CommonName)
+	return reconcile.Result{}, nil
 }
 
 // toSign: approved, not failed, no certificate yet, for one of Signers.
