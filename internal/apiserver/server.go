@@ -232,7 +232,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	user := auth.UserFrom(r.Context())
 	if user == nil && s.cfg.Authenticator != nil {
 		u, ok, err := s.cfg.Authenticator.Authenticate(r)
-		if err != nil {
+		// A credential no authenticator accepts is refused (401), as
+		// upstream's bearer-token authentication: only a request without
+		// any is anonymous.
+		if err != nil || !ok && r.Header.Get("Authorization") != "" {
 			s.codecs.writeError(w, r, apierrors.NewUnauthorized("Unauthorized"))
 			return
 		}
