@@ -39,6 +39,9 @@ func New(src Source) *Authorizer {
 	return a
 }
 
+// errNoSource answers questions asked before SetSource.
+var errNoSource = errors.New("RBAC: the authorizer has not read the roles and bindings yet")
+
 // SetSource makes a read from src.
 func (r *Authorizer) SetSource(src Source) { r.src.Store(&src) }
 
@@ -80,7 +83,7 @@ func (r *Authorizer) Authorize(_ context.Context, a auth.Attributes) (auth.Decis
 // escalation prevention compares against.
 func (r *Authorizer) RulesFor(u *auth.User, namespace string) ([]rbacv1.PolicyRule, error) {
 	if r.src.Load() == nil {
-		return nil, errors.New("RBAC: the authorizer has not read the roles and bindings yet")
+		return nil, errNoSource
 	}
 	var rules []rbacv1.PolicyRule
 	var errs []error
@@ -99,7 +102,7 @@ func (r *Authorizer) RulesFor(u *auth.User, namespace string) ([]rbacv1.PolicyRu
 func (r *Authorizer) RoleRefRules(ref rbacv1.RoleRef, namespace string) ([]rbacv1.PolicyRule, error) {
 	src := r.src.Load()
 	if src == nil {
-		return nil, errors.New("RBAC: the authorizer has not read the roles and bindings yet")
+		return nil, errNoSource
 	}
 	return roleRules(*src, ref, namespace)
 }

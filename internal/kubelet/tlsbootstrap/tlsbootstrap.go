@@ -105,7 +105,7 @@ func Bootstrap(ctx context.Context, o Options) (*Credentials, error) {
 	if err != nil {
 		return nil, err
 	}
-	ca, err := parseCert(caPEM)
+	ca, err := pki.ParseCertPEM(caPEM)
 	if err != nil {
 		return nil, fmt.Errorf("cluster CA: %w", err)
 	}
@@ -167,7 +167,7 @@ func RotateClient(ctx context.Context, creds *Credentials, nodeName string, afte
 		wait := time.Minute
 		if b, err := os.ReadFile(creds.ClientFile); err != nil {
 			log.Warn("reading the client certificate", "err", err)
-		} else if c, err := parseCert(b); err != nil {
+		} else if c, err := pki.ParseCertPEM(b); err != nil {
 			log.Warn("reading the client certificate", "err", err)
 		} else {
 			wait = after(c, time.Now())
@@ -227,7 +227,7 @@ func establishCA(ctx context.Context, o Options, dir string) ([]byte, error) {
 			return nil, err
 		}
 	}
-	ca, err := parseCert(caPEM)
+	ca, err := pki.ParseCertPEM(caPEM)
 	if err != nil {
 		return nil, fmt.Errorf("cluster CA: %w", err)
 	}
@@ -237,7 +237,7 @@ func establishCA(ctx context.Context, o Options, dir string) ([]byte, error) {
 		}
 	}
 	if b, err := os.ReadFile(path); err == nil && !bytes.Equal(b, caPEM) {
-		if old, perr := parseCert(b); perr != nil || !old.Equal(ca) {
+		if old, perr := pki.ParseCertPEM(b); perr != nil || !old.Equal(ca) {
 			return nil, fmt.Errorf("the cluster CA differs from the one kept in %s from an earlier join; remove %s to join another cluster", path, dir)
 		}
 	}
@@ -281,7 +281,7 @@ func ServingIssuer(cfg *rest.Config, caPEM []byte, dataDir, nodeName string, log
 	return func(dnsNames []string, ips []net.IP) ([]byte, []byte, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
-		ca, err := parseCert(caPEM)
+		ca, err := pki.ParseCertPEM(caPEM)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -385,7 +385,7 @@ func requestCertificate(ctx context.Context, cs kubernetes.Interface, timeout ti
 				}
 			}
 			if len(got.Status.Certificate) > 0 {
-				cert, err := parseCert(got.Status.Certificate)
+				cert, err := pki.ParseCertPEM(got.Status.Certificate)
 				if err != nil {
 					return nil, nil, fmt.Errorf("certificate of %s: %w", created.Name, err)
 				}
@@ -449,14 +449,6 @@ func writeFile(path string, data []byte, mode os.FileMode) error {
 		return err
 	}
 	return os.Rename(tmp, path)
-}
-
-func parseCert(pemBytes []byte) (*x509.Certificate, error) {
-	block, _ := pem.Decode(pemBytes)
-	if block == nil || block.Type != "CERTIFICATE" {
-		return nil, errors.New("no PEM certificate")
-	}
-	return x509.ParseCertificate(block.Bytes)
 }
 
 func sameNames(a, b []string) bool {
