@@ -2,21 +2,38 @@ package admission
 
 import (
 	"context"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// Plugin is one admission plugin: the resources it applies to and what it
+// Plugin is one admission plugin: the requests it applies to and what it
 // does at each point of a write. Nil functions do nothing.
+//
+// Mutate and Validate are upstream's two admission phases, run for every
+// operation the plugin handles (CREATE, UPDATE, DELETE, CONNECT), dry
+// runs included: every plugin's Mutate in chain order after defaulting,
+// then the resource's validation, then every plugin's Validate. The first
+// error refuses the request; wrap plain errors with Forbidden.
+//
+// BeforeCreate, BeforeUpdate and AfterDelete are storage hooks, not
+// upstream admission: what a resource's REST storage does around the
+// write itself (reserving a ClusterIP with an undo), not on dry runs.
 type Plugin struct {
 	Name string
-	// Resources it applies to.
+	// Resources it applies to; empty means every resource.
 	Resources []schema.GroupResource
-	// Admit may change a new object: it runs on a create after defaulting,
-	// before validation, with the namespace set and no UID yet (the name
-	// is still empty under generateName), on dry runs too. An API error
-	// rejects the create.
+	// Operations it applies to; empty means every operation.
+	Operations []Operation
+	// Subresources it sees besides the main resource ("*": all of them);
+	// by default requests to a subresource pass it by.
+	Subresources []string
+	Mutate       MutateFunc
+	Validate     ValidateFunc
+
+	// Admit is the old mutating hook (creates of the main resource only).
+	// Deprecated: being replaced by Mutate.
 	Admit func(ctx context.Context, obj runtime.Object) error
 	// BeforeCreate runs after validation, before the object is stored, not
 	// on dry runs; undo (if not nil) is called if storing fails.
@@ -28,6 +45,9 @@ type Plugin struct {
 }
 
 func (p *Plugin) appliesTo(gr schema.GroupResource) bool {
+	if len(p.Resources) == 0 {
+		return true
+	}
 	for _, r := range p.Resources {
 		if r == gr {
 			return true
@@ -36,8 +56,48 @@ func (p *Plugin) appliesTo(gr schema.GroupResource) bool {
 	return false
 }
 
+// Handles reports whether the plugin applies to a request.
+func (p *Plugin) Handles(a *Attributes) bool {
+	if !p.appliesTo(a.GroupResource()) {
+		return false
+	}
+	if len(p.Operations) > 0 && !slices.Contains(p.Operations, a.Operation) {
+		return false
+	}
+	if a.Subresource != "" && !slices.Contains(p.Subresources, a.Subresource) && !slices.Contains(p.Subresources, "*") {
+		return false
+	}
+	return true
+}
+
 // Chain is the ordered list of plugins.
 type Chain []Plugin
+
+// Mutate runs the mutating phase of every plugin that handles a, in order,
+// stopping at the first error.
+func (c Chain) Mutate(ctx context.Context, a *Attributes) error {
+	for i := range c {
+		if p := &c[i]; p.Mutate != nil && p.Handles(a) {
+			if err := p.Mutate(ctx, a); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Validate runs the validating phase of every plugin that handles a, in
+// order, stopping at the first error.
+func (c Chain) Validate(ctx context.Context, a *Attributes) error {
+	for i := range c {
+		if p := &c[i]; p.Validate != nil && p.Handles(a) {
+			if err := p.Validate(ctx, a); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
 
 // Admit runs the mutating plugins of gr on a new object, stopping at the
 // first error.
