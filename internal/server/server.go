@@ -26,6 +26,7 @@ import (
 	"plainkube.dev/plainkube/internal/admission/bootstrapcsr"
 	"plainkube.dev/plainkube/internal/admission/defaulttolerationseconds"
 	"plainkube.dev/plainkube/internal/admission/noderestriction"
+	"plainkube.dev/plainkube/internal/admission/policy"
 	"plainkube.dev/plainkube/internal/admission/rbacescalation"
 	saadmission "plainkube.dev/plainkube/internal/admission/serviceaccount"
 	"plainkube.dev/plainkube/internal/apiextensions"
@@ -206,6 +207,10 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	// allowed first): what else anyone may do is what RBAC grants.
 	authz := auth.Chain{auth.MastersAuthorizer{}, auth.NodeAuthorizer{}, rbacAuthz}
 	chain = append(chain, noderestriction.New(), bootstrapcsr.New(), alloc.Plugin(), rbacescalation.New(authz, rbacAuthz))
+	// Upstream's order: MutatingAdmissionPolicy, MutatingAdmissionWebhook,
+	// ValidatingAdmissionPolicy, ValidatingAdmissionWebhook, ResourceQuota.
+	validatingPolicies := policy.NewValidating(authz)
+	chain = append(chain, policy.RefuseMutatingPolicies(), validatingPolicies.Plugin())
 	api, err := apiserver.New(apiserver.Config{
 		Storage:         s.store,
 		Resources:       resources,
@@ -236,6 +241,10 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	rbacReady := make(chan struct{})
 	api.AddReadinessGate(rbacReady)
 	go api.Run(ctx)
+	if err := validatingPolicies.Start(ctx, s.LoopbackConfig(), log); err != nil {
+		s.stop()
+		return nil, fmt.Errorf("admission policies: %w", err)
+	}
 	if err := startRBAC(ctx, s.LoopbackConfig(), rbacAuthz, log, rbacReady); err != nil {
 		s.stop()
 		return nil, fmt.Errorf("RBAC: %w", err)
