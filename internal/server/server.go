@@ -210,7 +210,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	// Upstream's order: MutatingAdmissionPolicy, MutatingAdmissionWebhook,
 	// ValidatingAdmissionPolicy, ValidatingAdmissionWebhook, ResourceQuota.
 	validatingPolicies := policy.NewValidating(authz)
-	chain = append(chain, policy.RefuseMutatingPolicies(), validatingPolicies.Plugin())
+	chain = append(chain, policy.NewMutating(validatingPolicies).Plugin(), validatingPolicies.Plugin())
 	api, err := apiserver.New(apiserver.Config{
 		Storage:         s.store,
 		Resources:       resources,

@@ -58,3 +58,6 @@ func compile(p *admissionv1.ValidatingAdmissionPolicy) validating.Validator {
 		c.CompileCondition(messages, noAuthz, environment.StoredExpressions),
 		p.Spec.FailurePolicy, nil)
 }
+
+// variable is a policy's named expression.
+type variable = validating.Variable

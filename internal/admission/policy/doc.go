@@ -15,7 +15,11 @@
 // schemas the API server publishes and writes status.typeChecking and
 // status.observedGeneration, as upstream's type-checking controller.
 //
-// MutatingAdmissionPolicy is not carried out yet: RefuseMutatingPolicies
-// refuses to store one with a 501 rather than keep a policy that would be
-// silently ignored.
+// Mutating is the MutatingAdmissionPolicy plugin over the same source:
+// the matching policies' mutations (ApplyConfiguration, merged with the
+// kind's schema from the API server's OpenAPI, and JSONPatch) are applied
+// to the request's object in policy name order; a policy with
+// reinvocationPolicy IfNeeded runs again when a later policy changed the
+// object. Reinvocation after other mutating plugins (webhooks) is not
+// done: the chain has no reinvocation pass yet.
 package policy

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/mutating/patch"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
@@ -37,18 +38,23 @@ const byPolicyName = "policyName"
 // param objects, from informers over the API; and each policy's compiled
 // form, made once per generation.
 type Source struct {
-	ctx        context.Context
-	client     kubernetes.Interface
-	dynamic    dynamic.Interface
-	mapper     meta.ResettableRESTMapper
-	policies   cache.Indexer
-	bindings   cache.Indexer
+	ctx      context.Context
+	client   kubernetes.Interface
+	dynamic  dynamic.Interface
+	mapper   meta.ResettableRESTMapper
+	policies cache.Indexer
+	bindings cache.Indexer
+	// mutating policies and their bindings
+	mpolicies  cache.Indexer
+	mbindings  cache.Indexer
 	namespaces corelisters.NamespaceLister
+	types      patch.TypeConverterManager
 	synced     []cache.InformerSynced
 
-	mu       sync.Mutex
-	compiled map[types.UID]compiledPolicy
-	params   map[schema.GroupVersionKind]*paramInformer
+	mu        sync.Mutex
+	compiled  map[types.UID]compiledPolicy
+	mcompiled map[types.UID]compiledMutating
+	params    map[schema.GroupVersionKind]*paramInformer
 }
 
 type compiledPolicy struct {
@@ -83,12 +89,12 @@ func NewSource(ctx context.Context, cfg *rest.Config, log *slog.Logger) (*Source
 	f := informers.NewSharedInformerFactory(cs, 0)
 	pInf := f.Admissionregistration().V1().ValidatingAdmissionPolicies().Informer()
 	bInf := f.Admissionregistration().V1().ValidatingAdmissionPolicyBindings().Informer()
-	if err := bInf.AddIndexers(cache.Indexers{byPolicyName: func(obj any) ([]string, error) {
-		if b, ok := obj.(*admissionv1.ValidatingAdmissionPolicyBinding); ok {
-			return []string{b.Spec.PolicyName}, nil
-		}
-		return nil, nil
-	}}); err != nil {
+	mpInf := f.Admissionregistration().V1().MutatingAdmissionPolicies().Informer()
+	mbInf := f.Admissionregistration().V1().MutatingAdmissionPolicyBindings().Informer()
+	if err := bInf.AddIndexers(cache.Indexers{byPolicyName: bindingPolicyName}); err != nil {
+		return nil, err
+	}
+	if err := mbInf.AddIndexers(cache.Indexers{byPolicyName: bindingPolicyName}); err != nil {
 		return nil, err
 	}
 	ns := f.Core().V1().Namespaces()
@@ -96,17 +102,23 @@ func NewSource(ctx context.Context, cfg *rest.Config, log *slog.Logger) (*Source
 		ctx: ctx, client: cs, dynamic: dyn,
 		mapper:   restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc)),
 		policies: pInf.GetIndexer(), bindings: bInf.GetIndexer(), namespaces: ns.Lister(),
-		synced:   []cache.InformerSynced{pInf.HasSynced, bInf.HasSynced, ns.Informer().HasSynced},
-		compiled: map[types.UID]compiledPolicy{},
-		params:   map[schema.GroupVersionKind]*paramInformer{},
+		mpolicies: mpInf.GetIndexer(), mbindings: mbInf.GetIndexer(),
+		// Schemas of the kinds ApplyConfiguration mutations patch, from
+		// the API server's OpenAPI.
+		types:    patch.NewTypeConverterManager(nil, dc.OpenAPIV3()),
+		synced:   []cache.InformerSynced{pInf.HasSynced, bInf.HasSynced, mpInf.HasSynced, mbInf.HasSynced, ns.Informer().HasSynced},
+		compiled: map[types.UID]compiledPolicy{}, mcompiled: map[types.UID]compiledMutating{},
+		params: map[schema.GroupVersionKind]*paramInformer{},
 	}
 	// A policy's param informer starts when the policy is seen, so that
 	// it has synced by the first request the policy judges.
-	if _, err := pInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { s.warmParams(obj) },
-		UpdateFunc: func(_, obj any) { s.warmParams(obj) },
-	}); err != nil {
-		return nil, err
+	for _, inf := range []cache.SharedIndexInformer{pInf, mpInf} {
+		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { s.warmParams(obj) },
+			UpdateFunc: func(_, obj any) { s.warmParams(obj) },
+		}); err != nil {
+			return nil, err
+		}
 	}
 	tc, err := newTypeChecker(cs, dc, s.mapper, pInf, log)
 	if err != nil {
@@ -114,6 +126,7 @@ func NewSource(ctx context.Context, cfg *rest.Config, log *slog.Logger) (*Source
 	}
 	f.Start(ctx.Done())
 	go tc.run(ctx)
+	go s.types.Run(ctx)
 	go func() {
 		<-ctx.Done()
 		f.Shutdown()
@@ -131,30 +144,63 @@ func (s *Source) HasSynced() bool {
 	return true
 }
 
-// Policies are the validating admission policies, by name.
-func (s *Source) Policies() []*admissionv1.ValidatingAdmissionPolicy {
-	objs := s.policies.List()
-	out := make([]*admissionv1.ValidatingAdmissionPolicy, 0, len(objs))
+func bindingPolicyName(obj any) ([]string, error) {
+	switch b := obj.(type) {
+	case *admissionv1.ValidatingAdmissionPolicyBinding:
+		return []string{b.Spec.PolicyName}, nil
+	case *admissionv1.MutatingAdmissionPolicyBinding:
+		return []string{b.Spec.PolicyName}, nil
+	}
+	return nil, nil
+}
+
+// byName is objs of type T sorted by name.
+func byName[T metav1.Object](objs []any) []T {
+	out := make([]T, 0, len(objs))
 	for _, o := range objs {
-		if p, ok := o.(*admissionv1.ValidatingAdmissionPolicy); ok {
-			out = append(out, p)
+		if t, ok := o.(T); ok {
+			out = append(out, t)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	sort.Slice(out, func(i, j int) bool { return out[i].GetName() < out[j].GetName() })
 	return out
 }
 
-// Bindings are the bindings of the policy named policy, by name.
+// Policies are the validating admission policies, by name.
+func (s *Source) Policies() []*admissionv1.ValidatingAdmissionPolicy {
+	return byName[*admissionv1.ValidatingAdmissionPolicy](s.policies.List())
+}
+
+// Bindings are the bindings of the validating policy named policy, by name.
 func (s *Source) Bindings(policy string) []*admissionv1.ValidatingAdmissionPolicyBinding {
 	objs, _ := s.bindings.ByIndex(byPolicyName, policy)
-	out := make([]*admissionv1.ValidatingAdmissionPolicyBinding, 0, len(objs))
-	for _, o := range objs {
-		if b, ok := o.(*admissionv1.ValidatingAdmissionPolicyBinding); ok {
-			out = append(out, b)
-		}
+	return byName[*admissionv1.ValidatingAdmissionPolicyBinding](objs)
+}
+
+// MutatingPolicies are the mutating admission policies, by name.
+func (s *Source) MutatingPolicies() []*admissionv1.MutatingAdmissionPolicy {
+	if s.mpolicies == nil {
+		return nil
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
+	return byName[*admissionv1.MutatingAdmissionPolicy](s.mpolicies.List())
+}
+
+// MutatingBindings are the bindings of the mutating policy named policy.
+func (s *Source) MutatingBindings(policy string) []*admissionv1.MutatingAdmissionPolicyBinding {
+	objs, _ := s.mbindings.ByIndex(byPolicyName, policy)
+	return byName[*admissionv1.MutatingAdmissionPolicyBinding](objs)
+}
+
+// Mutator is p compiled, made again when its generation changes.
+func (s *Source) Mutator(p *admissionv1.MutatingAdmissionPolicy) *compiledMutating {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c, ok := s.mcompiled[p.UID]; ok && c.generation == p.Generation {
+		return &c
+	}
+	c := compileMutating(p)
+	s.mcompiled[p.UID] = c
+	return &c
 }
 
 // Validator is p compiled, made again when its generation changes.
@@ -180,8 +226,15 @@ func (s *Source) Namespace(ctx context.Context, name string) (*corev1.Namespace,
 }
 
 func (s *Source) warmParams(obj any) {
-	if p, ok := obj.(*admissionv1.ValidatingAdmissionPolicy); ok && p.Spec.ParamKind != nil {
-		_, _ = s.paramsFor(p.Spec.ParamKind)
+	switch p := obj.(type) {
+	case *admissionv1.ValidatingAdmissionPolicy:
+		if p.Spec.ParamKind != nil {
+			_, _ = s.paramsFor(p.Spec.ParamKind)
+		}
+	case *admissionv1.MutatingAdmissionPolicy:
+		if p.Spec.ParamKind != nil {
+			_, _ = s.paramsFor(p.Spec.ParamKind)
+		}
 	}
 }
 

@@ -23,9 +23,9 @@ import (
 func sourceOf(t *testing.T, objs ...any) *Source {
 	t.Helper()
 	policies := cache.NewIndexer(cache.MetaNamespaceKeyFunc, nil)
-	bindings := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{byPolicyName: func(obj any) ([]string, error) {
-		return []string{obj.(*admissionv1.ValidatingAdmissionPolicyBinding).Spec.PolicyName}, nil
-	}})
+	bindings := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{byPolicyName: bindingPolicyName})
+	mpolicies := cache.NewIndexer(cache.MetaNamespaceKeyFunc, nil)
+	mbindings := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{byPolicyName: bindingPolicyName})
 	namespaces := cache.NewIndexer(cache.MetaNamespaceKeyFunc, nil)
 	for _, o := range objs {
 		var err error
@@ -36,13 +36,19 @@ func sourceOf(t *testing.T, objs ...any) *Source {
 			err = bindings.Add(o)
 		case *corev1.Namespace:
 			err = namespaces.Add(o)
+		case *admissionv1.MutatingAdmissionPolicy:
+			err = mpolicies.Add(o)
+		case *admissionv1.MutatingAdmissionPolicyBinding:
+			err = mbindings.Add(o)
 		}
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	return &Source{policies: policies, bindings: bindings, namespaces: corelisters.NewNamespaceLister(namespaces),
-		compiled: map[types.UID]compiledPolicy{}, params: map[schema.GroupVersionKind]*paramInformer{}}
+	return &Source{policies: policies, bindings: bindings, mpolicies: mpolicies, mbindings: mbindings,
+		namespaces: corelisters.NewNamespaceLister(namespaces),
+		compiled:   map[types.UID]compiledPolicy{}, mcompiled: map[types.UID]compiledMutating{},
+		params: map[schema.GroupVersionKind]*paramInformer{}}
 }
 
 func vap(name string, mut func(s *admissionv1.ValidatingAdmissionPolicySpec), validations ...admissionv1.Validation) *admissionv1.ValidatingAdmissionPolicy {
