@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -39,26 +38,6 @@ func startServerOnEtcd(t *testing.T) *rest.Config {
 	}
 	cfg.QPS, cfg.Burst = 1000, 1000
 	return cfg
-}
-
-// warnings collects the Warning headers a client receives.
-type warnings struct {
-	mu   sync.Mutex
-	seen []string
-}
-
-func (w *warnings) HandleWarningHeader(_ int, _ string, text string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.seen = append(w.seen, text)
-}
-
-func (w *warnings) take() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	out := w.seen
-	w.seen = nil
-	return out
 }
 
 func policyRule(group, version, resource string) admissionv1.NamedRuleWithOperations {
@@ -307,19 +286,44 @@ func TestValidatingAdmissionPolicy(t *testing.T) {
 		}
 	})
 
-	t.Run("mutating policies are refused", func(t *testing.T) {
-		_, err := cs.AdmissionregistrationV1().MutatingAdmissionPolicies().Create(ctx, &admissionv1.MutatingAdmissionPolicy{
-			ObjectMeta: metav1.ObjectMeta{Name: "add-label"},
-			Spec: admissionv1.MutatingAdmissionPolicySpec{
-				MatchConstraints:   &admissionv1.MatchResources{ResourceRules: []admissionv1.NamedRuleWithOperations{policyRule("", "v1", "configmaps")}},
-				ReinvocationPolicy: admissionv1.NeverReinvocationPolicy,
-				Mutations: []admissionv1.Mutation{{PatchType: admissionv1.PatchTypeApplyConfiguration,
-					ApplyConfiguration: &admissionv1.ApplyConfiguration{Expression: `Object{metadata: Object.metadata{labels: {"a": "b"}}}`}}},
-			},
-		}, metav1.CreateOptions{})
-		if statusCode(err) != 501 {
-			t.Errorf("create MutatingAdmissionPolicy: %v, want 501", err)
+	t.Run("mutating policies", func(t *testing.T) {
+		mutating := func(name string, m admissionv1.Mutation) {
+			t.Helper()
+			if _, err := cs.AdmissionregistrationV1().MutatingAdmissionPolicies().Create(ctx, &admissionv1.MutatingAdmissionPolicy{
+				ObjectMeta: metav1.ObjectMeta{Name: name},
+				Spec: admissionv1.MutatingAdmissionPolicySpec{
+					MatchConstraints:   &admissionv1.MatchResources{ResourceRules: []admissionv1.NamedRuleWithOperations{policyRule("", "v1", "configmaps")}},
+					ReinvocationPolicy: admissionv1.NeverReinvocationPolicy,
+					Mutations:          []admissionv1.Mutation{m},
+				},
+			}, metav1.CreateOptions{}); err != nil {
+				t.Fatalf("create MutatingAdmissionPolicy %s: %v", name, err)
+			}
+			if _, err := cs.AdmissionregistrationV1().MutatingAdmissionPolicyBindings().Create(ctx, &admissionv1.MutatingAdmissionPolicyBinding{
+				ObjectMeta: metav1.ObjectMeta{Name: name},
+				Spec: admissionv1.MutatingAdmissionPolicyBindingSpec{PolicyName: name,
+					MatchResources: &admissionv1.MatchResources{ObjectSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"test": "mutate"}}}},
+			}, metav1.CreateOptions{}); err != nil {
+				t.Fatalf("create binding %s: %v", name, err)
+			}
 		}
+		mutating("apply-label", admissionv1.Mutation{PatchType: admissionv1.PatchTypeApplyConfiguration,
+			ApplyConfiguration: &admissionv1.ApplyConfiguration{Expression: `Object{metadata: Object.metadata{labels: {"applied": "yes"}}}`}})
+		mutating("patch-data", admissionv1.Mutation{PatchType: admissionv1.PatchTypeJSONPatch,
+			JSONPatch: &admissionv1.JSONPatch{Expression: `[JSONPatch{op: "add", path: "/data", value: {"patched": object.metadata.name}}]`}})
+		n := 0
+		eventually(t, "mutations", func() error {
+			n++
+			cm, err := cs.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+				Name: fmt.Sprintf("mutated-%d", n), Labels: map[string]string{"test": "mutate"}}}, metav1.CreateOptions{})
+			if err != nil {
+				return err
+			}
+			if cm.Labels["applied"] != "yes" || cm.Data["patched"] != cm.Name || cm.Labels["test"] != "mutate" {
+				return fmt.Errorf("stored labels %v and data %v, want applied=yes and patched=%s", cm.Labels, cm.Data, cm.Name)
+			}
+			return nil
+		})
 	})
 }
 
