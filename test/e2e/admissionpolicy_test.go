@@ -49,7 +49,8 @@ func TestKubectlValidatingAdmissionPolicy(t *testing.T) {
 	c.eventually([]string{"1"}, "get", "validatingadmissionpolicy", "replica-limit", "-o", "jsonpath={.status.observedGeneration}")
 
 	six := writeFile(t, dir, "six.yaml", strings.SplitN(fmt.Sprintf(webDeployment, 6), "---", 2)[0])
-	want := `deployments.apps "web" is forbidden: ValidatingAdmissionPolicy 'replica-limit' with binding 'replica-limit-binding' denied request: replicas must be no greater than 5`
+	// kubectl renders a 422 from its causes, as it does upstream's.
+	want := `The deployments "web" is invalid: : ValidatingAdmissionPolicy 'replica-limit' with binding 'replica-limit-binding' denied request: replicas must be no greater than 5`
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		out, err := c.run("apply", "-f", six)
