@@ -14,6 +14,7 @@ import (
 	"plainkube.dev/plainkube/internal/admission/defaulttolerationseconds"
 	"plainkube.dev/plainkube/internal/admission/namespacelifecycle"
 	"plainkube.dev/plainkube/internal/admission/noderestriction"
+	"plainkube.dev/plainkube/internal/admission/policy"
 	"plainkube.dev/plainkube/internal/admission/priority"
 	"plainkube.dev/plainkube/internal/admission/rbacescalation"
 	saadmission "plainkube.dev/plainkube/internal/admission/serviceaccount"
@@ -31,6 +32,9 @@ type admissionDeps struct {
 	authz           auth.Authorizer
 	rbac            *rbac.Authorizer
 	services        *allocator.Services
+	// policies is the ValidatingAdmissionPolicy plugin, whose source the
+	// MutatingAdmissionPolicy plugin shares.
+	policies *policy.Validating
 	// controllerDefaults turns on the default plugins that need a
 	// controller to finish their work (Options.DefaultAdmission):
 	// ServiceAccount, TaintNodesByCondition, DefaultTolerationSeconds.
@@ -73,8 +77,9 @@ func admissionChain(d admissionDeps) admission.Chain {
 	// of these, bootstrap tokens' restriction to node client certificates.
 	add(bootstrapcsr.New())
 	add(rbacescalation.New(d.authz, d.rbac))
+	add(policy.NewMutating(d.policies).Plugin())
 	// MutatingAdmissionWebhook (later)
-	// ValidatingAdmissionPolicy (later)
+	add(d.policies.Plugin())
 	// ValidatingAdmissionWebhook (later)
 	// ResourceQuota (later)
 

@@ -23,6 +23,7 @@ import (
 
 	"plainkube.dev/plainkube/internal/admission"
 	"plainkube.dev/plainkube/internal/admission/allocator"
+	"plainkube.dev/plainkube/internal/admission/policy"
 	saadmission "plainkube.dev/plainkube/internal/admission/serviceaccount"
 	"plainkube.dev/plainkube/internal/apiextensions"
 	"plainkube.dev/plainkube/internal/apiserver"
@@ -202,8 +203,9 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	// As upstream's --authorization-mode=Node,RBAC (with system:masters
 	// allowed first): what else anyone may do is what RBAC grants.
 	authz := auth.Chain{auth.MastersAuthorizer{}, auth.NodeAuthorizer{}, rbacAuthz}
+	validatingPolicies := policy.NewValidating(authz) // reads the policies once the API serves them
 	chain := admissionChain(admissionDeps{objects: objects, serviceAccounts: saAdmission, authz: authz, rbac: rbacAuthz,
-		services: alloc, controllerDefaults: opts.DefaultAdmission, extra: opts.ExtraAdmission})
+		services: alloc, policies: validatingPolicies, controllerDefaults: opts.DefaultAdmission, extra: opts.ExtraAdmission})
 	api, err := apiserver.New(apiserver.Config{
 		Storage:         s.store,
 		Resources:       resources,
@@ -235,6 +237,10 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	rbacReady := make(chan struct{})
 	api.AddReadinessGate(rbacReady)
 	go api.Run(ctx)
+	if err := validatingPolicies.Start(ctx, s.LoopbackConfig(), log); err != nil {
+		s.stop()
+		return nil, fmt.Errorf("admission policies: %w", err)
+	}
 	if err := startRBAC(ctx, s.LoopbackConfig(), rbacAuthz, log, rbacReady); err != nil {
 		s.stop()
 		return nil, fmt.Errorf("RBAC: %w", err)
