@@ -36,6 +36,7 @@ require (
 	github.com/mdlayher/netlink v1.11.2 // indirect
 	github.com/mdlayher/socket v0.6.1 // indirect
 	github.com/vishvananda/netns v0.0.5 // indirect
+	k8s.io/pod-security-admission v0.37.2 // indirect
 )
 
 require (

@@ -25,8 +25,11 @@ import (
 	"plainkube.dev/plainkube/internal/admission/allocator"
 	"plainkube.dev/plainkube/internal/admission/bootstrapcsr"
 	"plainkube.dev/plainkube/internal/admission/defaulttolerationseconds"
+	"plainkube.dev/plainkube/internal/admission/limitranger"
 	"plainkube.dev/plainkube/internal/admission/noderestriction"
+	"plainkube.dev/plainkube/internal/admission/podsecurity"
 	"plainkube.dev/plainkube/internal/admission/rbacescalation"
+	"plainkube.dev/plainkube/internal/admission/resourcequota"
 	saadmission "plainkube.dev/plainkube/internal/admission/serviceaccount"
 	"plainkube.dev/plainkube/internal/apiextensions"
 	"plainkube.dev/plainkube/internal/apiserver"
@@ -78,6 +81,10 @@ type Options struct {
 	// account, so the plainkube binary turns them on and in-process tests
 	// that run no such controller leave them off.
 	DefaultAdmission bool
+	// PodSecurityExemptions are the users, namespaces and runtime classes
+	// the PodSecurity plugin leaves alone (upstream's admission
+	// configuration's exemptions; the --pod-security-exempt-* flags).
+	PodSecurityExemptions podsecurity.Exemptions
 }
 
 // Component is a part of the cluster run inside the server process until
@@ -195,7 +202,10 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		return nil, err
 	}
 	saAdmission := saadmission.New()
-	var chain admission.Chain
+	limitRanger, podSecurity, resourceQuota := limitranger.New(), podsecurity.New(), resourcequota.New()
+	// Upstream's order: NamespaceLifecycle, LimitRanger, ServiceAccount,
+	// NodeRestriction, PodSecurity, …, ResourceQuota last.
+	chain := admission.Chain{limitRanger.Plugin()}
 	if opts.DefaultAdmission {
 		chain = append(chain, saAdmission.Step(), defaulttolerationseconds.New())
 	}
@@ -205,7 +215,8 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	// As upstream's --authorization-mode=Node,RBAC (with system:masters
 	// allowed first): what else anyone may do is what RBAC grants.
 	authz := auth.Chain{auth.MastersAuthorizer{}, auth.NodeAuthorizer{}, rbacAuthz}
-	chain = append(chain, noderestriction.New(), bootstrapcsr.New(), alloc.Plugin(), rbacescalation.New(authz, rbacAuthz))
+	chain = append(chain, noderestriction.New(), podSecurity.Plugin(), bootstrapcsr.New(), alloc.Plugin(), rbacescalation.New(authz, rbacAuthz),
+		resourceQuota.Plugin())
 	api, err := apiserver.New(apiserver.Config{
 		Storage:         s.store,
 		Resources:       resources,
@@ -235,10 +246,18 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	api.AddReadinessGate(crdsServed)
 	rbacReady := make(chan struct{})
 	api.AddReadinessGate(rbacReady)
+	admissionReady := make(chan struct{})
+	api.AddReadinessGate(admissionReady)
 	go api.Run(ctx)
 	if err := startRBAC(ctx, s.LoopbackConfig(), rbacAuthz, log, rbacReady); err != nil {
 		s.stop()
 		return nil, fmt.Errorf("RBAC: %w", err)
+	}
+	if err := startAdmission(ctx, s.LoopbackConfig(), admissionReady, admissionPlugins{
+		limitRanger: limitRanger, podSecurity: podSecurity, podSecurityExemptions: opts.PodSecurityExemptions,
+		resourceQuota: resourceQuota}); err != nil {
+		s.stop()
+		return nil, fmt.Errorf("admission: %w", err)
 	}
 	synced, err := apiextensions.Start(ctx, s.LoopbackConfig(), api)
 	if err != nil {
