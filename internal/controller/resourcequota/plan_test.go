@@ -60,7 +60,7 @@ func TestPlan(t *testing.T) {
 			st:    State{Quota: q(list("example.com/things", "3"), list("example.com/things", "3"), list("example.com/things", "1")), Objects: nil},
 			write: false},
 		{name: "objects not observed",
-			st:    State{Quota: q(list("pods", "1"), nil, nil), Objects: nil},
+			st:      State{Quota: q(list("pods", "1"), nil, nil), Objects: nil},
 			wantErr: true},
 	} {
 		tt.st.Now = time.Now()
