@@ -226,13 +226,13 @@ func TestLimitRangerAdmission(t *testing.T) {
 	}
 }
 
-// warnings collects the Warning headers a client is sent.
-type warnings struct {
+// warningHeaders collects the Warning headers a client is sent.
+type warningHeaders struct {
 	mu   sync.Mutex
 	seen []string
 }
 
-func (w *warnings) HandleWarningHeader(_ int, _ string, text string) {
+func (w *warningHeaders) HandleWarningHeader(_ int, _ string, text string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.seen = append(w.seen, text)
@@ -240,7 +240,7 @@ func (w *warnings) HandleWarningHeader(_ int, _ string, text string) {
 
 func TestPodSecurityAdmission(t *testing.T) {
 	cfg := startEtcdServer(t)
-	w := &warnings{}
+	w := &warningHeaders{}
 	cfg.WarningHandler = w
 	cs := clientset(t, cfg)
 	ctx := context.Background()
