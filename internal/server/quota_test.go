@@ -226,21 +226,9 @@ func TestLimitRangerAdmission(t *testing.T) {
 	}
 }
 
-// warningHeaders collects the Warning headers a client is sent.
-type warningHeaders struct {
-	mu   sync.Mutex
-	seen []string
-}
-
-func (w *warningHeaders) HandleWarningHeader(_ int, _ string, text string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.seen = append(w.seen, text)
-}
-
 func TestPodSecurityAdmission(t *testing.T) {
 	cfg := startEtcdServer(t)
-	w := &warningHeaders{}
+	w := &warnings{}
 	cfg.WarningHandler = w
 	cs := clientset(t, cfg)
 	ctx := context.Background()
@@ -260,16 +248,12 @@ func TestPodSecurityAdmission(t *testing.T) {
 		t.Fatalf("privileged pod in a restricted namespace: %v\nwant %s", err, want)
 	}
 	namespaceFor(t, cs, "warned", map[string]string{"pod-security.kubernetes.io/warn": "baseline"})
-	w.mu.Lock()
-	w.seen = nil
-	w.mu.Unlock()
+	w.take()
 	if _, err := cs.CoreV1().Pods("warned").Create(ctx, privileged("priv"), metav1.CreateOptions{}); err != nil {
 		t.Fatalf("warn only: %v", err)
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
 	wantWarning := `would violate PodSecurity "baseline:latest": privileged (container "app" must not set securityContext.privileged=true)`
-	if len(w.seen) != 1 || w.seen[0] != wantWarning {
-		t.Errorf("warnings %q, want %q", w.seen, wantWarning)
+	if got := w.take(); len(got) != 1 || got[0] != wantWarning {
+		t.Errorf("warnings %q, want %q", got, wantWarning)
 	}
 }

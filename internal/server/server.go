@@ -23,12 +23,8 @@ import (
 
 	"plainkube.dev/plainkube/internal/admission"
 	"plainkube.dev/plainkube/internal/admission/allocator"
-	"plainkube.dev/plainkube/internal/admission/bootstrapcsr"
-	"plainkube.dev/plainkube/internal/admission/defaulttolerationseconds"
 	"plainkube.dev/plainkube/internal/admission/limitranger"
-	"plainkube.dev/plainkube/internal/admission/noderestriction"
 	"plainkube.dev/plainkube/internal/admission/podsecurity"
-	"plainkube.dev/plainkube/internal/admission/rbacescalation"
 	"plainkube.dev/plainkube/internal/admission/resourcequota"
 	saadmission "plainkube.dev/plainkube/internal/admission/serviceaccount"
 	"plainkube.dev/plainkube/internal/apiextensions"
@@ -85,6 +81,8 @@ type Options struct {
 	// the PodSecurity plugin leaves alone (upstream's admission
 	// configuration's exemptions; the --pod-security-exempt-* flags).
 	PodSecurityExemptions podsecurity.Exemptions
+	// ExtraAdmission are plugins run after all others (tests).
+	ExtraAdmission []admission.Plugin
 }
 
 // Component is a part of the cluster run inside the server process until
@@ -203,20 +201,16 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	}
 	saAdmission := saadmission.New()
 	limitRanger, podSecurity, resourceQuota := limitranger.New(), podsecurity.New(), resourcequota.New()
-	// Upstream's order: NamespaceLifecycle, LimitRanger, ServiceAccount,
-	// NodeRestriction, PodSecurity, …, ResourceQuota last.
-	chain := admission.Chain{limitRanger.Plugin()}
-	if opts.DefaultAdmission {
-		chain = append(chain, saAdmission.Step(), defaulttolerationseconds.New())
-	}
+	objects := &serverObjects{}
 	resources := all.Resources()
 	scheme := apiserver.Scheme()
 	rbacAuthz := rbac.New(nil) // reads its roles once the API serves them (startRBAC)
 	// As upstream's --authorization-mode=Node,RBAC (with system:masters
 	// allowed first): what else anyone may do is what RBAC grants.
 	authz := auth.Chain{auth.MastersAuthorizer{}, auth.NodeAuthorizer{}, rbacAuthz}
-	chain = append(chain, noderestriction.New(), podSecurity.Plugin(), bootstrapcsr.New(), alloc.Plugin(), rbacescalation.New(authz, rbacAuthz),
-		resourceQuota.Plugin())
+	chain := admissionChain(admissionDeps{objects: objects, serviceAccounts: saAdmission, authz: authz, rbac: rbacAuthz,
+		services: alloc, podDefaults: opts.DefaultAdmission,
+		limitRanger: limitRanger, podSecurity: podSecurity, resourceQuota: resourceQuota, extra: opts.ExtraAdmission})
 	api, err := apiserver.New(apiserver.Config{
 		Storage:         s.store,
 		Resources:       resources,
@@ -236,6 +230,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	}
 	s.API = api
 	saAdmission.Objects = api
+	objects.api = api
 	if bootstrapTokens.Get, err = secretGetter(s.LoopbackConfig()); err != nil {
 		s.stop()
 		return nil, err
