@@ -7,24 +7,14 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"plainkube.dev/plainkube/internal/admission/limitranger"
 	"plainkube.dev/plainkube/internal/admission/podsecurity"
-	"plainkube.dev/plainkube/internal/admission/resourcequota"
 )
-
-// admissionPlugins are the admission plugins that read the API.
-type admissionPlugins struct {
-	limitRanger           *limitranger.Plugin
-	podSecurity           *podsecurity.Plugin
-	podSecurityExemptions podsecurity.Exemptions
-	resourceQuota         *resourcequota.Plugin
-}
 
 // startAdmission gives the admission plugins that read the API their
 // informers — one factory over cfg, the loopback client — and the client
 // they write with. It closes done once every informer has synced: the
 // server is not ready before.
-func startAdmission(ctx context.Context, cfg *rest.Config, done chan<- struct{}, p admissionPlugins) error {
+func startAdmission(ctx context.Context, cfg *rest.Config, done chan<- struct{}, p admissionDeps, exemptions podsecurity.Exemptions) error {
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err
@@ -32,7 +22,7 @@ func startAdmission(ctx context.Context, cfg *rest.Config, done chan<- struct{},
 	f := informers.NewSharedInformerFactory(cs, 0)
 	p.limitRanger.Start(f, cs)
 	p.resourceQuota.Start(f, cs)
-	if err := p.podSecurity.Start(f, cs, p.podSecurityExemptions); err != nil {
+	if err := p.podSecurity.Start(f, cs, exemptions); err != nil {
 		return err
 	}
 	f.Start(ctx.Done())

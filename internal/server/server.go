@@ -200,7 +200,6 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		return nil, err
 	}
 	saAdmission := saadmission.New()
-	limitRanger, podSecurity, resourceQuota := limitranger.New(), podsecurity.New(), resourcequota.New()
 	objects := &serverObjects{}
 	resources := all.Resources()
 	scheme := apiserver.Scheme()
@@ -208,9 +207,10 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	// As upstream's --authorization-mode=Node,RBAC (with system:masters
 	// allowed first): what else anyone may do is what RBAC grants.
 	authz := auth.Chain{auth.MastersAuthorizer{}, auth.NodeAuthorizer{}, rbacAuthz}
-	chain := admissionChain(admissionDeps{objects: objects, serviceAccounts: saAdmission, authz: authz, rbac: rbacAuthz,
-		services: alloc, podDefaults: opts.DefaultAdmission,
-		limitRanger: limitRanger, podSecurity: podSecurity, resourceQuota: resourceQuota, extra: opts.ExtraAdmission})
+	deps := admissionDeps{objects: objects, serviceAccounts: saAdmission, authz: authz, rbac: rbacAuthz,
+		services: alloc, podDefaults: opts.DefaultAdmission, extra: opts.ExtraAdmission,
+		limitRanger: limitranger.New(), podSecurity: podsecurity.New(), resourceQuota: resourcequota.New()}
+	chain := admissionChain(deps)
 	api, err := apiserver.New(apiserver.Config{
 		Storage:         s.store,
 		Resources:       resources,
@@ -248,9 +248,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		s.stop()
 		return nil, fmt.Errorf("RBAC: %w", err)
 	}
-	if err := startAdmission(ctx, s.LoopbackConfig(), admissionReady, admissionPlugins{
-		limitRanger: limitRanger, podSecurity: podSecurity, podSecurityExemptions: opts.PodSecurityExemptions,
-		resourceQuota: resourceQuota}); err != nil {
+	if err := startAdmission(ctx, s.LoopbackConfig(), admissionReady, deps, opts.PodSecurityExemptions); err != nil {
 		s.stop()
 		return nil, fmt.Errorf("admission: %w", err)
 	}
