@@ -116,6 +116,9 @@ func runServer(args []string) error {
 	fs.StringVar(&opts.ServiceCIDR, "service-cidr", "10.96.0.0/12", "range of Service cluster IPs")
 	fs.DurationVar(&opts.JoinTokenTTL, "token-ttl", server.DefaultJoinTokenTTL, "how long the join token made at the first start lasts (0: it does not expire); `plainkube token create` makes more")
 	fs.StringVar(&opts.ServiceAccountIssuer, "service-account-issuer", "https://kubernetes.default.svc.cluster.local", "issuer (iss) of service-account tokens, and the API server's audience")
+	fs.Var(listFlag{&opts.PodSecurityExemptions.Namespaces}, "pod-security-exempt-namespaces", "comma-separated namespaces the PodSecurity admission plugin does not check (its configuration's exemptions.namespaces)")
+	fs.Var(listFlag{&opts.PodSecurityExemptions.Usernames}, "pod-security-exempt-usernames", "comma-separated users whose requests the PodSecurity admission plugin does not check (exemptions.usernames)")
+	fs.Var(listFlag{&opts.PodSecurityExemptions.RuntimeClasses}, "pod-security-exempt-runtime-classes", "comma-separated runtime classes whose pods the PodSecurity admission plugin does not check (exemptions.runtimeClasses)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	disableControllers := fs.Bool("disable-controllers", false, "do not run the controller manager in this process")
 	controllersFlag := fs.String("controllers", "*", controllermanager.ControllersFlagUsage())
@@ -654,4 +657,24 @@ func runCleanup(args []string) error {
 		return errors.New("cleanup needs root")
 	}
 	return node.Cleanup(context.Background(), filepath.Join(*dataDir, "node"), *table, func(s string) { fmt.Println(s) })
+}
+
+// listFlag is a comma-separated list flag.
+type listFlag struct{ list *[]string }
+
+func (f listFlag) String() string {
+	if f.list == nil {
+		return ""
+	}
+	return strings.Join(*f.list, ",")
+}
+
+func (f listFlag) Set(v string) error {
+	*f.list = nil
+	for _, item := range strings.Split(v, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			*f.list = append(*f.list, item)
+		}
+	}
+	return nil
 }

@@ -22,6 +22,7 @@ import (
 	"plainkube.dev/plainkube/internal/controller/nodelifecycle"
 	"plainkube.dev/plainkube/internal/controller/podgc"
 	"plainkube.dev/plainkube/internal/controller/replicaset"
+	"plainkube.dev/plainkube/internal/controller/resourcequota"
 	"plainkube.dev/plainkube/internal/controller/rootcacert"
 	"plainkube.dev/plainkube/internal/controller/serviceaccount"
 	"plainkube.dev/plainkube/internal/controller/servicelb"
@@ -67,6 +68,7 @@ var Registry = []Registration{
 	{csrsigning.Name, "certificatesigningrequest-signing-controller", newCSRSigning, true},
 	{rootcacert.Name, "root-ca-certificate-publisher-controller", newRootCACert, true},
 	{clusterroleaggregation.Name, "clusterrole-aggregation-controller", plain(clusterroleaggregation.New), true},
+	{resourcequota.Name, "resourcequota-controller", sharing(resourcequota.New, func(c *resourcequota.Controller, s *reconcile.SharedInformers) { c.Informers = s }), true},
 }
 
 // ValidateControllers checks a --controllers list: each item is "*", a

@@ -12,11 +12,14 @@ import (
 	"plainkube.dev/plainkube/internal/admission/bootstrapcsr"
 	"plainkube.dev/plainkube/internal/admission/defaultstorageclass"
 	"plainkube.dev/plainkube/internal/admission/defaulttolerationseconds"
+	"plainkube.dev/plainkube/internal/admission/limitranger"
 	"plainkube.dev/plainkube/internal/admission/namespacelifecycle"
 	"plainkube.dev/plainkube/internal/admission/noderestriction"
+	"plainkube.dev/plainkube/internal/admission/podsecurity"
 	"plainkube.dev/plainkube/internal/admission/policy"
 	"plainkube.dev/plainkube/internal/admission/priority"
 	"plainkube.dev/plainkube/internal/admission/rbacescalation"
+	"plainkube.dev/plainkube/internal/admission/resourcequota"
 	saadmission "plainkube.dev/plainkube/internal/admission/serviceaccount"
 	"plainkube.dev/plainkube/internal/admission/taintnodesbycondition"
 	"plainkube.dev/plainkube/internal/apiserver"
@@ -32,6 +35,10 @@ type admissionDeps struct {
 	authz           auth.Authorizer
 	rbac            *rbac.Authorizer
 	services        *allocator.Services
+	// The plugins that read the API through informers (startAdmission).
+	limitRanger   *limitranger.Plugin
+	podSecurity   *podsecurity.Plugin
+	resourceQuota *resourcequota.Plugin
 	// policies is the ValidatingAdmissionPolicy plugin, whose source the
 	// MutatingAdmissionPolicy plugin shares.
 	policies *policy.Validating
@@ -53,7 +60,7 @@ func admissionChain(d admissionDeps) admission.Chain {
 	add := func(p admission.Plugin) { chain = append(chain, p) }
 
 	add(namespacelifecycle.New(d.objects))
-	// LimitRanger (later)
+	add(d.limitRanger.Plugin())
 	if d.controllerDefaults {
 		add(d.serviceAccounts.Step())
 	}
@@ -62,7 +69,7 @@ func admissionChain(d admissionDeps) admission.Chain {
 		// The node lifecycle controller removes the taint once the node is Ready.
 		add(taintnodesbycondition.New())
 	}
-	// PodSecurity (later)
+	add(d.podSecurity.Plugin())
 	add(priority.New(d.objects))
 	if d.controllerDefaults {
 		add(defaulttolerationseconds.New())
@@ -81,7 +88,7 @@ func admissionChain(d admissionDeps) admission.Chain {
 	// MutatingAdmissionWebhook (later)
 	add(d.policies.Plugin())
 	// ValidatingAdmissionWebhook (later)
-	// ResourceQuota (later)
+	add(d.resourceQuota.Plugin())
 
 	// Storage hooks, not upstream admission: where the Service allocator
 	// sits in the list does not matter.

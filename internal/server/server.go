@@ -23,7 +23,10 @@ import (
 
 	"plainkube.dev/plainkube/internal/admission"
 	"plainkube.dev/plainkube/internal/admission/allocator"
+	"plainkube.dev/plainkube/internal/admission/limitranger"
+	"plainkube.dev/plainkube/internal/admission/podsecurity"
 	"plainkube.dev/plainkube/internal/admission/policy"
+	"plainkube.dev/plainkube/internal/admission/resourcequota"
 	saadmission "plainkube.dev/plainkube/internal/admission/serviceaccount"
 	"plainkube.dev/plainkube/internal/apiextensions"
 	"plainkube.dev/plainkube/internal/apiserver"
@@ -77,6 +80,10 @@ type Options struct {
 	// unreachable nodes). The plainkube binary turns them on; in-process
 	// tests that run no such controllers leave them off.
 	DefaultAdmission bool
+	// PodSecurityExemptions are the users, namespaces and runtime classes
+	// the PodSecurity plugin leaves alone (upstream's admission
+	// configuration's exemptions; the --pod-security-exempt-* flags).
+	PodSecurityExemptions podsecurity.Exemptions
 	// ExtraAdmission are plugins run after all others (tests).
 	ExtraAdmission []admission.Plugin
 }
@@ -204,8 +211,10 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	// allowed first): what else anyone may do is what RBAC grants.
 	authz := auth.Chain{auth.MastersAuthorizer{}, auth.NodeAuthorizer{}, rbacAuthz}
 	validatingPolicies := policy.NewValidating(authz) // reads the policies once the API serves them
-	chain := admissionChain(admissionDeps{objects: objects, serviceAccounts: saAdmission, authz: authz, rbac: rbacAuthz,
-		services: alloc, policies: validatingPolicies, controllerDefaults: opts.DefaultAdmission, extra: opts.ExtraAdmission})
+	deps := admissionDeps{objects: objects, serviceAccounts: saAdmission, authz: authz, rbac: rbacAuthz,
+		services: alloc, policies: validatingPolicies, controllerDefaults: opts.DefaultAdmission, extra: opts.ExtraAdmission,
+		limitRanger: limitranger.New(), podSecurity: podsecurity.New(), resourceQuota: resourcequota.New()}
+	chain := admissionChain(deps)
 	api, err := apiserver.New(apiserver.Config{
 		Storage:         s.store,
 		Resources:       resources,
@@ -236,6 +245,8 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	api.AddReadinessGate(crdsServed)
 	rbacReady := make(chan struct{})
 	api.AddReadinessGate(rbacReady)
+	admissionReady := make(chan struct{})
+	api.AddReadinessGate(admissionReady)
 	go api.Run(ctx)
 	if err := validatingPolicies.Start(ctx, s.LoopbackConfig(), log); err != nil {
 		s.stop()
@@ -244,6 +255,10 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if err := startRBAC(ctx, s.LoopbackConfig(), rbacAuthz, log, rbacReady); err != nil {
 		s.stop()
 		return nil, fmt.Errorf("RBAC: %w", err)
+	}
+	if err := startAdmission(ctx, s.LoopbackConfig(), admissionReady, deps, opts.PodSecurityExemptions); err != nil {
+		s.stop()
+		return nil, fmt.Errorf("admission: %w", err)
 	}
 	synced, err := apiextensions.Start(ctx, s.LoopbackConfig(), api)
 	if err != nil {
