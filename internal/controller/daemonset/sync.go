@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/cache"
 
@@ -71,98 +70,16 @@ func (c *Controller) syncDaemonSet(ctx context.Context, key string) (reconcile.R
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
-	byNode := map[string][]*corev1.Pod{}
-	for _, p := range pods {
-		if n := TargetNode(p); n != "" {
-			byNode[n] = append(byNode[n], p)
-		}
-	}
-	spec := ds.Spec.Template.Spec.DeepCopy()
-	AddDefaultTolerations(spec)
-	var create []string
-	var del []*corev1.Pod
-	var rolling []NodePods
-	runs := map[string]bool{}
-	for _, node := range nodes {
-		shouldRun, shouldContinue := ShouldRun(node, spec)
-		runs[node.Name] = shouldRun
-		plan := PlanNode(shouldRun, shouldContinue, byNode[node.Name], hash)
-		if plan.Create {
-			create = append(create, node.Name)
-		}
-		del = append(del, plan.Delete...)
-		if shouldContinue && shouldRun {
-			np := NodePods{Node: node.Name}
-			deleting := map[*corev1.Pod]bool{}
-			for _, p := range plan.Delete {
-				deleting[p] = true
-			}
-			for _, p := range byNode[node.Name] {
-				if p.DeletionTimestamp != nil || deleting[p] || p.Status.Phase == corev1.PodFailed {
-					continue
-				}
-				if p.Labels[appsv1.DefaultDaemonSetUniqueLabelKey] == hash {
-					np.New = append(np.New, p)
-				} else {
-					np.Old = append(np.Old, p)
-				}
-			}
-			rolling = append(rolling, np)
-		}
-	}
-	// Pods pinned to nodes that no longer exist go too.
-	known := map[string]bool{}
-	for _, n := range nodes {
-		known[n.Name] = true
-	}
-	for n, ps := range byNode {
-		if known[n] {
-			continue
-		}
-		for _, p := range ps {
-			if p.DeletionTimestamp == nil {
-				del = append(del, p)
-			}
-		}
-	}
-	desired := 0
-	for _, r := range runs {
-		if r {
-			desired++
-		}
-	}
-	var res reconcile.Result
+	p := plan(State{DaemonSet: ds, Hash: hash, Pods: pods, Nodes: nodes, Satisfied: satisfied, Now: c.now()})
 	var manageErr error
-	if satisfied {
-		if ds.Spec.UpdateStrategy.Type != appsv1.OnDeleteDaemonSetStrategyType {
-			mu, ms := MaxUnavailableSurge(ds, desired)
-			rp := PlanRollingUpdate(rolling, mu, ms, ds.Spec.MinReadySeconds, c.now())
-			del = append(del, rp.Delete...)
-			create = append(create, rp.SurgeNodes...)
-		}
-		manageErr = c.manage(ctx, ds, key, hash, dedupe(del), create)
+	if p.Manage {
+		manageErr = c.manage(ctx, ds, key, hash, p.Delete, p.Create)
 	}
-	if ds.Spec.MinReadySeconds > 0 {
-		// Ready pods become available later: look again then.
-		res.RequeueAfter = (time.Duration(ds.Spec.MinReadySeconds) + 1) * time.Second
-	}
-	if err := c.writeStatus(ctx, ds, nodes, runs, byNode, hash); err != nil {
+	res := reconcile.Result{RequeueAfter: p.RequeueAfter}
+	if err := c.writeStatus(ctx, ds, p.Nodes, p.Runs, p.ByNode, hash); err != nil {
 		return res, err
 	}
 	return res, manageErr
-}
-
-func dedupe(pods []*corev1.Pod) []*corev1.Pod {
-	seen := map[types.UID]bool{}
-	var out []*corev1.Pod
-	for _, p := range pods {
-		if !seen[p.UID] {
-			seen[p.UID] = true
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 func (c *Controller) manage(ctx context.Context, ds *appsv1.DaemonSet, key, hash string, del []*corev1.Pod, create []string) error {
