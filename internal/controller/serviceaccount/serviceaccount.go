@@ -48,22 +48,6 @@ func New(cfg *rest.Config) (*Controller, error) {
 // Name implements reconcile.Controller.
 func (c *Controller) Name() string { return Name }
 
-// Missing returns the names in want that a namespace lacks (has reports
-// whether it has a ServiceAccount of that name); none for a namespace that
-// is not active.
-func Missing(ns *corev1.Namespace, want []string, has func(name string) bool) []string {
-	if ns == nil || ns.Status.Phase != corev1.NamespaceActive || ns.DeletionTimestamp != nil {
-		return nil
-	}
-	var out []string
-	for _, name := range want {
-		if !has(name) && !slices.Contains(out, name) {
-			out = append(out, name)
-		}
-	}
-	return out
-}
-
 // Run watches Namespaces and ServiceAccounts and creates the missing ones
 // with workers workers until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) error {
@@ -76,21 +60,27 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 			return slices.Contains(c.ServiceAccounts, sa.GetName())
 		}))
 	log := b.Logger()
-	return b.Run(ctx, workers, func(record.EventRecorder) reconcile.ReconcileFunc[string] {
-		return func(ctx context.Context, name string) (reconcile.Result, error) {
-			ns, err := nsLister.Get(name)
-			if apierrors.IsNotFound(err) {
-				return reconcile.Result{}, nil
-			}
-			if err != nil {
-				return reconcile.Result{}, err
-			}
-			missing := Missing(ns, c.ServiceAccounts, func(sa string) bool {
-				_, err := saLister.ServiceAccounts(name).Get(sa)
-				return err == nil
-			})
-			return c.create(ctx, log, name, missing)
+	observe := func(name string) (State, bool, error) {
+		ns, err := nsLister.Get(name)
+		if apierrors.IsNotFound(err) {
+			return State{}, false, nil
 		}
+		if err != nil {
+			return State{}, false, err
+		}
+		st := State{Namespace: ns, Want: c.ServiceAccounts}
+		for _, sa := range c.ServiceAccounts {
+			if _, err := saLister.ServiceAccounts(name).Get(sa); err == nil {
+				st.Have = append(st.Have, sa)
+			}
+		}
+		return st, true, nil
+	}
+	return b.Run(ctx, workers, func(record.EventRecorder) reconcile.ReconcileFunc[string] {
+		return controller.Shape[State, Plan]{Observe: observe, Plan: plan, Log: log,
+			Apply: func(ctx context.Context, st State, p Plan) (reconcile.Result, error) {
+				return c.create(ctx, log, st.Namespace.Name, p.Create)
+			}}.Reconcile
 	})
 }
 
