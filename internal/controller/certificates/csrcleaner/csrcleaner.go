@@ -2,12 +2,9 @@ package csrcleaner
 
 import (
 	"context"
-	"crypto/x509"
-	"encoding/pem"
 	"log/slog"
 	"time"
 
-	certificatesv1 "k8s.io/api/certificates/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -56,42 +53,6 @@ func New(cfg *rest.Config) (*Controller, error) {
 // Name implements reconcile.Controller.
 func (c *Controller) Name() string { return Name }
 
-// Expired reports whether csr is done with at now, and why.
-func Expired(csr *certificatesv1.CertificateSigningRequest, now time.Time) (bool, string) {
-	older := func(t metav1.Time, d time.Duration) bool { return !t.IsZero() && now.Sub(t.Time) > d }
-	issued := len(csr.Status.Certificate) > 0
-	approved, denied := false, false
-	for _, c := range csr.Status.Conditions {
-		switch c.Type {
-		case certificatesv1.CertificateApproved:
-			approved = true
-			if issued && older(c.LastUpdateTime, IssuedExpiration) {
-				return true, "issued more than an hour ago"
-			}
-		case certificatesv1.CertificateDenied:
-			denied = true
-			if older(c.LastUpdateTime, DeniedExpiration) {
-				return true, "denied more than an hour ago"
-			}
-		case certificatesv1.CertificateFailed:
-			if older(c.LastUpdateTime, FailedExpiration) {
-				return true, "failed more than an hour ago"
-			}
-		}
-	}
-	if !approved && !denied && older(csr.CreationTimestamp, PendingExpiration) {
-		return true, "pending for more than a day"
-	}
-	if approved && issued {
-		if block, _ := pem.Decode(csr.Status.Certificate); block != nil {
-			if cert, err := x509.ParseCertificate(block.Bytes); err == nil && now.After(cert.NotAfter) {
-				return true, "its certificate expired"
-			}
-		}
-	}
-	return false, ""
-}
-
 // sweepKey is the only key in the queue: a sweep over all requests.
 const sweepKey = "sweep"
 
@@ -112,25 +73,23 @@ func (c *Controller) Run(ctx context.Context, _ int) error {
 	b.WaitsFor(inf.Informer())
 	b.Queue().Add(sweepKey)
 	log := b.Logger()
+	observe := func(string) (State, bool, error) {
+		csrs, err := lister.List(labels.Everything())
+		return State{CSRs: csrs, Now: now()}, err == nil, err
+	}
 	return b.Run(ctx, 1, func(record.EventRecorder) reconcile.ReconcileFunc[string] {
-		return func(ctx context.Context, _ string) (reconcile.Result, error) {
-			csrs, err := lister.List(labels.Everything())
-			if err != nil {
-				return reconcile.Result{}, err
-			}
-			c.sweep(ctx, log, csrs, now())
-			return reconcile.Result{RequeueAfter: interval}, nil
-		}
+		return controller.Shape[State, Plan]{Observe: observe, Plan: plan, Log: log,
+			Apply: func(ctx context.Context, _ State, p Plan) (reconcile.Result, error) {
+				c.sweep(ctx, log, p.Delete)
+				return reconcile.Result{RequeueAfter: interval}, nil
+			}}.Reconcile
 	})
 }
 
-// sweep deletes the requests that are done with at now.
-func (c *Controller) sweep(ctx context.Context, log *slog.Logger, csrs []*certificatesv1.CertificateSigningRequest, now time.Time) {
-	for _, csr := range csrs {
-		done, why := Expired(csr, now)
-		if !done {
-			continue
-		}
+// sweep deletes the requests the plan found done with.
+func (c *Controller) sweep(ctx context.Context, log *slog.Logger, expired []expiredCSR) {
+	for _, e := range expired {
+		csr, why := e.CSR, e.Why
 		uid := csr.UID
 		err := c.client.CertificatesV1().CertificateSigningRequests().Delete(ctx, csr.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
