@@ -208,58 +208,42 @@ func (l *loop) createPods(ctx context.Context, job *batchv1.Job, key string, pla
 }
 
 // deleteJobPods takes the tracking finalizer off each pod (so it is not
-// counted as a failure) and deletes it. It returns how many ready pods and
-// how many pods in all it deleted.
+// counted as a failure) and deletes it, expecting the informer to show the
+// deletions. It returns how many ready pods and how many pods in all it
+// deleted.
 func (l *loop) deleteJobPods(ctx context.Context, job *batchv1.Job, key string, pods []*corev1.Pod) (int32, int, error) {
-	var ready atomic.Int32
-	var removed atomic.Int32
-	errs := make(chan error, len(pods))
-	var wg sync.WaitGroup
-	for _, p := range pods {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			err := l.removeFinalizer(ctx, p)
-			if err == nil {
-				err = l.deletePodAPI(ctx, job, p)
-			}
-			if err != nil && !apierrors.IsNotFound(err) {
-				// Its deletion will not be seen.
-				l.exp.DeletionObserved(key, podKey(p))
-				errs <- err
-				return
-			}
-			if err != nil {
-				l.exp.DeletionObserved(key, podKey(p))
-			}
-			removed.Add(1)
-			if podutil.IsReady(p) {
-				ready.Add(1)
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	var all []error
-	for err := range errs {
-		all = append(all, err)
-	}
-	return ready.Load(), int(removed.Load()), utilerrors.NewAggregate(all)
+	return deleteEach(pods, func(p *corev1.Pod) error {
+		err := l.removeFinalizer(ctx, p)
+		if err == nil {
+			err = l.deletePodAPI(ctx, job, p)
+		}
+		if err != nil {
+			// Its deletion will not be seen (or was already).
+			l.exp.DeletionObserved(key, podKey(p))
+		}
+		return err
+	})
 }
 
 // deleteActivePods deletes the pods of a finishing job, keeping their
 // finalizers: trackStatus counts them, then lets them go.
 func (l *loop) deleteActivePods(ctx context.Context, job *batchv1.Job, pods []*corev1.Pod) (int32, int, error) {
-	var ready atomic.Int32
-	var removed atomic.Int32
-	errs := make(chan error, len(pods))
+	return deleteEach(pods, func(p *corev1.Pod) error { return l.deletePodAPI(ctx, job, p) })
+}
+
+// deleteEach runs del on every pod at once; a pod already gone counts as
+// deleted. It returns how many ready pods and how many pods in all were
+// deleted.
+func deleteEach(pods []*corev1.Pod, del func(*corev1.Pod) error) (int32, int, error) {
+	var ready, removed atomic.Int32
+	errs := make([]error, len(pods))
 	var wg sync.WaitGroup
-	for _, p := range pods {
+	for i, p := range pods {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := l.deletePodAPI(ctx, job, p); err != nil && !apierrors.IsNotFound(err) {
-				errs <- err
+			if err := del(p); err != nil && !apierrors.IsNotFound(err) {
+				errs[i] = err
 				return
 			}
 			removed.Add(1)
@@ -269,12 +253,7 @@ func (l *loop) deleteActivePods(ctx context.Context, job *batchv1.Job, pods []*c
 		}()
 	}
 	wg.Wait()
-	close(errs)
-	var all []error
-	for err := range errs {
-		all = append(all, err)
-	}
-	return ready.Load(), int(removed.Load()), utilerrors.NewAggregate(all)
+	return ready.Load(), int(removed.Load()), utilerrors.NewAggregate(errs)
 }
 
 func (l *loop) deletePodAPI(ctx context.Context, job *batchv1.Job, p *corev1.Pod) error {
