@@ -98,7 +98,7 @@ func (c *Controller) manage(ctx context.Context, ds *appsv1.DaemonSet, key, hash
 		go func() {
 			defer wg.Done()
 			pod := NewPod(ds, node, hash)
-			out, err := c.client.CoreV1().Pods(ds.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+			out, err := c.Client.CoreV1().Pods(ds.Namespace).Create(ctx, pod, metav1.CreateOptions{})
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -118,7 +118,7 @@ func (c *Controller) manage(ctx context.Context, ds *appsv1.DaemonSet, key, hash
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := c.client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name,
+			err := c.Client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name,
 				metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &p.UID}})
 			mu.Lock()
 			defer mu.Unlock()
@@ -171,9 +171,9 @@ func NewPod(ds *appsv1.DaemonSet, node, hash string) *corev1.Pod {
 // those ds controls.
 func (c *Controller) claimPods(ctx context.Context, ds *appsv1.DaemonSet, sel labels.Selector, all []*corev1.Pod) ([]*corev1.Pod, error) {
 	return controller.PodClaimer{
-		Pods: c.client.CoreV1(), Owner: ds, Kind: controllerKind, Selector: sel,
+		Pods: c.Client.CoreV1(), Owner: ds, Kind: controllerKind, Selector: sel,
 		Recheck: func(ctx context.Context) bool {
-			fresh, err := c.client.AppsV1().DaemonSets(ds.Namespace).Get(ctx, ds.Name, metav1.GetOptions{})
+			fresh, err := c.Client.AppsV1().DaemonSets(ds.Namespace).Get(ctx, ds.Name, metav1.GetOptions{})
 			return err == nil && fresh.UID == ds.UID && fresh.DeletionTimestamp == nil
 		},
 	}.Claim(ctx, all)
@@ -209,7 +209,7 @@ func (c *Controller) syncRevisions(ctx context.Context, ds *appsv1.DaemonSet) (s
 		// Rolled back to an older template: it becomes the newest revision.
 		upd := cur.DeepCopy()
 		upd.Revision = maxRev + 1
-		if cur, err = c.client.AppsV1().ControllerRevisions(ds.Namespace).Update(ctx, upd, metav1.UpdateOptions{}); err != nil {
+		if cur, err = c.Client.AppsV1().ControllerRevisions(ds.Namespace).Update(ctx, upd, metav1.UpdateOptions{}); err != nil {
 			return "", err
 		}
 	}
@@ -229,9 +229,9 @@ func (c *Controller) syncRevisions(ctx context.Context, ds *appsv1.DaemonSet) (s
 				Data:     runtime.RawExtension{Raw: data},
 				Revision: maxRev + 1,
 			}
-			cur, err = c.client.AppsV1().ControllerRevisions(ds.Namespace).Create(ctx, rev, metav1.CreateOptions{})
+			cur, err = c.Client.AppsV1().ControllerRevisions(ds.Namespace).Create(ctx, rev, metav1.CreateOptions{})
 			if apierrors.IsAlreadyExists(err) {
-				existing, gerr := c.client.AppsV1().ControllerRevisions(ds.Namespace).Get(ctx, rev.Name, metav1.GetOptions{})
+				existing, gerr := c.Client.AppsV1().ControllerRevisions(ds.Namespace).Get(ctx, rev.Name, metav1.GetOptions{})
 				if gerr != nil {
 					return "", gerr
 				}
@@ -248,7 +248,7 @@ func (c *Controller) syncRevisions(ctx context.Context, ds *appsv1.DaemonSet) (s
 				collision = &n
 				upd := ds.DeepCopy()
 				upd.Status.CollisionCount = collision
-				if _, err := c.client.AppsV1().DaemonSets(ds.Namespace).UpdateStatus(ctx, upd, metav1.UpdateOptions{}); err != nil {
+				if _, err := c.Client.AppsV1().DaemonSets(ds.Namespace).UpdateStatus(ctx, upd, metav1.UpdateOptions{}); err != nil {
 					return "", err
 				}
 				continue
@@ -290,7 +290,7 @@ func (c *Controller) truncateHistory(ctx context.Context, ds *appsv1.DaemonSet, 
 	}
 	sort.Slice(old, func(i, j int) bool { return old[i].Revision < old[j].Revision })
 	for _, r := range old[:len(old)-limit] {
-		if err := c.client.AppsV1().ControllerRevisions(ds.Namespace).Delete(ctx, r.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		if err := c.Client.AppsV1().ControllerRevisions(ds.Namespace).Delete(ctx, r.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			c.log.Warn("deleting old revision", "namespace", ds.Namespace, "name", ds.Name, "revision", r.Name, "err", err)
 		}
 	}
@@ -350,7 +350,7 @@ func (c *Controller) writeStatus(ctx context.Context, ds *appsv1.DaemonSet, node
 	}
 	upd := ds.DeepCopy()
 	upd.Status = st
-	_, err := c.client.AppsV1().DaemonSets(ds.Namespace).UpdateStatus(ctx, upd, metav1.UpdateOptions{})
+	_, err := c.Client.AppsV1().DaemonSets(ds.Namespace).UpdateStatus(ctx, upd, metav1.UpdateOptions{})
 	return err
 }
 

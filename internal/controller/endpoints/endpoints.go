@@ -10,7 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -30,13 +29,7 @@ const leaderAnnotation = "control-plane.alpha.kubernetes.io/leader"
 
 // Controller is the Endpoints controller.
 type Controller struct {
-	// Logger defaults to slog.Default().
-	Logger *slog.Logger
-	// Informers, when set, supplies the Pod informer, shared with the
-	// process's other components (see reconcile.SharedInformers).
-	Informers *reconcile.SharedInformers
-
-	client   kubernetes.Interface
+	controller.Base
 	triggers *endpointutil.TriggerTimeTracker
 	// stale maps namespace/name to the resourceVersion of an Endpoints
 	// object this controller replaced: seeing it again in the cache means
@@ -49,15 +42,12 @@ var _ reconcile.Controller = (*Controller)(nil)
 
 // New builds the controller's client from cfg.
 func New(cfg *rest.Config) (*Controller, error) {
-	cs, err := kubernetes.NewForConfig(cfg)
+	base, err := controller.NewBase(Name, cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &Controller{client: cs, triggers: endpointutil.NewTriggerTimeTracker(), stale: map[string]string{}}, nil
+	return &Controller{Base: base, triggers: endpointutil.NewTriggerTimeTracker(), stale: map[string]string{}}, nil
 }
-
-// Name implements reconcile.Controller.
-func (c *Controller) Name() string { return Name }
 
 type listers struct {
 	services  corelisters.ServiceLister
@@ -69,7 +59,7 @@ type listers struct {
 // of every Service with a selector in step, with workers workers, until
 // ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) error {
-	b := controller.NewBuilder(controller.Config{Name: Name, Component: Name, Client: c.client, Logger: c.Logger, Shared: c.Informers})
+	b := controller.NewBuilder(controller.Config{Name: Name, Component: Name, Client: c.Client, Logger: c.Logger, Shared: c.Informers})
 	svcInf := b.Informers().Core().V1().Services()
 	podInf := b.SharedInformers().Core().V1().Pods()
 	epInf := b.Informers().Core().V1().Endpoints()
@@ -154,7 +144,7 @@ func (c *Controller) observe(l listers, key string) (State, bool, error) {
 // apply deletes, writes or waits, as the plan says.
 func (c *Controller) apply(ctx context.Context, log *slog.Logger, st State, p Plan) (reconcile.Result, error) {
 	ns, name, key := st.Namespace, st.Name, st.Namespace+"/"+st.Name
-	api := c.client.CoreV1().Endpoints(ns)
+	api := c.Client.CoreV1().Endpoints(ns)
 	switch {
 	case p.Delete:
 		if err := api.Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {

@@ -39,8 +39,7 @@ var controllerKind = batchv1.SchemeGroupVersion.WithKind("Job")
 // Controller is the Job controller (and the TTL-after-finished
 // controller). Set its exported fields before Run.
 type Controller struct {
-	// Logger defaults to slog.Default().
-	Logger *slog.Logger
+	controller.Base
 	// Clock is the controller's time: status timestamps, deadlines, pod
 	// failure backoff, TTLs and the delays before looking at a job again.
 	// Defaults to the real clock.
@@ -50,26 +49,18 @@ type Controller struct {
 	PodFailureBackoff, MaxPodFailureBackoff time.Duration
 	// SyncBatchPeriod defaults to DefaultSyncBatchPeriod.
 	SyncBatchPeriod time.Duration
-	// Informers, when set, supplies the Pod informer, shared with the
-	// process's other components (see reconcile.SharedInformers).
-	Informers *reconcile.SharedInformers
-
-	client kubernetes.Interface
 }
 
 var _ reconcile.Controller = (*Controller)(nil)
 
 // New builds the controller's client from cfg.
 func New(cfg *rest.Config) (*Controller, error) {
-	cs, err := kubernetes.NewForConfig(cfg)
+	base, err := controller.NewBase(Name, cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &Controller{client: cs}, nil
+	return &Controller{Base: base}, nil
 }
-
-// Name implements reconcile.Controller.
-func (c *Controller) Name() string { return Name }
 
 // loop is one run of the controller: its caches, queues and bookkeeping.
 type loop struct {
@@ -101,11 +92,11 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		clk = clock.RealClock{}
 	}
 	queue := reconcile.NewClockQueue(Name, clk)
-	b := controller.NewBuilder(controller.Config{Name: Name, Component: Component, Client: c.client, Logger: c.Logger,
+	b := controller.NewBuilder(controller.Config{Name: Name, Component: Component, Client: c.Client, Logger: c.Logger,
 		Primary: &batchv1.Job{}, Resync: resyncPeriod, Shared: c.Informers, Queue: queue})
 	jobInf := b.Informers().Batch().V1().Jobs()
 	podInf := b.SharedInformers().Core().V1().Pods()
-	l := &loop{client: c.client, log: b.Logger(), clock: clk, queue: queue,
+	l := &loop{client: c.Client, log: b.Logger(), clock: clk, queue: queue,
 		jobs: jobInf.Lister(), pods: podInf.Lister(),
 		orphans:     reconcile.NewQueue[string]("job_orphan_pod"),
 		exp:         controller.NewExpectations(clk.Now),

@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
@@ -34,33 +33,26 @@ const DefaultNodeMaskSize = 24
 
 // Controller is the node IPAM controller.
 type Controller struct {
+	controller.Base
 	ClusterCIDR netip.Prefix
 	MaskBits    int
-	Logger      *slog.Logger
-	// Informers, when set, supplies the Node informer, shared with the
-	// process's other components (see reconcile.SharedInformers).
-	Informers *reconcile.SharedInformers
-	client    kubernetes.Interface
 }
 
 var _ reconcile.Controller = (*Controller)(nil)
 
 // New builds the controller's client from cfg, with the default ranges.
 func New(cfg *rest.Config) (*Controller, error) {
-	cs, err := kubernetes.NewForConfig(cfg)
+	base, err := controller.NewBase(Name, cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &Controller{ClusterCIDR: DefaultClusterCIDR, MaskBits: DefaultNodeMaskSize, client: cs}, nil
+	return &Controller{ClusterCIDR: DefaultClusterCIDR, MaskBits: DefaultNodeMaskSize, Base: base}, nil
 }
-
-// Name implements reconcile.Controller.
-func (c *Controller) Name() string { return Name }
 
 // Run allocates pod CIDRs until ctx ends. It uses one worker whatever
 // workers says: allocations must not race each other.
 func (c *Controller) Run(ctx context.Context, _ int) error {
-	b := controller.NewBuilder(controller.Config{Name: Name, Component: Component, Client: c.client, Logger: c.Logger, Shared: c.Informers})
+	b := controller.NewBuilder(controller.Config{Name: Name, Component: Component, Client: c.Client, Logger: c.Logger, Shared: c.Informers})
 	nodes := b.SharedInformers().Core().V1().Nodes()
 	l := &loop{c: c, nodes: nodes.Lister(), log: b.Logger(), assigned: map[string]netip.Prefix{}}
 	b.Watches(nodes.Informer(), controller.Added|controller.Updated, func(_, cur any) []string {
@@ -119,7 +111,7 @@ func (l *loop) apply(ctx context.Context, st State, p Plan) (reconcile.Result, e
 		"metadata": map[string]any{"uid": st.Node.UID},
 		"spec":     map[string]any{"podCIDR": p.CIDR.String(), "podCIDRs": []string{p.CIDR.String()}},
 	})
-	if _, err := l.c.client.CoreV1().Nodes().Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
+	if _, err := l.c.Client.CoreV1().Nodes().Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		if apierrors.IsNotFound(err) {
 			return reconcile.Result{}, nil
 		}

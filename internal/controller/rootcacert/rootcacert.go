@@ -37,12 +37,9 @@ const (
 
 // Controller is the root CA publisher.
 type Controller struct {
-	// Logger defaults to slog.Default().
-	Logger *slog.Logger
-
-	client kubernetes.Interface
-	caPEM  []byte
-	log    *slog.Logger
+	controller.Base
+	caPEM []byte
+	log   *slog.Logger
 }
 
 var _ reconcile.Controller = (*Controller)(nil)
@@ -53,20 +50,17 @@ func New(cfg *rest.Config, caPEM []byte) (*Controller, error) {
 	if len(caPEM) == 0 {
 		return nil, errors.New("rootcacert: empty CA bundle")
 	}
-	cs, err := kubernetes.NewForConfig(cfg)
+	base, err := controller.NewBase(Name, cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &Controller{client: cs, caPEM: caPEM}, nil
+	return &Controller{Base: base, caPEM: caPEM}, nil
 }
-
-// Name implements reconcile.Controller.
-func (c *Controller) Name() string { return Name }
 
 // Run watches Namespaces and the published ConfigMaps and keeps them right
 // with workers workers until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) error {
-	b := controller.NewBuilder(controller.Config{Name: Name, Component: Name, Client: c.client, Logger: c.Logger})
+	b := controller.NewBuilder(controller.Config{Name: Name, Component: Name, Client: c.Client, Logger: c.Logger})
 	nsInf := b.Informers().Core().V1().Namespaces()
 	// Only the published ConfigMaps, not every one in the cluster.
 	cmInf := b.Informers().InformerFor(&corev1.ConfigMap{}, func(cs kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
@@ -113,7 +107,7 @@ func (c *Controller) apply(ctx context.Context, st State, p Plan) (reconcile.Res
 
 // write creates or updates namespace name's ConfigMap as want.
 func (c *Controller) write(ctx context.Context, log *slog.Logger, name string, current, want *corev1.ConfigMap) error {
-	api := c.client.CoreV1().ConfigMaps(name)
+	api := c.Client.CoreV1().ConfigMaps(name)
 	var err error
 	if current == nil {
 		_, err = api.Create(ctx, want, metav1.CreateOptions{})

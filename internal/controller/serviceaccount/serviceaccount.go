@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 
@@ -25,33 +24,27 @@ const DefaultServiceAccountName = "default"
 
 // Controller is the service account controller.
 type Controller struct {
+	controller.Base
 	// ServiceAccounts are the names ensured in every active namespace
 	// (default: just "default"); set before Run.
 	ServiceAccounts []string
-	// Logger defaults to slog.Default().
-	Logger *slog.Logger
-
-	client kubernetes.Interface
 }
 
 var _ reconcile.Controller = (*Controller)(nil)
 
 // New builds the controller's client from cfg.
 func New(cfg *rest.Config) (*Controller, error) {
-	cs, err := kubernetes.NewForConfig(cfg)
+	base, err := controller.NewBase(Name, cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &Controller{ServiceAccounts: []string{DefaultServiceAccountName}, client: cs}, nil
+	return &Controller{Base: base, ServiceAccounts: []string{DefaultServiceAccountName}}, nil
 }
-
-// Name implements reconcile.Controller.
-func (c *Controller) Name() string { return Name }
 
 // Run watches Namespaces and ServiceAccounts and creates the missing ones
 // with workers workers until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) error {
-	b := controller.NewBuilder(controller.Config{Name: Name, Component: Name, Client: c.client, Logger: c.Logger})
+	b := controller.NewBuilder(controller.Config{Name: Name, Component: Name, Client: c.Client, Logger: c.Logger})
 	nsInf := b.Informers().Core().V1().Namespaces()
 	saInf := b.Informers().Core().V1().ServiceAccounts()
 	nsLister, saLister := nsInf.Lister(), saInf.Lister()
@@ -87,7 +80,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 // create writes the missing ServiceAccounts of namespace name.
 func (c *Controller) create(ctx context.Context, log *slog.Logger, name string, missing []string) (reconcile.Result, error) {
 	for _, sa := range missing {
-		_, err := c.client.CoreV1().ServiceAccounts(name).Create(ctx,
+		_, err := c.Client.CoreV1().ServiceAccounts(name).Create(ctx,
 			&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{})
 		switch {
 		case err == nil:

@@ -12,7 +12,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 
@@ -26,28 +25,23 @@ const Name = "csrapproving"
 
 // Controller is the CSR approving controller.
 type Controller struct {
-	// Logger defaults to slog.Default().
-	Logger *slog.Logger
-	client kubernetes.Interface
+	controller.Base
 }
 
 var _ reconcile.Controller = (*Controller)(nil)
 
 // New builds the controller's client from cfg.
 func New(cfg *rest.Config) (*Controller, error) {
-	cs, err := kubernetes.NewForConfig(cfg)
+	base, err := controller.NewBase(Name, cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &Controller{client: cs}, nil
+	return &Controller{Base: base}, nil
 }
-
-// Name implements reconcile.Controller.
-func (c *Controller) Name() string { return Name }
 
 // Run watches requests and nodes with workers workers until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) error {
-	b := controller.NewBuilder(controller.Config{Name: Name, Component: Name, Client: c.client, Logger: c.Logger})
+	b := controller.NewBuilder(controller.Config{Name: Name, Component: Name, Client: c.Client, Logger: c.Logger})
 	csrInf := b.Informers().Certificates().V1().CertificateSigningRequests()
 	nodeInf := b.SharedInformers().Core().V1().Nodes()
 	csrLister, nodeLister := csrInf.Lister(), nodeInf.Lister()
@@ -137,7 +131,7 @@ func (c *Controller) approve(ctx context.Context, log *slog.Logger, csr *certifi
 	upd.Status.Conditions = append(upd.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
 		Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: "AutoApproved", Message: kind.message(),
 	})
-	if _, err := c.client.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, csr.Name, upd, metav1.UpdateOptions{}); err != nil {
+	if _, err := c.Client.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, csr.Name, upd, metav1.UpdateOptions{}); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
@@ -159,7 +153,7 @@ func (c *Controller) subjectAccessReview(ctx context.Context, kind Kind, csr *ce
 		ResourceAttributes: &authorizationv1.ResourceAttributes{Group: certificatesv1.GroupName, Resource: "certificatesigningrequests",
 			Verb: "create", Subresource: kind.subresource()},
 	}}
-	got, err := c.client.AuthorizationV1().SubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})
+	got, err := c.Client.AuthorizationV1().SubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})
 	if err != nil {
 		return false, fmt.Errorf("subject access review: %w", err)
 	}

@@ -8,7 +8,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 
@@ -29,29 +28,23 @@ const (
 
 // Controller is the CSR cleaner.
 type Controller struct {
+	controller.Base
 	// Interval between sweeps (0: an hour).
 	Interval time.Duration
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
-	// Logger defaults to slog.Default().
-	Logger *slog.Logger
-
-	client kubernetes.Interface
 }
 
 var _ reconcile.Controller = (*Controller)(nil)
 
 // New builds the controller's client from cfg.
 func New(cfg *rest.Config) (*Controller, error) {
-	cs, err := kubernetes.NewForConfig(cfg)
+	base, err := controller.NewBase(Name, cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &Controller{client: cs}, nil
+	return &Controller{Base: base}, nil
 }
-
-// Name implements reconcile.Controller.
-func (c *Controller) Name() string { return Name }
 
 // sweepKey is the only key in the queue: a sweep over all requests.
 const sweepKey = "sweep"
@@ -67,7 +60,7 @@ func (c *Controller) Run(ctx context.Context, _ int) error {
 	if now == nil {
 		now = time.Now
 	}
-	b := controller.NewBuilder(controller.Config{Name: Name, Component: Name, Client: c.client, Logger: c.Logger})
+	b := controller.NewBuilder(controller.Config{Name: Name, Component: Name, Client: c.Client, Logger: c.Logger})
 	inf := b.Informers().Certificates().V1().CertificateSigningRequests()
 	lister := inf.Lister()
 	b.WaitsFor(inf.Informer())
@@ -91,7 +84,7 @@ func (c *Controller) sweep(ctx context.Context, log *slog.Logger, expired []expi
 	for _, e := range expired {
 		csr, why := e.CSR, e.Why
 		uid := csr.UID
-		err := c.client.CertificatesV1().CertificateSigningRequests().Delete(ctx, csr.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+		err := c.Client.CertificatesV1().CertificateSigningRequests().Delete(ctx, csr.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 			log.Warn("deleting certificate signing request", "csr", csr.Name, "err", err)
 			continue
