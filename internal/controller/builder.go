@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"reflect"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -41,9 +42,19 @@ type Builder struct {
 	primary     cache.SharedIndexInformer
 	primaryKind schema.GroupVersionKind
 	onDelete    func(key string)
+	updateDelay func(old, cur any) time.Duration
 	handlers    []registration
+	extra       []extraQueue
 	synced      []cache.InformerSynced
 	onSynced    []func()
+}
+
+// extraQueue is a second queue a Run drains alongside the controller's
+// own (see Process).
+type extraQueue struct {
+	queue   workqueue.TypedRateLimitingInterface[string]
+	workers int
+	fn      reconcile.ReconcileFunc[string]
 }
 
 type registration struct {
@@ -129,6 +140,12 @@ func (b *Builder) For(inf cache.SharedIndexInformer, kind schema.GroupVersionKin
 					b.deleted(oldObj)
 				}
 			}
+			if b.updateDelay != nil {
+				if key, ok := PrimaryKey(cur); ok {
+					b.queue.AddAfter(key, b.updateDelay(oldObj, cur))
+				}
+				return
+			}
 			b.enqueueKeyOf(cur)
 		},
 		DeleteFunc: func(obj any) {
@@ -144,6 +161,14 @@ func (b *Builder) For(inf cache.SharedIndexInformer, kind schema.GroupVersionKin
 // controller remembers of it, such as its Expectations.
 func (b *Builder) OnDelete(forget func(key string)) *Builder {
 	b.onDelete = forget
+	return b
+}
+
+// DelayUpdates makes an update of a primary wait delay(old, cur) before
+// its key is looked at (0: at once), so that a burst of updates (the
+// controller's own status writes) makes one reconcile.
+func (b *Builder) DelayUpdates(delay func(old, cur any) time.Duration) *Builder {
+	b.updateDelay = delay
 	return b
 }
 
@@ -169,6 +194,9 @@ type OwnOptions struct {
 	// enqueued: for Expectations, or to look again later. old is nil but
 	// for Updated; a resync (same resourceVersion) is no event.
 	Observed func(ownerKey string, event Event, old, cur metav1.Object)
+	// Delay, if set, is how long the keys an event names wait in the queue,
+	// so that a burst of events on the owned objects makes one reconcile.
+	Delay time.Duration
 }
 
 // Owns makes the primary kind the controller of inf's objects: an event on
@@ -179,6 +207,14 @@ func (b *Builder) Owns(inf cache.SharedIndexInformer, o OwnOptions) *Builder {
 	m := ownedMapper{resolve: b.resolveOwner}
 	if o.OrphanSelector != nil {
 		m.orphans = b.orphanOwners(o.OrphanSelector)
+	}
+	enqueue := b.enqueue
+	if o.Delay > 0 {
+		enqueue = func(keys []string) {
+			for _, k := range keys {
+				b.queue.AddAfter(k, o.Delay)
+			}
+		}
 	}
 	observe := func(event Event, old, cur metav1.Object) {
 		if o.Observed == nil {
@@ -192,7 +228,7 @@ func (b *Builder) Owns(inf cache.SharedIndexInformer, o OwnOptions) *Builder {
 		AddFunc: func(obj any) {
 			if cur, ok := obj.(metav1.Object); ok {
 				observe(Added, nil, cur)
-				b.enqueue(m.added(cur))
+				enqueue(m.added(cur))
 			}
 		},
 		UpdateFunc: func(oldObj, curObj any) {
@@ -200,13 +236,13 @@ func (b *Builder) Owns(inf cache.SharedIndexInformer, o OwnOptions) *Builder {
 			cur, ok2 := curObj.(metav1.Object)
 			if ok1 && ok2 && old.GetResourceVersion() != cur.GetResourceVersion() {
 				observe(Updated, old, cur)
-				b.enqueue(m.updated(old, cur))
+				enqueue(m.updated(old, cur))
 			}
 		},
 		DeleteFunc: func(obj any) {
 			if cur, ok := reconcile.DeletedObject[metav1.Object](obj); ok {
 				observe(Deleted, nil, cur)
-				b.enqueue(m.deleted(cur))
+				enqueue(m.deleted(cur))
 			}
 		},
 	})
@@ -263,6 +299,14 @@ func (b *Builder) OnSynced(f func()) *Builder {
 	return b
 }
 
+// Process drains another queue with workers workers of fn, alongside
+// the controller's own, once the informers have synced: work keyed by
+// something other than the primary (the Job controller's orphaned pods).
+func (b *Builder) Process(q workqueue.TypedRateLimitingInterface[string], workers int, fn reconcile.ReconcileFunc[string]) *Builder {
+	b.extra = append(b.extra, extraQueue{q, workers, fn})
+	return b
+}
+
 // Owner is the primary object that ref (an owner reference of an object in
 // namespace) names, if it is of the primary kind and in the cache with
 // ref's UID: what a controller's Watches map functions resolve through.
@@ -294,7 +338,7 @@ func (b *Builder) Run(ctx context.Context, workers int, newReconcile func(record
 	// may record events too.
 	rec, stop := events.NewRecorder(ctx, b.client, b.component, b.log)
 	defer stop()
-	sync := newReconcile(rec)
+	reconcileFn := newReconcile(rec)
 	for _, r := range b.handlers {
 		remove, err := reconcile.AddHandler(r.informer, r.handler)
 		if err != nil {
@@ -307,13 +351,25 @@ func (b *Builder) Run(ctx context.Context, workers int, newReconcile func(record
 	defer b.own.Shutdown()
 	if ok, err := reconcile.WaitForSync(ctx, b.name+" informers", b.synced...); !ok {
 		b.queue.ShutDown()
+		for _, x := range b.extra {
+			x.queue.ShutDown()
+		}
 		return err
 	}
 	for _, f := range b.onSynced {
 		f()
 	}
 	b.log.Info("controller synced")
-	reconcile.ProcessQueue(ctx, b.queue, workers, b.log, sync)
+	var wg sync.WaitGroup
+	for _, x := range b.extra {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			reconcile.ProcessQueue(ctx, x.queue, x.workers, b.log, x.fn)
+		}()
+	}
+	reconcile.ProcessQueue(ctx, b.queue, workers, b.log, reconcileFn)
+	wg.Wait()
 	return nil
 }
 

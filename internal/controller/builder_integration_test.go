@@ -125,3 +125,92 @@ func TestBuilder(t *testing.T) {
 	}
 	waitFor("default/web")
 }
+
+// delayRecorder is keyRecorder with the Builder's delays and a second
+// queue: updates that keep the generation wait an hour, a spec change does
+// not, owned objects' events wait an hour, and the extra queue's keys are
+// recorded with a prefix.
+type delayRecorder struct{ keyRecorder }
+
+func (k *delayRecorder) Run(ctx context.Context, workers int) error {
+	b := controller.NewBuilder(k.config())
+	f := b.Informers()
+	recordKeys := func(prefix string) reconcile.ReconcileFunc[string] {
+		return func(_ context.Context, key string) (reconcile.Result, error) {
+			k.mu.Lock()
+			k.seen[prefix+key]++
+			k.mu.Unlock()
+			return reconcile.Result{}, nil
+		}
+	}
+	extra := reconcile.NewQueue[string]("extra")
+	extra.Add("hello")
+	b.For(f.Apps().V1().Deployments().Informer(), appsv1.SchemeGroupVersion.WithKind("Deployment")).
+		DelayUpdates(func(old, cur any) time.Duration {
+			if old.(*appsv1.Deployment).Generation == cur.(*appsv1.Deployment).Generation {
+				return time.Hour
+			}
+			return 0
+		}).
+		Owns(f.Apps().V1().ReplicaSets().Informer(), controller.OwnOptions{Delay: time.Hour}).
+		Process(extra, 1, recordKeys("extra:"))
+	return b.Run(ctx, workers, func(record.EventRecorder) reconcile.ReconcileFunc[string] { return recordKeys("") })
+}
+
+// TestBuilderDelays: DelayUpdates and OwnOptions.Delay hold keys back;
+// Process drains a second queue.
+func TestBuilderDelays(t *testing.T) {
+	cfg := controllertest.StartServer(t)
+	cs := controllertest.Clientset(t, cfg)
+	k := &delayRecorder{keyRecorder{seen: map[string]int{}}}
+	k.config = func() controller.Config {
+		return controller.Config{Name: "delays", Component: "delays-controller", Client: cs, Logger: controllertest.Logger(t)}
+	}
+	controllertest.Run(t, k, 1)
+	ctx := context.Background()
+	seen := func(key string) int {
+		k.mu.Lock()
+		defer k.mu.Unlock()
+		return k.seen[key]
+	}
+	controllertest.EventuallyWithin(t, 20*time.Millisecond, 20*time.Second, "the extra queue's key", func() (bool, error) {
+		return seen("extra:hello") > 0, nil
+	})
+	app := map[string]string{"app": "web"}
+	tmpl := corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: app},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "i"}}}}
+	d, err := cs.AppsV1().Deployments("default").Create(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: app}, Template: tmpl}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	controllertest.EventuallyWithin(t, 20*time.Millisecond, 20*time.Second, "the creation", func() (bool, error) {
+		return seen("default/web") > 0, nil
+	})
+	k.reset()
+
+	// A label change (same generation) and an owned object wait.
+	d.Labels = map[string]string{"touched": "yes"}
+	if d, err = cs.AppsV1().Deployments("default").Update(ctx, d, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "owned", Labels: app,
+		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(d, appsv1.SchemeGroupVersion.WithKind("Deployment"))}},
+		Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To[int32](0), Selector: &metav1.LabelSelector{MatchLabels: app}, Template: tmpl}}
+	if _, err := cs.AppsV1().ReplicaSets("default").Create(ctx, rs, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	if n := seen("default/web"); n != 0 {
+		t.Fatalf("delayed events reconciled %d times", n)
+	}
+
+	// A spec change does not.
+	d.Spec.MinReadySeconds = 5
+	if _, err := cs.AppsV1().Deployments("default").Update(ctx, d, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	controllertest.EventuallyWithin(t, 20*time.Millisecond, 20*time.Second, "the spec change", func() (bool, error) {
+		return seen("default/web") > 0, nil
+	})
+}

@@ -16,9 +16,12 @@
 //     orphans wake the primaries whose selector matches), other watches
 //     (Watches: obj → keys), informers (own factory with the primary's
 //     resync, the process's shared one for Pods and Nodes), sync waiting,
-//     tombstones, the event recorder and the workers;
+//     tombstones, the event recorder and the workers; delays that batch
+//     bursts of events (DelayUpdates, OwnOptions.Delay) and a second queue
+//     drained alongside the first (Process);
 //   - Shape: one reconcile as Observe → Plan → Apply, conflicts retried;
 //   - Expectations: the creates and deletes asked for and not yet seen;
+//     UIDExpectations: changes to named objects not yet seen;
 //   - SlowStart: creates in batches of 1, 2, 4, …;
 //   - DecideClaim, AdoptPatch, ReleasePatch and PodClaimer: which objects a
 //     controller owns (upstream's ControllerRefManager rule).

@@ -3,6 +3,8 @@ package controller
 import (
 	"sync"
 	"time"
+
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // ExpectationsTimeout is how long a controller waits for its informer to
@@ -88,6 +90,65 @@ func (e *Expectations) DeletionObserved(key, objKey string) {
 
 // Forget drops the owner's expectations (it was deleted).
 func (e *Expectations) Forget(key string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.m, key)
+}
+
+// UIDExpectations records, per owner key, the UIDs of objects a controller
+// changed (the Job controller: pods whose tracking finalizer it removed)
+// while its informer still shows them unchanged: what the controller must
+// not act on again from a stale cache.
+type UIDExpectations struct {
+	mu sync.Mutex
+	m  map[string]map[types.UID]bool
+}
+
+// NewUIDExpectations is an empty UIDExpectations.
+func NewUIDExpectations() *UIDExpectations {
+	return &UIDExpectations{m: map[string]map[types.UID]bool{}}
+}
+
+// Expect adds uids to the owner's pending changes.
+func (e *UIDExpectations) Expect(key string, uids []types.UID) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	s := e.m[key]
+	if s == nil {
+		s = map[types.UID]bool{}
+		e.m[key] = s
+	}
+	for _, u := range uids {
+		s[u] = true
+	}
+}
+
+// Observed drops uid from the owner's pending changes (the informer shows
+// it, or it will never be made).
+func (e *UIDExpectations) Observed(key string, uid types.UID) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if s := e.m[key]; s != nil {
+		delete(s, uid)
+		if len(s) == 0 {
+			delete(e.m, key)
+		}
+	}
+}
+
+// Pending is a copy of the owner's pending UIDs.
+func (e *UIDExpectations) Pending(key string) map[types.UID]bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make(map[types.UID]bool, len(e.m[key]))
+	for u := range e.m[key] {
+		out[u] = true
+	}
+	return out
+}
+
+// Forget drops the owner's pending changes (it was deleted).
+func (e *UIDExpectations) Forget(key string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	delete(e.m, key)

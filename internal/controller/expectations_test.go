@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/types"
 )
 
 var t0 = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
@@ -72,5 +74,28 @@ func TestSlowStart(t *testing.T) {
 		if ok != tt.wantOK || ok+skipped > tt.count || int(calls.Load()) != tt.wantCalls || (err != nil) != (tt.failAt != 0) {
 			t.Errorf("count %d failAt %d: ok=%d calls=%d err=%v; want ok=%d calls=%d", tt.count, tt.failAt, ok, calls.Load(), err, tt.wantOK, tt.wantCalls)
 		}
+	}
+}
+
+func TestUIDExpectations(t *testing.T) {
+	e := NewUIDExpectations()
+	const k = "ns/job"
+	e.Expect(k, []types.UID{"a", "b"})
+	if got := e.Pending(k); len(got) != 2 || !got["a"] || !got["b"] {
+		t.Fatalf("pending %v, want a and b", got)
+	}
+	e.Observed(k, "a")
+	e.Observed(k, "z") // never expected: nothing happens
+	if got := e.Pending(k); len(got) != 1 || !got["b"] {
+		t.Fatalf("pending %v, want b", got)
+	}
+	p := e.Pending(k)
+	p["c"] = true // a copy
+	if e.Pending(k)["c"] {
+		t.Fatal("Pending returned the map itself")
+	}
+	e.Forget(k)
+	if got := e.Pending(k); len(got) != 0 {
+		t.Fatalf("pending %v after Forget", got)
 	}
 }

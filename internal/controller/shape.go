@@ -5,6 +5,8 @@ import (
 	"log/slog"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"plainkube.dev/plainkube/internal/reconcile"
 )
@@ -35,3 +37,29 @@ func (s Shape[S, P]) Reconcile(ctx context.Context, key string) (reconcile.Resul
 	}
 	return res, err
 }
+
+// Base is what every controller's struct embeds: its name (Name implements
+// reconcile.Controller), its client, its logger and the process's shared
+// informers.
+type Base struct {
+	// Logger defaults to slog.Default() with the controller's name.
+	Logger *slog.Logger
+	// Informers, when set, supplies the Pod and Node informers, shared with
+	// the process's other components (see reconcile.SharedInformers).
+	Informers *reconcile.SharedInformers
+	// Client is the controller's client of the API server.
+	Client kubernetes.Interface
+	name   string
+}
+
+// NewBase builds a controller's client from cfg.
+func NewBase(name string, cfg *rest.Config) (Base, error) {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return Base{}, err
+	}
+	return Base{Client: cs, name: name}, nil
+}
+
+// Name implements reconcile.Controller.
+func (b *Base) Name() string { return b.name }

@@ -2,13 +2,11 @@ package clusterroleaggregation
 
 import (
 	"context"
-	"log/slog"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/kubernetes"
 	rbaclisters "k8s.io/client-go/listers/rbac/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
@@ -25,29 +23,23 @@ const Component = "clusterrole-aggregation-controller"
 
 // Controller is the ClusterRole aggregation controller.
 type Controller struct {
-	// Logger defaults to slog.Default().
-	Logger *slog.Logger
-
-	client kubernetes.Interface
+	controller.Base
 }
 
 var _ reconcile.Controller = (*Controller)(nil)
 
 // New builds the controller's client from cfg.
 func New(cfg *rest.Config) (*Controller, error) {
-	cs, err := kubernetes.NewForConfig(cfg)
+	base, err := controller.NewBase(Name, cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &Controller{client: cs}, nil
+	return &Controller{Base: base}, nil
 }
-
-// Name implements reconcile.Controller.
-func (c *Controller) Name() string { return Name }
 
 // Run watches ClusterRoles and reconciles the aggregated ones.
 func (c *Controller) Run(ctx context.Context, workers int) error {
-	b := controller.NewBuilder(controller.Config{Name: Name, Component: Component, Client: c.client, Logger: c.Logger,
+	b := controller.NewBuilder(controller.Config{Name: Name, Component: Component, Client: c.Client, Logger: c.Logger,
 		Primary: &rbacv1.ClusterRole{}})
 	inf := b.Informers().Rbac().V1().ClusterRoles()
 	lister := inf.Lister()
@@ -92,6 +84,6 @@ func (c *Controller) sync(ctx context.Context, lister rbaclisters.ClusterRoleLis
 	}
 	updated := role.DeepCopy()
 	updated.Rules = rules
-	_, err = c.client.RbacV1().ClusterRoles().Update(ctx, updated, metav1.UpdateOptions{FieldManager: Component})
+	_, err = c.Client.RbacV1().ClusterRoles().Update(ctx, updated, metav1.UpdateOptions{FieldManager: Component})
 	return err
 }

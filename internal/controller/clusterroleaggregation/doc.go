@@ -4,7 +4,8 @@
 // view have no rules of their own, and a CRD's chart extends them by
 // labelling a ClusterRole rbac.authorization.k8s.io/aggregate-to-view.
 //
-// plan (plan.go) is pure: from the aggregated role and every ClusterRole,
+// plan (plan.go, table-tested in plan_test.go) is pure: from the
+// aggregated role and every ClusterRole,
 // the rules it should have, or none to write. Any ClusterRole's change
 // enqueues every aggregated one.
 package clusterroleaggregation

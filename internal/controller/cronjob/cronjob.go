@@ -29,29 +29,23 @@ var controllerKind = batchv1.SchemeGroupVersion.WithKind("CronJob")
 // Controller is the CronJob controller. Set its exported fields before
 // Run.
 type Controller struct {
-	// Logger defaults to slog.Default().
-	Logger *slog.Logger
+	controller.Base
 	// Clock is the controller's time: when schedules are due, and the
 	// delays before looking at a CronJob again. Defaults to the real
 	// clock; a fake one lets tests step through schedules.
 	Clock clock.WithDelayedExecution
-
-	client kubernetes.Interface
 }
 
 var _ reconcile.Controller = (*Controller)(nil)
 
 // New builds the controller's client from cfg.
 func New(cfg *rest.Config) (*Controller, error) {
-	cs, err := kubernetes.NewForConfig(cfg)
+	base, err := controller.NewBase(Name, cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &Controller{client: cs}, nil
+	return &Controller{Base: base}, nil
 }
-
-// Name implements reconcile.Controller.
-func (c *Controller) Name() string { return Name }
 
 // loop is one run of the controller.
 type loop struct {
@@ -71,8 +65,8 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	l := &loop{client: c.client, clock: clk, queue: reconcile.NewClockQueue("cronjob", clk)}
-	b := controller.NewBuilder(controller.Config{Name: Name, Component: Component, Client: c.client, Logger: c.Logger, Queue: l.queue})
+	l := &loop{client: c.Client, clock: clk, queue: reconcile.NewClockQueue("cronjob", clk)}
+	b := controller.NewBuilder(controller.Config{Name: Name, Component: Component, Client: c.Client, Logger: c.Logger, Queue: l.queue})
 	l.log = b.Logger()
 	cjInf := b.Informers().Batch().V1().CronJobs()
 	jobInf := b.Informers().Batch().V1().Jobs()

@@ -31,9 +31,10 @@
 // prefix (reported with the UnsupportedSchedule event, as upstream).
 // Events and their messages are upstream's.
 //
-// The decisions — next schedule times, whether to start, skip or replace,
-// the Job made from the template, which Jobs to clean up — are pure
-// functions (decide.go) with table tests; sync.go is the driver. The
+// The decisions — next schedule times, whether to start, skip or replace
+// (plan(State) Plan), the Job made from the template, which Jobs to clean
+// up — are pure functions (plan.go) with table tests (plan_test.go);
+// sync.go observes and applies. The
 // controller's clock (Controller.Clock) decides when schedules are due
 // and drives the delays before a CronJob is looked at again, so a test
 // with a fake clock steps through minutes at once.

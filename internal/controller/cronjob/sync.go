@@ -160,53 +160,18 @@ func (l *loop) syncCronJob(ctx context.Context, cj *batchv1.CronJob, jobs []*bat
 		}
 	}
 
-	if cj.DeletionTimestamp != nil {
-		return nil, changed, nil
+	p := plan(State{CronJob: cj, Now: now})
+	for _, e := range p.Events {
+		l.rec.Event(cj, e.Type, e.Reason, e.Message)
 	}
-	if tz := cj.Spec.TimeZone; tz != nil {
-		if _, err := time.LoadLocation(*tz); err != nil {
-			l.rec.Eventf(cj, corev1.EventTypeWarning, "UnknownTimeZone", "invalid timeZone: %q: %s", *tz, err)
-			return nil, changed, nil
-		}
-	}
-	if cj.Spec.Suspend != nil && *cj.Spec.Suspend {
-		return nil, changed, nil
-	}
-	spec, tzInSchedule := scheduleSpec(cj)
-	if tzInSchedule {
-		l.rec.Eventf(cj, corev1.EventTypeWarning, "UnsupportedSchedule", "CRON_TZ or TZ used in schedule %q is not officially supported, see https://kubernetes.io/docs/concepts/workloads/controllers/cron-jobs/ for more details", cj.Spec.Schedule)
-	}
-	sched, err := ParseSchedule(spec)
-	if err != nil {
-		l.rec.Eventf(cj, corev1.EventTypeWarning, "UnparseableSchedule", "unparseable schedule: %q : %s", cj.Spec.Schedule, err)
-		return nil, changed, nil
-	}
-	scheduled, m, err := nextScheduleTime(cj, now, sched)
-	if m == manyMissed {
-		l.rec.Eventf(cj, corev1.EventTypeWarning, "TooManyMissedTimes", "too many missed start times. Set or decrease .spec.startingDeadlineSeconds or check clock skew")
+	if p.TooManyMissed {
 		l.log.Info("too many missed times", "namespace", cj.Namespace, "name", cj.Name)
 	}
-	if err != nil {
-		l.rec.Eventf(cj, corev1.EventTypeWarning, "InvalidSchedule", "invalid schedule: %s : %s", cj.Spec.Schedule, err)
-		return nil, changed, nil
+	if p.Start == nil {
+		return p.RequeueAfter, changed, nil
 	}
-	next := func() (*time.Duration, bool, error) {
-		d := nextRequeue(cj, now, sched)
-		return &d, changed, nil
-	}
-	if scheduled == nil {
-		return next()
-	}
-	switch decideStart(cj, *scheduled, now) {
-	case skipTooLate:
-		l.rec.Eventf(cj, corev1.EventTypeWarning, "MissSchedule", "Missed scheduled time to start a job: %s", scheduled.UTC().Format(time.RFC1123Z))
-		return next()
-	case skipProcessed:
-		return next()
-	case skipForbidden:
-		l.rec.Eventf(cj, corev1.EventTypeNormal, "JobAlreadyActive", "Not starting job because prior execution is running and concurrency policy is Forbid")
-		return next()
-	case replaceAndStart:
+	scheduled := p.Start
+	if p.ReplaceActive {
 		for _, ref := range append([]corev1.ObjectReference(nil), cj.Status.Active...) {
 			j, err := l.client.BatchV1().Jobs(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 			if err != nil {
@@ -253,5 +218,5 @@ func (l *loop) syncCronJob(ctx context.Context, cj *batchv1.CronJob, jobs []*bat
 	cj.Status.Active = append(cj.Status.Active, *ref)
 	cj.Status.LastScheduleTime = &metav1.Time{Time: *scheduled}
 	changed = true
-	return next()
+	return p.RequeueAfter, changed, nil
 }

@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
@@ -38,14 +37,8 @@ const expectationsTimeout = 2 * time.Minute
 
 // Controller runs the DaemonSet loop.
 type Controller struct {
-	// Logger defaults to slog.Default().
-	Logger *slog.Logger
-	// Informers, when set, supplies the Pod and Node informers, shared
-	// with the process's other components (see reconcile.SharedInformers).
-	Informers *reconcile.SharedInformers
-
-	client kubernetes.Interface
-	now    func() time.Time
+	controller.Base
+	now func() time.Time
 
 	dsLister  appslisters.DaemonSetLister
 	podLister corelisters.PodLister
@@ -60,21 +53,18 @@ var _ reconcile.Controller = (*Controller)(nil)
 
 // New builds the controller's client from cfg.
 func New(cfg *rest.Config) (*Controller, error) {
-	cs, err := kubernetes.NewForConfig(cfg)
+	base, err := controller.NewBase(Name, cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &Controller{client: cs, now: time.Now}, nil
+	return &Controller{Base: base, now: time.Now}, nil
 }
-
-// Name implements reconcile.Controller.
-func (c *Controller) Name() string { return Name }
 
 // Run watches DaemonSets, pods, nodes and ControllerRevisions and reconciles
 // DaemonSets with workers workers until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) error {
 	c.exp = newExpectations(c.now)
-	b := controller.NewBuilder(controller.Config{Name: Name, Component: Component, Client: c.client, Logger: c.Logger,
+	b := controller.NewBuilder(controller.Config{Name: Name, Component: Component, Client: c.Client, Logger: c.Logger,
 		Primary: &appsv1.DaemonSet{}, Resync: resyncPeriod, Shared: c.Informers})
 	c.log = b.Logger()
 	dsInf := b.Informers().Apps().V1().DaemonSets()

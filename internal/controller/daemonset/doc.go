@@ -12,7 +12,8 @@
 //  2. claims the pods its selector matches (adopt orphans, release
 //     non-matching ones) and groups them by their target node (the node
 //     they are bound to or pinned to by node affinity);
-//  3. decides per node, with pure functions (decide.go): whether the
+//  3. plans (plan.go: plan(State) Plan, pure, table-tested in
+//     plan_test.go), node by node: whether the
 //     daemon pod should run there (nodeSelector, required node affinity,
 //     taints not tolerated — with the default DaemonSet tolerations added)
 //     and so whether a pod is to be created or which pods are to be

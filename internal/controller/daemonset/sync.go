@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/cache"
 
@@ -71,98 +70,16 @@ func (c *Controller) syncDaemonSet(ctx context.Context, key string) (reconcile.R
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
-	byNode := map[string][]*corev1.Pod{}
-	for _, p := range pods {
-		if n := TargetNode(p); n != "" {
-			byNode[n] = append(byNode[n], p)
-		}
-	}
-	spec := ds.Spec.Template.Spec.DeepCopy()
-	AddDefaultTolerations(spec)
-	var create []string
-	var del []*corev1.Pod
-	var rolling []NodePods
-	runs := map[string]bool{}
-	for _, node := range nodes {
-		shouldRun, shouldContinue := ShouldRun(node, spec)
-		runs[node.Name] = shouldRun
-		plan := PlanNode(shouldRun, shouldContinue, byNode[node.Name], hash)
-		if plan.Create {
-			create = append(create, node.Name)
-		}
-		del = append(del, plan.Delete...)
-		if shouldContinue && shouldRun {
-			np := NodePods{Node: node.Name}
-			deleting := map[*corev1.Pod]bool{}
-			for _, p := range plan.Delete {
-				deleting[p] = true
-			}
-			for _, p := range byNode[node.Name] {
-				if p.DeletionTimestamp != nil || deleting[p] || p.Status.Phase == corev1.PodFailed {
-					continue
-				}
-				if p.Labels[appsv1.DefaultDaemonSetUniqueLabelKey] == hash {
-					np.New = append(np.New, p)
-				} else {
-					np.Old = append(np.Old, p)
-				}
-			}
-			rolling = append(rolling, np)
-		}
-	}
-	// Pods pinned to nodes that no longer exist go too.
-	known := map[string]bool{}
-	for _, n := range nodes {
-		known[n.Name] = true
-	}
-	for n, ps := range byNode {
-		if known[n] {
-			continue
-		}
-		for _, p := range ps {
-			if p.DeletionTimestamp == nil {
-				del = append(del, p)
-			}
-		}
-	}
-	desired := 0
-	for _, r := range runs {
-		if r {
-			desired++
-		}
-	}
-	var res reconcile.Result
+	p := plan(State{DaemonSet: ds, Hash: hash, Pods: pods, Nodes: nodes, Satisfied: satisfied, Now: c.now()})
 	var manageErr error
-	if satisfied {
-		if ds.Spec.UpdateStrategy.Type != appsv1.OnDeleteDaemonSetStrategyType {
-			mu, ms := MaxUnavailableSurge(ds, desired)
-			rp := PlanRollingUpdate(rolling, mu, ms, ds.Spec.MinReadySeconds, c.now())
-			del = append(del, rp.Delete...)
-			create = append(create, rp.SurgeNodes...)
-		}
-		manageErr = c.manage(ctx, ds, key, hash, dedupe(del), create)
+	if p.Manage {
+		manageErr = c.manage(ctx, ds, key, hash, p.Delete, p.Create)
 	}
-	if ds.Spec.MinReadySeconds > 0 {
-		// Ready pods become available later: look again then.
-		res.RequeueAfter = (time.Duration(ds.Spec.MinReadySeconds) + 1) * time.Second
-	}
-	if err := c.writeStatus(ctx, ds, nodes, runs, byNode, hash); err != nil {
+	res := reconcile.Result{RequeueAfter: p.RequeueAfter}
+	if err := c.writeStatus(ctx, ds, p.Nodes, p.Runs, p.ByNode, hash); err != nil {
 		return res, err
 	}
 	return res, manageErr
-}
-
-func dedupe(pods []*corev1.Pod) []*corev1.Pod {
-	seen := map[types.UID]bool{}
-	var out []*corev1.Pod
-	for _, p := range pods {
-		if !seen[p.UID] {
-			seen[p.UID] = true
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 func (c *Controller) manage(ctx context.Context, ds *appsv1.DaemonSet, key, hash string, del []*corev1.Pod, create []string) error {
@@ -181,7 +98,7 @@ func (c *Controller) manage(ctx context.Context, ds *appsv1.DaemonSet, key, hash
 		go func() {
 			defer wg.Done()
 			pod := NewPod(ds, node, hash)
-			out, err := c.client.CoreV1().Pods(ds.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+			out, err := c.Client.CoreV1().Pods(ds.Namespace).Create(ctx, pod, metav1.CreateOptions{})
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -201,7 +118,7 @@ func (c *Controller) manage(ctx context.Context, ds *appsv1.DaemonSet, key, hash
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := c.client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name,
+			err := c.Client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name,
 				metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &p.UID}})
 			mu.Lock()
 			defer mu.Unlock()
@@ -254,9 +171,9 @@ func NewPod(ds *appsv1.DaemonSet, node, hash string) *corev1.Pod {
 // those ds controls.
 func (c *Controller) claimPods(ctx context.Context, ds *appsv1.DaemonSet, sel labels.Selector, all []*corev1.Pod) ([]*corev1.Pod, error) {
 	return controller.PodClaimer{
-		Pods: c.client.CoreV1(), Owner: ds, Kind: controllerKind, Selector: sel,
+		Pods: c.Client.CoreV1(), Owner: ds, Kind: controllerKind, Selector: sel,
 		Recheck: func(ctx context.Context) bool {
-			fresh, err := c.client.AppsV1().DaemonSets(ds.Namespace).Get(ctx, ds.Name, metav1.GetOptions{})
+			fresh, err := c.Client.AppsV1().DaemonSets(ds.Namespace).Get(ctx, ds.Name, metav1.GetOptions{})
 			return err == nil && fresh.UID == ds.UID && fresh.DeletionTimestamp == nil
 		},
 	}.Claim(ctx, all)
@@ -292,7 +209,7 @@ func (c *Controller) syncRevisions(ctx context.Context, ds *appsv1.DaemonSet) (s
 		// Rolled back to an older template: it becomes the newest revision.
 		upd := cur.DeepCopy()
 		upd.Revision = maxRev + 1
-		if cur, err = c.client.AppsV1().ControllerRevisions(ds.Namespace).Update(ctx, upd, metav1.UpdateOptions{}); err != nil {
+		if cur, err = c.Client.AppsV1().ControllerRevisions(ds.Namespace).Update(ctx, upd, metav1.UpdateOptions{}); err != nil {
 			return "", err
 		}
 	}
@@ -312,9 +229,9 @@ func (c *Controller) syncRevisions(ctx context.Context, ds *appsv1.DaemonSet) (s
 				Data:     runtime.RawExtension{Raw: data},
 				Revision: maxRev + 1,
 			}
-			cur, err = c.client.AppsV1().ControllerRevisions(ds.Namespace).Create(ctx, rev, metav1.CreateOptions{})
+			cur, err = c.Client.AppsV1().ControllerRevisions(ds.Namespace).Create(ctx, rev, metav1.CreateOptions{})
 			if apierrors.IsAlreadyExists(err) {
-				existing, gerr := c.client.AppsV1().ControllerRevisions(ds.Namespace).Get(ctx, rev.Name, metav1.GetOptions{})
+				existing, gerr := c.Client.AppsV1().ControllerRevisions(ds.Namespace).Get(ctx, rev.Name, metav1.GetOptions{})
 				if gerr != nil {
 					return "", gerr
 				}
@@ -331,7 +248,7 @@ func (c *Controller) syncRevisions(ctx context.Context, ds *appsv1.DaemonSet) (s
 				collision = &n
 				upd := ds.DeepCopy()
 				upd.Status.CollisionCount = collision
-				if _, err := c.client.AppsV1().DaemonSets(ds.Namespace).UpdateStatus(ctx, upd, metav1.UpdateOptions{}); err != nil {
+				if _, err := c.Client.AppsV1().DaemonSets(ds.Namespace).UpdateStatus(ctx, upd, metav1.UpdateOptions{}); err != nil {
 					return "", err
 				}
 				continue
@@ -373,7 +290,7 @@ func (c *Controller) truncateHistory(ctx context.Context, ds *appsv1.DaemonSet, 
 	}
 	sort.Slice(old, func(i, j int) bool { return old[i].Revision < old[j].Revision })
 	for _, r := range old[:len(old)-limit] {
-		if err := c.client.AppsV1().ControllerRevisions(ds.Namespace).Delete(ctx, r.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		if err := c.Client.AppsV1().ControllerRevisions(ds.Namespace).Delete(ctx, r.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			c.log.Warn("deleting old revision", "namespace", ds.Namespace, "name", ds.Name, "revision", r.Name, "err", err)
 		}
 	}
@@ -433,7 +350,7 @@ func (c *Controller) writeStatus(ctx context.Context, ds *appsv1.DaemonSet, node
 	}
 	upd := ds.DeepCopy()
 	upd.Status = st
-	_, err := c.client.AppsV1().DaemonSets(ds.Namespace).UpdateStatus(ctx, upd, metav1.UpdateOptions{})
+	_, err := c.Client.AppsV1().DaemonSets(ds.Namespace).UpdateStatus(ctx, upd, metav1.UpdateOptions{})
 	return err
 }
 

@@ -32,29 +32,20 @@ var controllerKind = appsv1.SchemeGroupVersion.WithKind("Deployment")
 
 // Controller is the deployment controller.
 type Controller struct {
-	// Logger defaults to slog.Default().
-	Logger *slog.Logger
-	// Informers, when set, supplies the Pod informer, shared with the
-	// process's other components (see reconcile.SharedInformers).
-	Informers *reconcile.SharedInformers
-
-	client kubernetes.Interface
-	now    func() time.Time
+	controller.Base
+	now func() time.Time
 }
 
 var _ reconcile.Controller = (*Controller)(nil)
 
 // New builds the controller's client from cfg.
 func New(cfg *rest.Config) (*Controller, error) {
-	cs, err := kubernetes.NewForConfig(cfg)
+	base, err := controller.NewBase(Name, cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &Controller{client: cs, now: time.Now}, nil
+	return &Controller{Base: base, now: time.Now}, nil
 }
-
-// Name implements reconcile.Controller.
-func (c *Controller) Name() string { return Name }
 
 // run is one Run of the controller: its listers, recorder and clock.
 type run struct {
@@ -74,12 +65,12 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	if now == nil {
 		now = time.Now
 	}
-	b := controller.NewBuilder(controller.Config{Name: Name, Component: Component, Client: c.client, Logger: c.Logger,
+	b := controller.NewBuilder(controller.Config{Name: Name, Component: Component, Client: c.Client, Logger: c.Logger,
 		Primary: &appsv1.Deployment{}, Resync: resyncPeriod, Shared: c.Informers})
 	dInf := b.Informers().Apps().V1().Deployments()
 	rsInf := b.Informers().Apps().V1().ReplicaSets()
 	podInf := b.SharedInformers().Core().V1().Pods()
-	r := &run{client: c.client, dLister: dInf.Lister(), rsLister: rsInf.Lister(), podLister: podInf.Lister(),
+	r := &run{client: c.Client, dLister: dInf.Lister(), rsLister: rsInf.Lister(), podLister: podInf.Lister(),
 		log: b.Logger(), now: now}
 	b.For(dInf.Informer(), controllerKind).
 		Owns(rsInf.Informer(), controller.OwnOptions{OrphanSelector: func(d metav1.Object) labels.Selector {

@@ -4,7 +4,8 @@
 //
 // The controller watches Services, Pods and Endpoints. An event names a
 // Service; a reconcile reads the Service and the pods its selector matches
-// from the informer caches, and Desired (desired.go, pure) computes the
+// from the informer caches (observe), and plan with Desired (plan.go, pure,
+// table-tested in plan_test.go) computes the
 // Endpoints object, as upstream's endpoint controller: per Service port,
 // each pod with an IP of the Service's family (named targetPorts resolved
 // per pod) as a ready address, or a not-ready one if the pod is not Ready

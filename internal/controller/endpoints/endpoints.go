@@ -10,7 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -30,13 +29,7 @@ const leaderAnnotation = "control-plane.alpha.kubernetes.io/leader"
 
 // Controller is the Endpoints controller.
 type Controller struct {
-	// Logger defaults to slog.Default().
-	Logger *slog.Logger
-	// Informers, when set, supplies the Pod informer, shared with the
-	// process's other components (see reconcile.SharedInformers).
-	Informers *reconcile.SharedInformers
-
-	client   kubernetes.Interface
+	controller.Base
 	triggers *endpointutil.TriggerTimeTracker
 	// stale maps namespace/name to the resourceVersion of an Endpoints
 	// object this controller replaced: seeing it again in the cache means
@@ -49,15 +42,12 @@ var _ reconcile.Controller = (*Controller)(nil)
 
 // New builds the controller's client from cfg.
 func New(cfg *rest.Config) (*Controller, error) {
-	cs, err := kubernetes.NewForConfig(cfg)
+	base, err := controller.NewBase(Name, cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &Controller{client: cs, triggers: endpointutil.NewTriggerTimeTracker(), stale: map[string]string{}}, nil
+	return &Controller{Base: base, triggers: endpointutil.NewTriggerTimeTracker(), stale: map[string]string{}}, nil
 }
-
-// Name implements reconcile.Controller.
-func (c *Controller) Name() string { return Name }
 
 type listers struct {
 	services  corelisters.ServiceLister
@@ -69,7 +59,7 @@ type listers struct {
 // of every Service with a selector in step, with workers workers, until
 // ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) error {
-	b := controller.NewBuilder(controller.Config{Name: Name, Component: Name, Client: c.client, Logger: c.Logger, Shared: c.Informers})
+	b := controller.NewBuilder(controller.Config{Name: Name, Component: Name, Client: c.Client, Logger: c.Logger, Shared: c.Informers})
 	svcInf := b.Informers().Core().V1().Services()
 	podInf := b.SharedInformers().Core().V1().Pods()
 	epInf := b.Informers().Core().V1().Endpoints()
@@ -98,80 +88,92 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		})
 	log := b.Logger()
 	return b.Run(ctx, workers, func(record.EventRecorder) reconcile.ReconcileFunc[string] {
-		return func(ctx context.Context, key string) (reconcile.Result, error) {
-			return c.reconcile(ctx, log, l, key)
-		}
+		return controller.Shape[State, Plan]{
+			Observe: func(key string) (State, bool, error) { return c.observe(l, key) },
+			Plan:    plan,
+			Apply: func(ctx context.Context, st State, p Plan) (reconcile.Result, error) {
+				return c.apply(ctx, log, st, p)
+			},
+			Log: log,
+		}.Reconcile
 	})
 }
 
-// reconcile makes the Endpoints object named by key match its Service's
-// pods, or removes it if the Service is gone.
-func (c *Controller) reconcile(ctx context.Context, log *slog.Logger, l listers, key string) (reconcile.Result, error) {
+// observe reads the Service named by key, its pods and its Endpoints
+// object from the caches, and updates the change-trigger tracker.
+func (c *Controller) observe(l listers, key string) (State, bool, error) {
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
-		return reconcile.Result{}, nil
+		return State{}, false, nil
 	}
+	st := State{Namespace: ns, Name: name}
 	svc, err := l.services.Services(ns).Get(name)
 	if apierrors.IsNotFound(err) {
 		c.triggers.Forget(ns, name)
 		c.forgetStale(key)
-		if _, err := l.endpoints.Endpoints(ns).Get(name); apierrors.IsNotFound(err) {
-			return reconcile.Result{}, nil
-		}
-		if err := c.client.CoreV1().Endpoints(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		_, err := l.endpoints.Endpoints(ns).Get(name)
+		st.Orphaned = err == nil
+		return st, true, nil
+	}
+	if err != nil {
+		return State{}, false, err
+	}
+	st.Service = svc
+	if !selectsPods(svc) {
+		return st, true, nil
+	}
+	if st.Pods, err = l.pods.Pods(ns).List(labels.SelectorFromValidatedSet(svc.Spec.Selector)); err != nil {
+		return State{}, false, err
+	}
+	st.Current, err = l.endpoints.Endpoints(ns).Get(name)
+	switch {
+	case apierrors.IsNotFound(err):
+		st.Current = nil
+	case err != nil:
+		return State{}, false, err
+	case c.isStale(key, st.Current.ResourceVersion):
+		st.Stale = true
+		return st, true, nil
+	}
+	// Computed on every sync, so that the tracker follows even when
+	// nothing is written.
+	st.Trigger = c.triggers.Compute(svc, st.Pods)
+	return st, true, nil
+}
+
+// apply deletes, writes or waits, as the plan says.
+func (c *Controller) apply(ctx context.Context, log *slog.Logger, st State, p Plan) (reconcile.Result, error) {
+	ns, name, key := st.Namespace, st.Name, st.Namespace+"/"+st.Name
+	api := c.Client.CoreV1().Endpoints(ns)
+	switch {
+	case p.Delete:
+		if err := api.Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			return reconcile.Result{}, err
 		}
 		log.Debug("endpoints of deleted service removed", "namespace", ns, "name", name)
 		return reconcile.Result{}, nil
-	}
-	if err != nil {
-		return reconcile.Result{}, err
-	}
-	// Services without a selector get their Endpoints from elsewhere (the
-	// API server for "kubernetes", or their users); ExternalName Services
-	// have none.
-	if svc.Spec.Type == corev1.ServiceTypeExternalName || svc.Spec.Selector == nil {
-		return reconcile.Result{}, nil
-	}
-	pods, err := l.pods.Pods(ns).List(labels.SelectorFromValidatedSet(svc.Spec.Selector))
-	if err != nil {
-		return reconcile.Result{}, err
-	}
-	current, err := l.endpoints.Endpoints(ns).Get(name)
-	switch {
-	case apierrors.IsNotFound(err):
-		current = nil
-	case err != nil:
-		return reconcile.Result{}, err
-	case c.isStale(key, current.ResourceVersion):
+	case p.Wait:
 		// The cache still shows what this controller replaced; wait for it.
 		return reconcile.Result{Requeue: true}, nil
-	}
-	// Computed on every sync, so that the tracker follows even when
-	// nothing is written.
-	trigger := c.triggers.Compute(svc, pods)
-	want, write := Desired(svc, pods, current, trigger)
-	if !write {
+	case p.Write == nil:
 		return reconcile.Result{}, nil
-	}
-	api := c.client.CoreV1().Endpoints(ns)
-	if current == nil {
-		if _, err := api.Create(ctx, want, metav1.CreateOptions{}); err != nil {
+	case st.Current == nil:
+		if _, err := api.Create(ctx, p.Write, metav1.CreateOptions{}); err != nil {
 			if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 				return reconcile.Result{}, nil
 			}
 			return reconcile.Result{}, fmt.Errorf("creating endpoints %s: %w", key, err)
 		}
-	} else {
-		updated, err := api.Update(ctx, want, metav1.UpdateOptions{})
+	default:
+		updated, err := api.Update(ctx, p.Write, metav1.UpdateOptions{})
 		if err != nil {
 			return reconcile.Result{}, fmt.Errorf("updating endpoints %s: %w", key, err)
 		}
-		if updated.ResourceVersion != current.ResourceVersion {
-			c.markStale(key, current.ResourceVersion)
+		if updated.ResourceVersion != st.Current.ResourceVersion {
+			c.markStale(key, st.Current.ResourceVersion)
 		}
 	}
-	log.Debug("endpoints synced", "namespace", ns, "name", name, "subsets", len(want.Subsets))
+	log.Debug("endpoints synced", "namespace", ns, "name", name, "subsets", len(p.Write.Subsets))
 	return reconcile.Result{}, nil
 }
 

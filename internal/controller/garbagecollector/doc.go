@@ -26,6 +26,13 @@
 //     finalizer, remove its reference from every dependent, then the
 //     finalizer.
 //
+// The graph and its monitors are the collector's own wiring (dynamic
+// informers over every resource, not the controller Builder's). The
+// decision for one object — drop the finalizer, look at the blocking
+// dependents, keep it, patch references away, or delete it with which
+// policy — is plan(State) Plan (plan.go, pure, table-tested in
+// plan_test.go), applied by attemptToDeleteItem.
+//
 // The collector talks to the API server only: metadata client for reads,
 // deletes and JSON merge patches (which carry the object's uid and
 // resourceVersion as preconditions), discovery client for resources.

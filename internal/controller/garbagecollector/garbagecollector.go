@@ -264,7 +264,7 @@ func (r *run) attemptToDeleteWorker(ctx context.Context, uid types.UID) (reconci
 }
 
 // attemptToDeleteItem reads the object live and deletes it, or patches its
-// references, as decide says; or, for an object deleting its dependents,
+// references, as plan says; or, for an object deleting its dependents,
 // queues them or removes its foregroundDeletion finalizer.
 func (r *run) attemptToDeleteItem(ctx context.Context, item NodeInfo) error {
 	if item.BeingDeleted && !item.DeletingDependents {
@@ -284,7 +284,7 @@ func (r *run) attemptToDeleteItem(ctx context.Context, item NodeInfo) error {
 		return errVirtualDeleteEnqueued
 	}
 	if item.DeletingDependents {
-		return r.processDeletingDependents(ctx, item)
+		return r.apply(ctx, item, plan(State{DeletingDependents: true, Blocking: item.BlockingDependents()}))
 	}
 	if latest.GetDeletionTimestamp() != nil {
 		// Already being deleted, and the graph has not caught up: its
@@ -299,8 +299,19 @@ func (r *run) attemptToDeleteItem(ctx context.Context, item NodeInfo) error {
 	if err != nil {
 		return err
 	}
-	d := decide(refs, latest.GetFinalizers(), item.Dependents)
+	return r.apply(ctx, item, plan(State{Refs: refs, Finalizers: latest.GetFinalizers(), Dependents: item.Dependents}))
+}
+
+// apply carries out the plan for one object.
+func (r *run) apply(ctx context.Context, item NodeInfo, d Plan) error {
 	switch d.kind {
+	case actRemoveFinalizer:
+		r.log.Info("no blocking dependents left; removing the foregroundDeletion finalizer", "object", item.Identity.String())
+		return r.removeFinalizer(ctx, item.Identity, metav1.FinalizerDeleteDependents)
+	case actAttemptDependents:
+		for _, uid := range d.attempt {
+			r.attemptToDelete.Add(uid)
+		}
 	case actRemoveReferences:
 		r.log.Info("removing dangling owner references", "object", item.Identity.String(), "owners", d.removeUIDs)
 		return r.removeOwnerReferences(ctx, item.Identity, d.removeUIDs)
@@ -313,22 +324,6 @@ func (r *run) attemptToDeleteItem(ctx context.Context, item NodeInfo) error {
 		}
 		r.log.Info("deleting object", "object", item.Identity.String(), "propagationPolicy", d.policy)
 		return r.deleteObject(ctx, item.Identity, d.policy)
-	}
-	return nil
-}
-
-// processDeletingDependents handles an owner being deleted in the
-// foreground: once no blocking dependent is left, its finalizer goes.
-func (r *run) processDeletingDependents(ctx context.Context, item NodeInfo) error {
-	blocking := item.BlockingDependents()
-	if len(blocking) == 0 {
-		r.log.Info("no blocking dependents left; removing the foregroundDeletion finalizer", "object", item.Identity.String())
-		return r.removeFinalizer(ctx, item.Identity, metav1.FinalizerDeleteDependents)
-	}
-	for _, d := range blocking {
-		if !d.DeletingDependents {
-			r.attemptToDelete.Add(d.Identity.UID)
-		}
 	}
 	return nil
 }

@@ -1,9 +1,13 @@
 // Package job is plainkube's Job controller, as upstream's job-controller,
 // together with upstream's TTL-after-finished controller.
 //
-// It watches Jobs and Pods and syncs one job per key of its queue (pod
-// events and status-only updates are batched for SyncBatchPeriod, 1 s). A
-// sync of an unfinished job
+// It has the one shape of internal/controller, wired by its Builder (jobs
+// are the primary kind, pods owned; pod events and status-only updates are
+// batched for SyncBatchPeriod, 1 s): observe (apply.go: the job, its
+// namespace's pods, its expectations and backoff → State), plan (plan.go:
+// plan(State) Plan — claims, counts, whether it must stop, pods to delete
+// or create with their indexes, when to look again — pure, table-tested
+// in plan_test.go), apply (apply.go). A sync of an unfinished job
 //
 //  1. claims the pods of its namespace: pods it controls that its selector
 //     matches, matching orphans it adopts (after a live GET shows the job
@@ -31,7 +35,8 @@
 //     JOB_COMPLETION_INDEX in their environment, hostname "<job>-<index>"
 //     and generateName "<job>-<index>-". Deleted surplus or suspended pods
 //     lose their finalizer first, so they are not counted as failures;
-//  4. tracks status as upstream does, so that no pod is counted twice or
+//  4. (after the writes, from how they went: trackStatus) tracks status as
+//     upstream does, so that no pod is counted twice or
 //     lost: finished pods are first written to
 //     status.uncountedTerminatedPods (an Indexed Job's successes to
 //     completedIndexes), together with an interim FailureTarget or

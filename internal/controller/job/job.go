@@ -3,23 +3,20 @@ package job
 import (
 	"context"
 	"log/slog"
-	"sync"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/informers"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 	batchlisters "k8s.io/client-go/listers/batch/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 
 	"plainkube.dev/plainkube/internal/controller"
-	"plainkube.dev/plainkube/internal/controller/events"
 	"plainkube.dev/plainkube/internal/reconcile"
 )
 
@@ -42,8 +39,7 @@ var controllerKind = batchv1.SchemeGroupVersion.WithKind("Job")
 // Controller is the Job controller (and the TTL-after-finished
 // controller). Set its exported fields before Run.
 type Controller struct {
-	// Logger defaults to slog.Default().
-	Logger *slog.Logger
+	controller.Base
 	// Clock is the controller's time: status timestamps, deadlines, pod
 	// failure backoff, TTLs and the delays before looking at a job again.
 	// Defaults to the real clock.
@@ -53,26 +49,18 @@ type Controller struct {
 	PodFailureBackoff, MaxPodFailureBackoff time.Duration
 	// SyncBatchPeriod defaults to DefaultSyncBatchPeriod.
 	SyncBatchPeriod time.Duration
-	// Informers, when set, supplies the Pod informer, shared with the
-	// process's other components (see reconcile.SharedInformers).
-	Informers *reconcile.SharedInformers
-
-	client kubernetes.Interface
 }
 
 var _ reconcile.Controller = (*Controller)(nil)
 
 // New builds the controller's client from cfg.
 func New(cfg *rest.Config) (*Controller, error) {
-	cs, err := kubernetes.NewForConfig(cfg)
+	base, err := controller.NewBase(Name, cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &Controller{client: cs}, nil
+	return &Controller{Base: base}, nil
 }
-
-// Name implements reconcile.Controller.
-func (c *Controller) Name() string { return Name }
 
 // loop is one run of the controller: its caches, queues and bookkeeping.
 type loop struct {
@@ -84,9 +72,12 @@ type loop struct {
 	rec     record.EventRecorder
 	log     *slog.Logger
 	clock   clock.WithDelayedExecution
+	// owner is the job a controller reference names, if it is in the
+	// cache with the reference's UID.
+	owner func(namespace string, ref *metav1.OwnerReference) *batchv1.Job
 
 	exp     *controller.Expectations
-	finExp  *finalizerExpectations
+	finExp  *controller.UIDExpectations
 	backoff *backoffStore
 
 	backoffBase, backoffMax time.Duration
@@ -96,67 +87,50 @@ type loop struct {
 // Run watches Jobs and Pods and syncs jobs with workers workers (and
 // removes the tracking finalizer from orphaned pods) until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) error {
-	log := c.Logger
-	if log == nil {
-		log = slog.Default().With("controller", Name)
-	}
 	clk := c.Clock
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	l := &loop{client: c.client, log: log, clock: clk,
-		queue:       reconcile.NewClockQueue("job", clk),
+	queue := reconcile.NewClockQueue(Name, clk)
+	b := controller.NewBuilder(controller.Config{Name: Name, Component: Component, Client: c.Client, Logger: c.Logger,
+		Primary: &batchv1.Job{}, Resync: resyncPeriod, Shared: c.Informers, Queue: queue})
+	jobInf := b.Informers().Batch().V1().Jobs()
+	podInf := b.SharedInformers().Core().V1().Pods()
+	l := &loop{client: c.Client, log: b.Logger(), clock: clk, queue: queue,
+		jobs: jobInf.Lister(), pods: podInf.Lister(),
 		orphans:     reconcile.NewQueue[string]("job_orphan_pod"),
 		exp:         controller.NewExpectations(clk.Now),
-		finExp:      newFinalizerExpectations(),
+		finExp:      controller.NewUIDExpectations(),
 		backoff:     newBackoffStore(),
 		backoffBase: orDefault(c.PodFailureBackoff, DefaultPodFailureBackoff),
 		backoffMax:  orDefault(c.MaxPodFailureBackoff, DefaultMaxPodFailureBackoff),
 		batch:       orDefault(c.SyncBatchPeriod, DefaultSyncBatchPeriod),
 	}
-	rec, stop := events.NewRecorder(ctx, c.client, Component, log)
-	defer stop()
-	l.rec = rec
-
-	factory := informers.NewSharedInformerFactoryWithOptions(c.client, 0, informers.WithCustomResyncConfig(
-		map[metav1.Object]time.Duration{&batchv1.Job{}: resyncPeriod}))
-	jobInf := factory.Batch().V1().Jobs()
-	sharedFactory := reconcile.SharedOr(c.Informers, factory)
-	podInf := sharedFactory.Core().V1().Pods()
-	l.jobs, l.pods = jobInf.Lister(), podInf.Lister()
-	if _, err := jobInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: l.addJob, UpdateFunc: l.updateJob, DeleteFunc: l.deleteJob,
-	}); err != nil {
-		return err
+	l.owner = func(namespace string, ref *metav1.OwnerReference) *batchv1.Job {
+		o, _ := b.Owner(namespace, ref)
+		j, _ := o.(*batchv1.Job)
+		return j
 	}
-	removePodHandler, err := reconcile.AddHandler(podInf.Informer(), cache.ResourceEventHandlerFuncs{
-		AddFunc: l.addPod, UpdateFunc: l.updatePod, DeleteFunc: func(obj any) { l.deletePod(obj, true) },
+	b.For(jobInf.Informer(), controllerKind).
+		DelayUpdates(l.updateDelay).
+		Watches(jobInf.Informer(), controller.Updated|controller.Deleted, l.jobChanged).
+		Owns(podInf.Informer(), controller.OwnOptions{
+			OrphanSelector: func(o metav1.Object) labels.Selector {
+				if j, ok := o.(*batchv1.Job); ok {
+					return controller.LabelSelector(j.Spec.Selector)
+				}
+				return nil
+			},
+			Observed: l.observed,
+			Delay:    l.batch,
+		}).
+		Watches(podInf.Informer(), controller.Added|controller.Updated, l.orphanedPod(false)).
+		Watches(podInf.Informer(), controller.Deleted, l.orphanedPod(true)).
+		Process(l.orphans, 1, l.syncOrphanPod)
+	return b.Run(ctx, workers, func(rec record.EventRecorder) reconcile.ReconcileFunc[string] {
+		l.rec = rec
+		return controller.Shape[State, Plan]{Observe: l.observe, Plan: plan, Apply: l.apply, Log: l.log}.Reconcile
 	})
-	if err != nil {
-		return err
-	}
-	defer removePodHandler()
-	factory.Start(ctx.Done())
-	sharedFactory.Start(ctx.Done())
-	defer factory.Shutdown()
-	if ok, err := reconcile.WaitForSync(ctx, "job informers", jobInf.Informer().HasSynced, podInf.Informer().HasSynced); !ok {
-		l.queue.ShutDown()
-		l.orphans.ShutDown()
-		return err
-	}
-	log.Info("job controller synced")
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		reconcile.ProcessQueue(ctx, l.orphans, 1, log, l.syncOrphanPod)
-	}()
-	go func() {
-		defer wg.Done()
-		reconcile.ProcessQueue[string](ctx, l.queue, workers, log, l.sync)
-	}()
-	wg.Wait()
-	return nil
 }
 
 func orDefault(d, def time.Duration) time.Duration {

@@ -28,19 +28,16 @@ func ttlExpiry(job *batchv1.Job) (at time.Time, ok bool, err error) {
 	return c.LastTransitionTime.Add(time.Duration(*job.Spec.TTLSecondsAfterFinished) * time.Second), true, nil
 }
 
-// syncTTL is upstream's TTL-after-finished controller for one finished
-// job: before its expiry it looks again then; after, it checks a fresh
-// copy and deletes the job in the foreground (its pods go first), with the
-// copy's resourceVersion as a precondition so that a TTL changed meanwhile
-// is honoured.
-func (l *loop) syncTTL(ctx context.Context, key string, job *batchv1.Job) error {
-	at, ok, err := ttlExpiry(job)
-	if err != nil || !ok {
-		return err
-	}
-	if left := at.Sub(l.clock.Now()); left > 0 {
-		l.queue.AddAfter(key, left)
-		return nil
+// applyTTL carries out planTTL: before the expiry it looks again then;
+// after, it checks a fresh copy (its TTL may have changed) and deletes the
+// job in the foreground (its pods go first), with the copy's
+// resourceVersion as a precondition.
+func (l *loop) applyTTL(ctx context.Context, key string, job *batchv1.Job, p Plan) error {
+	if p.Err != nil || !p.DeleteExpired {
+		if p.RequeueAfter > 0 {
+			l.queue.AddAfter(key, p.RequeueAfter)
+		}
+		return p.Err
 	}
 	fresh, err := l.client.BatchV1().Jobs(job.Namespace).Get(ctx, job.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
@@ -49,13 +46,11 @@ func (l *loop) syncTTL(ctx context.Context, key string, job *batchv1.Job) error 
 	if err != nil {
 		return err
 	}
-	at, ok, err = ttlExpiry(fresh)
-	if err != nil || !ok {
-		return err
-	}
-	if left := at.Sub(l.clock.Now()); left > 0 {
-		l.queue.AddAfter(key, left)
-		return nil
+	if p := planTTL(fresh, l.clock.Now()); p.Err != nil || !p.DeleteExpired {
+		if p.RequeueAfter > 0 {
+			l.queue.AddAfter(key, p.RequeueAfter)
+		}
+		return p.Err
 	}
 	policy := metav1.DeletePropagationForeground
 	err = l.client.BatchV1().Jobs(fresh.Namespace).Delete(ctx, fresh.Name, metav1.DeleteOptions{

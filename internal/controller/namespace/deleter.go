@@ -17,21 +17,12 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
+	"plainkube.dev/plainkube/internal/reconcile"
 )
 
 // finalizerEstimateSeconds is how long to wait, by default, for objects
 // that still have finalizers.
 const finalizerEstimateSeconds int64 = 15
-
-// ResourcesRemainingError says content is still going away; Estimate is
-// how many seconds that should take.
-type ResourcesRemainingError struct {
-	Estimate int64
-}
-
-func (e *ResourcesRemainingError) Error() string {
-	return fmt.Sprintf("some content remains in the namespace, estimate %d seconds before it is removed", e.Estimate)
-}
 
 // deleter empties namespaces through the API.
 type deleter struct {
@@ -48,41 +39,47 @@ type deleter struct {
 	finalizerEstimate int64
 }
 
-// Delete removes everything in namespace name if it is being deleted, then
-// its finalizer token. It returns *ResourcesRemainingError while content
-// is still going away.
-func (d *deleter) Delete(ctx context.Context, name string) error {
-	ns, err := d.client.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil
+// apply carries out a namespace's Plan: status.phase Terminating, then
+// (unless it is finalized already) everything in it deleted and, once
+// nothing remains, its finalizer token removed. Content still going away
+// makes it look again after the plan's wait.
+func (d *deleter) apply(ctx context.Context, st State, p Plan) (reconcile.Result, error) {
+	if p.Skip {
+		return reconcile.Result{}, nil
 	}
-	if err != nil {
-		return err
+	ns := st.Namespace
+	started := d.now()
+	if p.MarkTerminating {
+		var err error
+		ns, err = d.retryOnConflict(ctx, ns, d.markTerminating)
+		if apierrors.IsNotFound(err) {
+			return reconcile.Result{}, nil
+		}
+		if err != nil {
+			return reconcile.Result{}, failed(st.Namespace, err)
+		}
 	}
-	if ns.DeletionTimestamp == nil {
-		return nil
-	}
-	ns, err = d.retryOnConflict(ctx, ns, d.markTerminating)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if len(ns.Spec.Finalizers) == 0 {
-		return nil // already finalized
+	if p.Finalized {
+		return reconcile.Result{}, nil
 	}
 	estimate, err := d.deleteAllContent(ctx, ns)
 	if err != nil {
-		return err
+		return reconcile.Result{}, failed(st.Namespace, err)
 	}
 	if estimate > 0 {
-		return &ResourcesRemainingError{Estimate: estimate}
+		wait := contentWait(estimate)
+		d.log.Info("content remaining in namespace", "namespace", ns.Name, "waitSeconds", wait.Seconds())
+		return reconcile.Result{RequeueAfter: wait}, nil
 	}
 	if _, err := d.retryOnConflict(ctx, ns, d.finalize); err != nil && !apierrors.IsNotFound(err) {
-		return err
+		return reconcile.Result{}, failed(st.Namespace, err)
 	}
-	return nil
+	d.log.Debug("namespace synced", "namespace", ns.Name, "took", d.now().Sub(started))
+	return reconcile.Result{}, nil
+}
+
+func failed(ns *corev1.Namespace, err error) error {
+	return fmt.Errorf("deleting content of namespace %s: %w", ns.Name, err)
 }
 
 // retryOnConflict runs fn, and on a conflict again with a fresh read (of

@@ -23,6 +23,10 @@
 //     through the finalize subresource, and the API server removes the
 //     namespace when no finalizer is left.
 //
-// The condition bookkeeping is a pure function of what a pass found
-// (conditions.go); the rest is the driver.
+// It has the one shape of internal/controller, on its Builder: observe (the
+// namespace, read live) → plan (plan.go: plan(State) Plan — skip, mark
+// Terminating, empty, or nothing left — and the wait while content
+// remains, pure, table-tested in plan_test.go) → apply (deleter.go). The
+// condition bookkeeping is a pure function of what a pass found
+// (conditions.go, conditions_test.go).
 package namespace

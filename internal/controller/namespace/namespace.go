@@ -2,26 +2,29 @@ package namespace
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 
+	"plainkube.dev/plainkube/internal/controller"
 	"plainkube.dev/plainkube/internal/reconcile"
 )
 
 // Name is the controller's name.
 const Name = "namespace"
+
+// Component is the controller's name as upstream's.
+const Component = "namespace-controller"
 
 // DefaultDeletionDelay is how long after a namespace event the namespace
 // is looked at, as upstream: creates that passed admission just before the
@@ -74,54 +77,37 @@ func (c *Controller) Name() string { return Name }
 // Run watches namespaces and empties those being deleted with workers
 // workers until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) error {
-	log := c.Logger
-	if log == nil {
-		log = slog.Default().With("controller", Name)
-	}
-	c.del.log = log
 	// Retry at least every minute, never longer, as upstream.
-	queue := reconcile.NewQueueWithRateLimiter("namespace",
+	queue := reconcile.NewQueueWithRateLimiter(Name,
 		workqueue.NewTypedItemExponentialFailureRateLimiter[string](5*time.Millisecond, 60*time.Second))
-	factory := informers.NewSharedInformerFactory(c.client, 0)
-	nsInformer := factory.Core().V1().Namespaces()
-	enqueue := func(obj any) {
-		ns, ok := obj.(*corev1.Namespace)
-		if !ok || ns.DeletionTimestamp == nil {
-			return
+	b := controller.NewBuilder(controller.Config{Name: Name, Component: Component, Client: c.client, Logger: c.Logger,
+		Primary: &corev1.Namespace{}, Resync: resyncPeriod, Queue: queue})
+	c.del.log = b.Logger()
+	nsInf := b.Informers().Core().V1().Namespaces()
+	lister := nsInf.Lister()
+	b.Watches(nsInf.Informer(), controller.Added|controller.Updated, func(_, cur any) []string {
+		// Looked at DeletionDelay later: creates racing the deletion land
+		// first.
+		if ns, ok := cur.(*corev1.Namespace); ok && ns.DeletionTimestamp != nil {
+			queue.AddAfter(ns.Name, c.DeletionDelay)
 		}
-		queue.AddAfter(ns.Name, c.DeletionDelay)
-	}
-	if _, err := nsInformer.Informer().AddEventHandlerWithResyncPeriod(cache.ResourceEventHandlerFuncs{
-		AddFunc:    enqueue,
-		UpdateFunc: func(_, obj any) { enqueue(obj) },
-	}, resyncPeriod); err != nil {
-		return err
-	}
-	lister := nsInformer.Lister()
-	factory.Start(ctx.Done())
-	defer factory.Shutdown()
-	if ok, err := reconcile.WaitForSync(ctx, "namespace informer", nsInformer.Informer().HasSynced); !ok {
-		queue.ShutDown()
-		return err
-	}
-	log.Info("namespace controller synced")
-	reconcile.ProcessQueue(ctx, queue, workers, log, func(ctx context.Context, name string) (reconcile.Result, error) {
+		return nil
+	})
+	observe := func(name string) (State, bool, error) {
 		if _, err := lister.Get(name); apierrors.IsNotFound(err) {
-			return reconcile.Result{}, nil
+			return State{}, false, nil
 		}
-		started := time.Now()
-		err := c.del.Delete(ctx, name)
-		var remaining *ResourcesRemainingError
-		if errors.As(err, &remaining) {
-			wait := time.Duration(remaining.Estimate/2+1) * time.Second
-			log.Info("content remaining in namespace", "namespace", name, "waitSeconds", wait.Seconds())
-			return reconcile.Result{RequeueAfter: wait}, nil
+		// The namespace as it is now, not as the cache has it.
+		ns, err := c.client.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return State{}, false, nil
 		}
 		if err != nil {
-			return reconcile.Result{}, fmt.Errorf("deleting content of namespace %s: %w", name, err)
+			return State{}, false, fmt.Errorf("deleting content of namespace %s: %w", name, err)
 		}
-		log.Debug("namespace synced", "namespace", name, "took", time.Since(started))
-		return reconcile.Result{}, nil
+		return State{Namespace: ns}, true, nil
+	}
+	return b.Run(ctx, workers, func(record.EventRecorder) reconcile.ReconcileFunc[string] {
+		return controller.Shape[State, Plan]{Observe: observe, Plan: plan, Apply: c.del.apply, Log: b.Logger()}.Reconcile
 	})
-	return nil
 }

@@ -3,7 +3,6 @@ package nodeipam
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/netip"
@@ -13,171 +12,112 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 
+	"plainkube.dev/plainkube/internal/controller"
 	"plainkube.dev/plainkube/internal/reconcile"
 )
 
 // Name is the controller's name.
 const Name = "nodeipam"
 
+// Component is the controller's name as upstream's.
+const Component = "node-ipam-controller"
+
 // Defaults, as plainkube's --cluster-cidr and upstream's --node-cidr-mask-size.
 var DefaultClusterCIDR = netip.MustParsePrefix("10.42.0.0/16")
 
 const DefaultNodeMaskSize = 24
 
-// ErrFull means every node-sized range of the cluster CIDR is taken.
-var ErrFull = errors.New("nodeipam: the cluster CIDR has no free range left")
-
-// Allocate returns the first range of size maskBits inside cluster that
-// overlaps none of used.
-func Allocate(cluster netip.Prefix, maskBits int, used []netip.Prefix) (netip.Prefix, error) {
-	cluster = cluster.Masked()
-	if maskBits < cluster.Bits() || maskBits > cluster.Addr().BitLen() {
-		return netip.Prefix{}, fmt.Errorf("nodeipam: node mask /%d does not fit in %s", maskBits, cluster)
-	}
-	if !cluster.Addr().Is4() || maskBits-cluster.Bits() > 24 {
-		return netip.Prefix{}, fmt.Errorf("nodeipam: only IPv4 cluster CIDRs with at most 2^24 node ranges are supported, not %s", cluster)
-	}
-	n := 1 << (maskBits - cluster.Bits())
-	base := cluster.Addr().As4()
-	start := uint32(base[0])<<24 | uint32(base[1])<<16 | uint32(base[2])<<8 | uint32(base[3])
-	step := uint32(1) << (32 - maskBits)
-	for i := 0; i < n; i++ {
-		v := start + uint32(i)*step
-		p := netip.PrefixFrom(netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)}), maskBits)
-		free := true
-		for _, u := range used {
-			if u.Overlaps(p) {
-				free = false
-				break
-			}
-		}
-		if free {
-			return p, nil
-		}
-	}
-	return netip.Prefix{}, ErrFull
-}
-
-// usedRanges lists the pod CIDRs the nodes hold.
-func usedRanges(nodes []*corev1.Node) []netip.Prefix {
-	var out []netip.Prefix
-	for _, n := range nodes {
-		cidrs := n.Spec.PodCIDRs
-		if len(cidrs) == 0 && n.Spec.PodCIDR != "" {
-			cidrs = []string{n.Spec.PodCIDR}
-		}
-		for _, c := range cidrs {
-			if p, err := netip.ParsePrefix(c); err == nil {
-				out = append(out, p.Masked())
-			}
-		}
-	}
-	return out
-}
-
 // Controller is the node IPAM controller.
 type Controller struct {
+	controller.Base
 	ClusterCIDR netip.Prefix
 	MaskBits    int
-	Logger      *slog.Logger
-	// Informers, when set, supplies the Node informer, shared with the
-	// process's other components (see reconcile.SharedInformers).
-	Informers *reconcile.SharedInformers
-	client    kubernetes.Interface
 }
 
 var _ reconcile.Controller = (*Controller)(nil)
 
 // New builds the controller's client from cfg, with the default ranges.
 func New(cfg *rest.Config) (*Controller, error) {
-	cs, err := kubernetes.NewForConfig(cfg)
+	base, err := controller.NewBase(Name, cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &Controller{ClusterCIDR: DefaultClusterCIDR, MaskBits: DefaultNodeMaskSize, client: cs}, nil
+	return &Controller{ClusterCIDR: DefaultClusterCIDR, MaskBits: DefaultNodeMaskSize, Base: base}, nil
 }
-
-// Name implements reconcile.Controller.
-func (c *Controller) Name() string { return Name }
 
 // Run allocates pod CIDRs until ctx ends. It uses one worker whatever
 // workers says: allocations must not race each other.
 func (c *Controller) Run(ctx context.Context, _ int) error {
-	log := c.Logger
-	if log == nil {
-		log = slog.Default().With("controller", Name)
-	}
-	queue := reconcile.NewQueue[string](Name)
-	factory := informers.NewSharedInformerFactory(c.client, 0)
-	sharedFactory := reconcile.SharedOr(c.Informers, factory)
-	nodes := sharedFactory.Core().V1().Nodes()
-	enqueue := func(obj any) {
-		if n, ok := obj.(*corev1.Node); ok && n.Spec.PodCIDR == "" {
-			queue.Add(n.Name)
+	b := controller.NewBuilder(controller.Config{Name: Name, Component: Component, Client: c.Client, Logger: c.Logger, Shared: c.Informers})
+	nodes := b.SharedInformers().Core().V1().Nodes()
+	l := &loop{c: c, nodes: nodes.Lister(), log: b.Logger(), assigned: map[string]netip.Prefix{}}
+	b.Watches(nodes.Informer(), controller.Added|controller.Updated, func(_, cur any) []string {
+		if n, ok := cur.(*corev1.Node); ok && n.Spec.PodCIDR == "" {
+			return []string{n.Name}
 		}
-	}
-	removeNodeHandler, err := reconcile.AddHandler(nodes.Informer(), cache.ResourceEventHandlerFuncs{
-		AddFunc: enqueue, UpdateFunc: func(_, obj any) { enqueue(obj) },
+		return nil
 	})
+	return b.Run(ctx, 1, func(record.EventRecorder) reconcile.ReconcileFunc[string] {
+		return controller.Shape[State, Plan]{Observe: l.observe, Plan: plan, Apply: l.apply, Log: l.log}.Reconcile
+	})
+}
+
+// loop is one run of the controller.
+type loop struct {
+	c     *Controller
+	nodes corelisters.NodeLister
+	log   *slog.Logger
+	// assigned are ranges handed out but maybe not yet seen by the
+	// informer (one worker: no lock).
+	assigned map[string]netip.Prefix
+}
+
+func (l *loop) observe(name string) (State, bool, error) {
+	node, err := l.nodes.Get(name)
+	if apierrors.IsNotFound(err) {
+		delete(l.assigned, name)
+		return State{}, false, nil
+	}
 	if err != nil {
-		return err
+		return State{}, false, err
 	}
-	defer removeNodeHandler()
-	lister := nodes.Lister()
-	factory.Start(ctx.Done())
-	sharedFactory.Start(ctx.Done())
-	defer factory.Shutdown()
-	if ok, err := reconcile.WaitForSync(ctx, "nodeipam: node informer", nodes.Informer().HasSynced); !ok {
-		queue.ShutDown()
-		return err
+	all, err := l.nodes.List(labels.Everything())
+	if err != nil {
+		return State{}, false, err
 	}
-	// Ranges handed out but maybe not yet seen by the informer.
-	assigned := map[string]netip.Prefix{}
-	reconcile.ProcessQueue(ctx, queue, 1, log, func(ctx context.Context, name string) (reconcile.Result, error) {
-		node, err := lister.Get(name)
-		if apierrors.IsNotFound(err) {
-			delete(assigned, name)
-			return reconcile.Result{}, nil
+	st := State{Node: node, Nodes: all, ClusterCIDR: l.c.ClusterCIDR, MaskBits: l.c.MaskBits}
+	for other, p := range l.assigned {
+		if other != name {
+			st.Assigned = append(st.Assigned, p)
 		}
-		if err != nil {
-			return reconcile.Result{}, err
-		}
-		if node.Spec.PodCIDR != "" {
-			delete(assigned, name)
-			return reconcile.Result{}, nil
-		}
-		all, err := lister.List(labels.Everything())
-		if err != nil {
-			return reconcile.Result{}, err
-		}
-		used := usedRanges(all)
-		for other, p := range assigned {
-			if other != name {
-				used = append(used, p)
-			}
-		}
-		cidr, err := Allocate(c.ClusterCIDR, c.MaskBits, used)
-		if err != nil {
-			return reconcile.Result{}, err
-		}
-		patch, _ := json.Marshal(map[string]any{
-			"metadata": map[string]any{"uid": node.UID},
-			"spec":     map[string]any{"podCIDR": cidr.String(), "podCIDRs": []string{cidr.String()}},
-		})
-		if _, err := c.client.CoreV1().Nodes().Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
-			if apierrors.IsNotFound(err) {
-				return reconcile.Result{}, nil
-			}
-			return reconcile.Result{}, fmt.Errorf("assigning pod CIDR %s to node %s: %w", cidr, name, err)
-		}
-		assigned[name] = cidr
-		log.Info("assigned pod CIDR", "node", name, "podCIDR", cidr.String())
+	}
+	return st, true, nil
+}
+
+func (l *loop) apply(ctx context.Context, st State, p Plan) (reconcile.Result, error) {
+	name := st.Node.Name
+	if p.Err != nil {
+		return reconcile.Result{}, p.Err
+	}
+	if !p.CIDR.IsValid() {
+		delete(l.assigned, name)
 		return reconcile.Result{}, nil
+	}
+	patch, _ := json.Marshal(map[string]any{
+		"metadata": map[string]any{"uid": st.Node.UID},
+		"spec":     map[string]any{"podCIDR": p.CIDR.String(), "podCIDRs": []string{p.CIDR.String()}},
 	})
-	return nil
+	if _, err := l.c.Client.CoreV1().Nodes().Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		if apierrors.IsNotFound(err) {
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, fmt.Errorf("assigning pod CIDR %s to node %s: %w", p.CIDR, name, err)
+	}
+	l.assigned[name] = p.CIDR
+	l.log.Info("assigned pod CIDR", "node", name, "podCIDR", p.CIDR.String())
+	return reconcile.Result{}, nil
 }

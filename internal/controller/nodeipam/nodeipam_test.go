@@ -3,7 +3,6 @@ package nodeipam_test
 import (
 	"context"
 	"fmt"
-	"net/netip"
 	"testing"
 	"time"
 
@@ -14,31 +13,6 @@ import (
 	"plainkube.dev/plainkube/internal/controller/nodeipam"
 	"plainkube.dev/plainkube/pkg/testenv"
 )
-
-func TestAllocate(t *testing.T) {
-	cluster := netip.MustParsePrefix("10.42.0.0/16")
-	p := func(s string) netip.Prefix { return netip.MustParsePrefix(s) }
-	cases := []struct {
-		name string
-		used []netip.Prefix
-		want string
-	}{
-		{"empty", nil, "10.42.0.0/24"},
-		{"first taken", []netip.Prefix{p("10.42.0.0/24")}, "10.42.1.0/24"},
-		{"hole", []netip.Prefix{p("10.42.0.0/24"), p("10.42.2.0/24")}, "10.42.1.0/24"},
-		{"overlapping bigger range", []netip.Prefix{p("10.42.0.0/23")}, "10.42.2.0/24"},
-		{"unrelated ranges ignored", []netip.Prefix{p("192.168.0.0/24")}, "10.42.0.0/24"},
-	}
-	for _, c := range cases {
-		got, err := nodeipam.Allocate(cluster, 24, c.used)
-		if err != nil || got.String() != c.want {
-			t.Errorf("%s: %v %v, want %s", c.name, got, err, c.want)
-		}
-	}
-	if _, err := nodeipam.Allocate(netip.MustParsePrefix("10.0.0.0/24"), 25, []netip.Prefix{p("10.0.0.0/25"), p("10.0.0.128/25")}); err != nodeipam.ErrFull {
-		t.Errorf("full range: %v", err)
-	}
-}
 
 func TestNodesGetDistinctCIDRs(t *testing.T) {
 	env := testenv.Start(t)

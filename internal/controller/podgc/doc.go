@@ -18,7 +18,8 @@
 // The controller watches Pods and Nodes. Its work is one pass over all
 // pods (key "pods" in its queue), run every Period (20 s) and sooner when
 // a node is deleted or a pod shows up bound to an unknown node or
-// terminating unscheduled. What to delete is decided by Plan (plan.go), a
+// terminating unscheduled. What to delete is decided by plan (plan.go,
+// table-tested in plan_test.go), a
 // pure function of the cached pods and nodes, the time and the quarantine
 // state; the pass then carries it out.
 package podgc

@@ -11,8 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// Input is what a pass knows.
-type Input struct {
+// State is what a pass knows.
+type State struct {
 	Pods []*corev1.Pod
 	// Nodes are the nodes in the cache, by name.
 	Nodes map[string]*corev1.Node
@@ -26,8 +26,8 @@ type Input struct {
 	TerminatedThreshold int
 }
 
-// Decision is what a pass should do. A pod appears in at most one list.
-type Decision struct {
+// Plan is what a pass should do. A pod appears in at most one list.
+type Plan struct {
 	// Terminated are the terminated pods beyond the threshold.
 	Terminated []*corev1.Pod
 	// TerminatingOutOfService are terminating pods on out-of-service nodes.
@@ -44,9 +44,9 @@ type Decision struct {
 	NextQuarantineEnd time.Time
 }
 
-// Plan decides a pass.
-func Plan(in Input) Decision {
-	d := Decision{MissingSince: map[string]time.Time{}, Orphaned: map[string][]*corev1.Pod{}}
+// plan decides a pass.
+func plan(in State) Plan {
+	d := Plan{MissingSince: map[string]time.Time{}, Orphaned: map[string][]*corev1.Pod{}}
 	taken := map[*corev1.Pod]bool{}
 
 	// Orphans, after quarantine.

@@ -158,7 +158,7 @@ func (c *Controller) pass(ctx context.Context, log *slog.Logger, podLister corel
 	}
 	now := c.now()
 	c.mu.Lock()
-	d := Plan(Input{Pods: pods, Nodes: nodes, MissingSince: c.missingSince, Now: now,
+	d := plan(State{Pods: pods, Nodes: nodes, MissingSince: c.missingSince, Now: now,
 		Quarantine: c.Quarantine, TerminatedThreshold: c.TerminatedPodThreshold})
 	c.missingSince = d.MissingSince
 	c.mu.Unlock()

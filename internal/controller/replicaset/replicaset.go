@@ -2,13 +2,11 @@ package replicaset
 
 import (
 	"context"
-	"log/slog"
 	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 
@@ -33,36 +31,28 @@ const resyncPeriod = 5 * time.Minute
 
 // Controller runs the ReplicaSet and the ReplicationController loops.
 type Controller struct {
-	// Logger defaults to slog.Default().
-	Logger *slog.Logger
+	controller.Base
 	// BurstReplicas bounds the creates or deletes of one reconcile; set
 	// before Run.
 	BurstReplicas int
 	// ReplicaSets and ReplicationControllers say which kinds to serve
 	// (both by default).
 	ReplicaSets, ReplicationControllers bool
-	// Informers, when set, supplies the Pod informer, shared with the
-	// process's other components (see reconcile.SharedInformers).
-	Informers *reconcile.SharedInformers
 
-	client kubernetes.Interface
-	now    func() time.Time
+	now func() time.Time
 }
 
 var _ reconcile.Controller = (*Controller)(nil)
 
 // New builds the controller's client from cfg.
 func New(cfg *rest.Config) (*Controller, error) {
-	cs, err := kubernetes.NewForConfig(cfg)
+	base, err := controller.NewBase(Name, cfg)
 	if err != nil {
 		return nil, err
 	}
 	return &Controller{BurstReplicas: DefaultBurstReplicas, ReplicaSets: true, ReplicationControllers: true,
-		client: cs, now: time.Now}, nil
+		Base: base, now: time.Now}, nil
 }
-
-// Name implements reconcile.Controller.
-func (c *Controller) Name() string { return Name }
 
 // Run watches ReplicaSets, ReplicationControllers and pods, and reconciles
 // each kind with workers workers, until ctx ends. Each kind is its own
@@ -74,10 +64,10 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	}
 	var kinds []kind
 	if c.ReplicaSets {
-		kinds = append(kinds, &replicaSetKind{client: c.client})
+		kinds = append(kinds, &replicaSetKind{client: c.Client})
 	}
 	if c.ReplicationControllers {
-		kinds = append(kinds, &replicationControllerKind{client: c.client})
+		kinds = append(kinds, &replicationControllerKind{client: c.Client})
 	}
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -101,10 +91,10 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 // runKind runs the loop of one kind.
 func (c *Controller) runKind(ctx context.Context, k kind, workers, burst int) error {
 	gvk := k.gvk()
-	b := controller.NewBuilder(controller.Config{Name: strings.ToLower(gvk.Kind), Component: k.component(), Client: c.client,
+	b := controller.NewBuilder(controller.Config{Name: strings.ToLower(gvk.Kind), Component: k.component(), Client: c.Client,
 		Logger: c.Logger, Primary: k.newObject(), Resync: resyncPeriod, Shared: c.Informers})
 	podInf := b.SharedInformers().Core().V1().Pods()
-	l := &loop{kind: k, gvk: gvk, client: c.client, pods: podInf.Lister(), queue: b.Queue(),
+	l := &loop{kind: k, gvk: gvk, client: c.Client, pods: podInf.Lister(), queue: b.Queue(),
 		exp: controller.NewExpectations(c.now), log: b.Logger().With("kind", gvk.Kind), burst: burst, now: c.now}
 	b.For(k.informer(b.Informers()), gvk).OnDelete(l.exp.Forget).
 		Owns(podInf.Informer(), controller.OwnOptions{

@@ -6,7 +6,8 @@
 // The controller watches Namespaces and the ConfigMaps of that name. A
 // namespace that is added or updated, or whose ConfigMap is edited or
 // deleted, is queued; a reconcile compares the cached ConfigMap with
-// Desired (pure) and creates or updates it: the data must be exactly
+// what plan (plan.go, pure, table-tested in plan_test.go) wants and
+// creates or updates it: the data must be exactly
 // {"ca.crt": <CA PEM>} and the kubernetes.io/description annotation must be
 // set; other labels and annotations are kept. Namespaces that are not
 // Active are left alone.

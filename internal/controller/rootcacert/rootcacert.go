@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -38,12 +37,9 @@ const (
 
 // Controller is the root CA publisher.
 type Controller struct {
-	// Logger defaults to slog.Default().
-	Logger *slog.Logger
-
-	client kubernetes.Interface
-	caPEM  []byte
-	log    *slog.Logger
+	controller.Base
+	caPEM []byte
+	log   *slog.Logger
 }
 
 var _ reconcile.Controller = (*Controller)(nil)
@@ -54,45 +50,17 @@ func New(cfg *rest.Config, caPEM []byte) (*Controller, error) {
 	if len(caPEM) == 0 {
 		return nil, errors.New("rootcacert: empty CA bundle")
 	}
-	cs, err := kubernetes.NewForConfig(cfg)
+	base, err := controller.NewBase(Name, cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &Controller{client: cs, caPEM: caPEM}, nil
-}
-
-// Name implements reconcile.Controller.
-func (c *Controller) Name() string { return Name }
-
-// Desired returns the ConfigMap a namespace should have given the current
-// one (nil if none) and whether it has to be written; current is returned
-// unchanged when it is right.
-func Desired(namespace string, current *corev1.ConfigMap, caPEM []byte) (*corev1.ConfigMap, bool) {
-	data := map[string]string{DataKey: string(caPEM)}
-	if current == nil {
-		return &corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: ConfigMapName,
-				Annotations: map[string]string{DescriptionAnnotation: Description}},
-			Data: data,
-		}, true
-	}
-	if maps.Equal(current.Data, data) && len(current.BinaryData) == 0 && current.Annotations[DescriptionAnnotation] != "" {
-		return current, false
-	}
-	want := current.DeepCopy()
-	want.Data = data
-	want.BinaryData = nil
-	if want.Annotations == nil {
-		want.Annotations = map[string]string{}
-	}
-	want.Annotations[DescriptionAnnotation] = Description
-	return want, true
+	return &Controller{Base: base, caPEM: caPEM}, nil
 }
 
 // Run watches Namespaces and the published ConfigMaps and keeps them right
 // with workers workers until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) error {
-	b := controller.NewBuilder(controller.Config{Name: Name, Component: Name, Client: c.client, Logger: c.Logger})
+	b := controller.NewBuilder(controller.Config{Name: Name, Component: Name, Client: c.Client, Logger: c.Logger})
 	nsInf := b.Informers().Core().V1().Namespaces()
 	// Only the published ConfigMaps, not every one in the cluster.
 	cmInf := b.Informers().InformerFor(&corev1.ConfigMap{}, func(cs kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
@@ -107,41 +75,39 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 			return cm.GetName() == ConfigMapName
 		}))
 	c.log = b.Logger()
-	return b.Run(ctx, workers, func(record.EventRecorder) reconcile.ReconcileFunc[string] {
-		return func(ctx context.Context, name string) (reconcile.Result, error) {
-			return reconcile.Result{}, c.sync(ctx, nsLister, cmLister, name)
+	observe := func(name string) (State, bool, error) {
+		ns, err := nsLister.Get(name)
+		if apierrors.IsNotFound(err) {
+			return State{}, false, nil
 		}
+		if err != nil {
+			return State{}, false, err
+		}
+		current, err := cmLister.ConfigMaps(name).Get(ConfigMapName)
+		switch {
+		case apierrors.IsNotFound(err):
+			current = nil
+		case err != nil:
+			return State{}, false, err
+		}
+		return State{Namespace: ns, Current: current, CA: c.caPEM}, true, nil
+	}
+	return b.Run(ctx, workers, func(record.EventRecorder) reconcile.ReconcileFunc[string] {
+		return controller.Shape[State, Plan]{Observe: observe, Plan: plan, Apply: c.apply, Log: c.log}.Reconcile
 	})
 }
 
-// sync publishes the CA bundle in namespace name, if it is active.
-func (c *Controller) sync(ctx context.Context, nsLister corelisters.NamespaceLister, cmLister corelisters.ConfigMapLister, name string) error {
-	ns, err := nsLister.Get(name)
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil
-	case err != nil:
-		return err
-	case ns.Status.Phase != corev1.NamespaceActive || ns.DeletionTimestamp != nil:
-		return nil
+// apply writes the ConfigMap the plan wants, if any.
+func (c *Controller) apply(ctx context.Context, st State, p Plan) (reconcile.Result, error) {
+	if p.Write == nil {
+		return reconcile.Result{}, nil
 	}
-	current, err := cmLister.ConfigMaps(name).Get(ConfigMapName)
-	switch {
-	case apierrors.IsNotFound(err):
-		current = nil
-	case err != nil:
-		return err
-	}
-	want, write := Desired(name, current, c.caPEM)
-	if !write {
-		return nil
-	}
-	return c.write(ctx, c.log, name, current, want)
+	return reconcile.Result{}, c.write(ctx, c.log, st.Namespace.Name, st.Current, p.Write)
 }
 
 // write creates or updates namespace name's ConfigMap as want.
 func (c *Controller) write(ctx context.Context, log *slog.Logger, name string, current, want *corev1.ConfigMap) error {
-	api := c.client.CoreV1().ConfigMaps(name)
+	api := c.Client.CoreV1().ConfigMaps(name)
 	var err error
 	if current == nil {
 		_, err = api.Create(ctx, want, metav1.CreateOptions{})

@@ -12,41 +12,6 @@ import (
 	"plainkube.dev/plainkube/internal/controller/controllertest"
 )
 
-const testCA = "-----BEGIN CERTIFICATE-----\nTUlJQ...\n-----END CERTIFICATE-----\n"
-
-func TestDesired(t *testing.T) {
-	good := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: ConfigMapName, ResourceVersion: "3",
-			Labels: map[string]string{"keep": "me"}, Annotations: map[string]string{DescriptionAnnotation: Description, "other": "x"}},
-		Data: map[string]string{DataKey: testCA},
-	}
-	tests := []struct {
-		name    string
-		current *corev1.ConfigMap
-		write   bool
-	}{
-		{"missing", nil, true},
-		{"right", good, false},
-		{"edited data", func() *corev1.ConfigMap { c := good.DeepCopy(); c.Data[DataKey] = "junk"; return c }(), true},
-		{"extra key", func() *corev1.ConfigMap { c := good.DeepCopy(); c.Data["x"] = "y"; return c }(), true},
-		{"binary data", func() *corev1.ConfigMap { c := good.DeepCopy(); c.BinaryData = map[string][]byte{"b": {1}}; return c }(), true},
-		{"description removed", func() *corev1.ConfigMap { c := good.DeepCopy(); delete(c.Annotations, DescriptionAnnotation); return c }(), true},
-	}
-	for _, tt := range tests {
-		got, write := Desired("ns", tt.current, []byte(testCA))
-		if write != tt.write {
-			t.Errorf("%s: write %v, want %v", tt.name, write, tt.write)
-		}
-		if got.Name != ConfigMapName || got.Namespace != "ns" || len(got.Data) != 1 || got.Data[DataKey] != testCA ||
-			len(got.BinaryData) != 0 || got.Annotations[DescriptionAnnotation] != Description {
-			t.Errorf("%s: %+v", tt.name, got)
-		}
-		if tt.current != nil && (got.ResourceVersion != "3" || got.Labels["keep"] != "me" || got.Annotations["other"] != "x") {
-			t.Errorf("%s: metadata not kept: %+v", tt.name, got.ObjectMeta)
-		}
-	}
-}
-
 func TestRootCAConfigMap(t *testing.T) {
 	cfg := controllertest.StartServer(t)
 	if _, err := New(cfg, nil); err == nil {

@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 
@@ -25,49 +24,27 @@ const DefaultServiceAccountName = "default"
 
 // Controller is the service account controller.
 type Controller struct {
+	controller.Base
 	// ServiceAccounts are the names ensured in every active namespace
 	// (default: just "default"); set before Run.
 	ServiceAccounts []string
-	// Logger defaults to slog.Default().
-	Logger *slog.Logger
-
-	client kubernetes.Interface
 }
 
 var _ reconcile.Controller = (*Controller)(nil)
 
 // New builds the controller's client from cfg.
 func New(cfg *rest.Config) (*Controller, error) {
-	cs, err := kubernetes.NewForConfig(cfg)
+	base, err := controller.NewBase(Name, cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &Controller{ServiceAccounts: []string{DefaultServiceAccountName}, client: cs}, nil
-}
-
-// Name implements reconcile.Controller.
-func (c *Controller) Name() string { return Name }
-
-// Missing returns the names in want that a namespace lacks (has reports
-// whether it has a ServiceAccount of that name); none for a namespace that
-// is not active.
-func Missing(ns *corev1.Namespace, want []string, has func(name string) bool) []string {
-	if ns == nil || ns.Status.Phase != corev1.NamespaceActive || ns.DeletionTimestamp != nil {
-		return nil
-	}
-	var out []string
-	for _, name := range want {
-		if !has(name) && !slices.Contains(out, name) {
-			out = append(out, name)
-		}
-	}
-	return out
+	return &Controller{Base: base, ServiceAccounts: []string{DefaultServiceAccountName}}, nil
 }
 
 // Run watches Namespaces and ServiceAccounts and creates the missing ones
 // with workers workers until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) error {
-	b := controller.NewBuilder(controller.Config{Name: Name, Component: Name, Client: c.client, Logger: c.Logger})
+	b := controller.NewBuilder(controller.Config{Name: Name, Component: Name, Client: c.Client, Logger: c.Logger})
 	nsInf := b.Informers().Core().V1().Namespaces()
 	saInf := b.Informers().Core().V1().ServiceAccounts()
 	nsLister, saLister := nsInf.Lister(), saInf.Lister()
@@ -76,28 +53,34 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 			return slices.Contains(c.ServiceAccounts, sa.GetName())
 		}))
 	log := b.Logger()
-	return b.Run(ctx, workers, func(record.EventRecorder) reconcile.ReconcileFunc[string] {
-		return func(ctx context.Context, name string) (reconcile.Result, error) {
-			ns, err := nsLister.Get(name)
-			if apierrors.IsNotFound(err) {
-				return reconcile.Result{}, nil
-			}
-			if err != nil {
-				return reconcile.Result{}, err
-			}
-			missing := Missing(ns, c.ServiceAccounts, func(sa string) bool {
-				_, err := saLister.ServiceAccounts(name).Get(sa)
-				return err == nil
-			})
-			return c.create(ctx, log, name, missing)
+	observe := func(name string) (State, bool, error) {
+		ns, err := nsLister.Get(name)
+		if apierrors.IsNotFound(err) {
+			return State{}, false, nil
 		}
+		if err != nil {
+			return State{}, false, err
+		}
+		st := State{Namespace: ns, Want: c.ServiceAccounts}
+		for _, sa := range c.ServiceAccounts {
+			if _, err := saLister.ServiceAccounts(name).Get(sa); err == nil {
+				st.Have = append(st.Have, sa)
+			}
+		}
+		return st, true, nil
+	}
+	return b.Run(ctx, workers, func(record.EventRecorder) reconcile.ReconcileFunc[string] {
+		return controller.Shape[State, Plan]{Observe: observe, Plan: plan, Log: log,
+			Apply: func(ctx context.Context, st State, p Plan) (reconcile.Result, error) {
+				return c.create(ctx, log, st.Namespace.Name, p.Create)
+			}}.Reconcile
 	})
 }
 
 // create writes the missing ServiceAccounts of namespace name.
 func (c *Controller) create(ctx context.Context, log *slog.Logger, name string, missing []string) (reconcile.Result, error) {
 	for _, sa := range missing {
-		_, err := c.client.CoreV1().ServiceAccounts(name).Create(ctx,
+		_, err := c.Client.CoreV1().ServiceAccounts(name).Create(ctx,
 			&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{})
 		switch {
 		case err == nil:

@@ -2,7 +2,6 @@ package serviceaccount
 
 import (
 	"context"
-	"slices"
 	"testing"
 	"time"
 
@@ -12,35 +11,6 @@ import (
 
 	"plainkube.dev/plainkube/internal/controller/controllertest"
 )
-
-func TestMissing(t *testing.T) {
-	active := &corev1.Namespace{Status: corev1.NamespaceStatus{Phase: corev1.NamespaceActive}}
-	terminating := &corev1.Namespace{Status: corev1.NamespaceStatus{Phase: corev1.NamespaceTerminating}}
-	now := metav1.Now()
-	deleting := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{DeletionTimestamp: &now}, Status: corev1.NamespaceStatus{Phase: corev1.NamespaceActive}}
-	has := func(names ...string) func(string) bool {
-		return func(n string) bool { return slices.Contains(names, n) }
-	}
-	tests := []struct {
-		name string
-		ns   *corev1.Namespace
-		want []string
-		has  func(string) bool
-		out  []string
-	}{
-		{"new namespace", active, []string{"default"}, has(), []string{"default"}},
-		{"already there", active, []string{"default"}, has("default"), nil},
-		{"several names", active, []string{"default", "builder", "default"}, has("builder"), []string{"default"}},
-		{"terminating namespace", terminating, []string{"default"}, has(), nil},
-		{"namespace being deleted", deleting, []string{"default"}, has(), nil},
-		{"no namespace", nil, []string{"default"}, has(), nil},
-	}
-	for _, tt := range tests {
-		if got := Missing(tt.ns, tt.want, tt.has); !slices.Equal(got, tt.out) {
-			t.Errorf("%s: %v, want %v", tt.name, got, tt.out)
-		}
-	}
-}
 
 func TestDefaultServiceAccount(t *testing.T) {
 	cfg := controllertest.StartServer(t)

@@ -9,7 +9,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 
@@ -25,30 +24,23 @@ const passKey = "services"
 
 // Controller keeps LoadBalancer Services' ingress on the nodes.
 type Controller struct {
-	// Informers, when set, supplies the Node informer shared with the
-	// process's other components.
-	Informers *reconcile.SharedInformers
-	Logger    *slog.Logger
-	client    kubernetes.Interface
+	controller.Base
 }
 
 var _ reconcile.Controller = (*Controller)(nil)
 
 // New builds the controller's client from cfg.
 func New(cfg *rest.Config) (*Controller, error) {
-	cs, err := kubernetes.NewForConfig(cfg)
+	base, err := controller.NewBase(Name, cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &Controller{client: cs}, nil
+	return &Controller{Base: base}, nil
 }
-
-// Name implements reconcile.Controller.
-func (c *Controller) Name() string { return Name }
 
 // Run watches Services and Nodes and sets ingress until ctx ends.
 func (c *Controller) Run(ctx context.Context, _ int) error {
-	b := controller.NewBuilder(controller.Config{Name: Name, Component: Name, Client: c.client, Logger: c.Logger, Shared: c.Informers})
+	b := controller.NewBuilder(controller.Config{Name: Name, Component: Name, Client: c.Client, Logger: c.Logger, Shared: c.Informers})
 	nodeInf := b.SharedInformers().Core().V1().Nodes()
 	svcInf := b.Informers().Core().V1().Services()
 	pass := func(_, _ any) []string { return []string{passKey} }
@@ -80,7 +72,7 @@ func (c *Controller) apply(ctx context.Context, log *slog.Logger, services []*co
 		}
 		s = s.DeepCopy()
 		s.Status.LoadBalancer.Ingress = ingress
-		if _, err := c.client.CoreV1().Services(s.Namespace).UpdateStatus(ctx, s, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		if _, err := c.Client.CoreV1().Services(s.Namespace).UpdateStatus(ctx, s, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			return err
 		}
 		log.Info("load balancer ingress", "namespace", s.Namespace, "service", s.Name, "ingress", len(ingress))

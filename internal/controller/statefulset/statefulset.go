@@ -8,7 +8,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
@@ -28,14 +27,8 @@ const resyncPeriod = 5 * time.Minute
 
 // Controller runs the StatefulSet loop.
 type Controller struct {
-	// Logger defaults to slog.Default().
-	Logger *slog.Logger
-	// Informers, when set, supplies the Pod informer, shared with the
-	// process's other components (see reconcile.SharedInformers).
-	Informers *reconcile.SharedInformers
-
-	client kubernetes.Interface
-	now    func() time.Time
+	controller.Base
+	now func() time.Time
 
 	sets      appslisters.StatefulSetLister
 	pods      corelisters.PodLister
@@ -49,20 +42,17 @@ var _ reconcile.Controller = (*Controller)(nil)
 
 // New builds the controller's client from cfg.
 func New(cfg *rest.Config) (*Controller, error) {
-	cs, err := kubernetes.NewForConfig(cfg)
+	base, err := controller.NewBase(Name, cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &Controller{client: cs, now: time.Now}, nil
+	return &Controller{Base: base, now: time.Now}, nil
 }
-
-// Name implements reconcile.Controller.
-func (c *Controller) Name() string { return Name }
 
 // Run watches StatefulSets, pods, claims and ControllerRevisions and
 // reconciles StatefulSets with workers workers until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) error {
-	b := controller.NewBuilder(controller.Config{Name: Name, Component: Component, Client: c.client, Logger: c.Logger,
+	b := controller.NewBuilder(controller.Config{Name: Name, Component: Component, Client: c.Client, Logger: c.Logger,
 		Primary: &appsv1.StatefulSet{}, Resync: resyncPeriod, Shared: c.Informers})
 	c.log = b.Logger()
 	setInf := b.Informers().Apps().V1().StatefulSets()

@@ -206,7 +206,7 @@ func (c *Controller) createPod(ctx context.Context, set *appsv1.StatefulSet, ord
 	if err := c.createClaims(ctx, set, pod, ordinal); err != nil {
 		return err
 	}
-	_, err := c.client.CoreV1().Pods(set.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+	_, err := c.Client.CoreV1().Pods(set.Namespace).Create(ctx, pod, metav1.CreateOptions{})
 	if err != nil {
 		if apierrors.IsAlreadyExists(err) || apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 			return err
@@ -251,7 +251,7 @@ func (c *Controller) createClaims(ctx context.Context, set *appsv1.StatefulSet, 
 		if whenDeleted == appsv1.DeletePersistentVolumeClaimRetentionPolicyType {
 			claim.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(set, controllerKind)}
 		}
-		_, err = c.client.CoreV1().PersistentVolumeClaims(set.Namespace).Create(ctx, claim, metav1.CreateOptions{})
+		_, err = c.Client.CoreV1().PersistentVolumeClaims(set.Namespace).Create(ctx, claim, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
 			continue
 		}
@@ -300,13 +300,13 @@ func (c *Controller) deletePod(ctx context.Context, set *appsv1.StatefulSet, pod
 			}
 			patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"ownerReferences": refs,
 				"resourceVersion": claim.ResourceVersion}})
-			if _, err := c.client.CoreV1().PersistentVolumeClaims(set.Namespace).Patch(ctx, name, types.MergePatchType, patch,
+			if _, err := c.Client.CoreV1().PersistentVolumeClaims(set.Namespace).Patch(ctx, name, types.MergePatchType, patch,
 				metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
 				return err
 			}
 		}
 	}
-	err := c.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}})
+	err := c.Client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}})
 	if err != nil {
 		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 			return nil
@@ -323,10 +323,10 @@ func (c *Controller) deletePod(ctx context.Context, set *appsv1.StatefulSet, pod
 // those the set controls.
 func (c *Controller) claimPods(ctx context.Context, set *appsv1.StatefulSet, sel labels.Selector, all []*corev1.Pod) ([]*corev1.Pod, error) {
 	return controller.PodClaimer{
-		Pods: c.client.CoreV1(), Owner: set, Kind: controllerKind, Selector: sel,
+		Pods: c.Client.CoreV1(), Owner: set, Kind: controllerKind, Selector: sel,
 		CanAdopt: func(p *corev1.Pod) bool { _, ok := Ordinal(set.Name, p.Name); return ok },
 		Recheck: func(ctx context.Context) bool {
-			fresh, err := c.client.AppsV1().StatefulSets(set.Namespace).Get(ctx, set.Name, metav1.GetOptions{})
+			fresh, err := c.Client.AppsV1().StatefulSets(set.Namespace).Get(ctx, set.Name, metav1.GetOptions{})
 			return err == nil && fresh.UID == set.UID && fresh.DeletionTimestamp == nil
 		},
 	}.Claim(ctx, all)
@@ -361,7 +361,7 @@ func (c *Controller) syncRevisions(ctx context.Context, set *appsv1.StatefulSet,
 	if update != nil && update.Revision < maxRev {
 		upd := update.DeepCopy()
 		upd.Revision = maxRev + 1
-		if update, err = c.client.AppsV1().ControllerRevisions(set.Namespace).Update(ctx, upd, metav1.UpdateOptions{}); err != nil {
+		if update, err = c.Client.AppsV1().ControllerRevisions(set.Namespace).Update(ctx, upd, metav1.UpdateOptions{}); err != nil {
 			return nil, nil, nil, err
 		}
 	}
@@ -378,9 +378,9 @@ func (c *Controller) syncRevisions(ctx context.Context, set *appsv1.StatefulSet,
 			Data:     runtime.RawExtension{Raw: data},
 			Revision: maxRev + 1,
 		}
-		created, err := c.client.AppsV1().ControllerRevisions(set.Namespace).Create(ctx, rev, metav1.CreateOptions{})
+		created, err := c.Client.AppsV1().ControllerRevisions(set.Namespace).Create(ctx, rev, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
-			existing, gerr := c.client.AppsV1().ControllerRevisions(set.Namespace).Get(ctx, rev.Name, metav1.GetOptions{})
+			existing, gerr := c.Client.AppsV1().ControllerRevisions(set.Namespace).Get(ctx, rev.Name, metav1.GetOptions{})
 			if gerr != nil {
 				return nil, nil, nil, gerr
 			}
@@ -433,7 +433,7 @@ func (c *Controller) truncateHistory(ctx context.Context, set *appsv1.StatefulSe
 	}
 	sort.Slice(old, func(i, j int) bool { return old[i].Revision < old[j].Revision })
 	for _, r := range old[:len(old)-limit] {
-		if err := c.client.AppsV1().ControllerRevisions(set.Namespace).Delete(ctx, r.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		if err := c.Client.AppsV1().ControllerRevisions(set.Namespace).Delete(ctx, r.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			c.log.Warn("deleting old revision", "namespace", set.Namespace, "name", set.Name, "revision", r.Name, "err", err)
 		}
 	}
@@ -449,7 +449,7 @@ func (c *Controller) writeStatus(ctx context.Context, set *appsv1.StatefulSet, s
 	}
 	upd := set.DeepCopy()
 	upd.Status = st
-	_, err := c.client.AppsV1().StatefulSets(set.Namespace).UpdateStatus(ctx, upd, metav1.UpdateOptions{})
+	_, err := c.Client.AppsV1().StatefulSets(set.Namespace).UpdateStatus(ctx, upd, metav1.UpdateOptions{})
 	return err
 }
 

@@ -23,4 +23,8 @@
 // Anything else is left pending for an administrator (kubectl certificate
 // approve), as upstream does. Approval goes through the /approval
 // subresource with reason AutoApproved.
+//
+// Observe reads the request, its node and the SubjectAccessReviews' answers;
+// plan (plan.go, pure, table-tested in plan_test.go) picks the kind to
+// approve it as; apply writes the approval.
 package csrapproving

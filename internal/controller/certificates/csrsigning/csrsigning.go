@@ -17,7 +17,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 
@@ -56,15 +55,13 @@ type CA struct {
 
 // Controller is the CSR signing controller.
 type Controller struct {
+	controller.Base
 	// Duration caps a certificate's validity (0: DefaultDuration).
 	Duration time.Duration
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
-	// Logger defaults to slog.Default().
-	Logger *slog.Logger
 
-	client kubernetes.Interface
-	ca     CA
+	ca CA
 }
 
 var _ reconcile.Controller = (*Controller)(nil)
@@ -74,15 +71,12 @@ func New(cfg *rest.Config, ca CA) (*Controller, error) {
 	if ca.Cert == nil || ca.Key == nil {
 		return nil, errors.New("csrsigning: a CA certificate and key are required")
 	}
-	cs, err := kubernetes.NewForConfig(cfg)
+	base, err := controller.NewBase(Name, cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &Controller{client: cs, ca: ca}, nil
+	return &Controller{Base: base, ca: ca}, nil
 }
-
-// Name implements reconcile.Controller.
-func (c *Controller) Name() string { return Name }
 
 // Check applies the signer's own checks to a request; ok is false for
 // signers this controller does not sign for.
@@ -215,7 +209,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	if now == nil {
 		now = time.Now
 	}
-	b := controller.NewBuilder(controller.Config{Name: Name, Component: Name, Client: c.client, Logger: c.Logger})
+	b := controller.NewBuilder(controller.Config{Name: Name, Component: Name, Client: c.Client, Logger: c.Logger})
 	inf := b.Informers().Certificates().V1().CertificateSigningRequests()
 	lister := inf.Lister()
 	b.Watches(inf.Informer(), controller.Added|controller.Updated, func(_, obj any) []string {
@@ -260,7 +254,7 @@ func (c *Controller) sync(ctx context.Context, log *slog.Logger, get func(string
 		return reconcile.Result{}, fmt.Errorf("signing %s: %w", name, err)
 	}
 	upd.Status.Certificate = cert
-	if _, err := c.client.CertificatesV1().CertificateSigningRequests().UpdateStatus(ctx, upd, metav1.UpdateOptions{}); err != nil {
+	if _, err := c.Client.CertificatesV1().CertificateSigningRequests().UpdateStatus(ctx, upd, metav1.UpdateOptions{}); err != nil {
 		if apierrors.IsNotFound(err) {
 			return reconcile.Result{}, nil
 		}
@@ -283,7 +277,7 @@ func (c *Controller) fail(ctx context.Context, csr *certificatesv1.CertificateSi
 		Type: certificatesv1.CertificateFailed, Status: corev1.ConditionTrue, Reason: "SignerValidationFailure",
 		Message: msg, LastUpdateTime: metav1.Now(),
 	})
-	_, err := c.client.CertificatesV1().CertificateSigningRequests().UpdateStatus(ctx, csr, metav1.UpdateOptions{})
+	_, err := c.Client.CertificatesV1().CertificateSigningRequests().UpdateStatus(ctx, csr, metav1.UpdateOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("adding failure condition: %w", err)
 	}

@@ -1,6 +1,8 @@
 package daemonset
 
 import (
+	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -196,5 +198,74 @@ func TestRevisionHash(t *testing.T) {
 	}
 	if !history.SameRevisionData(a, a) || history.SameRevisionData(a, b) {
 		t.Error("SameRevisionData")
+	}
+}
+
+func TestPlan(t *testing.T) {
+	on := func(p *corev1.Pod, n string) *corev1.Pod { p.Spec.NodeName = n; return p }
+	ds := func(mutate ...func(*appsv1.DaemonSet)) *appsv1.DaemonSet {
+		d := &appsv1.DaemonSet{Spec: appsv1.DaemonSetSpec{
+			Template:       corev1.PodTemplateSpec{Spec: corev1.PodSpec{NodeSelector: map[string]string{"role": "worker"}}},
+			UpdateStrategy: appsv1.DaemonSetUpdateStrategy{Type: appsv1.RollingUpdateDaemonSetStrategyType}}}
+		for _, m := range mutate {
+			m(d)
+		}
+		return d
+	}
+	worker := map[string]string{"role": "worker"}
+	tests := []struct {
+		name         string
+		ds           *appsv1.DaemonSet
+		pods         []*corev1.Pod
+		nodes        []*corev1.Node
+		unsettled    bool
+		create       []string
+		delete       []string
+		runs         map[string]bool
+		requeueAfter time.Duration
+	}{
+		{name: "a pod on each node it may run on", ds: ds(),
+			nodes:  []*corev1.Node{node("b", worker), node("a", worker), node("c", nil)},
+			create: []string{"a", "b"}, runs: map[string]bool{"a": true, "b": true, "c": false}},
+		{name: "a pod where it may no longer run goes, as does one on a node gone", ds: ds(),
+			pods:   []*corev1.Pod{on(pod("pa", "new", time.Hour, true), "a"), on(pod("pc", "new", time.Hour, true), "c"), on(pod("pgone", "new", time.Hour, true), "gone")},
+			nodes:  []*corev1.Node{node("a", worker), node("c", nil)},
+			delete: []string{"pc", "pgone"}, runs: map[string]bool{"a": true, "c": false}},
+		{name: "rolling update: one old pod at a time", ds: ds(),
+			pods:   []*corev1.Pod{on(pod("pa", "old", time.Hour, true), "a"), on(pod("pb", "old", time.Hour, true), "b")},
+			nodes:  []*corev1.Node{node("a", worker), node("b", worker)},
+			delete: []string{"pa"}, runs: map[string]bool{"a": true, "b": true}},
+		{name: "OnDelete replaces nothing",
+			ds:    ds(func(d *appsv1.DaemonSet) { d.Spec.UpdateStrategy.Type = appsv1.OnDeleteDaemonSetStrategyType }),
+			pods:  []*corev1.Pod{on(pod("pa", "old", time.Hour, true), "a")},
+			nodes: []*corev1.Node{node("a", worker)}, runs: map[string]bool{"a": true}},
+		{name: "expectations outstanding: nothing managed", ds: ds(), unsettled: true,
+			nodes: []*corev1.Node{node("a", worker)}, runs: map[string]bool{"a": true}},
+		{name: "minReadySeconds: look again once ready pods are available",
+			ds:    ds(func(d *appsv1.DaemonSet) { d.Spec.MinReadySeconds = 5 }),
+			pods:  []*corev1.Pod{on(pod("pa", "new", time.Hour, true), "a")},
+			nodes: []*corev1.Node{node("a", worker)}, runs: map[string]bool{"a": true}, requeueAfter: 6 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := plan(State{DaemonSet: tt.ds, Hash: "new", Pods: tt.pods, Nodes: tt.nodes, Satisfied: !tt.unsettled, Now: now})
+			if p.Manage == tt.unsettled {
+				t.Errorf("Manage = %v", p.Manage)
+			}
+			if !slices.Equal(p.Create, tt.create) {
+				t.Errorf("create %v, want %v", p.Create, tt.create)
+			}
+			got := names(p.Delete)
+			slices.Sort(got)
+			if !slices.Equal(got, tt.delete) {
+				t.Errorf("delete %v, want %v", got, tt.delete)
+			}
+			if !maps.Equal(p.Runs, tt.runs) {
+				t.Errorf("runs %v, want %v", p.Runs, tt.runs)
+			}
+			if p.RequeueAfter != tt.requeueAfter {
+				t.Errorf("requeueAfter %v, want %v", p.RequeueAfter, tt.requeueAfter)
+			}
+		})
 	}
 }

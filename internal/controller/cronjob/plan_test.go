@@ -272,3 +272,72 @@ func TestJobsToClean(t *testing.T) {
 		}
 	}
 }
+
+func TestPlan(t *testing.T) {
+	at := mustTime(t, "2026-03-01T12:01:00Z") // the first schedule time after creation
+	now := at.Add(10 * time.Second)
+	d := func(v time.Duration) *time.Duration { return &v }
+	running := func(cj *batchv1.CronJob) {
+		cj.Status.Active = []corev1.ObjectReference{{Name: "hello-29540100", Namespace: "default", UID: "j0"}}
+	}
+	tests := []struct {
+		name    string
+		cj      *batchv1.CronJob
+		now     time.Time
+		events  []string
+		start   bool
+		replace bool
+		requeue *time.Duration
+	}{
+		{name: "due: start, then look again at the next minute", cj: cronJob(), now: now,
+			start: true, requeue: d(50*time.Second + nextScheduleDelta)},
+		{name: "not yet due: look again then", cj: cronJob(), now: at.Add(-10 * time.Second),
+			requeue: d(10*time.Second + nextScheduleDelta)},
+		{name: "suspended: nothing", cj: cronJob(func(cj *batchv1.CronJob) { cj.Spec.Suspend = ptr.To(true) }), now: now},
+		{name: "being deleted: nothing", cj: cronJob(func(cj *batchv1.CronJob) { cj.DeletionTimestamp = &metav1.Time{Time: at} }), now: now},
+		{name: "unknown time zone", cj: cronJob(func(cj *batchv1.CronJob) { cj.Spec.TimeZone = ptr.To("Mars/Olympus") }), now: now,
+			events: []string{"UnknownTimeZone"}},
+		{name: "unparseable schedule", cj: cronJob(func(cj *batchv1.CronJob) { cj.Spec.Schedule = "every day" }), now: now,
+			events: []string{"UnparseableSchedule"}},
+		{name: "TZ in the schedule is reported, and honoured",
+			cj: cronJob(func(cj *batchv1.CronJob) { cj.Spec.Schedule = "TZ=UTC * * * * *" }), now: now,
+			events: []string{"UnsupportedSchedule"}, start: true, requeue: d(50*time.Second + nextScheduleDelta)},
+		{name: "forbid while a job runs",
+			cj:  cronJob(running, func(cj *batchv1.CronJob) { cj.Spec.ConcurrencyPolicy = batchv1.ForbidConcurrent }),
+			now: now, events: []string{"JobAlreadyActive"}, requeue: d(50*time.Second + nextScheduleDelta)},
+		{name: "replace the running job",
+			cj:  cronJob(running, func(cj *batchv1.CronJob) { cj.Spec.ConcurrencyPolicy = batchv1.ReplaceConcurrent }),
+			now: now, start: true, replace: true, requeue: d(50*time.Second + nextScheduleDelta)},
+		{name: "past the starting deadline: nothing to start",
+			cj:  cronJob(func(cj *batchv1.CronJob) { cj.Spec.StartingDeadlineSeconds = ptr.To[int64](5) }),
+			now: now, requeue: d(50*time.Second + nextScheduleDelta)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := plan(State{CronJob: tt.cj, Now: tt.now})
+			var reasons []string
+			for _, e := range p.Events {
+				reasons = append(reasons, e.Reason)
+			}
+			if !slices.Equal(reasons, tt.events) {
+				t.Errorf("events %v, want %v", reasons, tt.events)
+			}
+			if (p.Start != nil) != tt.start || (tt.start && !p.Start.Equal(at)) {
+				t.Errorf("start %v, want %v at %v", p.Start, tt.start, at)
+			}
+			if p.ReplaceActive != tt.replace {
+				t.Errorf("replace %v, want %v", p.ReplaceActive, tt.replace)
+			}
+			if (p.RequeueAfter == nil) != (tt.requeue == nil) || (p.RequeueAfter != nil && *p.RequeueAfter != *tt.requeue) {
+				t.Errorf("requeue %v, want %v", fmtDur(p.RequeueAfter), fmtDur(tt.requeue))
+			}
+		})
+	}
+}
+
+func fmtDur(d *time.Duration) string {
+	if d == nil {
+		return "none"
+	}
+	return d.String()
+}

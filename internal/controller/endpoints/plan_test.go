@@ -286,3 +286,30 @@ func TestDesired(t *testing.T) {
 		t.Errorf("back under capacity: write %v annotations %v", write, shrunk.Annotations)
 	}
 }
+
+func TestPlan(t *testing.T) {
+	svc := testService()
+	pods := []*corev1.Pod{testPod("a", "10.0.0.1", true)}
+	right, _ := Desired(svc, pods, nil, time.Time{})
+	right.ResourceVersion = "3"
+	tests := []struct {
+		name             string
+		st               State
+		del, wait, write bool
+	}{
+		{name: "service gone, endpoints left: delete them", st: State{Orphaned: true}, del: true},
+		{name: "service gone, nothing left", st: State{}},
+		{name: "no selector: not ours", st: State{Service: testService(func(s *corev1.Service) { s.Spec.Selector = nil })}},
+		{name: "ExternalName: none", st: State{Service: testService(func(s *corev1.Service) { s.Spec.Type = corev1.ServiceTypeExternalName })}},
+		{name: "cache behind our write: wait", st: State{Service: svc, Pods: pods, Current: right, Stale: true}, wait: true},
+		{name: "none yet: create", st: State{Service: svc, Pods: pods}, write: true},
+		{name: "right already: nothing", st: State{Service: svc, Pods: pods, Current: right}},
+		{name: "a pod more: update", st: State{Service: svc, Pods: append(pods, testPod("b", "10.0.0.2", true)), Current: right}, write: true},
+	}
+	for _, tt := range tests {
+		p := plan(tt.st)
+		if p.Delete != tt.del || p.Wait != tt.wait || (p.Write != nil) != tt.write {
+			t.Errorf("%s: %+v, want delete %v wait %v write %v", tt.name, p, tt.del, tt.wait, tt.write)
+		}
+	}
+}

@@ -270,6 +270,50 @@ func Truncate(subsets []corev1.EndpointSubset) bool {
 	return true
 }
 
+// State is what one look at a Service sees: the Service (nil: gone, and
+// Orphaned says whether its Endpoints object is still there), its pods,
+// its Endpoints object (nil if none; Stale: the cache still shows the
+// version this controller replaced), and the change-trigger time.
+type State struct {
+	Namespace, Name string
+	Service         *corev1.Service
+	Orphaned        bool
+	Pods            []*corev1.Pod
+	Current         *corev1.Endpoints
+	Stale           bool
+	Trigger         time.Time
+}
+
+// Plan is what one look does: delete the Endpoints of a Service gone, wait
+// for the cache, or write Write (create it when there is none).
+type Plan struct {
+	Delete, Wait bool
+	Write        *corev1.Endpoints
+}
+
+// plan keeps a Service's Endpoints object as Desired says. Services
+// without a selector get theirs from elsewhere (the API server for
+// "kubernetes", or their users); ExternalName Services have none.
+func plan(st State) Plan {
+	switch {
+	case st.Service == nil:
+		return Plan{Delete: st.Orphaned}
+	case !selectsPods(st.Service):
+		return Plan{}
+	case st.Stale:
+		return Plan{Wait: true}
+	}
+	if want, write := Desired(st.Service, st.Pods, st.Current, st.Trigger); write {
+		return Plan{Write: want}
+	}
+	return Plan{}
+}
+
+// selectsPods: the controller manages the Service's Endpoints.
+func selectsPods(svc *corev1.Service) bool {
+	return svc.Spec.Type != corev1.ServiceTypeExternalName && svc.Spec.Selector != nil
+}
+
 // Desired is the Endpoints object svc should have given its pods, built on
 // current (nil if there is none), and whether it has to be written: when
 // there is none yet, or its subsets, labels (the Service's, plus the

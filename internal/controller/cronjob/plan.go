@@ -272,3 +272,96 @@ func (o byStartTime) Less(i, j int) bool {
 	}
 	return a.Before(b)
 }
+
+// State is what the schedule decision of one sync looks at: the CronJob,
+// its status already brought up to date from its Jobs, and the time.
+type State struct {
+	CronJob *batchv1.CronJob
+	Now     time.Time
+}
+
+// Plan is the schedule decision of one sync: the events to record; the
+// schedule time to start a Job for (nil: none), after deleting the active
+// Jobs when ReplaceActive; and when to look again (nil: not by the
+// schedule) — once the Job is started, when Start is set.
+type Plan struct {
+	Events        []plannedEvent
+	TooManyMissed bool
+	Start         *time.Time
+	ReplaceActive bool
+	RequeueAfter  *time.Duration
+}
+
+// plannedEvent is an event the plan records about the CronJob.
+type plannedEvent struct{ Type, Reason, Message string }
+
+// plan decides whether a CronJob starts a Job now: not while it is being
+// deleted or suspended, or when its time zone or schedule is invalid;
+// otherwise for the most recent unmet schedule time within the starting
+// deadline, as its concurrencyPolicy allows.
+func plan(st State) Plan {
+	cj, now := st.CronJob, st.Now
+	var p Plan
+	event := func(typ, reason, format string, args ...any) {
+		p.Events = append(p.Events, plannedEvent{typ, reason, fmt.Sprintf(format, args...)})
+	}
+	if cj.DeletionTimestamp != nil {
+		return p
+	}
+	if tz := cj.Spec.TimeZone; tz != nil {
+		if _, err := time.LoadLocation(*tz); err != nil {
+			event(corev1.EventTypeWarning, "UnknownTimeZone", "invalid timeZone: %q: %s", *tz, err)
+			return p
+		}
+	}
+	if cj.Spec.Suspend != nil && *cj.Spec.Suspend {
+		return p
+	}
+	spec, tzInSchedule := scheduleSpec(cj)
+	if tzInSchedule {
+		event(corev1.EventTypeWarning, "UnsupportedSchedule", "CRON_TZ or TZ used in schedule %q is not officially supported, see https://kubernetes.io/docs/concepts/workloads/controllers/cron-jobs/ for more details", cj.Spec.Schedule)
+	}
+	sched, err := ParseSchedule(spec)
+	if err != nil {
+		event(corev1.EventTypeWarning, "UnparseableSchedule", "unparseable schedule: %q : %s", cj.Spec.Schedule, err)
+		return p
+	}
+	scheduled, m, err := nextScheduleTime(cj, now, sched)
+	if m == manyMissed {
+		event(corev1.EventTypeWarning, "TooManyMissedTimes", "too many missed start times. Set or decrease .spec.startingDeadlineSeconds or check clock skew")
+		p.TooManyMissed = true
+	}
+	if err != nil {
+		event(corev1.EventTypeWarning, "InvalidSchedule", "invalid schedule: %s : %s", cj.Spec.Schedule, err)
+		return p
+	}
+	requeue := func(cj *batchv1.CronJob) *time.Duration {
+		d := nextRequeue(cj, now, sched)
+		return &d
+	}
+	if scheduled == nil {
+		p.RequeueAfter = requeue(cj)
+		return p
+	}
+	switch decideStart(cj, *scheduled, now) {
+	case skipTooLate:
+		event(corev1.EventTypeWarning, "MissSchedule", "Missed scheduled time to start a job: %s", scheduled.UTC().Format(time.RFC1123Z))
+		p.RequeueAfter = requeue(cj)
+		return p
+	case skipProcessed:
+		p.RequeueAfter = requeue(cj)
+		return p
+	case skipForbidden:
+		event(corev1.EventTypeNormal, "JobAlreadyActive", "Not starting job because prior execution is running and concurrency policy is Forbid")
+		p.RequeueAfter = requeue(cj)
+		return p
+	case replaceAndStart:
+		p.ReplaceActive = true
+	}
+	p.Start = scheduled
+	// The next look counts from this schedule time, once it is started.
+	started := cj.DeepCopy()
+	started.Status.LastScheduleTime = &metav1.Time{Time: *scheduled}
+	p.RequeueAfter = requeue(started)
+	return p
+}

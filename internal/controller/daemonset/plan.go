@@ -1,6 +1,7 @@
 package daemonset
 
 import (
+	"slices"
 	"sort"
 	"time"
 
@@ -8,6 +9,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	v1helper "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
@@ -302,4 +304,131 @@ func PlanRollingUpdate(nodes []NodePods, maxUnavailable, maxSurge int, minReadyS
 		}
 	}
 	return plan
+}
+
+// State is what one reconcile of a DaemonSet plans from: the DaemonSet,
+// its current revision's hash, the pods it controls (claims made), the
+// nodes, and whether its expectations allow managing pods.
+type State struct {
+	DaemonSet *appsv1.DaemonSet
+	Hash      string
+	Pods      []*corev1.Pod
+	Nodes     []*corev1.Node
+	Satisfied bool
+	Now       time.Time
+}
+
+// Plan is what one reconcile does: create a pod on each of Create's nodes
+// and delete the Delete pods (when Manage), write the status computed from
+// Nodes (sorted by name), Runs (whether the daemon pod should run on each)
+// and ByNode (the pods by target node), and look again after RequeueAfter.
+type Plan struct {
+	Manage       bool
+	Create       []string
+	Delete       []*corev1.Pod
+	Nodes        []*corev1.Node
+	Runs         map[string]bool
+	ByNode       map[string][]*corev1.Pod
+	RequeueAfter time.Duration
+}
+
+// plan decides, node by node, whether the daemon pod should run there and
+// so whether to create one or which pods to delete (pods on nodes that no
+// longer exist go too); then, unless the strategy is OnDelete, the rolling
+// update picks the old pods to replace and the nodes to surge on.
+func plan(st State) Plan {
+	ds, hash := st.DaemonSet, st.Hash
+	nodes := append([]*corev1.Node(nil), st.Nodes...)
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
+	byNode := map[string][]*corev1.Pod{}
+	for _, p := range st.Pods {
+		if n := TargetNode(p); n != "" {
+			byNode[n] = append(byNode[n], p)
+		}
+	}
+	spec := ds.Spec.Template.Spec.DeepCopy()
+	AddDefaultTolerations(spec)
+	p := Plan{Nodes: nodes, Runs: map[string]bool{}, ByNode: byNode}
+	var del []*corev1.Pod
+	var rolling []NodePods
+	for _, node := range nodes {
+		shouldRun, shouldContinue := ShouldRun(node, spec)
+		p.Runs[node.Name] = shouldRun
+		np := PlanNode(shouldRun, shouldContinue, byNode[node.Name], hash)
+		if np.Create {
+			p.Create = append(p.Create, node.Name)
+		}
+		del = append(del, np.Delete...)
+		if shouldContinue && shouldRun {
+			rolling = append(rolling, rollingPods(node.Name, byNode[node.Name], np.Delete, hash))
+		}
+	}
+	// Pods pinned to nodes that no longer exist go too.
+	known := map[string]bool{}
+	for _, n := range nodes {
+		known[n.Name] = true
+	}
+	for n, ps := range byNode {
+		if known[n] {
+			continue
+		}
+		for _, p := range ps {
+			if p.DeletionTimestamp == nil {
+				del = append(del, p)
+			}
+		}
+	}
+	desired := 0
+	for _, r := range p.Runs {
+		if r {
+			desired++
+		}
+	}
+	if st.Satisfied {
+		p.Manage = true
+		if ds.Spec.UpdateStrategy.Type != appsv1.OnDeleteDaemonSetStrategyType {
+			mu, ms := MaxUnavailableSurge(ds, desired)
+			rp := PlanRollingUpdate(rolling, mu, ms, ds.Spec.MinReadySeconds, st.Now)
+			del = append(del, rp.Delete...)
+			p.Create = append(p.Create, rp.SurgeNodes...)
+		}
+		p.Delete = dedupe(del)
+	} else {
+		p.Create = nil
+	}
+	if ds.Spec.MinReadySeconds > 0 {
+		// Ready pods become available later: look again then.
+		p.RequeueAfter = (time.Duration(ds.Spec.MinReadySeconds) + 1) * time.Second
+	}
+	return p
+}
+
+// rollingPods are a node's pods the rolling update looks at: not being
+// deleted, not failed, not already to be deleted, split into new and old
+// by revision.
+func rollingPods(node string, pods, deleting []*corev1.Pod, hash string) NodePods {
+	np := NodePods{Node: node}
+	for _, p := range pods {
+		if p.DeletionTimestamp != nil || slices.Contains(deleting, p) || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		if p.Labels[appsv1.DefaultDaemonSetUniqueLabelKey] == hash {
+			np.New = append(np.New, p)
+		} else {
+			np.Old = append(np.Old, p)
+		}
+	}
+	return np
+}
+
+func dedupe(pods []*corev1.Pod) []*corev1.Pod {
+	seen := map[types.UID]bool{}
+	var out []*corev1.Pod
+	for _, p := range pods {
+		if !seen[p.UID] {
+			seen[p.UID] = true
+			out = append(out, p)
+		}
+	}
+	return out
 }

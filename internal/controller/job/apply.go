@@ -3,9 +3,9 @@ package job
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"plainkube.dev/plainkube/internal/api/podutil"
 	"plainkube.dev/plainkube/internal/controller"
@@ -22,77 +22,73 @@ import (
 	"plainkube.dev/plainkube/internal/reconcile"
 )
 
-// managedElsewhere: spec.managedBy names another controller.
-func managedElsewhere(j *batchv1.Job) bool {
-	return j.Spec.ManagedBy != nil && *j.Spec.ManagedBy != batchv1.JobControllerName
-}
-
-// sync syncs the job named by key. A status write that lost a race (the
-// cache was behind) is retried with backoff without being reported.
-func (l *loop) sync(ctx context.Context, key string) (reconcile.Result, error) {
-	err := l.syncJob(ctx, key)
-	if apierrors.IsConflict(err) {
-		l.log.Debug("conflict; will retry", "key", key, "err", err)
-		return reconcile.Result{Requeue: true}, nil
-	}
-	return reconcile.Result{}, err
-}
-
-func (l *loop) syncJob(ctx context.Context, key string) error {
+// observe reads the job named by key and, unless it will not be synced,
+// the pods of its namespace. A job gone is forgotten.
+func (l *loop) observe(key string) (State, bool, error) {
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
-		return nil
+		return State{}, false, nil
 	}
-	shared, err := l.jobs.Jobs(ns).Get(name)
+	job, err := l.jobs.Jobs(ns).Get(name)
 	if apierrors.IsNotFound(err) {
 		l.exp.Forget(key)
-		l.finExp.forget(key)
+		l.finExp.Forget(key)
 		l.backoff.remove(key)
-		return nil
+		return State{}, false, nil
 	}
 	if err != nil {
-		return err
+		return State{}, false, err
 	}
-	if isFinished(shared) {
-		l.backoff.remove(key)
-		return l.syncTTL(ctx, key, shared)
-	}
-	if managedElsewhere(shared) {
-		return nil
-	}
-	if m := shared.Spec.CompletionMode; m != nil && *m != batchv1.NonIndexedCompletion && *m != batchv1.IndexedCompletion {
-		l.rec.Event(shared, corev1.EventTypeWarning, "UnknownCompletionMode", "Skipped Job sync because completion mode is unknown")
-		return nil
-	}
-	if isIndexed(shared) && shared.Spec.Completions == nil {
-		return nil // invalid; the API server does not accept it
-	}
-	if sel := shared.Spec.Selector; sel == nil || (len(sel.MatchLabels) == 0 && len(sel.MatchExpressions) == 0) {
-		// It would claim no pod (or every pod): never create any.
-		l.log.Error("job has no selector; not syncing", "namespace", ns, "name", name)
-		return nil
-	}
-	job := shared.DeepCopy()
-	if job.Status.UncountedTerminatedPods == nil {
-		job.Status.UncountedTerminatedPods = &batchv1.UncountedTerminatedPods{}
+	st := State{Job: job, Backoff: l.backoff.get(key), BackoffBase: l.backoffBase, BackoffMax: l.backoffMax}
+	if isFinished(job) || managedElsewhere(job) {
+		st.Now = l.clock.Now()
+		return st, true, nil
 	}
 	// Check expectations before listing pods: a pod created after the
 	// check makes the next sync wait, never this one double-create.
-	satisfied := l.exp.Satisfied(key)
-	pods, err := l.podsForJob(ctx, job)
+	st.Satisfied = l.exp.Satisfied(key)
+	if st.Pods, err = l.pods.Pods(ns).List(labels.Everything()); err != nil {
+		return State{}, false, err
+	}
+	st.FinalizersRemoved = l.finExp.Pending(key)
+	st.Now = l.clock.Now()
+	return st, true, nil
+}
+
+// apply carries out a job's Plan: the claims, then stopping a finished
+// job's pods or managing them, then the status (trackStatus).
+func (l *loop) apply(ctx context.Context, s State, p Plan) (reconcile.Result, error) {
+	key := jobKey(s.Job)
+	if p.Finished {
+		l.backoff.remove(key)
+		return reconcile.Result{}, l.applyTTL(ctx, key, s.Job, p)
+	}
+	if p.Warning != nil {
+		l.rec.Event(s.Job, p.Warning.Type, p.Warning.Reason, p.Warning.Message)
+	}
+	if p.LogError != "" {
+		l.log.Error(p.LogError, "namespace", s.Job.Namespace, "name", s.Job.Name)
+	}
+	if p.Skip || p.Err != nil {
+		return reconcile.Result{}, p.Err
+	}
+	gone, err := l.claim(ctx, s.Job, p.Adopt, p.Release)
 	if err != nil {
-		return err
+		return reconcile.Result{}, err
 	}
-	now := l.clock.Now()
-	st := newSyncState(job, pods, l.finExp.expected(key))
-	if job.Status.StartTime == nil && !isSuspended(job) {
-		t := metav1.NewTime(now)
-		job.Status.StartTime = &t
+	if len(gone) > 0 {
+		// Orphans deleted before they could be adopted: plan again
+		// without them (the other claims are made).
+		s.Pods = withoutPods(s.Pods, gone)
+		p = plan(s)
+		if p.Err != nil {
+			return reconcile.Result{}, p.Err
+		}
 	}
-	backoff := nextBackoff(l.backoff.get(key), st.newSucceeded, st.newFailed)
-	if d := st.decideFinished(now); d > 0 {
-		l.log.Debug("job has an active deadline; will look again", "namespace", ns, "name", name, "in", d)
-		l.queue.AddAfter(key, d)
+	st, job, now := p.Sync, p.Sync.job, s.Now
+	if p.RequeueAfter > 0 {
+		l.log.Debug("job has an active deadline; will look again", "namespace", job.Namespace, "name", job.Name, "in", p.RequeueAfter)
+		l.queue.AddAfter(key, p.RequeueAfter)
 	}
 
 	var manageErr error
@@ -100,8 +96,8 @@ func (l *loop) syncJob(ctx context.Context, key string) error {
 	if st.finished != nil {
 		// Stop what still runs; the pods keep their finalizer and are
 		// counted as failures (unless the job succeeded).
-		ready, deleted, err := l.deleteActivePods(ctx, job, st.activePods)
-		if deleted != len(st.activePods) || !satisfied {
+		ready, deleted, err := l.deleteActivePods(ctx, job, p.StopActive)
+		if deleted != len(p.StopActive) || !s.Satisfied {
 			// Pods may remain, or be missing from the cache: not yet.
 			st.finished = nil
 		}
@@ -110,14 +106,12 @@ func (l *loop) syncJob(ctx context.Context, key string) error {
 		st.ready -= ready
 		manageErr = err
 	} else {
-		managed := false
-		if satisfied && job.DeletionTimestamp == nil {
-			manageErr = l.manage(ctx, key, st, backoff, now)
-			managed = true
+		if p.Manage != nil {
+			manageErr = l.manage(ctx, key, st, *p.Manage)
 		}
 		if isComplete(job, st.succeeded, st.active) {
 			st.finished = successCondition(now)
-		} else if managed {
+		} else if p.Manage != nil {
 			if suspendChanged = st.updateSuspended(now); suspendChanged {
 				if isSuspended(job) {
 					l.rec.Event(job, corev1.EventTypeNormal, "Suspended", "Job suspended")
@@ -129,14 +123,24 @@ func (l *loop) syncJob(ctx context.Context, key string) error {
 	}
 	needsFlush := suspendChanged || st.active != job.Status.Active ||
 		!int32PtrEqual(job.Status.Ready, st.ready) || !int32PtrEqual(job.Status.Terminating, st.terminating) ||
-		!startTimeEqual(shared.Status.StartTime, job.Status.StartTime)
+		!startTimeEqual(s.Job.Status.StartTime, job.Status.StartTime)
 	job.Status.Active = st.active
 	job.Status.Ready = &st.ready
 	job.Status.Terminating = &st.terminating
-	if err := l.trackStatus(ctx, key, st, backoff, needsFlush); err != nil {
-		return fmt.Errorf("tracking status: %w", err)
+	if err := l.trackStatus(ctx, key, st, p.Backoff, needsFlush); err != nil {
+		return reconcile.Result{}, fmt.Errorf("tracking status: %w", err)
 	}
-	return manageErr
+	return reconcile.Result{}, manageErr
+}
+
+func withoutPods(pods, drop []*corev1.Pod) []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, p := range pods {
+		if !slices.Contains(drop, p) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 func int32PtrEqual(p *int32, v int32) bool { return p != nil && *p == v }
@@ -148,9 +152,8 @@ func startTimeEqual(a, b *metav1.Time) bool {
 	return a.Equal(b)
 }
 
-// manage carries out planManage: deletes, backoff, or creates.
-func (l *loop) manage(ctx context.Context, key string, st *syncState, backoff backoffRecord, now time.Time) error {
-	plan := st.planManage(backoff.remaining(now, l.backoffBase, l.backoffMax))
+// manage carries out a managePlan: deletes, backoff, or creates.
+func (l *loop) manage(ctx context.Context, key string, st *syncState, plan managePlan) error {
 	switch {
 	case len(plan.delete) > 0:
 		l.exp.ExpectDeletions(key, podKeys(plan.delete))
@@ -161,7 +164,7 @@ func (l *loop) manage(ctx context.Context, key string, st *syncState, backoff ba
 		return err
 	case plan.wait > 0:
 		l.log.Debug("pod failure backoff; will create pods later", "namespace", st.job.Namespace, "name", st.job.Name, "in", plan.wait)
-		l.enqueueAfter(key, plan.wait)
+		l.queue.AddAfter(key, max(plan.wait, l.batch))
 		return nil
 	case plan.create > 0:
 		created, err := l.createPods(ctx, st.job, key, plan)
@@ -205,58 +208,42 @@ func (l *loop) createPods(ctx context.Context, job *batchv1.Job, key string, pla
 }
 
 // deleteJobPods takes the tracking finalizer off each pod (so it is not
-// counted as a failure) and deletes it. It returns how many ready pods and
-// how many pods in all it deleted.
+// counted as a failure) and deletes it, expecting the informer to show the
+// deletions. It returns how many ready pods and how many pods in all it
+// deleted.
 func (l *loop) deleteJobPods(ctx context.Context, job *batchv1.Job, key string, pods []*corev1.Pod) (int32, int, error) {
-	var ready atomic.Int32
-	var removed atomic.Int32
-	errs := make(chan error, len(pods))
-	var wg sync.WaitGroup
-	for _, p := range pods {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			err := l.removeFinalizer(ctx, p)
-			if err == nil {
-				err = l.deletePodAPI(ctx, job, p)
-			}
-			if err != nil && !apierrors.IsNotFound(err) {
-				// Its deletion will not be seen.
-				l.exp.DeletionObserved(key, podKey(p))
-				errs <- err
-				return
-			}
-			if err != nil {
-				l.exp.DeletionObserved(key, podKey(p))
-			}
-			removed.Add(1)
-			if podutil.IsReady(p) {
-				ready.Add(1)
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	var all []error
-	for err := range errs {
-		all = append(all, err)
-	}
-	return ready.Load(), int(removed.Load()), utilerrors.NewAggregate(all)
+	return deleteEach(pods, func(p *corev1.Pod) error {
+		err := l.removeFinalizer(ctx, p)
+		if err == nil {
+			err = l.deletePodAPI(ctx, job, p)
+		}
+		if err != nil {
+			// Its deletion will not be seen (or was already).
+			l.exp.DeletionObserved(key, podKey(p))
+		}
+		return err
+	})
 }
 
 // deleteActivePods deletes the pods of a finishing job, keeping their
 // finalizers: trackStatus counts them, then lets them go.
 func (l *loop) deleteActivePods(ctx context.Context, job *batchv1.Job, pods []*corev1.Pod) (int32, int, error) {
-	var ready atomic.Int32
-	var removed atomic.Int32
-	errs := make(chan error, len(pods))
+	return deleteEach(pods, func(p *corev1.Pod) error { return l.deletePodAPI(ctx, job, p) })
+}
+
+// deleteEach runs del on every pod at once; a pod already gone counts as
+// deleted. It returns how many ready pods and how many pods in all were
+// deleted.
+func deleteEach(pods []*corev1.Pod, del func(*corev1.Pod) error) (int32, int, error) {
+	var ready, removed atomic.Int32
+	errs := make([]error, len(pods))
 	var wg sync.WaitGroup
-	for _, p := range pods {
+	for i, p := range pods {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := l.deletePodAPI(ctx, job, p); err != nil && !apierrors.IsNotFound(err) {
-				errs <- err
+			if err := del(p); err != nil && !apierrors.IsNotFound(err) {
+				errs[i] = err
 				return
 			}
 			removed.Add(1)
@@ -266,12 +253,7 @@ func (l *loop) deleteActivePods(ctx context.Context, job *batchv1.Job, pods []*c
 		}()
 	}
 	wg.Wait()
-	close(errs)
-	var all []error
-	for err := range errs {
-		all = append(all, err)
-	}
-	return ready.Load(), int(removed.Load()), utilerrors.NewAggregate(all)
+	return ready.Load(), int(removed.Load()), utilerrors.NewAggregate(errs)
 }
 
 func (l *loop) deletePodAPI(ctx context.Context, job *batchv1.Job, p *corev1.Pod) error {
@@ -366,7 +348,7 @@ func (l *loop) removeFinalizers(ctx context.Context, key string, pods []*corev1.
 	for i, p := range pods {
 		uids[i] = p.UID
 	}
-	l.finExp.expectRemoved(key, uids)
+	l.finExp.Expect(key, uids)
 	ok := make([]bool, len(pods))
 	errs := make([]error, len(pods))
 	var wg sync.WaitGroup
@@ -376,7 +358,7 @@ func (l *loop) removeFinalizers(ctx context.Context, key string, pods []*corev1.
 			defer wg.Done()
 			err := l.removeFinalizer(ctx, p)
 			if err != nil {
-				l.finExp.removalObserved(key, p.UID)
+				l.finExp.Observed(key, p.UID)
 				if !apierrors.IsNotFound(err) {
 					errs[i] = fmt.Errorf("removing tracking finalizer: %w", err)
 					return
@@ -402,62 +384,35 @@ func (l *loop) recordFinished(job *batchv1.Job, c *batchv1.JobCondition) {
 	l.rec.Event(job, corev1.EventTypeWarning, c.Reason, c.Message)
 }
 
-// podsForJob claims the pods of the job's namespace: those it controls
-// and its selector matches, plus matching orphans it adopts (adding the
-// tracking finalizer); controlled pods that no longer match are released.
-// Terminal and terminating pods are included: they are counted.
-func (l *loop) podsForJob(ctx context.Context, job *batchv1.Job) ([]*corev1.Pod, error) {
-	sel, err := metav1.LabelSelectorAsSelector(job.Spec.Selector)
-	if err != nil {
-		return nil, fmt.Errorf("couldn't convert Job selector: %v", err)
-	}
-	all, err := l.pods.Pods(job.Namespace).List(labels.Everything())
-	if err != nil {
-		return nil, err
-	}
-	var out []*corev1.Pod
+// claim adopts orphans (after a live GET shows the job may still adopt)
+// and releases pods, as the plan says. gone are orphans deleted before
+// they could be adopted.
+func (l *loop) claim(ctx context.Context, job *batchv1.Job, adopt, release []*corev1.Pod) (gone []*corev1.Pod, err error) {
 	var errs []error
-	var adoptErr error
-	checked := false
-	canAdopt := func() error {
-		if checked {
-			return adoptErr
-		}
-		checked = true
+	if len(adopt) > 0 {
 		fresh, err := l.client.BatchV1().Jobs(job.Namespace).Get(ctx, job.Name, metav1.GetOptions{})
-		adoptErr = controller.RecheckOwner(controllerKind.Kind, job, fresh, err)
-		return adoptErr
-	}
-	for _, p := range all {
-		switch controller.DecideClaim(job, p, !sel.Empty() && sel.Matches(labels.Set(p.Labels))) {
-		case controller.KeepObject:
-			out = append(out, p)
-		case controller.AdoptObject:
-			if err := canAdopt(); err != nil {
+		if err := controller.RecheckOwner(controllerKind.Kind, job, fresh, err); err != nil {
+			for _, p := range adopt {
 				errs = append(errs, fmt.Errorf("can't adopt Pod %v/%v (%v): %v", p.Namespace, p.Name, p.UID, err))
-				continue
 			}
-			_, err := l.client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, adoptPatch(job, p.UID), metav1.PatchOptions{})
-			if apierrors.IsNotFound(err) {
-				continue
-			}
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			adopted := p.DeepCopy()
-			if !hasTrackingFinalizer(adopted) {
-				adopted.Finalizers = append(adopted.Finalizers, batchv1.JobTrackingFinalizer)
-			}
-			out = append(out, adopted)
-		case controller.ReleaseObject:
-			_, err := l.client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, controller.ReleasePatch(job.UID, p.UID), metav1.PatchOptions{})
-			if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsInvalid(err) {
-				errs = append(errs, err)
-			}
+			adopt = nil
 		}
 	}
-	return out, utilerrors.NewAggregate(errs)
+	for _, p := range adopt {
+		_, err := l.client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, adoptPatch(job, p.UID), metav1.PatchOptions{})
+		if apierrors.IsNotFound(err) {
+			gone = append(gone, p)
+		} else if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, p := range release {
+		_, err := l.client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, controller.ReleasePatch(job.UID, p.UID), metav1.PatchOptions{})
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsInvalid(err) {
+			errs = append(errs, err)
+		}
+	}
+	return gone, utilerrors.NewAggregate(errs)
 }
 
 // syncOrphanPod takes the tracking finalizer off a pod no unfinished job
@@ -478,7 +433,7 @@ func (l *loop) syncOrphanPod(ctx context.Context, key string) (reconcile.Result,
 		if ref.Kind != controllerKind.Kind || ref.APIVersion != batchv1.SchemeGroupVersion.String() {
 			return reconcile.Result{}, nil // not a Job's pod
 		}
-		if j := l.resolveControllerRef(p.Namespace, ref); j != nil {
+		if j := l.owner(p.Namespace, ref); j != nil {
 			if managedElsewhere(j) || !isFinished(j) {
 				return reconcile.Result{}, nil
 			}

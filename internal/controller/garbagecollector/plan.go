@@ -38,23 +38,66 @@ const (
 	// actDelete deletes the object with policy, after making its own
 	// owner references non-blocking if unblock is set.
 	actDelete
+	// actRemoveFinalizer takes foregroundDeletion off an owner whose
+	// blocking dependents are all gone.
+	actRemoveFinalizer
+	// actAttemptDependents queues the dependents that still block an
+	// owner being deleted in the foreground.
+	actAttemptDependents
 )
 
-type decision struct {
+// State is what the collector knows of one object when it looks at it:
+// whether it is deleting its dependents (and which of them still block
+// it), else its owner references as live reads of the owners classified
+// them, its own finalizers and its dependents in the graph.
+type State struct {
+	DeletingDependents bool
+	Blocking           []DependentInfo
+	Refs               references
+	Finalizers         []string
+	Dependents         []DependentInfo
+}
+
+// Plan is what the collector does with the object.
+type Plan struct {
 	kind       actionKind
 	removeUIDs []types.UID
 	policy     metav1.DeletionPropagation
 	unblock    bool
+	// attempt are the dependents to look at (actAttemptDependents).
+	attempt []types.UID
 }
 
-// decide is what to do with an object that has owner references, is not
-// itself waiting for its dependents, and whose references classify as refs.
-// finalizers are the object's own; dependents its dependents in the graph.
-func decide(refs references, finalizers []string, dependents []DependentInfo) decision {
+// plan decides for one object: an owner deleting its dependents loses its
+// foregroundDeletion finalizer once none blocks it, else its blocking
+// dependents (those not themselves deleting theirs) are looked at; any
+// other object keeps its owners, drops references to owners gone or
+// waiting, or is deleted (see planReferences).
+func plan(st State) Plan {
+	if st.DeletingDependents {
+		if len(st.Blocking) == 0 {
+			return Plan{kind: actRemoveFinalizer}
+		}
+		p := Plan{kind: actAttemptDependents}
+		for _, d := range st.Blocking {
+			if !d.DeletingDependents {
+				p.attempt = append(p.attempt, d.Identity.UID)
+			}
+		}
+		return p
+	}
+	return planReferences(st.Refs, st.Finalizers, st.Dependents)
+}
+
+// planReferences is what to do with an object that has owner references,
+// is not itself waiting for its dependents, and whose references classify
+// as refs. finalizers are the object's own; dependents its dependents in
+// the graph.
+func planReferences(refs references, finalizers []string, dependents []DependentInfo) Plan {
 	switch {
 	case len(refs.solid) > 0:
 		if len(refs.dangling) == 0 && len(refs.waiting) == 0 {
-			return decision{kind: actNone}
+			return Plan{kind: actNone}
 		}
 		// Keep the object; drop references to owners that are gone, and
 		// to owners waiting for their dependents, which would otherwise
@@ -66,7 +109,7 @@ func decide(refs references, finalizers []string, dependents []DependentInfo) de
 		for _, r := range refs.waiting {
 			uids = append(uids, r.UID)
 		}
-		return decision{kind: actRemoveReferences, removeUIDs: uids}
+		return Plan{kind: actRemoveReferences, removeUIDs: uids}
 	case len(refs.waiting) > 0 && len(dependents) > 0:
 		// An owner waits for this object, which has dependents of its
 		// own: delete it in the foreground so that they go first. If a
@@ -74,7 +117,7 @@ func decide(refs references, finalizers []string, dependents []DependentInfo) de
 		// cycle; unblock this object's references so that the owner
 		// does not wait on it.
 		unblock := slices.ContainsFunc(dependents, func(d DependentInfo) bool { return d.DeletingDependents })
-		return decision{kind: actDelete, policy: metav1.DeletePropagationForeground, unblock: unblock}
+		return Plan{kind: actDelete, policy: metav1.DeletePropagationForeground, unblock: unblock}
 	default:
 		// No owner is left: collect the object, honouring a policy its
 		// own finalizers already ask for.
@@ -85,6 +128,6 @@ func decide(refs references, finalizers []string, dependents []DependentInfo) de
 		case slices.Contains(finalizers, metav1.FinalizerDeleteDependents):
 			policy = metav1.DeletePropagationForeground
 		}
-		return decision{kind: actDelete, policy: policy}
+		return Plan{kind: actDelete, policy: policy}
 	}
 }

@@ -558,3 +558,159 @@ func TestTTLExpiry(t *testing.T) {
 		t.Errorf("ttlExpiry = %v, %v, %v", at, ok, err)
 	}
 }
+
+// owned makes a pod the job's: its controller reference and the labels
+// the job's selector matches.
+func owned(p *corev1.Pod) {
+	matching(p)
+	p.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(testJob(), controllerKind)}
+}
+
+// matching gives a pod the labels the job's selector matches.
+func matching(p *corev1.Pod) {
+	p.Labels = map[string]string{batchv1.ControllerUidLabel: "job-uid"}
+}
+
+// planSummary is the part of a Plan a table row states.
+type planSummary struct {
+	Skip, Finished, DeleteExpired bool
+	Warning                       string
+	LogError                      string
+	RequeueAfter                  time.Duration
+	Adopt, Release, StopActive    []string
+	Finishing                     batchv1.JobConditionType
+	Manage                        *managePlan
+	ManageDelete                  []string
+	Active                        int32
+	StartTime                     bool
+}
+
+func summarize(p Plan) planSummary {
+	s := planSummary{Skip: p.Skip, Finished: p.Finished, DeleteExpired: p.DeleteExpired, LogError: p.LogError,
+		RequeueAfter: p.RequeueAfter, Adopt: names(p.Adopt), Release: names(p.Release), StopActive: names(p.StopActive)}
+	if p.Warning != nil {
+		s.Warning = p.Warning.Reason
+	}
+	if p.Sync != nil {
+		if p.Sync.finished != nil {
+			s.Finishing = p.Sync.finished.Type
+		}
+		s.Active = p.Sync.active
+		s.StartTime = p.Sync.job.Status.StartTime != nil
+	}
+	if p.Manage != nil {
+		m := *p.Manage
+		s.ManageDelete, m.delete = names(m.delete), nil
+		s.Manage = &m
+	}
+	return s
+}
+
+func TestPlan(t *testing.T) {
+	finished := func(j *batchv1.Job) {
+		j.Status.Conditions = []batchv1.JobCondition{*newCondition(batchv1.JobComplete, "", "", t0.Add(-time.Minute))}
+	}
+	ttl := func(s int32) func(*batchv1.Job) {
+		return func(j *batchv1.Job) { j.Spec.TTLSecondsAfterFinished = ptr.To(s) }
+	}
+	started := func(j *batchv1.Job) { j.Status.StartTime = &metav1.Time{Time: t0.Add(-20 * time.Second)} }
+	tests := []struct {
+		name      string
+		job       *batchv1.Job
+		pods      []*corev1.Pod
+		unsettled bool // expectations outstanding
+		backoff   backoffRecord
+		want      planSummary
+	}{
+		{name: "a finished job without TTL is left alone", job: testJob(finished),
+			want: planSummary{Finished: true}},
+		{name: "a finished job's TTL ahead: look again then", job: testJob(finished, ttl(100)),
+			want: planSummary{Finished: true, RequeueAfter: 40 * time.Second}},
+		{name: "a finished job's TTL passed: delete it", job: testJob(finished, ttl(30)),
+			want: planSummary{Finished: true, DeleteExpired: true}},
+		{name: "managed by another controller", job: testJob(func(j *batchv1.Job) { j.Spec.ManagedBy = ptr.To("example.com/other") }),
+			want: planSummary{Skip: true}},
+		{name: "unknown completion mode", job: testJob(func(j *batchv1.Job) { j.Spec.CompletionMode = ptr.To[batchv1.CompletionMode]("Odd") }),
+			want: planSummary{Skip: true, Warning: "UnknownCompletionMode"}},
+		{name: "no selector: no pods ever", job: testJob(func(j *batchv1.Job) { j.Spec.Selector = nil }),
+			want: planSummary{Skip: true, LogError: "job has no selector; not syncing"}},
+		{name: "a new job starts and creates up to parallelism", job: testJob(),
+			want: planSummary{StartTime: true, Manage: &managePlan{create: 2}}},
+		{name: "a suspended job does not start", job: testJob(func(j *batchv1.Job) { j.Spec.Suspend = ptr.To(true) }),
+			want: planSummary{Manage: &managePlan{}}},
+		{name: "outstanding expectations: pods are not managed", job: testJob(), unsettled: true,
+			want: planSummary{StartTime: true}},
+		{name: "claims: a matching orphan is adopted, a pod no longer matching released", job: testJob(started),
+			pods: []*corev1.Pod{
+				testPod("orphan", corev1.PodRunning, noFinalizer, matching),
+				testPod("mine", corev1.PodRunning, owned, func(p *corev1.Pod) { p.Labels = nil }),
+				testPod("other", corev1.PodRunning),
+			},
+			want: planSummary{StartTime: true, Adopt: []string{"orphan"}, Release: []string{"mine"}, Active: 1,
+				Manage: &managePlan{create: 1}}},
+		{name: "backoff holds the replacement", job: testJob(started),
+			pods:    []*corev1.Pod{testPod("f", corev1.PodFailed, owned, exited(1, t0.Add(-time.Second)))},
+			backoff: backoffRecord{},
+			want:    planSummary{StartTime: true, Manage: &managePlan{wait: 9 * time.Second}}},
+		{name: "past the backoff limit: the active pods stop",
+			job: testJob(started, func(j *batchv1.Job) { j.Spec.BackoffLimit = ptr.To[int32](0) }),
+			pods: []*corev1.Pod{testPod("f", corev1.PodFailed, owned, exited(1, t0.Add(-time.Second))),
+				testPod("a", corev1.PodRunning, owned)},
+			want: planSummary{StartTime: true, StopActive: []string{"a"}, Active: 1, Finishing: batchv1.JobFailureTarget}},
+		{name: "an active deadline ahead: look again then",
+			job:  testJob(started, func(j *batchv1.Job) { j.Spec.ActiveDeadlineSeconds = ptr.To[int64](30) }),
+			pods: []*corev1.Pod{testPod("a", corev1.PodRunning, owned), testPod("b", corev1.PodRunning, owned)},
+			want: planSummary{StartTime: true, RequeueAfter: 10 * time.Second, Active: 2, Manage: &managePlan{}}},
+		{name: "indexed: the lowest free indexes",
+			job:  testJob(started, func(j *batchv1.Job) { j.Spec.CompletionMode = ptr.To(batchv1.IndexedCompletion) }),
+			pods: []*corev1.Pod{testPod("i0", corev1.PodRunning, owned, index(0))},
+			want: planSummary{StartTime: true, Active: 1, Manage: &managePlan{create: 1, indexes: []int{1}}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := State{Job: tt.job, Pods: tt.pods, Satisfied: !tt.unsettled, Backoff: tt.backoff,
+				BackoffBase: 10 * time.Second, BackoffMax: time.Minute, Now: t0}
+			got := summarize(plan(st))
+			if d := cmp.Diff(tt.want, got, cmp.AllowUnexported(managePlan{})); d != "" {
+				t.Errorf("plan (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+func TestPlanAdoptedPodGetsFinalizer(t *testing.T) {
+	p := plan(State{Job: testJob(), Pods: []*corev1.Pod{testPod("orphan", corev1.PodRunning, noFinalizer, matching)}, Now: t0})
+	if len(p.Sync.pods) != 1 || !hasTrackingFinalizer(p.Sync.pods[0]) {
+		t.Fatalf("adopted pod as planned: %+v", p.Sync.pods)
+	}
+	if hasTrackingFinalizer(p.Adopt[0]) {
+		t.Error("the cache's pod was modified")
+	}
+}
+
+func TestOrphanedWithFinalizer(t *testing.T) {
+	job := testJob()
+	done := testJob(func(j *batchv1.Job) {
+		j.Status.Conditions = []batchv1.JobCondition{*newCondition(batchv1.JobComplete, "", "", t0)}
+	})
+	tests := []struct {
+		name  string
+		pod   *corev1.Pod
+		gone  bool
+		owner *batchv1.Job
+		want  bool
+	}{
+		{"no controller", testPod("p", corev1.PodRunning), false, nil, true},
+		{"no controller, no finalizer", testPod("p", corev1.PodRunning, noFinalizer), false, nil, false},
+		{"a running job's pod", testPod("p", corev1.PodRunning, owned), false, job, false},
+		{"a pod whose job is gone, still running", testPod("p", corev1.PodRunning, owned), false, nil, false},
+		{"a pod being deleted, its job gone", testPod("p", corev1.PodRunning, owned, deleting), false, nil, true},
+		{"a pod deleted, its job finished", testPod("p", corev1.PodSucceeded, owned), true, done, true},
+		{"a pod deleted, its job running", testPod("p", corev1.PodSucceeded, owned), true, job, false},
+	}
+	for _, tt := range tests {
+		if got := orphanedWithFinalizer(tt.pod, tt.gone, tt.owner); got != tt.want {
+			t.Errorf("%s: got %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
