@@ -10,12 +10,15 @@ import (
 	"plainkube.dev/plainkube/internal/admission"
 	"plainkube.dev/plainkube/internal/admission/allocator"
 	"plainkube.dev/plainkube/internal/admission/bootstrapcsr"
+	"plainkube.dev/plainkube/internal/admission/defaultstorageclass"
 	"plainkube.dev/plainkube/internal/admission/defaulttolerationseconds"
 	"plainkube.dev/plainkube/internal/admission/namespacelifecycle"
 	"plainkube.dev/plainkube/internal/admission/noderestriction"
 	"plainkube.dev/plainkube/internal/admission/policy"
+	"plainkube.dev/plainkube/internal/admission/priority"
 	"plainkube.dev/plainkube/internal/admission/rbacescalation"
 	saadmission "plainkube.dev/plainkube/internal/admission/serviceaccount"
+	"plainkube.dev/plainkube/internal/admission/taintnodesbycondition"
 	"plainkube.dev/plainkube/internal/apiserver"
 	"plainkube.dev/plainkube/internal/auth"
 	"plainkube.dev/plainkube/internal/auth/rbac"
@@ -32,9 +35,10 @@ type admissionDeps struct {
 	// policies is the ValidatingAdmissionPolicy plugin, whose source the
 	// MutatingAdmissionPolicy plugin shares.
 	policies *policy.Validating
-	// podDefaults turns on ServiceAccount and DefaultTolerationSeconds
-	// (Options.DefaultAdmission).
-	podDefaults bool
+	// controllerDefaults turns on the default plugins that need a
+	// controller to finish their work (Options.DefaultAdmission):
+	// ServiceAccount, TaintNodesByCondition, DefaultTolerationSeconds.
+	controllerDefaults bool
 	// extra plugins run last (Options.ExtraAdmission, for tests).
 	extra []admission.Plugin
 }
@@ -50,18 +54,24 @@ func admissionChain(d admissionDeps) admission.Chain {
 
 	add(namespacelifecycle.New(d.objects))
 	// LimitRanger (later)
-	if d.podDefaults {
+	if d.controllerDefaults {
 		add(d.serviceAccounts.Step())
 	}
 	add(noderestriction.New())
-	// TaintNodesByCondition (later)
+	if d.controllerDefaults {
+		// The node lifecycle controller removes the taint once the node is Ready.
+		add(taintnodesbycondition.New())
+	}
 	// PodSecurity (later)
-	// Priority (later)
-	if d.podDefaults {
+	add(priority.New(d.objects))
+	if d.controllerDefaults {
 		add(defaulttolerationseconds.New())
 	}
-	// DefaultStorageClass (later)
-	// StorageObjectInUseProtection (later)
+	add(defaultstorageclass.New(d.objects))
+	// StorageObjectInUseProtection (package storageobjectinuseprotection)
+	// goes here once the pvc-protection and pv-protection controllers
+	// exist: without them nothing would remove its finalizers and no claim
+	// or volume could ever be deleted.
 	// RuntimeClass (later)
 	// CertificateApproval, CertificateSigning, CertificateSubjectRestriction:
 	// of these, bootstrap tokens' restriction to node client certificates.

@@ -67,13 +67,15 @@ type Options struct {
 	// ServiceAccountIssuer is the iss of service-account tokens and the
 	// API server's audience ("": https://kubernetes.default.svc.cluster.local).
 	ServiceAccountIssuer string
-	// DefaultAdmission runs upstream's default admission plugins on pod
-	// creates: ServiceAccount (default service account, token volume,
-	// rejection of a missing account) and DefaultTolerationSeconds (300 s
-	// tolerations of not-ready and unreachable nodes). The first needs the
-	// service-account controller to create each namespace's "default"
-	// account, so the plainkube binary turns them on and in-process tests
-	// that run no such controller leave them off.
+	// DefaultAdmission runs upstream's default admission plugins that
+	// need a controller to finish their work: ServiceAccount (default
+	// service account, token volume, rejection of a missing account: the
+	// service-account controller makes each namespace's "default"
+	// account), TaintNodesByCondition (new nodes are not-ready until the
+	// node lifecycle controller sees them Ready) and
+	// DefaultTolerationSeconds (300 s tolerations of not-ready and
+	// unreachable nodes). The plainkube binary turns them on; in-process
+	// tests that run no such controllers leave them off.
 	DefaultAdmission bool
 	// ExtraAdmission are plugins run after all others (tests).
 	ExtraAdmission []admission.Plugin
@@ -203,7 +205,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	authz := auth.Chain{auth.MastersAuthorizer{}, auth.NodeAuthorizer{}, rbacAuthz}
 	validatingPolicies := policy.NewValidating(authz) // reads the policies once the API serves them
 	chain := admissionChain(admissionDeps{objects: objects, serviceAccounts: saAdmission, authz: authz, rbac: rbacAuthz,
-		services: alloc, policies: validatingPolicies, podDefaults: opts.DefaultAdmission, extra: opts.ExtraAdmission})
+		services: alloc, policies: validatingPolicies, controllerDefaults: opts.DefaultAdmission, extra: opts.ExtraAdmission})
 	api, err := apiserver.New(apiserver.Config{
 		Storage:         s.store,
 		Resources:       resources,
