@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,27 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 )
-
-// startServerOnEtcd is startServer over an embedded etcd.
-func startServerOnEtcd(t *testing.T) *rest.Config {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	s, err := Start(ctx, Options{DataDir: t.TempDir(), BindAddress: "127.0.0.1", Port: 0, DefaultAdmission: true})
-	if err != nil {
-		cancel()
-		t.Fatalf("start: %v", err)
-	}
-	t.Cleanup(func() { cancel(); s.Wait() })
-	cfg, err := clientcmd.BuildConfigFromFlags("", s.KubeconfigPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.QPS, cfg.Burst = 1000, 1000
-	return cfg
-}
 
 func policyRule(group, version, resource string) admissionv1.NamedRuleWithOperations {
 	return admissionv1.NamedRuleWithOperations{RuleWithOperations: admissionv1.RuleWithOperations{
@@ -128,7 +109,7 @@ func refusedWith(t *testing.T, create func() error, code int32, want string) {
 }
 
 func TestValidatingAdmissionPolicy(t *testing.T) {
-	cfg := startServerOnEtcd(t)
+	_, cfg := startServerWith(t, Options{DefaultAdmission: true}) // over an embedded etcd
 	ws := &warnings{}
 	cfg.WarningHandler = ws
 	cs := clientset(t, cfg)
@@ -192,7 +173,7 @@ func TestValidatingAdmissionPolicy(t *testing.T) {
 				ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"test": "warn"}}}, metav1.CreateOptions{}); err != nil {
 				return fmt.Errorf("a Warn binding refused: %v", err)
 			}
-			if got := ws.take(); !contains(got, want) {
+			if got := ws.take(); !slices.Contains(got, want) {
 				return fmt.Errorf("warnings %q lack %q", got, want)
 			}
 			return nil
@@ -325,15 +306,6 @@ func TestValidatingAdmissionPolicy(t *testing.T) {
 			return nil
 		})
 	})
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func ptrTo[T any](v T) *T { return &v }

@@ -33,11 +33,19 @@ import (
 // returns an admin client config read from the kubeconfig it wrote.
 func startServer(t *testing.T) (*Server, *rest.Config) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	s, err := Start(ctx, Options{DataDir: t.TempDir(), BindAddress: "127.0.0.1", Port: 0, InMemory: true, DefaultAdmission: true,
+	return startServerWith(t, Options{InMemory: true, DefaultAdmission: true,
 		Components: []Component{func(ctx context.Context, env ComponentEnv) error {
 			return controllermanager.Run(ctx, env.Config, controllermanager.Options{RootCA: env.CAPEM})
 		}}})
+}
+
+// startServerWith runs a control plane with opts on a fresh data dir,
+// listening on a free loopback port.
+func startServerWith(t *testing.T, opts Options) (*Server, *rest.Config) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	opts.DataDir, opts.BindAddress, opts.Port = t.TempDir(), "127.0.0.1", 0
+	s, err := Start(ctx, opts)
 	if err != nil {
 		cancel()
 		t.Fatalf("start: %v", err)

@@ -85,9 +85,7 @@ func mutatingAdmissionPolicyBindings() registry.Resource {
 			Validate: func(obj runtime.Object) field.ErrorList {
 				s := &obj.(*admissionv1.MutatingAdmissionPolicyBinding).Spec
 				p := field.NewPath("spec")
-				errs := validatePolicyName(s.PolicyName, p.Child("policyName"))
-				errs = append(errs, validateParamRef(s.ParamRef, p.Child("paramRef"))...)
-				errs = append(errs, validateMatchResources(s.MatchResources, p.Child("matchResources"))...)
+				errs := validateBinding(s.PolicyName, s.ParamRef, s.MatchResources, p)
 				if s.MatchResources != nil {
 					errs = append(errs, validateMutatingOperations(s.MatchResources.ResourceRules, p.Child("matchResources", "resourceRules", "operations"))...)
 				}

@@ -54,7 +54,9 @@ func TestValidatePolicies(t *testing.T) {
 				"spec.auditAnnotations: Required value: validations or auditAnnotations must contain at least one item"}},
 		{"no resource rules", policy(func(s *admissionv1.ValidatingAdmissionPolicySpec) { s.MatchConstraints.ResourceRules = nil }),
 			[]string{"spec.matchConstraints.resourceRules: Required value"}},
-		{"expression does not compile", policy(func(s *admissionv1.ValidatingAdmissionPolicySpec) { s.Validations[0].Expression = "object.spec.replicas <=" }),
+		{"expression does not compile", policy(func(s *admissionv1.ValidatingAdmissionPolicySpec) {
+			s.Validations[0].Expression = "object.spec.replicas <="
+		}),
 			[]string{"spec.validations[0].expression: Invalid value: \"object.spec.replicas <=\": compilation failed"}},
 		{"expression not boolean", policy(func(s *admissionv1.ValidatingAdmissionPolicySpec) { s.Validations[0].Expression = "'x'" }),
 			[]string{"spec.validations[0].expression: Invalid value"}},

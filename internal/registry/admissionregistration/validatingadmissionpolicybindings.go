@@ -21,11 +21,16 @@ func validatingAdmissionPolicyBindings() registry.Resource {
 			Validate: func(obj runtime.Object) field.ErrorList {
 				s := &obj.(*admissionv1.ValidatingAdmissionPolicyBinding).Spec
 				p := field.NewPath("spec")
-				errs := validatePolicyName(s.PolicyName, p.Child("policyName"))
-				errs = append(errs, validateParamRef(s.ParamRef, p.Child("paramRef"))...)
-				errs = append(errs, validateMatchResources(s.MatchResources, p.Child("matchResources"))...)
+				errs := validateBinding(s.PolicyName, s.ParamRef, s.MatchResources, p)
 				return append(errs, validateValidationActions(s.ValidationActions, p.Child("validationActions"))...)
 			},
 		},
 	}
+}
+
+// validateBinding checks what both kinds of policy binding have.
+func validateBinding(policyName string, ref *admissionv1.ParamRef, m *admissionv1.MatchResources, p *field.Path) field.ErrorList {
+	errs := validatePolicyName(policyName, p.Child("policyName"))
+	errs = append(errs, validateParamRef(ref, p.Child("paramRef"))...)
+	return append(errs, validateMatchResources(m, p.Child("matchResources"))...)
 }
