@@ -68,10 +68,12 @@ func waitFor(ctx context.Context, synced func() bool) bool {
 // policy needs (creates, additions, recreated bindings) and writes it.
 func reconcilePolicy(ctx context.Context, cs kubernetes.Interface, log *slog.Logger) error {
 	desired := rbacpolicy.Default()
-	join := joinPolicy()
-	desired.ClusterRoleBindings = append(desired.ClusterRoleBindings, join.ClusterRoleBindings...)
-	desired.Roles = append(desired.Roles, join.Roles...)
-	desired.RoleBindings = append(desired.RoleBindings, join.RoleBindings...)
+	for _, p := range []rbacpolicy.Policy{rbacpolicy.Plainkube(), joinPolicy()} {
+		desired.ClusterRoles = append(desired.ClusterRoles, p.ClusterRoles...)
+		desired.ClusterRoleBindings = append(desired.ClusterRoleBindings, p.ClusterRoleBindings...)
+		desired.Roles = append(desired.Roles, p.Roles...)
+		desired.RoleBindings = append(desired.RoleBindings, p.RoleBindings...)
+	}
 	namespaces := map[string]bool{}
 	for _, r := range desired.Roles {
 		namespaces[r.Namespace] = true

@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"plainkube.dev/plainkube/internal/auth"
 	"plainkube.dev/plainkube/internal/controllermanager"
 )
 
@@ -36,7 +37,8 @@ func startServer(t *testing.T) (*Server, *rest.Config) {
 	ctx, cancel := context.WithCancel(context.Background())
 	s, err := Start(ctx, Options{DataDir: t.TempDir(), BindAddress: "127.0.0.1", Port: 0, InMemory: true, DefaultAdmission: true,
 		Components: []Component{func(ctx context.Context, env ComponentEnv) error {
-			return controllermanager.Run(ctx, env.Config, controllermanager.Options{RootCA: env.CAPEM})
+			return controllermanager.Run(ctx, env.ConfigAs(auth.ControllerManagerUser()), controllermanager.Options{RootCA: env.CAPEM,
+				ServiceAccountConfig: env.ServiceAccountConfig})
 		}}})
 	if err != nil {
 		cancel()

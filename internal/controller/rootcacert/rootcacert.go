@@ -40,6 +40,10 @@ const (
 type Controller struct {
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
+	// Informers, when set, is the process's shared informer factory: the
+	// controller's informers list and watch with its client (see
+	// controller.Config.Shared).
+	Informers *reconcile.SharedInformers
 
 	client kubernetes.Interface
 	caPEM  []byte
@@ -92,7 +96,7 @@ func Desired(namespace string, current *corev1.ConfigMap, caPEM []byte) (*corev1
 // Run watches Namespaces and the published ConfigMaps and keeps them right
 // with workers workers until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) error {
-	b := controller.NewBuilder(controller.Config{Name: Name, Component: Name, Client: c.client, Logger: c.Logger})
+	b := controller.NewBuilder(controller.Config{Name: Name, Component: Name, Client: c.client, Logger: c.Logger, Shared: c.Informers})
 	nsInf := b.Informers().Core().V1().Namespaces()
 	// Only the published ConfigMaps, not every one in the cluster.
 	cmInf := b.Informers().InformerFor(&corev1.ConfigMap{}, func(cs kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {

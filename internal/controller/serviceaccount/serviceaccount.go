@@ -30,6 +30,10 @@ type Controller struct {
 	ServiceAccounts []string
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
+	// Informers, when set, is the process's shared informer factory: the
+	// controller's informers list and watch with its client (see
+	// controller.Config.Shared).
+	Informers *reconcile.SharedInformers
 
 	client kubernetes.Interface
 }
@@ -67,7 +71,7 @@ func Missing(ns *corev1.Namespace, want []string, has func(name string) bool) []
 // Run watches Namespaces and ServiceAccounts and creates the missing ones
 // with workers workers until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) error {
-	b := controller.NewBuilder(controller.Config{Name: Name, Component: Name, Client: c.client, Logger: c.Logger})
+	b := controller.NewBuilder(controller.Config{Name: Name, Component: Name, Client: c.client, Logger: c.Logger, Shared: c.Informers})
 	nsInf := b.Informers().Core().V1().Namespaces()
 	saInf := b.Informers().Core().V1().ServiceAccounts()
 	nsLister, saLister := nsInf.Lister(), saInf.Lister()

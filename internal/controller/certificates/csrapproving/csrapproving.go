@@ -30,6 +30,10 @@ const Name = "csrapproving"
 type Controller struct {
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
+	// Informers, when set, is the process's shared informer factory: the
+	// controller's informers list and watch with its client (see
+	// controller.Config.Shared).
+	Informers *reconcile.SharedInformers
 	client kubernetes.Interface
 }
 
@@ -127,7 +131,7 @@ func ServingSANsMatch(req *x509.CertificateRequest, node *corev1.Node) (bool, st
 
 // Run watches requests and nodes with workers workers until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) error {
-	b := controller.NewBuilder(controller.Config{Name: Name, Component: Name, Client: c.client, Logger: c.Logger})
+	b := controller.NewBuilder(controller.Config{Name: Name, Component: Name, Client: c.client, Logger: c.Logger, Shared: c.Informers})
 	csrInf := b.Informers().Certificates().V1().CertificateSigningRequests()
 	nodeInf := b.SharedInformers().Core().V1().Nodes()
 	csrLister, nodeLister := csrInf.Lister(), nodeInf.Lister()
