@@ -48,7 +48,7 @@ type Registration struct {
 	// default policy (plainkube's own controllers: a plainkube:controller:
 	// role).
 	ServiceAccount string
-	New      Constructor
+	New            Constructor
 	// EnabledByDefault: run by "*".
 	EnabledByDefault bool
 }

@@ -34,7 +34,7 @@ type Controller struct {
 	// controller's informers list and watch with its client (see
 	// controller.Config.Shared).
 	Informers *reconcile.SharedInformers
-	client kubernetes.Interface
+	client    kubernetes.Interface
 }
 
 var _ reconcile.Controller = (*Controller)(nil)
