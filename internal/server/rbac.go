@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	nodeauthz "plainkube.dev/plainkube/internal/auth/node"
 	"plainkube.dev/plainkube/internal/auth/rbac"
 	rbacpolicy "plainkube.dev/plainkube/internal/auth/rbac/bootstrap"
 )
@@ -53,6 +54,30 @@ func startRBAC(ctx context.Context, cfg *rest.Config, authz *rbac.Authorizer, lo
 			return true, nil
 		})
 		if err == nil {
+			close(done)
+		}
+		<-ctx.Done()
+	}()
+	return nil
+}
+
+// startNodeGraph feeds the Node authorizer's graph from informers over
+// cfg (the API server's own loopback client), as upstream's API server
+// does, and closes done once they have synced.
+func startNodeGraph(ctx context.Context, cfg *rest.Config, g *nodeauthz.Graph, done chan<- struct{}) error {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	f := informers.NewSharedInformerFactory(cs, 0)
+	synced, err := nodeauthz.Populate(g, f)
+	if err != nil {
+		return err
+	}
+	f.Start(ctx.Done())
+	go func() {
+		defer f.Shutdown()
+		if waitFor(ctx, synced) {
 			close(done)
 		}
 		<-ctx.Done()

@@ -32,7 +32,9 @@ import (
 	"plainkube.dev/plainkube/internal/apiextensions"
 	"plainkube.dev/plainkube/internal/apiserver"
 	"plainkube.dev/plainkube/internal/auth"
+	nodeauthz "plainkube.dev/plainkube/internal/auth/node"
 	"plainkube.dev/plainkube/internal/auth/rbac"
+	rbacpolicy "plainkube.dev/plainkube/internal/auth/rbac/bootstrap"
 	"plainkube.dev/plainkube/internal/loopback"
 	"plainkube.dev/plainkube/internal/openapi"
 	"plainkube.dev/plainkube/internal/pki"
@@ -223,7 +225,8 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	rbacAuthz := rbac.New(nil) // reads its roles once the API serves them (startRBAC)
 	// As upstream's --authorization-mode=Node,RBAC (with system:masters
 	// allowed first): what else anyone may do is what RBAC grants.
-	authz := auth.Chain{auth.MastersAuthorizer{}, auth.NodeAuthorizer{}, rbacAuthz}
+	nodeGraph := nodeauthz.NewGraph() // filled once the API serves pods (startNodeGraph)
+	authz := auth.Chain{auth.MastersAuthorizer{}, nodeauthz.New(nodeGraph, rbacpolicy.NodeRules()), rbacAuthz}
 	chain = append(chain, noderestriction.New(), bootstrapcsr.New(), alloc.Plugin(), rbacescalation.New(authz, rbacAuthz))
 	api, err := apiserver.New(apiserver.Config{
 		Storage:         s.store,
@@ -254,10 +257,16 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	api.AddReadinessGate(crdsServed)
 	rbacReady := make(chan struct{})
 	api.AddReadinessGate(rbacReady)
+	graphReady := make(chan struct{})
+	api.AddReadinessGate(graphReady)
 	go api.Run(ctx)
 	if err := startRBAC(ctx, s.LoopbackConfig(), rbacAuthz, log, rbacReady); err != nil {
 		s.stop()
 		return nil, fmt.Errorf("RBAC: %w", err)
+	}
+	if err := startNodeGraph(ctx, s.LoopbackConfig(), nodeGraph, graphReady); err != nil {
+		s.stop()
+		return nil, fmt.Errorf("node authorizer: %w", err)
 	}
 	synced, err := apiextensions.Start(ctx, s.LoopbackConfig(), api)
 	if err != nil {

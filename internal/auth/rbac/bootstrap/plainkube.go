@@ -15,7 +15,7 @@ const ServiceLBServiceAccount = "service-lb-controller"
 
 const (
 	plainkubeControllerPrefix = "plainkube:controller:"
-	nodeProxierBinding        = "plainkube:node-proxier"
+	nodeProxier               = "plainkube:node-proxier"
 	nodeDNS                   = "plainkube:node-dns"
 	groupNodes                = "system:nodes"
 )
@@ -27,9 +27,11 @@ const (
 //     status), bound to its ServiceAccount;
 //   - a plainkube node runs its service proxy and its DNS answerer under
 //     the node's own credentials, so system:nodes are bound to
-//     system:node-proxier (what kube-proxy holds) and to plainkube:node-dns:
-//     read Services and EndpointSlices, and keep the kube-dns EndpointSlice
-//     of the node's answerer in kube-system.
+//     plainkube:node-proxier (what kube-proxy's system:node-proxier holds,
+//     but Nodes: the proxy reads only its own, which the Node authorizer
+//     allows) and to plainkube:node-dns: read Services and EndpointSlices,
+//     and keep the kube-dns EndpointSlice of the node's answerer in
+//     kube-system.
 func Plainkube() Policy {
 	serviceLB := plainkubeControllerPrefix + ServiceLBServiceAccount
 	return Policy{
@@ -40,6 +42,11 @@ func Plainkube() Policy {
 				rule("list", "watch").groups(coreGroup).resources("nodes"),
 				eventsRule(),
 			),
+			clusterRole(nodeProxier,
+				rule("list", "watch").groups(coreGroup).resources("services", "endpoints"),
+				rule("list", "watch").groups(discoveryGroup).resources("endpointslices"),
+				rule("list", "watch").groups(networkingGroup).resources("servicecidrs"),
+			),
 			clusterRole(nodeDNS,
 				rule("list", "watch").groups(coreGroup).resources("services"),
 				rule("list", "watch").groups(discoveryGroup).resources("endpointslices"),
@@ -48,7 +55,7 @@ func Plainkube() Policy {
 		ClusterRoleBindings: []rbacv1.ClusterRoleBinding{
 			clusterRoleBinding(serviceLB, serviceAccountSubject(kubeSystem, ServiceLBServiceAccount)),
 			clusterRoleBinding(nodeDNS, groupSubject(groupNodes)),
-			bindingTo(nodeProxierBinding, "system:node-proxier", groupSubject(groupNodes)),
+			clusterRoleBinding(nodeProxier, groupSubject(groupNodes)),
 		},
 		Roles: []rbacv1.Role{
 			namespacedRole(kubeSystem, nodeDNS,
@@ -58,11 +65,4 @@ func Plainkube() Policy {
 			namespacedRoleBinding(kubeSystem, nodeDNS, nodeDNS, groupSubject(groupNodes)),
 		},
 	}
-}
-
-// bindingTo is a ClusterRoleBinding name of the ClusterRole roleName.
-func bindingTo(name, roleName string, subjects ...rbacv1.Subject) rbacv1.ClusterRoleBinding {
-	b := clusterRoleBinding(roleName, subjects...)
-	b.Name = name
-	return b
 }
