@@ -24,10 +24,6 @@ import (
 
 	"plainkube.dev/plainkube/internal/admission"
 	"plainkube.dev/plainkube/internal/admission/allocator"
-	"plainkube.dev/plainkube/internal/admission/bootstrapcsr"
-	"plainkube.dev/plainkube/internal/admission/defaulttolerationseconds"
-	"plainkube.dev/plainkube/internal/admission/noderestriction"
-	"plainkube.dev/plainkube/internal/admission/rbacescalation"
 	saadmission "plainkube.dev/plainkube/internal/admission/serviceaccount"
 	"plainkube.dev/plainkube/internal/apiextensions"
 	"plainkube.dev/plainkube/internal/apiserver"
@@ -73,14 +69,18 @@ type Options struct {
 	// ServiceAccountIssuer is the iss of service-account tokens and the
 	// API server's audience ("": https://kubernetes.default.svc.cluster.local).
 	ServiceAccountIssuer string
-	// DefaultAdmission runs upstream's default admission plugins on pod
-	// creates: ServiceAccount (default service account, token volume,
-	// rejection of a missing account) and DefaultTolerationSeconds (300 s
-	// tolerations of not-ready and unreachable nodes). The first needs the
-	// service-account controller to create each namespace's "default"
-	// account, so the plainkube binary turns them on and in-process tests
-	// that run no such controller leave them off.
+	// DefaultAdmission runs upstream's default admission plugins that
+	// need a controller to finish their work: ServiceAccount (default
+	// service account, token volume, rejection of a missing account: the
+	// service-account controller makes each namespace's "default"
+	// account), TaintNodesByCondition (new nodes are not-ready until the
+	// node lifecycle controller sees them Ready) and
+	// DefaultTolerationSeconds (300 s tolerations of not-ready and
+	// unreachable nodes). The plainkube binary turns them on; in-process
+	// tests that run no such controllers leave them off.
 	DefaultAdmission bool
+	// ExtraAdmission are plugins run after all others (tests).
+	ExtraAdmission []admission.Plugin
 }
 
 // Component is a part of the cluster run inside the server process until
@@ -216,10 +216,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		return nil, err
 	}
 	saAdmission := saadmission.New()
-	var chain admission.Chain
-	if opts.DefaultAdmission {
-		chain = append(chain, saAdmission.Step(), defaulttolerationseconds.New())
-	}
+	objects := &serverObjects{}
 	resources := all.Resources()
 	scheme := apiserver.Scheme()
 	rbacAuthz := rbac.New(nil) // reads its roles once the API serves them (startRBAC)
@@ -227,7 +224,8 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	// allowed first): what else anyone may do is what RBAC grants.
 	nodeGraph := nodeauthz.NewGraph() // filled once the API serves pods (startNodeGraph)
 	authz := auth.Chain{auth.MastersAuthorizer{}, nodeauthz.New(nodeGraph, rbacpolicy.NodeRules()), rbacAuthz}
-	chain = append(chain, noderestriction.New(), bootstrapcsr.New(), alloc.Plugin(), rbacescalation.New(authz, rbacAuthz))
+	chain := admissionChain(admissionDeps{objects: objects, serviceAccounts: saAdmission, authz: authz, rbac: rbacAuthz,
+		services: alloc, controllerDefaults: opts.DefaultAdmission, extra: opts.ExtraAdmission})
 	api, err := apiserver.New(apiserver.Config{
 		Storage:         s.store,
 		Resources:       resources,
@@ -247,6 +245,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	}
 	s.API = api
 	saAdmission.Objects = api
+	objects.api = api
 	if bootstrapTokens.Get, err = secretGetter(s.LoopbackConfig()); err != nil {
 		s.stop()
 		return nil, err
