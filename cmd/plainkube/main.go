@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"plainkube.dev/plainkube/internal/auth"
 	"plainkube.dev/plainkube/internal/bench"
 	"plainkube.dev/plainkube/internal/controller/certificates/csrsigning"
 	"plainkube.dev/plainkube/internal/controllermanager"
@@ -163,9 +164,9 @@ func runServer(args []string) error {
 	}
 	if !*disableControllers {
 		opts.Components = append(opts.Components, func(ctx context.Context, env server.ComponentEnv) error {
-			return controllermanager.Run(ctx, env.Config, controllermanager.Options{RootCA: env.CAPEM, LeaderElect: true,
+			return controllermanager.Run(ctx, env.ConfigAs(auth.ControllerManagerUser()), controllermanager.Options{RootCA: env.CAPEM, LeaderElect: true,
 				NodeMonitorGracePeriod: *nodeGrace, ClusterCIDR: podRange, SigningCA: &csrsigning.CA{Cert: env.CACert, Key: env.CAKey},
-				Informers: env.Informers, Controllers: controllers})
+				Informers: env.Informers, Controllers: controllers, ServiceAccountConfig: env.ServiceAccountConfig})
 		})
 	}
 	if !*disableScheduler {
@@ -185,8 +186,13 @@ func runServer(args []string) error {
 			return err
 		}
 		opts.Components = append(opts.Components, func(ctx context.Context, env server.ComponentEnv) error {
-			return node.Run(ctx, env.Config, nodeFlags.options([]netip.Prefix{serviceRange}, clusterDNS, kubelet.Options{
-				DataDir: filepath.Join(dataDir, "node"), ControlPlane: true, Logger: log,
+			name, err := kubelet.DefaultNodeName()
+			if err != nil {
+				return err
+			}
+			// The server's node acts as any node: system:node:<name>.
+			return node.Run(ctx, env.ConfigAs(auth.NodeUser(name)), nodeFlags.options([]netip.Prefix{serviceRange}, clusterDNS, kubelet.Options{
+				NodeName: name, DataDir: filepath.Join(dataDir, "node"), ControlPlane: true, Logger: log,
 				IssueServingCert: env.IssueServingCert, ClientCA: env.CAPEM, ManifestsDir: manifests,
 				RuntimeEndpoint: *runtimeEndpoint, CNIConfDir: *cniConfDir}))
 		})
@@ -464,7 +470,8 @@ func runBench(args []string) error {
 // simComponent runs simulated nodes inside the server process.
 func simComponent(o sim.Options) server.Component {
 	return func(ctx context.Context, env server.ComponentEnv) error {
-		s, err := sim.New(env.Config, o)
+		// Simulated nodes, a test device, share one admin client.
+		s, err := sim.New(env.AdminConfig, o)
 		if err != nil {
 			return err
 		}
@@ -485,21 +492,24 @@ func runSim(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	return simComponent(o)(ctx, server.ComponentEnv{Config: cfg})
+	return simComponent(o)(ctx, server.ComponentEnv{AdminConfig: cfg})
 }
 
-// schedulerComponent runs the scheduler inside the server process.
+// schedulerComponent runs the scheduler inside the server process, as
+// system:kube-scheduler.
 func schedulerComponent(o scheduler.Options) server.Component {
 	return func(ctx context.Context, env server.ComponentEnv) error {
-		if env.Informers != nil {
-			o.Informers = env.Informers // pods held once, with the controllers
-		}
-		s, err := scheduler.New(env.Config, o)
-		if err != nil {
-			return err
-		}
-		return s.Run(ctx)
+		o.Informers = env.Informers // pods held once, with the controllers
+		return runSchedulerWith(ctx, env.ConfigAs(auth.SchedulerUser()), o)
 	}
+}
+
+func runSchedulerWith(ctx context.Context, cfg *rest.Config, o scheduler.Options) error {
+	s, err := scheduler.New(cfg, o)
+	if err != nil {
+		return err
+	}
+	return s.Run(ctx)
 }
 
 func runScheduler(args []string) error {
@@ -525,7 +535,7 @@ func runScheduler(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	return schedulerComponent(o)(ctx, server.ComponentEnv{Config: cfg})
+	return runSchedulerWith(ctx, cfg, o)
 }
 
 // runImage manages images in the containerd of the node agent that

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	pathvalidation "k8s.io/apimachinery/pkg/api/validation/path"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 
@@ -262,6 +264,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !info.IsResource {
 		attrs.Verb = nonResourceVerb(r.Method)
 	}
+	if info.IsResource && (attrs.Verb == "list" || attrs.Verb == "watch" || attrs.Verb == "deletecollection") {
+		attrs.FieldSelector = r.URL.Query().Get("fieldSelector")
+		if attrs.Name == "" && attrs.Verb != "deletecollection" && attrs.FieldSelector != "" {
+			attrs.Name = selectedName(attrs.FieldSelector)
+		}
+	}
 	decision, reason, err := s.cfg.Authorizer.Authorize(r.Context(), attrs)
 	if err != nil || decision != auth.Allow {
 		// Anonymous requests too are refused with 403, as upstream's
@@ -283,6 +291,20 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.serveNonResource(w, r, info)
+}
+
+// selectedName is the name a list's or watch's field selector requires
+// (metadata.name=x), which authorizers see as the object's name, as
+// upstream's: a watch of one Secret is authorized as that Secret.
+func selectedName(selector string) string {
+	s, err := fields.ParseSelector(selector)
+	if err != nil {
+		return ""
+	}
+	if name, ok := s.RequiresExactMatch("metadata.name"); ok && len(pathvalidation.IsValidPathSegmentName(name)) == 0 {
+		return name
+	}
+	return ""
 }
 
 func nonResourceVerb(method string) string {

@@ -13,7 +13,13 @@ type Attributes struct {
 	Namespace   string
 	Resource    string
 	Subresource string
-	Name        string
+	// Name is the object's name; for a list or watch, the one its
+	// fieldSelector metadata.name=… requires, as upstream.
+	Name string
+	// FieldSelector is a list's, watch's or deletecollection's field
+	// selector, unparsed: the Node authorizer allows a node's list of
+	// pods only with spec.nodeName=<node>.
+	FieldSelector string
 }
 
 // Decision is an authorizer's answer.

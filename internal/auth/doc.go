@@ -7,10 +7,10 @@
 // The user is carried in the request's context from the authentication
 // filter to the handlers; nothing else in the request is trusted for it.
 //
-// Joining nodes (bootstraptoken.go, nodeauthorizer.go): bootstrap tokens
-// authenticate against their kube-system Secrets as system:bootstrap:<id>;
-// nodes (system:node:<name> in system:nodes) are authorized by fixed rules
-// equal to upstream's system:node role. Everyone else is authorized by RBAC
-// (package rbac). The fixed PublicInfo/BasicUser/IssuerDiscovery
+// Joining nodes (bootstraptoken.go): bootstrap tokens authenticate against
+// their kube-system Secrets as system:bootstrap:<id>; nodes
+// (system:node:<name> in system:nodes, nodename.go) are authorized by the
+// Node authorizer (package node), everyone else by RBAC (package rbac).
+// identities.go names the built-in components' identities. The fixed PublicInfo/BasicUser/IssuerDiscovery
 // authorizers remain for an API server built without RBAC (tests).
 package auth

@@ -50,12 +50,3 @@ func (c Chain) RulesFor(u *User, namespace string) ([]rbacv1.PolicyRule, error) 
 	}
 	return rules, errors.Join(errs...)
 }
-
-// RulesFor cannot list a node's rules (its writes are limited to its own
-// objects, which rules cannot say), as upstream's Node authorizer.
-func (NodeAuthorizer) RulesFor(u *User, _ string) ([]rbacv1.PolicyRule, error) {
-	if NodeName(u) != "" {
-		return nil, errors.New("node authorizer does not support user rule resolution")
-	}
-	return nil, nil
-}

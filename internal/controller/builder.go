@@ -77,7 +77,8 @@ type Config struct {
 	Resync  time.Duration
 	// Shared is the process's shared informer factory, for Pods and Nodes
 	// (see reconcile.SharedInformers); nil: the controller's own factory
-	// serves them too.
+	// serves them too. When set, the own factory lists and watches with
+	// its client rather than Client.
 	Shared *reconcile.SharedInformers
 	// Queue is the controller's work queue (e.g. a reconcile.ClockQueue,
 	// whose delays follow an injected clock); nil: a new rate-limited
@@ -97,7 +98,14 @@ func NewBuilder(c Config) *Builder {
 			opts = append(opts, informers.WithCustomResyncConfig(map[metav1.Object]time.Duration{o: c.Resync}))
 		}
 	}
-	own := informers.NewSharedInformerFactoryWithOptions(c.Client, 0, opts...)
+	// Reads as the process's informers do, when it has shared ones (as
+	// upstream's controllers list and watch with the manager's client and
+	// write with their own).
+	reads := c.Client
+	if c.Shared != nil {
+		reads = c.Shared.Client()
+	}
+	own := informers.NewSharedInformerFactoryWithOptions(reads, 0, opts...)
 	b := &Builder{
 		name: c.Name, component: c.Component, client: c.Client, log: log,
 		own: own, shared: reconcile.SharedOr(c.Shared, own),

@@ -8,6 +8,8 @@ import (
 	"os"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/kubernetes"
@@ -50,6 +52,18 @@ type Options struct {
 	// "*" the ones enabled by default, "name" one more, "-name" one less
 	// (see Registry); empty means "*".
 	Controllers []string
+	// ServiceAccountConfig, when set, runs each controller as its own
+	// kube-system ServiceAccount (Registration.ServiceAccount), as
+	// upstream's --use-service-account-credentials: New creates the
+	// account if it is missing, with the manager's own config, and builds
+	// the controller on the config this returns for that account. Nil:
+	// every controller uses the manager's config.
+	ServiceAccountConfig func(sa *corev1.ServiceAccount) *rest.Config
+
+	// accountConfig is the config of a kube-system ServiceAccount, for a
+	// constructor whose controller runs two of upstream's (New sets it
+	// with ServiceAccountConfig).
+	accountConfig func(name string) (*rest.Config, error)
 }
 
 // Lease timings, as upstream's defaults.
@@ -65,12 +79,23 @@ func New(cfg *rest.Config, o Options) ([]reconcile.Controller, error) {
 	if err := ValidateControllers(o.Controllers); err != nil {
 		return nil, err
 	}
+	accounts, err := newServiceAccounts(cfg, o.ServiceAccountConfig)
+	if err != nil {
+		return nil, err
+	}
+	if o.ServiceAccountConfig != nil {
+		o.accountConfig = accounts.config
+	}
 	var out []reconcile.Controller
 	for _, r := range Registry {
 		if !Enabled(o.Controllers, r) {
 			continue
 		}
-		c, err := r.New(cfg, o)
+		ccfg, err := accounts.config(r.ServiceAccount)
+		if err != nil {
+			return nil, fmt.Errorf("%s controller: %w", r.Name, err)
+		}
+		c, err := r.New(ccfg, o)
 		if err != nil {
 			return nil, fmt.Errorf("%s controller: %w", r.Name, err)
 		}
@@ -79,6 +104,52 @@ func New(cfg *rest.Config, o Options) ([]reconcile.Controller, error) {
 		}
 	}
 	return out, nil
+}
+
+// serviceAccounts gives each controller the config of its ServiceAccount.
+type serviceAccounts struct {
+	client  kubernetes.Interface
+	configs map[string]*rest.Config
+	as      func(*corev1.ServiceAccount) *rest.Config
+}
+
+func newServiceAccounts(cfg *rest.Config, as func(*corev1.ServiceAccount) *rest.Config) (*serviceAccounts, error) {
+	if as == nil {
+		return &serviceAccounts{configs: map[string]*rest.Config{"": cfg}}, nil
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &serviceAccounts{client: client, configs: map[string]*rest.Config{}, as: as}, nil
+}
+
+// config is the config of the kube-system ServiceAccount name, which it
+// creates if it is missing (as upstream's service-account client builder
+// does); without ServiceAccountConfig, the manager's own.
+func (s *serviceAccounts) config(name string) (*rest.Config, error) {
+	if s.as == nil {
+		return s.configs[""], nil
+	}
+	if c, ok := s.configs[name]; ok {
+		return c, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	accounts := s.client.CoreV1().ServiceAccounts(metav1.NamespaceSystem)
+	sa, err := accounts.Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		sa, err = accounts.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: metav1.NamespaceSystem}}, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			sa, err = accounts.Get(ctx, name, metav1.GetOptions{})
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("service account %s/%s: %w", metav1.NamespaceSystem, name, err)
+	}
+	c := s.as(sa)
+	s.configs[name] = c
+	return c, nil
 }
 
 // Run runs every controller until ctx ends; with LeaderElect, only while

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"plainkube.dev/plainkube/internal/controller/certificates/csrapproving"
@@ -41,34 +42,41 @@ type Registration struct {
 	Name string
 	// Upstream is kube-controller-manager's name for it, accepted too.
 	Upstream string
-	New      Constructor
+	// ServiceAccount is the kube-system ServiceAccount the controller runs
+	// as with Options.ServiceAccountConfig (upstream's
+	// --use-service-account-credentials): upstream's name for that
+	// controller's account, bound to its system:controller: role by the
+	// default policy (plainkube's own controllers: a plainkube:controller:
+	// role).
+	ServiceAccount string
+	New            Constructor
 	// EnabledByDefault: run by "*".
 	EnabledByDefault bool
 }
 
 // Registry lists every controller, in the order they are started.
 var Registry = []Registration{
-	{deployment.Name, "deployment-controller", sharing(deployment.New, func(c *deployment.Controller, s *reconcile.SharedInformers) { c.Informers = s }), true},
-	{replicaset.Name, "replicaset-controller", sharing(replicaset.New, func(c *replicaset.Controller, s *reconcile.SharedInformers) { c.Informers = s }), true},
-	{daemonset.Name, "daemonset-controller", sharing(daemonset.New, func(c *daemonset.Controller, s *reconcile.SharedInformers) { c.Informers = s }), true},
-	{statefulset.Name, "statefulset-controller", sharing(statefulset.New, func(c *statefulset.Controller, s *reconcile.SharedInformers) { c.Informers = s }), true},
-	{job.Name, "job-controller", sharing(job.New, func(c *job.Controller, s *reconcile.SharedInformers) { c.Informers = s }), true},
-	{cronjob.Name, "cronjob-controller", plain(cronjob.New), true},
-	{garbagecollector.Name, "garbage-collector-controller", plain(garbagecollector.New), true},
-	{namespace.Name, "namespace-controller", plain(namespace.New), true},
-	{endpointslice.Name, "endpointslice-controller", sharing(endpointslice.New, func(c *endpointslice.Controller, s *reconcile.SharedInformers) { c.Informers = s }), true},
-	{endpoints.Name, "endpoints-controller", sharing(endpoints.New, func(c *endpoints.Controller, s *reconcile.SharedInformers) { c.Informers = s }), true},
-	{serviceaccount.Name, "serviceaccount-controller", plain(serviceaccount.New), true},
-	{nodelifecycle.Name, "node-lifecycle-controller", newNodeLifecycle, true},
-	{nodeipam.Name, "node-ipam-controller", newNodeIPAM, true},
-	{servicelb.Name, "service-lb-controller", sharing(servicelb.New, func(c *servicelb.Controller, s *reconcile.SharedInformers) { c.Informers = s }), true},
-	{podgc.Name, "pod-garbage-collector-controller", sharing(podgc.New, func(c *podgc.Controller, s *reconcile.SharedInformers) { c.Informers = s }), true},
-	{csrapproving.Name, "certificatesigningrequest-approving-controller", plain(csrapproving.New), true},
-	{csrcleaner.Name, "certificatesigningrequest-cleaner-controller", plain(csrcleaner.New), true},
-	{csrsigning.Name, "certificatesigningrequest-signing-controller", newCSRSigning, true},
-	{rootcacert.Name, "root-ca-certificate-publisher-controller", newRootCACert, true},
-	{clusterroleaggregation.Name, "clusterrole-aggregation-controller", plain(clusterroleaggregation.New), true},
-	{resourcequota.Name, "resourcequota-controller", sharing(resourcequota.New, func(c *resourcequota.Controller, s *reconcile.SharedInformers) { c.Informers = s }), true},
+	{deployment.Name, "deployment-controller", "deployment-controller", sharing(deployment.New, func(c *deployment.Controller, s *reconcile.SharedInformers) { c.Informers = s }), true},
+	{replicaset.Name, "replicaset-controller", "replicaset-controller", newReplicaSet, true},
+	{daemonset.Name, "daemonset-controller", "daemon-set-controller", sharing(daemonset.New, func(c *daemonset.Controller, s *reconcile.SharedInformers) { c.Informers = s }), true},
+	{statefulset.Name, "statefulset-controller", "statefulset-controller", sharing(statefulset.New, func(c *statefulset.Controller, s *reconcile.SharedInformers) { c.Informers = s }), true},
+	{job.Name, "job-controller", "job-controller", sharing(job.New, func(c *job.Controller, s *reconcile.SharedInformers) { c.Informers = s }), true},
+	{cronjob.Name, "cronjob-controller", "cronjob-controller", plain(cronjob.New), true},
+	{garbagecollector.Name, "garbage-collector-controller", "generic-garbage-collector", plain(garbagecollector.New), true},
+	{namespace.Name, "namespace-controller", "namespace-controller", plain(namespace.New), true},
+	{endpointslice.Name, "endpointslice-controller", "endpointslice-controller", sharing(endpointslice.New, func(c *endpointslice.Controller, s *reconcile.SharedInformers) { c.Informers = s }), true},
+	{endpoints.Name, "endpoints-controller", "endpoint-controller", sharing(endpoints.New, func(c *endpoints.Controller, s *reconcile.SharedInformers) { c.Informers = s }), true},
+	{serviceaccount.Name, "serviceaccount-controller", "service-account-controller", sharing(serviceaccount.New, func(c *serviceaccount.Controller, s *reconcile.SharedInformers) { c.Informers = s }), true},
+	{nodelifecycle.Name, "node-lifecycle-controller", "node-controller", newNodeLifecycle, true},
+	{nodeipam.Name, "node-ipam-controller", "node-controller", newNodeIPAM, true},
+	{servicelb.Name, "service-lb-controller", "service-lb-controller", sharing(servicelb.New, func(c *servicelb.Controller, s *reconcile.SharedInformers) { c.Informers = s }), true},
+	{podgc.Name, "pod-garbage-collector-controller", "pod-garbage-collector", sharing(podgc.New, func(c *podgc.Controller, s *reconcile.SharedInformers) { c.Informers = s }), true},
+	{csrapproving.Name, "certificatesigningrequest-approving-controller", "certificate-controller", sharing(csrapproving.New, func(c *csrapproving.Controller, s *reconcile.SharedInformers) { c.Informers = s }), true},
+	{csrcleaner.Name, "certificatesigningrequest-cleaner-controller", "certificate-controller", plain(csrcleaner.New), true},
+	{csrsigning.Name, "certificatesigningrequest-signing-controller", "certificate-controller", newCSRSigning, true},
+	{rootcacert.Name, "root-ca-certificate-publisher-controller", "root-ca-cert-publisher", newRootCACert, true},
+	{clusterroleaggregation.Name, "clusterrole-aggregation-controller", "clusterrole-aggregation-controller", plain(clusterroleaggregation.New), true},
+	{resourcequota.Name, "resourcequota-controller", "resourcequota-controller", sharing(resourcequota.New, func(c *resourcequota.Controller, s *reconcile.SharedInformers) { c.Informers = s }), true},
 }
 
 // ValidateControllers checks a --controllers list: each item is "*", a
@@ -130,8 +138,8 @@ func plain[C reconcile.Controller](newC func(*rest.Config) (C, error)) Construct
 	}
 }
 
-// sharing adapts the New(cfg) of a controller that takes Pods or Nodes
-// from the process's shared informers (share hands them to it).
+// sharing adapts the New(cfg) of a controller that takes its informers
+// from the process's shared ones (share hands them to it).
 func sharing[C reconcile.Controller](newC func(*rest.Config) (C, error), share func(C, *reconcile.SharedInformers)) Constructor {
 	return func(cfg *rest.Config, o Options) (reconcile.Controller, error) {
 		c, err := newC(cfg)
@@ -181,8 +189,38 @@ func newRootCACert(cfg *rest.Config, o Options) (reconcile.Controller, error) {
 	if len(o.RootCA) == 0 {
 		return nil, nil
 	}
-	return rootcacert.New(cfg, o.RootCA)
+	c, err := rootcacert.New(cfg, o.RootCA)
+	if err != nil {
+		return nil, err
+	}
+	c.Informers = o.Informers
+	return c, nil
 }
+
+// newReplicaSet runs the ReplicationController loop as upstream's
+// replication-controller ServiceAccount, the ReplicaSet loop as
+// replicaset-controller.
+func newReplicaSet(cfg *rest.Config, o Options) (reconcile.Controller, error) {
+	c, err := replicaset.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	c.Informers = o.Informers
+	if o.accountConfig != nil {
+		rcCfg, err := o.accountConfig(replicationControllerAccount)
+		if err != nil {
+			return nil, err
+		}
+		if c.ReplicationControllerClient, err = kubernetes.NewForConfig(rcCfg); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// replicationControllerAccount is upstream's ServiceAccount of the
+// ReplicationController loop.
+const replicationControllerAccount = "replication-controller"
 
 // ParseControllers reads a --controllers value (comma-separated) and
 // validates it.

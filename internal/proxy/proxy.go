@@ -15,8 +15,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
+	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -113,9 +116,14 @@ func New(cs kubernetes.Interface, factory informers.SharedInformerFactory, opts 
 	p.health = newHealthServers(p.log)
 	svcInf := factory.Core().V1().Services()
 	sliceInf := factory.Discovery().V1().EndpointSlices()
-	nodeInf := factory.Core().V1().Nodes()
-	p.services, p.slices, p.nodes = svcInf.Lister(), sliceInf.Lister(), nodeInf.Lister()
-	p.synced = []cache.InformerSynced{svcInf.Informer().HasSynced, sliceInf.Informer().HasSynced, nodeInf.Informer().HasSynced}
+	// Its own Node only (a node may read no other), as kube-proxy's.
+	nodeInf := factory.InformerFor(&corev1.Node{}, func(cs kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+		return coreinformers.NewFilteredNodeInformer(cs, resync, cache.Indexers{}, func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", opts.NodeName).String()
+		})
+	})
+	p.services, p.slices, p.nodes = svcInf.Lister(), sliceInf.Lister(), corelisters.NewNodeLister(nodeInf.GetIndexer())
+	p.synced = []cache.InformerSynced{svcInf.Informer().HasSynced, sliceInf.Informer().HasSynced, nodeInf.HasSynced}
 	onService := func(obj any) {
 		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
 			p.markDirty(key, time.Time{})
@@ -153,7 +161,7 @@ func New(cs kubernetes.Interface, factory informers.SharedInformerFactory, opts 
 			p.poke()
 		}
 	}
-	if _, err := nodeInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	if _, err := nodeInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: onNode, UpdateFunc: func(old, obj any) {
 			if o, n := old.(*corev1.Node), obj.(*corev1.Node); o.Spec.PodCIDR != n.Spec.PodCIDR ||
 				o.Labels[corev1.LabelTopologyZone] != n.Labels[corev1.LabelTopologyZone] {

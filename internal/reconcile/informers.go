@@ -30,15 +30,24 @@ import (
 // AddIndexer, which tolerates the index being there already.
 type SharedInformers struct {
 	informers.SharedInformerFactory
-	stop <-chan struct{}
+	client kubernetes.Interface
+	stop   <-chan struct{}
 }
 
 // NewSharedInformers returns a factory over client whose informers run
 // until ctx ends.
 func NewSharedInformers(ctx context.Context, client kubernetes.Interface) *SharedInformers {
 	f := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(dropManagedFields))
-	return &SharedInformers{SharedInformerFactory: f, stop: ctx.Done()}
+	return &SharedInformers{SharedInformerFactory: f, client: client, stop: ctx.Done()}
 }
+
+// Client is the client the informers list and watch with: in the server
+// process, the controller manager's identity, as upstream's
+// kube-controller-manager's informers are all made by the manager's own
+// client (its role lists and watches everything) while each controller
+// writes under its own ServiceAccount. A controller's own informers read
+// with it too (controller.NewBuilder).
+func (s *SharedInformers) Client() kubernetes.Interface { return s.client }
 
 // Start starts the informers requested so far, for the factory's lifetime.
 func (s *SharedInformers) Start(<-chan struct{}) { s.SharedInformerFactory.Start(s.stop) }

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 
+	"plainkube.dev/plainkube/internal/auth"
 	"plainkube.dev/plainkube/internal/controllermanager"
 )
 
@@ -28,7 +29,8 @@ func startEtcdServer(t *testing.T) *rest.Config {
 	ctx, cancel := context.WithCancel(context.Background())
 	s, err := Start(ctx, Options{DataDir: t.TempDir(), BindAddress: "127.0.0.1", Port: 0,
 		Components: []Component{func(ctx context.Context, env ComponentEnv) error {
-			return controllermanager.Run(ctx, env.Config, controllermanager.Options{Informers: env.Informers})
+			return controllermanager.Run(ctx, env.ConfigAs(auth.ControllerManagerUser()), controllermanager.Options{Informers: env.Informers,
+				ServiceAccountConfig: env.ServiceAccountConfig})
 		}}})
 	if err != nil {
 		cancel()

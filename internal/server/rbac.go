@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	nodeauthz "plainkube.dev/plainkube/internal/auth/node"
 	"plainkube.dev/plainkube/internal/auth/rbac"
 	rbacpolicy "plainkube.dev/plainkube/internal/auth/rbac/bootstrap"
 )
@@ -60,6 +61,30 @@ func startRBAC(ctx context.Context, cfg *rest.Config, authz *rbac.Authorizer, lo
 	return nil
 }
 
+// startNodeGraph feeds the Node authorizer's graph from informers over
+// cfg (the API server's own loopback client), as upstream's API server
+// does, and closes done once they have synced.
+func startNodeGraph(ctx context.Context, cfg *rest.Config, g *nodeauthz.Graph, done chan<- struct{}) error {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	f := informers.NewSharedInformerFactory(cs, 0)
+	synced, err := nodeauthz.Populate(g, f)
+	if err != nil {
+		return err
+	}
+	f.Start(ctx.Done())
+	go func() {
+		defer f.Shutdown()
+		if waitFor(ctx, synced) {
+			close(done)
+		}
+		<-ctx.Done()
+	}()
+	return nil
+}
+
 func waitFor(ctx context.Context, synced func() bool) bool {
 	return wait.PollUntilContextCancel(ctx, 10*time.Millisecond, true, func(context.Context) (bool, error) { return synced(), nil }) == nil
 }
@@ -68,10 +93,12 @@ func waitFor(ctx context.Context, synced func() bool) bool {
 // policy needs (creates, additions, recreated bindings) and writes it.
 func reconcilePolicy(ctx context.Context, cs kubernetes.Interface, log *slog.Logger) error {
 	desired := rbacpolicy.Default()
-	join := joinPolicy()
-	desired.ClusterRoleBindings = append(desired.ClusterRoleBindings, join.ClusterRoleBindings...)
-	desired.Roles = append(desired.Roles, join.Roles...)
-	desired.RoleBindings = append(desired.RoleBindings, join.RoleBindings...)
+	for _, p := range []rbacpolicy.Policy{rbacpolicy.Plainkube(), joinPolicy()} {
+		desired.ClusterRoles = append(desired.ClusterRoles, p.ClusterRoles...)
+		desired.ClusterRoleBindings = append(desired.ClusterRoleBindings, p.ClusterRoleBindings...)
+		desired.Roles = append(desired.Roles, p.Roles...)
+		desired.RoleBindings = append(desired.RoleBindings, p.RoleBindings...)
+	}
 	namespaces := map[string]bool{}
 	for _, r := range desired.Roles {
 		namespaces[r.Namespace] = true

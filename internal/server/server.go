@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -31,7 +32,9 @@ import (
 	"plainkube.dev/plainkube/internal/apiextensions"
 	"plainkube.dev/plainkube/internal/apiserver"
 	"plainkube.dev/plainkube/internal/auth"
+	nodeauthz "plainkube.dev/plainkube/internal/auth/node"
 	"plainkube.dev/plainkube/internal/auth/rbac"
+	rbacpolicy "plainkube.dev/plainkube/internal/auth/rbac/bootstrap"
 	"plainkube.dev/plainkube/internal/loopback"
 	"plainkube.dev/plainkube/internal/openapi"
 	"plainkube.dev/plainkube/internal/pki"
@@ -94,8 +97,17 @@ type Component func(ctx context.Context, env ComponentEnv) error
 
 // ComponentEnv is what a component is given.
 type ComponentEnv struct {
-	// Config is a loopback client config acting as the cluster admin.
-	Config *rest.Config
+	// ConfigAs is a loopback client config acting as user. The wiring
+	// gives each in-process component its own identity with it, as
+	// upstream's components have theirs (auth.SchedulerUser,
+	// auth.ControllerManagerUser, auth.NodeUser…): the identity travels
+	// in the request's context, which only this process can set, never in
+	// anything a client sends.
+	ConfigAs func(user *auth.User) *rest.Config
+	// AdminConfig is a loopback client config acting as the cluster admin
+	// (system:masters), for test devices only (simulated nodes, a
+	// component under test): the cluster's own components use ConfigAs.
+	AdminConfig *rest.Config
 	// CAPEM is the cluster CA certificate (for kube-root-ca.crt, kubeconfigs…).
 	CAPEM []byte
 	// URL is the API server's HTTPS address.
@@ -107,10 +119,19 @@ type ComponentEnv struct {
 	// CSR signer.
 	CACert *x509.Certificate
 	CAKey  crypto.Signer
-	// Informers is one informer factory over Config for every component
-	// of this process, so that what several of them watch (pods) is held
-	// in memory once. Its informers run until the server stops.
+	// Informers is one informer factory for every component of this
+	// process, so that what several of them watch (pods) is held in memory
+	// once. It reads as the controller manager, as upstream's
+	// kube-controller-manager's shared informers do (its role lists and
+	// watches every resource); its informers run until the server stops.
 	Informers *reconcile.SharedInformers
+}
+
+// ServiceAccountConfig is a loopback client config acting as the
+// ServiceAccount sa, as a token of it would authenticate: the controller
+// manager's per-controller identities (controllermanager.Options).
+func (e ComponentEnv) ServiceAccountConfig(sa *corev1.ServiceAccount) *rest.Config {
+	return e.ConfigAs(auth.ServiceAccountUser(sa.Namespace, sa.Name, string(sa.UID)))
 }
 
 // DefaultDataDir is /var/lib/plainkube for root and ~/.plainkube otherwise.
@@ -209,7 +230,8 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	rbacAuthz := rbac.New(nil) // reads its roles once the API serves them (startRBAC)
 	// As upstream's --authorization-mode=Node,RBAC (with system:masters
 	// allowed first): what else anyone may do is what RBAC grants.
-	authz := auth.Chain{auth.MastersAuthorizer{}, auth.NodeAuthorizer{}, rbacAuthz}
+	nodeGraph := nodeauthz.NewGraph() // filled once the API serves pods (startNodeGraph)
+	authz := auth.Chain{auth.MastersAuthorizer{}, nodeauthz.New(nodeGraph, rbacpolicy.NodeRules()), rbacAuthz}
 	validatingPolicies := policy.NewValidating(authz) // reads the policies once the API serves them
 	deps := admissionDeps{objects: objects, serviceAccounts: saAdmission, authz: authz, rbac: rbacAuthz,
 		services: alloc, policies: validatingPolicies, controllerDefaults: opts.DefaultAdmission, extra: opts.ExtraAdmission,
@@ -247,6 +269,8 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	api.AddReadinessGate(rbacReady)
 	admissionReady := make(chan struct{})
 	api.AddReadinessGate(admissionReady)
+	graphReady := make(chan struct{})
+	api.AddReadinessGate(graphReady)
 	go api.Run(ctx)
 	if err := validatingPolicies.Start(ctx, s.LoopbackConfig(), log); err != nil {
 		s.stop()
@@ -259,6 +283,10 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if err := startAdmission(ctx, s.LoopbackConfig(), admissionReady, deps, opts.PodSecurityExemptions); err != nil {
 		s.stop()
 		return nil, fmt.Errorf("admission: %w", err)
+	}
+	if err := startNodeGraph(ctx, s.LoopbackConfig(), nodeGraph, graphReady); err != nil {
+		s.stop()
+		return nil, fmt.Errorf("node authorizer: %w", err)
 	}
 	synced, err := apiextensions.Start(ctx, s.LoopbackConfig(), api)
 	if err != nil {
@@ -324,13 +352,14 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		return nil, err
 	}
 	go startCompactor(ctx, s.store, log)
-	loopbackClient, err := kubernetes.NewForConfig(s.LoopbackConfig())
+	informerClient, err := kubernetes.NewForConfig(s.ConfigAs(auth.ControllerManagerUser()))
 	if err != nil {
 		s.stop()
 		return nil, err
 	}
-	env := ComponentEnv{Config: s.LoopbackConfig(), CAPEM: bundle.CAPEM, URL: s.URL, IssueServingCert: bundle.IssueServingCert,
-		CACert: bundle.CACert, CAKey: bundle.CAKey, Informers: reconcile.NewSharedInformers(ctx, loopbackClient)}
+	env := ComponentEnv{ConfigAs: s.ConfigAs, AdminConfig: s.LoopbackConfig(), CAPEM: bundle.CAPEM, URL: s.URL,
+		IssueServingCert: bundle.IssueServingCert, CACert: bundle.CACert, CAKey: bundle.CAKey,
+		Informers: reconcile.NewSharedInformers(ctx, informerClient)}
 	for _, run := range opts.Components {
 		go func() {
 			if err := run(ctx, env); err != nil && ctx.Err() == nil {
@@ -345,11 +374,14 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	return s, nil
 }
 
-// LoopbackConfig is a client config for in-process components, acting as
-// the cluster admin (system:masters).
-func (s *Server) LoopbackConfig() *rest.Config {
-	return loopback.Config(s.API, &auth.User{Name: "system:apiserver", Groups: []string{auth.GroupMasters, auth.GroupAuthenticated}})
-}
+// LoopbackConfig is the API server's own loopback client config, acting
+// as system:apiserver in system:masters: for what upstream's
+// kube-apiserver does privileged (its RBAC bootstrap, the CRD controllers,
+// the kubernetes Service) and for tests acting as the admin.
+func (s *Server) LoopbackConfig() *rest.Config { return s.ConfigAs(auth.APIServerUser()) }
+
+// ConfigAs is an in-process client config acting as user.
+func (s *Server) ConfigAs(user *auth.User) *rest.Config { return loopback.Config(s.API, user) }
 
 func (s *Server) stop() { s.stopOnce.Do(s.shutdown) }
 

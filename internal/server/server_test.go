@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"plainkube.dev/plainkube/internal/auth"
 	"plainkube.dev/plainkube/internal/controllermanager"
 )
 
@@ -35,7 +36,8 @@ func startServer(t *testing.T) (*Server, *rest.Config) {
 	t.Helper()
 	return startServerWith(t, Options{InMemory: true, DefaultAdmission: true,
 		Components: []Component{func(ctx context.Context, env ComponentEnv) error {
-			return controllermanager.Run(ctx, env.Config, controllermanager.Options{RootCA: env.CAPEM})
+			return controllermanager.Run(ctx, env.ConfigAs(auth.ControllerManagerUser()), controllermanager.Options{RootCA: env.CAPEM,
+				ServiceAccountConfig: env.ServiceAccountConfig})
 		}}})
 }
 

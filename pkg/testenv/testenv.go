@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"plainkube.dev/plainkube/internal/auth"
 	"plainkube.dev/plainkube/internal/controllermanager"
 	"plainkube.dev/plainkube/internal/kubelet/sim"
 	"plainkube.dev/plainkube/internal/scheduler"
@@ -61,7 +62,8 @@ func WithControllers() Option {
 	return func(o *options) {
 		o.serviceAccounts = true
 		o.components = append(o.components, func(ctx context.Context, env server.ComponentEnv) error {
-			return controllermanager.Run(ctx, env.Config, controllermanager.Options{RootCA: env.CAPEM, Informers: env.Informers})
+			return controllermanager.Run(ctx, env.ConfigAs(auth.ControllerManagerUser()), controllermanager.Options{RootCA: env.CAPEM,
+				Informers: env.Informers, ServiceAccountConfig: env.ServiceAccountConfig})
 		})
 	}
 }
@@ -71,7 +73,7 @@ func WithControllers() Option {
 func WithScheduler() Option {
 	return func(o *options) {
 		o.components = append(o.components, func(ctx context.Context, env server.ComponentEnv) error {
-			s, err := scheduler.New(env.Config, scheduler.Options{Informers: env.Informers})
+			s, err := scheduler.New(env.ConfigAs(auth.SchedulerUser()), scheduler.Options{Informers: env.Informers})
 			if err != nil {
 				return err
 			}
@@ -93,10 +95,10 @@ func WithSimNodes(n int) Option {
 }
 
 // WithComponent runs any in-process component against the environment's
-// loopback client config until the test ends.
+// loopback admin (system:masters) client config until the test ends.
 func WithComponent(run func(ctx context.Context, cfg *rest.Config) error) Option {
 	return func(o *options) {
-		o.components = append(o.components, func(ctx context.Context, env server.ComponentEnv) error { return run(ctx, env.Config) })
+		o.components = append(o.components, func(ctx context.Context, env server.ComponentEnv) error { return run(ctx, env.AdminConfig) })
 	}
 }
 
@@ -135,7 +137,7 @@ func start(dataDir string, opts []Option) (env *Env, stop func(), err error) {
 		crdsInstalled = make(chan error, 1)
 		ready := make(chan struct{})
 		components = []server.Component{func(ctx context.Context, env server.ComponentEnv) error {
-			err := InstallCRDs(ctx, env.Config, crds...)
+			err := InstallCRDs(ctx, env.AdminConfig, crds...)
 			crdsInstalled <- err
 			if err == nil {
 				close(ready)

@@ -103,3 +103,87 @@ func TestRBAC(t *testing.T) {
 		t.Fatalf("binding a role the creator holds was refused: %v\n%s", err, out)
 	}
 }
+
+// TestComponentIdentities: what each built-in identity may do is
+// upstream's — the scheduler reads no Secrets; a node reads only the
+// Secrets of its own pods and asks tokens only for their ServiceAccounts
+// (upstream's Node authorizer, its graph fed by the pods bound to each
+// node), and reads only its own Node.
+func TestComponentIdentities(t *testing.T) {
+	c := startCluster(t)
+	if out, _ := c.run("auth", "can-i", "get", "secrets", "-A", "--as=system:kube-scheduler"); strings.TrimSpace(out) != "no" {
+		t.Fatalf("system:kube-scheduler may read Secrets: %s", out)
+	}
+	contains(t, c.must("auth", "can-i", "create", "pods", "--subresource=binding", "--as=system:kube-scheduler"), "yes")
+	contains(t, c.must("auth", "can-i", "create", "replicasets.apps", "--as=system:serviceaccount:kube-system:deployment-controller",
+		"--as-group=system:serviceaccounts"), "yes")
+	if out, _ := c.run("auth", "can-i", "get", "secrets", "--as=system:serviceaccount:kube-system:deployment-controller", "--as-group=system:serviceaccounts"); strings.TrimSpace(out) != "no" {
+		t.Fatalf("the deployment controller may read Secrets: %s", out)
+	}
+
+	// A pod bound to node n1 (no such node runs: the binding is what
+	// relates them) uses the Secret "used", not "unused".
+	c.must("create", "secret", "generic", "used", "--from-literal=k=v")
+	c.must("create", "secret", "generic", "unused", "--from-literal=k=v")
+	c.must("create", "serviceaccount", "app")
+	c.must("apply", "-f", writeFile(t, t.TempDir(), "pod.yaml", `apiVersion: v1
+kind: Pod
+metadata: {name: on-n1}
+spec:
+  nodeName: n1
+  serviceAccountName: app
+  containers:
+  - name: c
+    image: busybox
+    env:
+    - name: K
+      valueFrom: {secretKeyRef: {name: used, key: k}}
+`))
+	asNode := func(node string, args ...string) (string, error) {
+		return c.run(append([]string{"--as=system:node:" + node, "--as-group=system:nodes"}, args...)...)
+	}
+	// The graph sees the pod through its watch.
+	for i := 0; ; i++ {
+		out, err := asNode("n1", "get", "secret", "used", "-o", "name")
+		if err == nil {
+			break
+		}
+		if i == 100 {
+			t.Fatalf("node n1 cannot read the Secret its pod uses: %v\n%s", err, out)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	out, err := asNode("n1", "get", "secret", "unused")
+	if err == nil || !strings.Contains(out, `secrets "unused" is forbidden: User "system:node:n1" cannot get resource "secrets" in API group "" in the namespace "default": no relationship found between node 'n1' and this object`) {
+		t.Fatalf("node n1 read a Secret no pod of it uses: %v\n%s", err, out)
+	}
+	if out, err := asNode("n2", "get", "secret", "used"); err == nil {
+		t.Fatalf("node n2 read the Secret of a pod on n1:\n%s", out)
+	}
+	if out, err := asNode("n1", "get", "secrets"); err == nil {
+		t.Fatalf("a node listed Secrets:\n%s", out)
+	}
+	uid := c.must("get", "pod", "on-n1", "-o", "jsonpath={.metadata.uid}")
+	if out, err := asNode("n1", "create", "token", "app", "--bound-object-kind=Pod", "--bound-object-name=on-n1", "--bound-object-uid="+uid); err != nil {
+		t.Fatalf("node n1 cannot get a token for its pod's ServiceAccount: %v\n%s", err, out)
+	}
+	out, err = asNode("n1", "create", "token", "default", "--bound-object-kind=Pod", "--bound-object-name=on-n1", "--bound-object-uid="+uid)
+	if err == nil || !strings.Contains(out, "no relationship found between node 'n1' and this object") {
+		t.Fatalf("node n1 got a token for a ServiceAccount no pod of it uses: %v\n%s", err, out)
+	}
+	out, err = asNode("n1", "get", "nodes")
+	if err == nil || !strings.Contains(out, "node 'n1' cannot read all nodes, only its own Node object") {
+		t.Fatalf("a node listed every Node: %v\n%s", err, out)
+	}
+	// Once the pod is gone, so is the node's access.
+	c.must("delete", "pod", "on-n1", "--grace-period=0", "--force")
+	for i := 0; ; i++ {
+		if _, err := asNode("n1", "get", "secret", "used"); err != nil {
+			break
+		}
+		if i == 100 {
+			t.Fatal("node n1 still reads the Secret of a pod that is gone")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

@@ -7,6 +7,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 
@@ -38,6 +39,10 @@ type Controller struct {
 	// ReplicaSets and ReplicationControllers say which kinds to serve
 	// (both by default).
 	ReplicaSets, ReplicationControllers bool
+	// ReplicationControllerClient, when set, is the ReplicationController
+	// loop's client (upstream runs it as a controller of its own, under
+	// its own identity); nil: the controller's.
+	ReplicationControllerClient kubernetes.Interface
 
 	now func() time.Time
 }
@@ -62,19 +67,27 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	if burst <= 0 {
 		burst = DefaultBurstReplicas
 	}
-	var kinds []kind
+	type loopOf struct {
+		kind   kind
+		client kubernetes.Interface
+	}
+	var kinds []loopOf
 	if c.ReplicaSets {
-		kinds = append(kinds, &replicaSetKind{client: c.Client})
+		kinds = append(kinds, loopOf{&replicaSetKind{client: c.Client}, c.Client})
 	}
 	if c.ReplicationControllers {
-		kinds = append(kinds, &replicationControllerKind{client: c.Client})
+		client := c.Client
+		if c.ReplicationControllerClient != nil {
+			client = c.ReplicationControllerClient
+		}
+		kinds = append(kinds, loopOf{&replicationControllerKind{client: client}, client})
 	}
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	errs := make(chan error, len(kinds))
 	for _, k := range kinds {
 		go func() {
-			err := c.runKind(ctx, k, workers, burst)
+			err := c.runKind(ctx, k.kind, k.client, workers, burst)
 			stop() // one loop stopping stops the other: Run returns, to be restarted whole
 			errs <- err
 		}()
@@ -89,12 +102,12 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 }
 
 // runKind runs the loop of one kind.
-func (c *Controller) runKind(ctx context.Context, k kind, workers, burst int) error {
+func (c *Controller) runKind(ctx context.Context, k kind, client kubernetes.Interface, workers, burst int) error {
 	gvk := k.gvk()
-	b := controller.NewBuilder(controller.Config{Name: strings.ToLower(gvk.Kind), Component: k.component(), Client: c.Client,
+	b := controller.NewBuilder(controller.Config{Name: strings.ToLower(gvk.Kind), Component: k.component(), Client: client,
 		Logger: c.Logger, Primary: k.newObject(), Resync: resyncPeriod, Shared: c.Informers})
 	podInf := b.SharedInformers().Core().V1().Pods()
-	l := &loop{kind: k, gvk: gvk, client: c.Client, pods: podInf.Lister(), queue: b.Queue(),
+	l := &loop{kind: k, gvk: gvk, client: client, pods: podInf.Lister(), queue: b.Queue(),
 		exp: controller.NewExpectations(c.now), log: b.Logger().With("kind", gvk.Kind), burst: burst, now: c.now}
 	b.For(k.informer(b.Informers()), gvk).OnDelete(l.exp.Forget).
 		Owns(podInf.Informer(), controller.OwnOptions{

@@ -44,7 +44,7 @@ func New(cfg *rest.Config) (*Controller, error) {
 // Run watches Namespaces and ServiceAccounts and creates the missing ones
 // with workers workers until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) error {
-	b := controller.NewBuilder(controller.Config{Name: Name, Component: Name, Client: c.Client, Logger: c.Logger})
+	b := controller.NewBuilder(controller.Config{Name: Name, Component: Name, Client: c.Client, Logger: c.Logger, Shared: c.Informers})
 	nsInf := b.Informers().Core().V1().Namespaces()
 	saInf := b.Informers().Core().V1().ServiceAccounts()
 	nsLister, saLister := nsInf.Lister(), saInf.Lister()

@@ -251,6 +251,10 @@ func editRules() []ruleBuilder {
 // nodeRules: what a kubelet needs. The Node authorizer and the
 // NodeRestriction admission plugin narrow most of it to the node's own
 // objects.
+// NodeRules are the rules of upstream's system:node role, which the Node
+// authorizer allows nodes beyond what its graph decides.
+func NodeRules() []rbacv1.PolicyRule { return rules(nodeRules()...) }
+
 func nodeRules() []ruleBuilder {
 	return []ruleBuilder{
 		rule("create").groups(authenticationGroup).resources("tokenreviews"),

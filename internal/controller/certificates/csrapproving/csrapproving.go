@@ -41,7 +41,7 @@ func New(cfg *rest.Config) (*Controller, error) {
 
 // Run watches requests and nodes with workers workers until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) error {
-	b := controller.NewBuilder(controller.Config{Name: Name, Component: Name, Client: c.Client, Logger: c.Logger})
+	b := controller.NewBuilder(controller.Config{Name: Name, Component: Name, Client: c.Client, Logger: c.Logger, Shared: c.Informers})
 	csrInf := b.Informers().Certificates().V1().CertificateSigningRequests()
 	nodeInf := b.SharedInformers().Core().V1().Nodes()
 	csrLister, nodeLister := csrInf.Lister(), nodeInf.Lister()

@@ -1,0 +1,68 @@
+package bootstrap
+
+import (
+	rbacv1 "k8s.io/api/rbac/v1"
+)
+
+// Plainkube's own additions to the default policy, for what upstream has
+// no component for. Their names start with "plainkube:" so that the
+// upstream names stay upstream's alone; the API server reconciles them
+// with the rest at every start.
+
+// ServiceLBServiceAccount is the kube-system ServiceAccount plainkube's
+// ServiceLB controller runs as.
+const ServiceLBServiceAccount = "service-lb-controller"
+
+const (
+	plainkubeControllerPrefix = "plainkube:controller:"
+	nodeProxier               = "plainkube:node-proxier"
+	nodeDNS                   = "plainkube:node-dns"
+	groupNodes                = "system:nodes"
+)
+
+// Plainkube returns plainkube's additions:
+//
+//   - the ServiceLB controller's role (upstream's cloud service
+//     controller's rules: it reads Services and Nodes and writes Service
+//     status), bound to its ServiceAccount;
+//   - a plainkube node runs its service proxy and its DNS answerer under
+//     the node's own credentials, so system:nodes are bound to
+//     plainkube:node-proxier (what kube-proxy's system:node-proxier holds,
+//     but Nodes: the proxy reads only its own, which the Node authorizer
+//     allows) and to plainkube:node-dns: read Services and EndpointSlices,
+//     and keep the kube-dns EndpointSlice of the node's answerer in
+//     kube-system.
+func Plainkube() Policy {
+	serviceLB := plainkubeControllerPrefix + ServiceLBServiceAccount
+	return Policy{
+		ClusterRoles: []rbacv1.ClusterRole{
+			clusterRole(serviceLB,
+				rule(read...).groups(coreGroup).resources("services"),
+				rule("patch", "update").groups(coreGroup).resources("services/status"),
+				rule("list", "watch").groups(coreGroup).resources("nodes"),
+				eventsRule(),
+			),
+			clusterRole(nodeProxier,
+				rule("list", "watch").groups(coreGroup).resources("services", "endpoints"),
+				rule("list", "watch").groups(discoveryGroup).resources("endpointslices"),
+				rule("list", "watch").groups(networkingGroup).resources("servicecidrs"),
+			),
+			clusterRole(nodeDNS,
+				rule("list", "watch").groups(coreGroup).resources("services"),
+				rule("list", "watch").groups(discoveryGroup).resources("endpointslices"),
+			),
+		},
+		ClusterRoleBindings: []rbacv1.ClusterRoleBinding{
+			clusterRoleBinding(serviceLB, serviceAccountSubject(kubeSystem, ServiceLBServiceAccount)),
+			clusterRoleBinding(nodeDNS, groupSubject(groupNodes)),
+			clusterRoleBinding(nodeProxier, groupSubject(groupNodes)),
+		},
+		Roles: []rbacv1.Role{
+			namespacedRole(kubeSystem, nodeDNS,
+				rule("get", "create", "update", "delete").groups(discoveryGroup).resources("endpointslices")),
+		},
+		RoleBindings: []rbacv1.RoleBinding{
+			namespacedRoleBinding(kubeSystem, nodeDNS, nodeDNS, groupSubject(groupNodes)),
+		},
+	}
+}
