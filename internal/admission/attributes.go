@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -100,7 +101,8 @@ func (a *Attributes) GroupResource() schema.GroupResource { return a.Resource.Gr
 
 // Forbidden wraps a plugin's refusal as upstream's admission.NewForbidden
 // does: an API status error passes through unchanged; any other error
-// becomes 403 `<resource> "<name>" is forbidden: <err>`.
+// becomes 403 `<resource> "<name>" is forbidden: <err>`, naming the object
+// by its name, else its generateName, else "Unknown".
 func Forbidden(a *Attributes, err error) error {
 	if err == nil {
 		return nil
@@ -108,11 +110,24 @@ func Forbidden(a *Attributes, err error) error {
 	if _, ok := err.(apierrors.APIStatus); ok {
 		return err
 	}
-	gr := a.GroupResource()
-	if a.Subresource != "" {
-		gr.Resource += "/" + a.Subresource
+	return apierrors.NewForbidden(a.GroupResource(), a.objectName(), err)
+}
+
+func (a *Attributes) objectName() string {
+	if a.Name != "" {
+		return a.Name
 	}
-	return apierrors.NewForbidden(gr, a.Name, err)
+	if a.Object != nil {
+		if m, err := meta.Accessor(a.Object); err == nil {
+			if m.GetName() != "" {
+				return m.GetName()
+			}
+			if m.GetGenerateName() != "" {
+				return m.GetGenerateName()
+			}
+		}
+	}
+	return "Unknown"
 }
 
 // Forbiddenf is Forbidden of a formatted message.

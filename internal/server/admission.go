@@ -10,14 +10,18 @@ import (
 	"plainkube.dev/plainkube/internal/admission"
 	"plainkube.dev/plainkube/internal/admission/allocator"
 	"plainkube.dev/plainkube/internal/admission/bootstrapcsr"
+	"plainkube.dev/plainkube/internal/admission/defaultstorageclass"
 	"plainkube.dev/plainkube/internal/admission/defaulttolerationseconds"
 	"plainkube.dev/plainkube/internal/admission/limitranger"
 	"plainkube.dev/plainkube/internal/admission/namespacelifecycle"
 	"plainkube.dev/plainkube/internal/admission/noderestriction"
 	"plainkube.dev/plainkube/internal/admission/podsecurity"
+	"plainkube.dev/plainkube/internal/admission/policy"
+	"plainkube.dev/plainkube/internal/admission/priority"
 	"plainkube.dev/plainkube/internal/admission/rbacescalation"
 	"plainkube.dev/plainkube/internal/admission/resourcequota"
 	saadmission "plainkube.dev/plainkube/internal/admission/serviceaccount"
+	"plainkube.dev/plainkube/internal/admission/taintnodesbycondition"
 	"plainkube.dev/plainkube/internal/apiserver"
 	"plainkube.dev/plainkube/internal/auth"
 	"plainkube.dev/plainkube/internal/auth/rbac"
@@ -35,9 +39,13 @@ type admissionDeps struct {
 	limitRanger   *limitranger.Plugin
 	podSecurity   *podsecurity.Plugin
 	resourceQuota *resourcequota.Plugin
-	// podDefaults turns on ServiceAccount and DefaultTolerationSeconds
-	// (Options.DefaultAdmission).
-	podDefaults bool
+	// policies is the ValidatingAdmissionPolicy plugin, whose source the
+	// MutatingAdmissionPolicy plugin shares.
+	policies *policy.Validating
+	// controllerDefaults turns on the default plugins that need a
+	// controller to finish their work (Options.DefaultAdmission):
+	// ServiceAccount, TaintNodesByCondition, DefaultTolerationSeconds.
+	controllerDefaults bool
 	// extra plugins run last (Options.ExtraAdmission, for tests).
 	extra []admission.Plugin
 }
@@ -53,25 +61,32 @@ func admissionChain(d admissionDeps) admission.Chain {
 
 	add(namespacelifecycle.New(d.objects))
 	add(d.limitRanger.Plugin())
-	if d.podDefaults {
+	if d.controllerDefaults {
 		add(d.serviceAccounts.Step())
 	}
 	add(noderestriction.New())
-	// TaintNodesByCondition (later)
+	if d.controllerDefaults {
+		// The node lifecycle controller removes the taint once the node is Ready.
+		add(taintnodesbycondition.New())
+	}
 	add(d.podSecurity.Plugin())
-	// Priority (later)
-	if d.podDefaults {
+	add(priority.New(d.objects))
+	if d.controllerDefaults {
 		add(defaulttolerationseconds.New())
 	}
-	// DefaultStorageClass (later)
-	// StorageObjectInUseProtection (later)
+	add(defaultstorageclass.New(d.objects))
+	// StorageObjectInUseProtection (package storageobjectinuseprotection)
+	// goes here once the pvc-protection and pv-protection controllers
+	// exist: without them nothing would remove its finalizers and no claim
+	// or volume could ever be deleted.
 	// RuntimeClass (later)
 	// CertificateApproval, CertificateSigning, CertificateSubjectRestriction:
 	// of these, bootstrap tokens' restriction to node client certificates.
 	add(bootstrapcsr.New())
 	add(rbacescalation.New(d.authz, d.rbac))
+	add(policy.NewMutating(d.policies).Plugin())
 	// MutatingAdmissionWebhook (later)
-	// ValidatingAdmissionPolicy (later)
+	add(d.policies.Plugin())
 	// ValidatingAdmissionWebhook (later)
 	add(d.resourceQuota.Plugin())
 

@@ -25,6 +25,7 @@ import (
 	"plainkube.dev/plainkube/internal/admission/allocator"
 	"plainkube.dev/plainkube/internal/admission/limitranger"
 	"plainkube.dev/plainkube/internal/admission/podsecurity"
+	"plainkube.dev/plainkube/internal/admission/policy"
 	"plainkube.dev/plainkube/internal/admission/resourcequota"
 	saadmission "plainkube.dev/plainkube/internal/admission/serviceaccount"
 	"plainkube.dev/plainkube/internal/apiextensions"
@@ -69,13 +70,15 @@ type Options struct {
 	// ServiceAccountIssuer is the iss of service-account tokens and the
 	// API server's audience ("": https://kubernetes.default.svc.cluster.local).
 	ServiceAccountIssuer string
-	// DefaultAdmission runs upstream's default admission plugins on pod
-	// creates: ServiceAccount (default service account, token volume,
-	// rejection of a missing account) and DefaultTolerationSeconds (300 s
-	// tolerations of not-ready and unreachable nodes). The first needs the
-	// service-account controller to create each namespace's "default"
-	// account, so the plainkube binary turns them on and in-process tests
-	// that run no such controller leave them off.
+	// DefaultAdmission runs upstream's default admission plugins that
+	// need a controller to finish their work: ServiceAccount (default
+	// service account, token volume, rejection of a missing account: the
+	// service-account controller makes each namespace's "default"
+	// account), TaintNodesByCondition (new nodes are not-ready until the
+	// node lifecycle controller sees them Ready) and
+	// DefaultTolerationSeconds (300 s tolerations of not-ready and
+	// unreachable nodes). The plainkube binary turns them on; in-process
+	// tests that run no such controllers leave them off.
 	DefaultAdmission bool
 	// PodSecurityExemptions are the users, namespaces and runtime classes
 	// the PodSecurity plugin leaves alone (upstream's admission
@@ -207,8 +210,9 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	// As upstream's --authorization-mode=Node,RBAC (with system:masters
 	// allowed first): what else anyone may do is what RBAC grants.
 	authz := auth.Chain{auth.MastersAuthorizer{}, auth.NodeAuthorizer{}, rbacAuthz}
+	validatingPolicies := policy.NewValidating(authz) // reads the policies once the API serves them
 	deps := admissionDeps{objects: objects, serviceAccounts: saAdmission, authz: authz, rbac: rbacAuthz,
-		services: alloc, podDefaults: opts.DefaultAdmission, extra: opts.ExtraAdmission,
+		services: alloc, policies: validatingPolicies, controllerDefaults: opts.DefaultAdmission, extra: opts.ExtraAdmission,
 		limitRanger: limitranger.New(), podSecurity: podsecurity.New(), resourceQuota: resourcequota.New()}
 	chain := admissionChain(deps)
 	api, err := apiserver.New(apiserver.Config{
@@ -244,6 +248,10 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	admissionReady := make(chan struct{})
 	api.AddReadinessGate(admissionReady)
 	go api.Run(ctx)
+	if err := validatingPolicies.Start(ctx, s.LoopbackConfig(), log); err != nil {
+		s.stop()
+		return nil, fmt.Errorf("admission policies: %w", err)
+	}
 	if err := startRBAC(ctx, s.LoopbackConfig(), rbacAuthz, log, rbacReady); err != nil {
 		s.stop()
 		return nil, fmt.Errorf("RBAC: %w", err)
