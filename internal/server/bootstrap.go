@@ -3,8 +3,9 @@ package server
 import (
 	"context"
 	"fmt"
-	"k8s.io/utils/ptr"
 	"net"
+
+	"k8s.io/utils/ptr"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"

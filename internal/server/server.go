@@ -28,6 +28,7 @@ import (
 	"plainkube.dev/plainkube/internal/admission/noderestriction"
 	"plainkube.dev/plainkube/internal/admission/rbacescalation"
 	saadmission "plainkube.dev/plainkube/internal/admission/serviceaccount"
+	admwebhook "plainkube.dev/plainkube/internal/admission/webhook"
 	"plainkube.dev/plainkube/internal/apiextensions"
 	"plainkube.dev/plainkube/internal/apiserver"
 	"plainkube.dev/plainkube/internal/auth"
@@ -205,7 +206,12 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	// As upstream's --authorization-mode=Node,RBAC (with system:masters
 	// allowed first): what else anyone may do is what RBAC grants.
 	authz := auth.Chain{auth.MastersAuthorizer{}, auth.NodeAuthorizer{}, rbacAuthz}
-	chain = append(chain, noderestriction.New(), bootstrapcsr.New(), alloc.Plugin(), rbacescalation.New(authz, rbacAuthz))
+	// The webhooks come last, as upstream's MutatingAdmissionWebhook and
+	// ValidatingAdmissionWebhook do; they read their configurations once
+	// the API serves (startWebhooks).
+	webhooks := admwebhook.New(admwebhook.Options{Authorizer: authz, Logger: log})
+	chain = append(chain, noderestriction.New(), bootstrapcsr.New(), alloc.Plugin(), rbacescalation.New(authz, rbacAuthz),
+		webhooks.Mutating(), webhooks.Validating())
 	api, err := apiserver.New(apiserver.Config{
 		Storage:         s.store,
 		Resources:       resources,
@@ -236,11 +242,16 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	rbacReady := make(chan struct{})
 	api.AddReadinessGate(rbacReady)
 	go api.Run(ctx)
+	webhookClients, err := startWebhooks(ctx, s.LoopbackConfig(), webhooks, api)
+	if err != nil {
+		s.stop()
+		return nil, err
+	}
 	if err := startRBAC(ctx, s.LoopbackConfig(), rbacAuthz, log, rbacReady); err != nil {
 		s.stop()
 		return nil, fmt.Errorf("RBAC: %w", err)
 	}
-	synced, err := apiextensions.Start(ctx, s.LoopbackConfig(), api)
+	synced, err := apiextensions.Start(ctx, s.LoopbackConfig(), api, webhookClients)
 	if err != nil {
 		s.stop()
 		return nil, fmt.Errorf("CRD controllers: %w", err)

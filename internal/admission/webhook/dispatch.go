@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -36,45 +37,61 @@ type hookSource interface {
 	NamespaceLabels(ctx context.Context, name string) (map[string]string, error)
 }
 
-// Options are what the plugins need besides their Source.
+// Options configure the plugins.
 type Options struct {
-	// Clients calls the webhooks.
-	Clients *client.Clients
-	// Versions serves matchPolicy Equivalent (nil: a rule matches only the
-	// request's own resource).
-	Versions Versions
 	// Authorizer answers matchConditions' authorizer variable (nil: it
 	// errors).
 	Authorizer auth.Authorizer
 	Logger     *slog.Logger
 }
 
-// Webhooks are the two webhook plugins over one Source.
+// Webhooks are the two webhook plugins. They refuse requests (as not yet
+// ready) until Start gives them their configurations.
 type Webhooks struct {
+	wiring atomic.Pointer[wiring]
+	authz  conditionAuthorizer
+	log    *slog.Logger
+}
+
+// wiring is what the plugins read webhooks from and call them with.
+type wiring struct {
 	src      hookSource
 	clients  *client.Clients
 	versions Versions
-	authz    conditionAuthorizer
-	log      *slog.Logger
 }
 
-// New makes the webhook plugins reading webhooks from src.
-func New(src *Source, opts Options) *Webhooks {
-	return newWebhooks(src, opts)
-}
-
-func newWebhooks(src hookSource, opts Options) *Webhooks {
-	w := &Webhooks{src: src, clients: opts.Clients, versions: opts.Versions, log: opts.Logger}
+// New makes the webhook plugins; Start them once the API serves.
+func New(opts Options) *Webhooks {
+	w := &Webhooks{log: opts.Logger}
 	if opts.Authorizer != nil {
 		w.authz = Authorizer(opts.Authorizer)
-	}
-	if w.clients == nil {
-		w.clients = client.NewClients(nil)
 	}
 	if w.log == nil {
 		w.log = slog.Default()
 	}
 	return w
+}
+
+// Start gives the plugins their webhooks (src), the client calling them
+// and, for matchPolicy Equivalent, the server's versions (nil: a rule
+// matches only the request's own resource).
+func (w *Webhooks) Start(src *Source, clients *client.Clients, versions Versions) {
+	w.start(src, clients, versions)
+}
+
+func (w *Webhooks) start(src hookSource, clients *client.Clients, versions Versions) {
+	if clients == nil {
+		clients = client.NewClients(nil)
+	}
+	w.wiring.Store(&wiring{src: src, clients: clients, versions: versions})
+}
+
+// synced is the wiring once its webhooks are listed, or nil.
+func (w *Webhooks) synced() *wiring {
+	if c := w.wiring.Load(); c != nil && c.src.HasSynced() {
+		return c
+	}
+	return nil
 }
 
 // Mutating is the MutatingAdmissionWebhook plugin.
@@ -88,24 +105,26 @@ func (w *Webhooks) Validating() admission.Plugin {
 }
 
 // ready waits (a bounded while) for the configurations' first list.
-func (w *Webhooks) ready(ctx context.Context, a *admission.Attributes) error {
-	if w.src.HasSynced() {
-		return nil
+func (w *Webhooks) ready(ctx context.Context, a *admission.Attributes) (*wiring, error) {
+	if c := w.synced(); c != nil {
+		return c, nil
 	}
 	deadline := time.NewTimer(readyWait)
 	defer deadline.Stop()
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
-	for !w.src.HasSynced() {
+	for {
 		select {
 		case <-ctx.Done():
-			return admission.Forbiddenf(a, "not yet ready to handle request")
+			return nil, admission.Forbiddenf(a, "not yet ready to handle request")
 		case <-deadline.C:
-			return admission.Forbiddenf(a, "not yet ready to handle request")
+			return nil, admission.Forbiddenf(a, "not yet ready to handle request")
 		case <-tick.C:
 		}
+		if c := w.synced(); c != nil {
+			return c, nil
+		}
 	}
-	return nil
 }
 
 // callError is a failure to call a webhook (upstream's
@@ -150,7 +169,7 @@ func denied(name string, result *metav1.Status) *apierrors.StatusError {
 // call sends the review of a request to inv's webhook, with obj and old
 // at the kind it matched, and returns its answer once allowed. Warnings
 // and audit annotations are recorded on a either way.
-func (w *Webhooks) call(ctx context.Context, a *admission.Attributes, inv *invocation, obj, old runtime.Object) (*response, error) {
+func (w *Webhooks) call(ctx context.Context, c *wiring, a *admission.Attributes, inv *invocation, obj, old runtime.Object) (*response, error) {
 	h := inv.hook
 	if a.DryRun {
 		if h.sideEffects == nil {
@@ -168,7 +187,7 @@ func (w *Webhooks) call(ctx context.Context, a *admission.Attributes, inv *invoc
 	if timeout <= 0 || timeout > 30*time.Second {
 		timeout = 30 * time.Second
 	}
-	data, err := w.clients.Post(ctx, clientConfig(h.clientConfig), timeout, rv.body)
+	data, err := c.clients.Post(ctx, clientConfig(h.clientConfig), timeout, rv.body)
 	if err != nil {
 		return nil, &callError{name: h.name, reason: fmt.Errorf("failed to call webhook: %w", err)}
 	}

@@ -27,14 +27,15 @@ func (w *Webhooks) mutate(ctx context.Context, a *admission.Attributes) error {
 	if exempt(a) {
 		return nil
 	}
-	if err := w.ready(ctx, a); err != nil {
+	wr, err := w.ready(ctx, a)
+	if err != nil {
 		return err
 	}
-	hooks := w.src.Mutating()
+	hooks := wr.src.Mutating()
 	if len(hooks) == 0 {
 		return nil
 	}
-	m := &mutation{w: w, r: newRequest(a, w.src, w.versions), invoked: map[string]bool{}, reinvoke: map[string]bool{}}
+	m := &mutation{w: w, wiring: wr, r: newRequest(a, wr.src, wr.versions), invoked: map[string]bool{}, reinvoke: map[string]bool{}}
 	if err := m.round(ctx, hooks, 0); err != nil {
 		return err
 	}
@@ -46,8 +47,9 @@ func (w *Webhooks) mutate(ctx context.Context, a *admission.Attributes) error {
 
 // mutation is the state of one request's mutating webhooks.
 type mutation struct {
-	w *Webhooks
-	r *request
+	w      *Webhooks
+	wiring *wiring
+	r      *request
 	// invoked are the IfNeeded webhooks called since the object last
 	// changed; reinvoke those to call again in the second round.
 	invoked, reinvoke map[string]bool
@@ -102,7 +104,7 @@ func (m *mutation) call(ctx context.Context, inv *invocation) (changed bool, err
 	if err != nil {
 		return false, apierrors.NewInternalError(err)
 	}
-	resp, err := m.w.call(ctx, a, inv, obj, old)
+	resp, err := m.w.call(ctx, m.wiring, a, inv, obj, old)
 	if err != nil || len(resp.patch) == 0 {
 		return false, err
 	}
@@ -136,7 +138,7 @@ func (m *mutation) call(ctx context.Context, inv *invocation) (changed bool, err
 	}
 	if inv.kind != a.Kind {
 		// Back to the request's version.
-		if next, err = m.w.versions.Convert(ctx, next, a.Kind); err != nil {
+		if next, err = m.r.versions.Convert(ctx, next, a.Kind); err != nil {
 			return false, apierrors.NewInternalError(err)
 		}
 	}

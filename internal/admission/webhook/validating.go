@@ -18,14 +18,15 @@ func (w *Webhooks) validate(ctx context.Context, a *admission.Attributes) error 
 	if exempt(a) {
 		return nil
 	}
-	if err := w.ready(ctx, a); err != nil {
+	wr, err := w.ready(ctx, a)
+	if err != nil {
 		return err
 	}
-	hooks := w.src.Validating()
+	hooks := wr.src.Validating()
 	if len(hooks) == 0 {
 		return nil
 	}
-	r := newRequest(a, w.src, w.versions)
+	r := newRequest(a, wr.src, wr.versions)
 	type call struct {
 		inv      *invocation
 		obj, old runtime.Object
@@ -61,7 +62,7 @@ func (w *Webhooks) validate(ctx context.Context, a *admission.Attributes) error 
 					errs[i] = apierrors.NewInternalError(fmt.Errorf("%s/%v has panicked: %v", ValidatingName, h.name, p))
 				}
 			}()
-			_, err := w.call(ctx, a, c.inv, c.obj, c.old)
+			_, err := w.call(ctx, wr, a, c.inv, c.obj, c.old)
 			var ce *callError
 			if errors.As(err, &ce) {
 				if h.ignoresFailures() {

@@ -130,7 +130,9 @@ func plugins(src *staticSource) *Webhooks {
 	if src.namespaces == nil {
 		src.namespaces = map[string]map[string]string{"team": {"env": "dev"}}
 	}
-	return newWebhooks(src, Options{Logger: slog.New(slog.DiscardHandler)})
+	w := New(Options{Logger: slog.New(slog.DiscardHandler)})
+	w.start(src, nil, nil)
+	return w
 }
 
 func statusOf(t *testing.T, err error) metav1.Status {
