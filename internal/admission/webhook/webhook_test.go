@@ -52,7 +52,7 @@ type reviewServer struct {
 	requests []*admissionv1.AdmissionRequest
 }
 
-func newReviewServer(t *testing.T, answer func(*admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse) *reviewServer {
+func newReviewServer(t testing.TB, answer func(*admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse) *reviewServer {
 	t.Helper()
 	s := &reviewServer{}
 	s.Server = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
