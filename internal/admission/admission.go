@@ -32,9 +32,6 @@ type Plugin struct {
 	Mutate       MutateFunc
 	Validate     ValidateFunc
 
-	// Admit is the old mutating hook (creates of the main resource only).
-	// Deprecated: being replaced by Mutate.
-	Admit func(ctx context.Context, obj runtime.Object) error
 	// BeforeCreate runs after validation, before the object is stored, not
 	// on dry runs; undo (if not nil) is called if storing fails.
 	BeforeCreate func(ctx context.Context, obj runtime.Object) (undo func(), err error)
@@ -92,19 +89,6 @@ func (c Chain) Validate(ctx context.Context, a *Attributes) error {
 	for i := range c {
 		if p := &c[i]; p.Validate != nil && p.Handles(a) {
 			if err := p.Validate(ctx, a); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// Admit runs the mutating plugins of gr on a new object, stopping at the
-// first error.
-func (c Chain) Admit(ctx context.Context, gr schema.GroupResource, obj runtime.Object) error {
-	for i := range c {
-		if p := &c[i]; p.Admit != nil && p.appliesTo(gr) {
-			if err := p.Admit(ctx, obj); err != nil {
 				return err
 			}
 		}

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"plainkube.dev/plainkube/internal/admission"
 	"plainkube.dev/plainkube/internal/auth"
 	"plainkube.dev/plainkube/internal/registry"
 )
@@ -68,13 +69,38 @@ func (a *handlerAPI) DecodeJSON(body []byte, gvk schema.GroupVersionKind, into r
 
 func (a *handlerAPI) Update(manager string, mutate func(current runtime.Object) (runtime.Object, error)) (runtime.Object, error) {
 	rq := a.rq
-	return a.s.updateObject(rq.r.Context(), rq.rs, rq.info.Namespace, rq.info.Name, rq.info.Subresource, writeOptions{manager: manager}, mutate)
+	dryRun, err := parseDryRun(rq.r.URL.Query()["dryRun"])
+	if err != nil {
+		return nil, err
+	}
+	return a.s.updateObject(rq.r.Context(), rq.rs, rq.info.Namespace, rq.info.Name, rq.info.Subresource, writeOptions{dryRun: dryRun, manager: manager, admitted: true}, mutate)
 }
 
 func (a *handlerAPI) Delete(opts *metav1.DeleteOptions) error {
 	rq := a.rq
-	_, _, err := a.s.deleteObject(rq.r.Context(), rq.rs, rq.info.Namespace, rq.info.Name, opts)
+	_, _, err := a.s.deleteObject(rq.r.Context(), rq.rs, rq.info.Namespace, rq.info.Name, opts, false)
 	return err
+}
+
+func (a *handlerAPI) AdmitCreate(obj runtime.Object) error {
+	dryRun, err := parseDryRun(a.rq.r.URL.Query()["dryRun"])
+	if err != nil {
+		return err
+	}
+	opts := &metav1.CreateOptions{DryRun: dryRunValue(dryRun), FieldManager: a.rq.r.URL.Query().Get("fieldManager")}
+	return a.admitSubresource(admission.Create, obj, opts, dryRun)
+}
+
+func (a *handlerAPI) AdmitConnect(opts runtime.Object) error {
+	return a.admitSubresource(admission.Connect, opts, nil, false)
+}
+
+func (a *handlerAPI) admitSubresource(op admission.Operation, obj, opts runtime.Object, dryRun bool) error {
+	rq := a.rq
+	ctx := rq.r.Context()
+	return a.s.admit(ctx, &admission.Attributes{Operation: op, Kind: a.s.kindOf(obj), Resource: schemaGVR(rq.info),
+		Subresource: rq.info.Subresource, Namespace: rq.info.Namespace, Name: rq.info.Name,
+		Object: obj, Options: opts, DryRun: dryRun, User: auth.UserFrom(ctx)})
 }
 
 func (a *handlerAPI) Negotiate() error {

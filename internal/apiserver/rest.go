@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"plainkube.dev/plainkube/internal/admission"
 	"plainkube.dev/plainkube/internal/apiserver/custom"
 	"plainkube.dev/plainkube/internal/storage"
 )
@@ -29,6 +30,10 @@ type writeOptions struct {
 	// applied: the object came from a server-side apply, which has already
 	// recorded its managed fields.
 	applied bool
+	// admitted: the caller admits the write itself (a /scale write, whose
+	// admission sees the Scale), or it is a subresource handler's own
+	// change of the object after admitting its request (pods/binding).
+	admitted bool
 }
 
 // managerSubresource is the subresource whose field manager tracks a write.
@@ -75,6 +80,9 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info requ
 	}
 	if rs.cr != nil && rs.cr.Ver.Warning != "" {
 		addWarnings(w, []string{rs.cr.Ver.Warning})
+	}
+	if info.Subresource != "" || (info.Verb != "get" && info.Verb != "list" && info.Verb != "watch") {
+		r = withWarningSink(r, w)
 	}
 	rq := &request{w: w, r: r, info: info, rs: rs, out: out}
 	if info.Subresource != "" {
@@ -201,17 +209,16 @@ func (s *Server) createObject(ctx context.Context, rs *resourceStore, ns string,
 	if rs.cr != nil && rs.cr.Def.Terminating {
 		return nil, errCreateWhileTerminating(rs, m.GetName())
 	}
-	if rs.res.Namespaced {
-		if err := s.checkNamespaceOpen(ctx, ns); err != nil {
-			return nil, err
-		}
-	}
 	st := rs.res.Strategy
 	if st.Default != nil {
 		st.Default(obj)
 	}
-	if err := s.cfg.Admission.Admit(ctx, rs.gr, obj); err != nil {
+	attrs := admissionAttributes(ctx, rs, admission.Create, "", m.GetNamespace(), m.GetName(), obj, nil, createOptions(opts), opts.dryRun)
+	if err := s.mutate(ctx, attrs); err != nil {
 		return nil, err
+	}
+	if attrs.Object != obj {
+		obj, m = attrs.Object, metaOf(attrs.Object)
 	}
 	m.SetUID(uuid.NewUUID())
 	m.SetCreationTimestamp(metav1.NewTime(s.now().UTC().Truncate(timeSecond)))
@@ -232,6 +239,9 @@ func (s *Server) createObject(ctx context.Context, rs *resourceStore, ns string,
 	}
 	if errs := s.validateCreate(rs, obj); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(rs.res.Kind.GroupKind(), m.GetName(), errs)
+	}
+	if err := s.validate(ctx, attrs); err != nil {
+		return nil, err
 	}
 	if !opts.applied {
 		obj = rs.trackManagedFields(rs.newObject(), obj, opts.manager, "")
@@ -294,23 +304,6 @@ func dedupe(errs field.ErrorList) field.ErrorList {
 		}
 	}
 	return out
-}
-
-// checkNamespaceOpen fails a create in a namespace that does not exist
-// (404) or is being deleted (403), as upstream's NamespaceLifecycle does.
-func (s *Server) checkNamespaceOpen(ctx context.Context, ns string) error {
-	nsStore := s.stores[namespacesGVR]
-	if nsStore == nil {
-		return nil
-	}
-	obj, _, err := nsStore.get(ctx, "", ns)
-	if err != nil {
-		return err
-	}
-	if metaOf(obj).GetDeletionTimestamp() != nil {
-		return apierrors.NewForbidden(nsStore.gr, ns, fmt.Errorf("unable to create new content in namespace %s because it is being terminated", ns))
-	}
-	return nil
 }
 
 // generateName appends five random characters from upstream's alphabet to
@@ -383,9 +376,10 @@ func (s *Server) updateObject(ctx context.Context, rs *resourceStore, ns, name, 
 			return nil, apierrors.NewConflict(rs.gr, name, fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", metaOf(current).GetUID(), uid))
 		}
 		m.SetResourceVersion(strconv.FormatInt(rev, 10))
-		if err := s.prepareUpdate(ctx, rs, obj, current, subresource); err != nil {
+		if obj, err = s.prepareUpdate(ctx, rs, obj, current, subresource, opts); err != nil {
 			return nil, err
 		}
+		m = metaOf(obj)
 		if !opts.applied {
 			obj = rs.trackManagedFields(current, obj, opts.manager, managerSubresource(subresource))
 			m = metaOf(obj)
@@ -427,12 +421,24 @@ func (s *Server) updateObject(ctx context.Context, rs *resourceStore, ns, name, 
 }
 
 // prepareUpdate keeps what an update may not change, applies the strategy,
-// bumps generation and validates. subresource "" is a main-resource update;
-// a writable subresource changes only its part of the object (see
-// resourceStore.part); others (pods' "binding") write what their handler
-// made of the stored object.
-func (s *Server) prepareUpdate(ctx context.Context, rs *resourceStore, obj, old runtime.Object, subresource string) error {
+// admits, bumps generation and validates; it returns the object to store
+// (a mutating admission plugin may replace it). subresource "" is a
+// main-resource update; a writable subresource changes only its part of
+// the object (see resourceStore.part); others (pods' "binding") write
+// what their handler made of the stored object.
+func (s *Server) prepareUpdate(ctx context.Context, rs *resourceStore, obj, old runtime.Object, subresource string, opts writeOptions) (runtime.Object, error) {
 	st := rs.res.Strategy
+	if subresource == "" && st.Default != nil {
+		st.Default(obj)
+	}
+	var attrs *admission.Attributes
+	if !opts.admitted {
+		attrs = admissionAttributes(ctx, rs, admission.Update, subresource, metaOf(old).GetNamespace(), metaOf(old).GetName(), obj, old, updateOptions(opts), opts.dryRun)
+		if err := s.mutate(ctx, attrs); err != nil {
+			return nil, err
+		}
+		obj = attrs.Object
+	}
 	m, om := metaOf(obj), metaOf(old)
 	if part, ok := rs.part(subresource); ok {
 		merge := part.Merge
@@ -451,9 +457,6 @@ func (s *Server) prepareUpdate(ctx context.Context, rs *resourceStore, obj, old 
 	m.SetSelfLink("")
 	m.SetGeneration(om.GetGeneration())
 	if subresource == "" {
-		if st.Default != nil {
-			st.Default(obj)
-		}
 		if rs.hasStatus {
 			copyField(obj, old, "Status")
 		}
@@ -483,9 +486,15 @@ func (s *Server) prepareUpdate(ctx context.Context, rs *resourceStore, obj, old 
 		}
 	}
 	if len(errs) > 0 {
-		return apierrors.NewInvalid(rs.res.Kind.GroupKind(), m.GetName(), dedupe(errs))
+		return nil, apierrors.NewInvalid(rs.res.Kind.GroupKind(), m.GetName(), dedupe(errs))
 	}
-	return s.cfg.Admission.BeforeUpdate(ctx, rs.gr, obj, old)
+	if attrs != nil {
+		attrs.Object = obj
+		if err := s.validate(ctx, attrs); err != nil {
+			return nil, err
+		}
+	}
+	return obj, s.cfg.Admission.BeforeUpdate(ctx, rs.gr, obj, old)
 }
 
 func (rs *resourceStore) specChanged(obj, old runtime.Object) bool {
@@ -532,7 +541,7 @@ func (s *Server) handleDelete(rq *request) error {
 	if err != nil {
 		return err
 	}
-	obj, deleted, err := s.deleteObject(ctx, rq.rs, rq.info.Namespace, rq.info.Name, opts)
+	obj, deleted, err := s.deleteObject(ctx, rq.rs, rq.info.Namespace, rq.info.Name, opts, true)
 	if err != nil {
 		return err
 	}
@@ -555,8 +564,10 @@ func (s *Server) handleDelete(rq *request) error {
 
 // deleteObject is the one path every delete takes. It reports deleted=false
 // when the object stays, marked with deletionTimestamp, for finalizers or a
-// pod's graceful termination.
-func (s *Server) deleteObject(ctx context.Context, rs *resourceStore, ns, name string, opts *metav1.DeleteOptions) (runtime.Object, bool, error) {
+// pod's graceful termination. admit: the delete is admitted (not when a
+// subresource handler deletes after admitting its own request, as
+// pods/eviction does).
+func (s *Server) deleteObject(ctx context.Context, rs *resourceStore, ns, name string, opts *metav1.DeleteOptions, admit bool) (runtime.Object, bool, error) {
 	dryRun, err := parseDryRun(opts.DryRun)
 	if err != nil {
 		return nil, false, err
@@ -578,6 +589,11 @@ func (s *Server) deleteObject(ctx context.Context, rs *resourceStore, ns, name s
 			}
 			if p.ResourceVersion != nil && *p.ResourceVersion != m.GetResourceVersion() {
 				return nil, false, apierrors.NewConflict(rs.gr, name, fmt.Errorf("Precondition failed: ResourceVersion in precondition: %v, ResourceVersion in meta: %v", *p.ResourceVersion, m.GetResourceVersion()))
+			}
+		}
+		if admit {
+			if err := s.admit(ctx, admissionAttributes(ctx, rs, admission.Delete, "", ns, name, nil, current, opts, dryRun)); err != nil {
+				return nil, false, err
 			}
 		}
 		obj := current.DeepCopyObject()
@@ -719,7 +735,7 @@ func (s *Server) handleDeleteCollection(rq *request) error {
 		o := *opts
 		uid := m.GetUID()
 		o.Preconditions = &metav1.Preconditions{UID: &uid}
-		d, _, err := s.deleteObject(ctx, rq.rs, m.GetNamespace(), m.GetName(), &o)
+		d, _, err := s.deleteObject(ctx, rq.rs, m.GetNamespace(), m.GetName(), &o, true)
 		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 			continue // gone or replaced meanwhile
 		}

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"plainkube.dev/plainkube/internal/admission"
 	"plainkube.dev/plainkube/internal/registry"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 )
@@ -200,13 +201,14 @@ func (s *Server) serveScale(rq *request) error {
 	if err != nil {
 		return err
 	}
-	opts := writeOptions{dryRun: dryRun, manager: manager, applied: apply}
+	opts := writeOptions{dryRun: dryRun, manager: manager, applied: apply, admitted: true}
 	updated, err := s.updateObject(ctx, rs, rq.info.Namespace, rq.info.Name, "", opts, func(current runtime.Object) (runtime.Object, error) {
 		cur, err := rs.scaleOf(current)
 		if err != nil {
 			return nil, err
 		}
 		var want *autoscalingv1.Scale
+		var ok bool
 		switch {
 		case apply:
 			if want, err = applyScale(rq, rs, current, cur, body, manager); err != nil {
@@ -236,8 +238,21 @@ func (s *Server) serveScale(rq *request) error {
 				want.ResourceVersion = ""
 			}
 		}
+		// Admission sees the write as upstream's does: an update of the
+		// scale subresource, of a Scale.
+		attrs := admissionAttributes(ctx, rs, admission.Update, "scale", rq.info.Namespace, rq.info.Name, want, cur, updateOptions(opts), dryRun)
+		attrs.Kind = scaleGVK
+		if err := s.mutate(ctx, attrs); err != nil {
+			return nil, err
+		}
+		if want, ok = attrs.Object.(*autoscalingv1.Scale); !ok {
+			return nil, apierrors.NewInternalError(fmt.Errorf("admission replaced the Scale with a %T", attrs.Object))
+		}
 		if want.Spec.Replicas < 0 {
 			return nil, apierrors.NewInvalid(scaleGVK.GroupKind(), rq.info.Name, fieldErrors("spec.replicas", want.Spec.Replicas, "must be greater than or equal to 0"))
+		}
+		if err := s.validate(ctx, attrs); err != nil {
+			return nil, err
 		}
 		if err := rs.setReplicas(current, want.Spec.Replicas); err != nil {
 			return nil, err

@@ -77,14 +77,27 @@ type API interface {
 	// DecodeJSON decodes body as JSON whatever the Content-Type.
 	DecodeJSON(body []byte, gvk schema.GroupVersionKind, into runtime.Object) (runtime.Object, error)
 	// Update writes the request's object through the generic update path
-	// as a write of the request's subresource (ObjectMeta rules,
-	// admission, compare-and-swap retried while mutate's object carries
-	// no resourceVersion), recording manager in managedFields. mutate gets
-	// a copy of the stored object and returns the new one.
+	// as a write of the request's subresource (ObjectMeta rules, the
+	// resource's validation, compare-and-swap retried while mutate's
+	// object carries no resourceVersion), recording manager in
+	// managedFields. mutate gets a copy of the stored object and returns
+	// the new one. Admission does not run: the handler admits its own
+	// request (AdmitCreate) first.
 	Update(manager string, mutate func(current runtime.Object) (runtime.Object, error)) (runtime.Object, error)
 	// Delete deletes the request's object as a DELETE of it would
-	// (grace periods, finalizers, preconditions, dry run).
+	// (grace periods, finalizers, preconditions, dry run), without
+	// admission: the handler admits its own request first.
 	Delete(opts *metav1.DeleteOptions) error
+	// AdmitCreate runs the admission chain (both phases) on a create of
+	// the request's subresource that the handler serves itself
+	// (pods/binding, pods/eviction, serviceaccounts/token): obj is the
+	// request's object (a Binding, an Eviction, a TokenRequest), which a
+	// mutating plugin may change in place. Dry runs are admitted too.
+	AdmitCreate(obj runtime.Object) error
+	// AdmitConnect runs the admission chain on a connect (pods/exec,
+	// attach, portforward, proxy; services and nodes proxy): opts are
+	// the connect options (PodExecOptions…).
+	AdmitConnect(opts runtime.Object) error
 	// Negotiate picks the form of the answer from the Accept header (406
 	// if none fits). The server has done so before a subresource's handler
 	// runs (unless OwnForm); a resource's own Handler calls it before

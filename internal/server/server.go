@@ -23,10 +23,6 @@ import (
 
 	"plainkube.dev/plainkube/internal/admission"
 	"plainkube.dev/plainkube/internal/admission/allocator"
-	"plainkube.dev/plainkube/internal/admission/bootstrapcsr"
-	"plainkube.dev/plainkube/internal/admission/defaulttolerationseconds"
-	"plainkube.dev/plainkube/internal/admission/noderestriction"
-	"plainkube.dev/plainkube/internal/admission/rbacescalation"
 	saadmission "plainkube.dev/plainkube/internal/admission/serviceaccount"
 	admwebhook "plainkube.dev/plainkube/internal/admission/webhook"
 	"plainkube.dev/plainkube/internal/apiextensions"
@@ -79,6 +75,8 @@ type Options struct {
 	// account, so the plainkube binary turns them on and in-process tests
 	// that run no such controller leave them off.
 	DefaultAdmission bool
+	// ExtraAdmission are plugins run after all others (tests).
+	ExtraAdmission []admission.Plugin
 }
 
 // Component is a part of the cluster run inside the server process until
@@ -196,22 +194,18 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		return nil, err
 	}
 	saAdmission := saadmission.New()
-	var chain admission.Chain
-	if opts.DefaultAdmission {
-		chain = append(chain, saAdmission.Step(), defaulttolerationseconds.New())
-	}
+	objects := &serverObjects{}
 	resources := all.Resources()
 	scheme := apiserver.Scheme()
 	rbacAuthz := rbac.New(nil) // reads its roles once the API serves them (startRBAC)
 	// As upstream's --authorization-mode=Node,RBAC (with system:masters
 	// allowed first): what else anyone may do is what RBAC grants.
 	authz := auth.Chain{auth.MastersAuthorizer{}, auth.NodeAuthorizer{}, rbacAuthz}
-	// The webhooks come last, as upstream's MutatingAdmissionWebhook and
-	// ValidatingAdmissionWebhook do; they read their configurations once
-	// the API serves (startWebhooks).
+	// The webhooks read their configurations once the API serves
+	// (startWebhooks).
 	webhooks := admwebhook.New(admwebhook.Options{Authorizer: authz, Logger: log})
-	chain = append(chain, noderestriction.New(), bootstrapcsr.New(), alloc.Plugin(), rbacescalation.New(authz, rbacAuthz),
-		webhooks.Mutating(), webhooks.Validating())
+	chain := admissionChain(admissionDeps{objects: objects, serviceAccounts: saAdmission, authz: authz, rbac: rbacAuthz,
+		services: alloc, webhooks: webhooks, podDefaults: opts.DefaultAdmission, extra: opts.ExtraAdmission})
 	api, err := apiserver.New(apiserver.Config{
 		Storage:         s.store,
 		Resources:       resources,
@@ -231,6 +225,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	}
 	s.API = api
 	saAdmission.Objects = api
+	objects.api = api
 	if bootstrapTokens.Get, err = secretGetter(s.LoopbackConfig()); err != nil {
 		s.stop()
 		return nil, err

@@ -6,7 +6,6 @@ import (
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"plainkube.dev/plainkube/internal/admission"
@@ -18,14 +17,14 @@ const Name = "BootstrapCSRRestriction"
 
 var csrs = schema.GroupResource{Group: certificatesv1.GroupName, Resource: "certificatesigningrequests"}
 
-// New is the plugin, for CSR creates.
+// New is the plugin: it validates CSRs being created.
 func New() admission.Plugin {
-	return admission.Plugin{Name: Name, Resources: []schema.GroupResource{csrs}, Admit: admit}
+	return admission.Plugin{Name: Name, Resources: []schema.GroupResource{csrs}, Operations: []admission.Operation{admission.Create}, Validate: validate}
 }
 
-func admit(ctx context.Context, obj runtime.Object) error {
-	csr, ok := obj.(*certificatesv1.CertificateSigningRequest)
-	u := auth.UserFrom(ctx)
+func validate(_ context.Context, a *admission.Attributes) error {
+	csr, ok := a.Object.(*certificatesv1.CertificateSigningRequest)
+	u := a.User
 	if !ok || u == nil || !u.InGroup(auth.GroupBootstrappers) || csr.Spec.SignerName == certificatesv1.KubeAPIServerClientKubeletSignerName {
 		return nil
 	}

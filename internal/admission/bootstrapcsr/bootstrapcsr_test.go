@@ -7,10 +7,11 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"plainkube.dev/plainkube/internal/admission"
 	"plainkube.dev/plainkube/internal/auth"
 )
 
-func TestAdmit(t *testing.T) {
+func TestValidate(t *testing.T) {
 	boot := &auth.User{Name: "system:bootstrap:abcdef", Groups: []string{auth.GroupBootstrappers, auth.GroupAuthenticated}}
 	node := &auth.User{Name: "system:node:n1", Groups: []string{auth.GroupNodes, auth.GroupAuthenticated}}
 	for _, tt := range []struct {
@@ -25,12 +26,8 @@ func TestAdmit(t *testing.T) {
 		{node, certificatesv1.KubeletServingSignerName, false},
 		{nil, certificatesv1.KubeAPIServerClientSignerName, false},
 	} {
-		ctx := context.Background()
-		if tt.u != nil {
-			ctx = auth.WithUser(ctx, tt.u)
-		}
 		csr := &certificatesv1.CertificateSigningRequest{Spec: certificatesv1.CertificateSigningRequestSpec{SignerName: tt.signer}}
-		if err := admit(ctx, csr); apierrors.IsForbidden(err) != tt.forbidden {
+		if err := validate(context.Background(), &admission.Attributes{Operation: admission.Create, Object: csr, User: tt.u}); apierrors.IsForbidden(err) != tt.forbidden {
 			t.Errorf("%v asking %s: %v, want forbidden %v", tt.u, tt.signer, err, tt.forbidden)
 		}
 	}

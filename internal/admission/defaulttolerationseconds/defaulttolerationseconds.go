@@ -4,7 +4,6 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"plainkube.dev/plainkube/internal/admission"
@@ -13,9 +12,9 @@ import (
 // Name is the plugin's name, as upstream's.
 const Name = "DefaultTolerationSeconds"
 
-// New is the plugin, for pod creates.
+// New is the plugin: it mutates pods being created.
 func New() admission.Plugin {
-	return admission.Plugin{Name: Name, Resources: []schema.GroupResource{{Resource: "pods"}}, Admit: Admit}
+	return admission.Plugin{Name: Name, Resources: []schema.GroupResource{{Resource: "pods"}}, Operations: []admission.Operation{admission.Create}, Mutate: Mutate}
 }
 
 // Seconds is how long the added tolerations last (upstream's
@@ -23,10 +22,10 @@ func New() admission.Plugin {
 // --default-unreachable-toleration-seconds).
 const Seconds int64 = 300
 
-// Admit adds the missing default tolerations to a pod being created;
+// Mutate adds the missing default tolerations to a pod being created;
 // other objects pass unchanged.
-func Admit(_ context.Context, obj runtime.Object) error {
-	pod, ok := obj.(*corev1.Pod)
+func Mutate(_ context.Context, a *admission.Attributes) error {
+	pod, ok := a.Object.(*corev1.Pod)
 	if !ok {
 		return nil
 	}

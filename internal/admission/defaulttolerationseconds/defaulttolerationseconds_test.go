@@ -5,9 +5,11 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"plainkube.dev/plainkube/internal/admission"
 )
 
-func TestAdmit(t *testing.T) {
+func TestMutate(t *testing.T) {
 	s := int64(5)
 	cases := []struct {
 		name  string
@@ -23,7 +25,7 @@ func TestAdmit(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			pod := &corev1.Pod{Spec: corev1.PodSpec{Tolerations: append([]corev1.Toleration(nil), c.given...)}}
-			if err := Admit(context.Background(), pod); err != nil {
+			if err := Mutate(context.Background(), &admission.Attributes{Operation: admission.Create, Object: pod}); err != nil {
 				t.Fatal(err)
 			}
 			added := pod.Spec.Tolerations[len(c.given):]
@@ -38,7 +40,7 @@ func TestAdmit(t *testing.T) {
 			}
 		})
 	}
-	if err := Admit(context.Background(), &corev1.Node{}); err != nil {
+	if err := Mutate(context.Background(), &admission.Attributes{Operation: admission.Create, Object: &corev1.Node{}}); err != nil {
 		t.Errorf("a node: %v", err)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"plainkube.dev/plainkube/internal/admission"
@@ -15,17 +14,20 @@ import (
 // Name is the plugin's name, as upstream's.
 const Name = "NodeRestriction"
 
-// New is the plugin, for pod creates.
+// New is the plugin: it validates pods being created.
 func New() admission.Plugin {
-	return admission.Plugin{Name: Name, Resources: []schema.GroupResource{{Resource: "pods"}}, BeforeCreate: beforeCreate}
+	return admission.Plugin{Name: Name, Resources: []schema.GroupResource{{Resource: "pods"}}, Operations: []admission.Operation{admission.Create}, Validate: validate}
 }
 
-func beforeCreate(ctx context.Context, obj runtime.Object) (func(), error) {
-	pod := obj.(*corev1.Pod)
-	if node := auth.NodeName(auth.UserFrom(ctx)); node != "" {
+func validate(_ context.Context, a *admission.Attributes) error {
+	pod, ok := a.Object.(*corev1.Pod)
+	if !ok {
+		return nil
+	}
+	if node := auth.NodeName(a.User); node != "" {
 		if err := core.AdmitNodePod(node, pod); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return nil, core.AdmitMirrorPod(pod)
+	return core.AdmitMirrorPod(pod)
 }

@@ -41,16 +41,16 @@ var fullAuthority = []rbacv1.PolicyRule{
 	{Verbs: []string{"*"}, NonResourceURLs: []string{"*"}},
 }
 
-// New is the plugin over the server's authorizer (for the escalate and
+// New is the plugin (validating creates and updates) over the server's authorizer (for the escalate and
 // bind verbs) and RBAC's rules.
 func New(authz auth.Authorizer, rules Rules) admission.Plugin {
 	c := &checker{authz: authz, rules: rules}
 	return admission.Plugin{
-		Name:      Name,
-		Resources: []schema.GroupResource{roles, clusterRoles, roleBindings, clusterRoleBindings},
-		Admit:     c.check,
-		BeforeUpdate: func(ctx context.Context, obj, _ runtime.Object) error {
-			return c.check(ctx, obj)
+		Name:       Name,
+		Resources:  []schema.GroupResource{roles, clusterRoles, roleBindings, clusterRoleBindings},
+		Operations: []admission.Operation{admission.Create, admission.Update},
+		Validate: func(ctx context.Context, a *admission.Attributes) error {
+			return c.check(ctx, a.User, a.Object)
 		},
 	}
 }
@@ -60,8 +60,7 @@ type checker struct {
 	rules Rules
 }
 
-func (c *checker) check(ctx context.Context, obj runtime.Object) error {
-	u := auth.UserFrom(ctx)
+func (c *checker) check(ctx context.Context, u *auth.User, obj runtime.Object) error {
 	if u == nil {
 		return nil
 	}

@@ -40,7 +40,7 @@ type ObjectReader interface {
 
 // Plugin is the ServiceAccount admission plugin.
 type Plugin struct {
-	// Objects reads service accounts; set it before the first Admit.
+	// Objects reads service accounts; set it before the first request.
 	Objects ObjectReader
 	// sleep waits between lookups of the default service account.
 	sleep func(time.Duration)
@@ -54,14 +54,15 @@ var (
 	serviceAccountsGVR = corev1.SchemeGroupVersion.WithResource("serviceaccounts")
 )
 
-// Step is the plugin's place in the admission chain: pod creates.
+// Step is the plugin's place in the admission chain: it mutates pods
+// being created.
 func (p *Plugin) Step() admission.Plugin {
-	return admission.Plugin{Name: Name, Resources: []schema.GroupResource{podsGR}, Admit: p.Admit}
+	return admission.Plugin{Name: Name, Resources: []schema.GroupResource{podsGR}, Operations: []admission.Operation{admission.Create}, Mutate: p.Mutate}
 }
 
-// Admit applies the plugin to a pod being created (other objects pass).
-func (p *Plugin) Admit(ctx context.Context, obj runtime.Object) error {
-	pod, ok := obj.(*corev1.Pod)
+// Mutate applies the plugin to a pod being created (other objects pass).
+func (p *Plugin) Mutate(ctx context.Context, a *admission.Attributes) error {
+	pod, ok := a.Object.(*corev1.Pod)
 	if !ok {
 		return nil
 	}

@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"plainkube.dev/plainkube/internal/admission"
 )
 
 // lateAccounts finds service accounts only from the appearAt-th lookup on.
@@ -27,6 +29,11 @@ func (l *lateAccounts) Get(_ context.Context, gvr schema.GroupVersionResource, n
 	return &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}, nil
 }
 
+func podCreate(pod *corev1.Pod) *admission.Attributes {
+	return &admission.Attributes{Operation: admission.Create, Resource: corev1.SchemeGroupVersion.WithResource("pods"),
+		Kind: corev1.SchemeGroupVersion.WithKind("Pod"), Namespace: pod.Namespace, Name: pod.Name, Object: pod}
+}
+
 func newPod() *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"}, Spec: corev1.PodSpec{
 		Containers:          []corev1.Container{{Name: "c"}},
@@ -39,7 +46,7 @@ func TestDefaultAccountIsWaitedFor(t *testing.T) {
 	var slept time.Duration
 	p := &Plugin{Objects: objs, sleep: func(d time.Duration) { slept += d }}
 	pod := newPod()
-	if err := p.Admit(context.Background(), pod); err != nil {
+	if err := p.Mutate(context.Background(), podCreate(pod)); err != nil {
 		t.Fatalf("default account found on the 4th lookup: %v", err)
 	}
 	if objs.lookups != 4 || slept < 300*time.Millisecond || slept >= 600*time.Millisecond {
@@ -54,14 +61,14 @@ func TestDefaultAccountIsWaitedFor(t *testing.T) {
 	p.Objects = objs
 	pod = newPod()
 	pod.Spec.ServiceAccountName = "app"
-	err := p.Admit(context.Background(), pod)
+	err := p.Mutate(context.Background(), podCreate(pod))
 	if !apierrors.IsForbidden(err) || objs.lookups != 1 || !strings.HasSuffix(err.Error(), `error looking up service account ns/app: serviceaccount "app" not found`) {
 		t.Errorf("after %d lookups: %v", objs.lookups, err)
 	}
 	// The default account that never comes: ten lookups, then Forbidden.
 	objs = &lateAccounts{appearAt: 100, names: map[string]bool{"default": true}}
 	p.Objects = objs
-	if err := p.Admit(context.Background(), newPod()); !apierrors.IsForbidden(err) || objs.lookups != 10 {
+	if err := p.Mutate(context.Background(), podCreate(newPod())); !apierrors.IsForbidden(err) || objs.lookups != 10 {
 		t.Errorf("after %d lookups: %v", objs.lookups, err)
 	}
 }

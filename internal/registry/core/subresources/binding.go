@@ -35,6 +35,9 @@ func serveBinding(rq *registry.Request) error {
 	if b.Target.Kind != "" && b.Target.Kind != "Node" || b.Target.Name == "" {
 		return apierrors.NewInvalid(gvk.GroupKind(), rq.Name, fieldErrors("target", b.Target.Name, "must name a Node"))
 	}
+	if err := rq.API.AdmitCreate(b); err != nil {
+		return err
+	}
 	gr := rq.Resource.GroupResource()
 	_, err = rq.API.Update("kube-scheduler", func(current runtime.Object) (runtime.Object, error) {
 		pod := current.(*corev1.Pod)

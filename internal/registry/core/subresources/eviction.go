@@ -30,6 +30,9 @@ func serveEviction(rq *registry.Request) error {
 	if ev.Name != "" && ev.Name != rq.Name {
 		return badRequest("name in URL does not match name in Eviction object")
 	}
+	if err := rq.API.AdmitCreate(ev); err != nil {
+		return err
+	}
 	opts := ev.DeleteOptions
 	if opts == nil {
 		opts = &metav1.DeleteOptions{}

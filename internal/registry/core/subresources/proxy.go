@@ -16,6 +16,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/util/proxy"
 
@@ -53,6 +54,10 @@ func serveProxy(rq *registry.Request) error {
 	if !ok {
 		return badRequest("invalid %s request %q", rq.Resource.Resource, rq.Name)
 	}
+	path := proxyPath(rq.R.URL.Path, rq.Name)
+	if err := rq.API.AdmitConnect(proxyOptions(rq.Resource.Resource, path)); err != nil {
+		return err
+	}
 	obj, err := rq.API.Get(ctx, rq.Resource, rq.Namespace, name)
 	if err != nil {
 		return err
@@ -72,7 +77,7 @@ func serveProxy(rq *registry.Request) error {
 	if err != nil {
 		return err
 	}
-	loc.Path = joinPreservingSlash(loc.Path, proxyPath(rq.R.URL.Path, rq.Name))
+	loc.Path = joinPreservingSlash(loc.Path, path)
 	h := proxy.NewUpgradeAwareHandler(loc, transport, true, false, statusResponder{rq.API})
 	h.ServeHTTP(rq.W, rq.R)
 	return nil
@@ -221,4 +226,16 @@ func endpointSlices(ctx context.Context, api registry.API, ns, service string) (
 		}
 	}
 	return out, nil
+}
+
+// proxyOptions are a proxy request's options as admission sees them:
+// NodeProxyOptions, PodProxyOptions or ServiceProxyOptions.
+func proxyOptions(resource, path string) runtime.Object {
+	switch resource {
+	case "nodes":
+		return &corev1.NodeProxyOptions{Path: path}
+	case "services":
+		return &corev1.ServiceProxyOptions{Path: path}
+	}
+	return &corev1.PodProxyOptions{Path: path}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/proxy"
 	apiproxy "k8s.io/apiserver/pkg/util/proxy"
 	"k8s.io/streaming/pkg/httpstream/wsstream"
@@ -115,6 +116,9 @@ func servePodStream(rq *registry.Request) error {
 	} else if opts, err = parseStreamOptions(q, sub == "exec"); err != nil {
 		return err
 	}
+	if err := rq.API.AdmitConnect(connectOptions(sub, opts, ports)); err != nil {
+		return err
+	}
 	obj, err := rq.API.Get(ctx, rq.Resource, rq.Namespace, rq.Name)
 	if err != nil {
 		return err
@@ -162,6 +166,23 @@ func servePodStream(rq *registry.Request) error {
 	}
 	h.ServeHTTP(rq.W, rq.R)
 	return nil
+}
+
+// connectOptions are a stream request's options as admission sees them:
+// PodExecOptions, PodAttachOptions or PodPortForwardOptions.
+func connectOptions(sub string, o streamOptions, ports []string) runtime.Object {
+	switch sub {
+	case "exec":
+		return &corev1.PodExecOptions{Stdin: o.stdin, Stdout: o.stdout, Stderr: o.stderr, TTY: o.tty, Container: o.container, Command: o.command}
+	case "attach":
+		return &corev1.PodAttachOptions{Stdin: o.stdin, Stdout: o.stdout, Stderr: o.stderr, TTY: o.tty, Container: o.container}
+	}
+	pf := &corev1.PodPortForwardOptions{}
+	for _, p := range ports {
+		n, _ := strconv.ParseInt(p, 10, 32) // checked by parseForwardPorts
+		pf.Ports = append(pf.Ports, int32(n))
+	}
+	return pf
 }
 
 // parseForwardPorts reads PodPortForwardOptions.ports: each a port number

@@ -87,6 +87,9 @@ func serveTokenRequest(rq *registry.Request) error {
 	if errs := validateTokenRequest(req); len(errs) > 0 {
 		return apierrors.NewInvalid(tokenRequestGVK.GroupKind(), "", errs)
 	}
+	if err := rq.API.AdmitCreate(req); err != nil {
+		return err
+	}
 
 	spec := auth.TokenSpec{ServiceAccount: sa, Audiences: req.Spec.Audiences, ExpirationSeconds: *req.Spec.ExpirationSeconds}
 	if ref := req.Spec.BoundObjectRef; ref != nil {
