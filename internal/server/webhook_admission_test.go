@@ -128,6 +128,7 @@ func TestAdmissionWebhooks(t *testing.T) {
 		if _, err := vwc.Create(ctx, validatingConfig("deny", configMapWebhook("deny.example.com", hook.URL+"/validate", hook.caPEM, sel)), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { vwc.Delete(ctx, "deny", metav1.DeleteOptions{}) })
 		refused, err, took := createUntil(t, cs, "wh-deny", "labelled", map[string]string{"forbidden": "yes"}, func(err error) bool { return err != nil })
 		if err == nil {
 			t.Fatalf("a labelled configmap was admitted %v after the configuration was created", took)
@@ -191,6 +192,7 @@ func TestAdmissionWebhooks(t *testing.T) {
 			if _, err := mwc.Create(ctx, c, metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
+			t.Cleanup(func() { mwc.Delete(ctx, c.Name, metav1.DeleteOptions{}) })
 		}
 		deadline := time.Now().Add(time.Second)
 		for i := 0; ; i++ {
@@ -233,6 +235,7 @@ func TestAdmissionWebhooks(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { vwc.Delete(ctx, "deny-all", metav1.DeleteOptions{}) })
 		_, err, _ = createUntil(t, cs, "wh-down", "fail", nil, func(err error) bool { return err != nil })
 		want := `Internal error occurred: failed calling webhook "deny-all.example.com": failed to call webhook: Post "https://127.0.0.1:` + port + `/deny?timeout=10s": dial tcp 127.0.0.1:` + port + `: connect: connection refused`
 		if statusCode(err) != 500 || err == nil || err.Error() != want {
@@ -263,6 +266,7 @@ func TestAdmissionWebhooks(t *testing.T) {
 		if _, err := vwc.Create(ctx, validatingConfig("slow", hook), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { vwc.Delete(ctx, "slow", metav1.DeleteOptions{}) })
 		var err error
 		var took time.Duration
 		for i := 0; i < 20; i++ {
@@ -297,6 +301,7 @@ func TestAdmissionWebhooks(t *testing.T) {
 		if _, err := vwc.Create(ctx, validatingConfig("dry", h), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { vwc.Delete(ctx, "dry", metav1.DeleteOptions{}) })
 		deadline := time.Now().Add(time.Second)
 		for len(hook.calls()) == 0 && time.Now().Before(deadline) {
 			if _, err := cs.CoreV1().ConfigMaps("wh-dry").Create(ctx, newConfigMap("wh-dry", "d", nil), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
