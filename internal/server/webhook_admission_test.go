@@ -16,8 +16,11 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -317,6 +320,70 @@ func TestAdmissionWebhooks(t *testing.T) {
 			t.Fatalf("a dry run stored the configmap: %v", err)
 		}
 	})
+}
+
+// TestAdmissionWebhookEquivalentVersions: a mutating webhook whose rule
+// names v1 of a custom resource is called, with matchPolicy Equivalent,
+// for a write in v2: it sees the object in v1 (requestKind v2), and its
+// patch lands on the v2 object stored.
+func TestAdmissionWebhookEquivalentVersions(t *testing.T) {
+	_, cfg := startServer(t)
+	cs := clientset(t, cfg)
+	ctx := context.Background()
+	schema := &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object",
+		Properties: map[string]apiextensionsv1.JSONSchemaProps{"spec": {Type: "object", XPreserveUnknownFields: ptr.To(true)}}}}
+	createCRD(t, cfg, &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "widgets.example.com"},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: "example.com", Scope: apiextensionsv1.NamespaceScoped,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "widgets", Kind: "Widget"},
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{
+				{Name: "v1", Served: true, Storage: true, Schema: schema},
+				{Name: "v2", Served: true, Schema: schema},
+			},
+		},
+	})
+	pt := admissionv1.PatchTypeJSONPatch
+	hook := newAdmissionWebhook(t, func(r *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+		return &admissionv1.AdmissionResponse{Allowed: true, PatchType: &pt, Patch: []byte(`[{"op":"add","path":"/metadata/labels","value":{"seen-as":"` + r.Kind.Version + `"}}]`)}
+	})
+	rule := []admissionregistrationv1.RuleWithOperations{{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+		Rule: admissionregistrationv1.Rule{APIGroups: []string{"example.com"}, APIVersions: []string{"v1"}, Resources: []string{"widgets"}}}}
+	url := hook.URL
+	if _, err := cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, &admissionregistrationv1.MutatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "widgets"},
+		Webhooks: []admissionregistrationv1.MutatingWebhook{{Name: "widgets.example.com", ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: hook.caPEM},
+			Rules: rule, SideEffects: ptr.To(admissionregistrationv1.SideEffectClassNone), AdmissionReviewVersions: []string{"v1"}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	v2 := dynamicClient(t, cfg).Resource(k8sschema.GroupVersionResource{Group: "example.com", Version: "v2", Resource: "widgets"}).Namespace("default")
+	var created *unstructured.Unstructured
+	for i := 0; ; i++ {
+		var err error
+		created, err = v2.Create(ctx, &unstructured.Unstructured{Object: map[string]any{"apiVersion": "example.com/v2", "kind": "Widget",
+			"metadata": map[string]any{"name": "w" + strconv.Itoa(i)}, "spec": map[string]any{"size": "L"}}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(hook.calls()) > 0 || i == 50 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	calls := hook.calls()
+	if len(calls) != 1 {
+		t.Fatalf("%d calls of the webhook", len(calls))
+	}
+	r := calls[0]
+	var sent map[string]any
+	json.Unmarshal(r.Object.Raw, &sent)
+	if r.Kind.Version != "v1" || r.Resource.Version != "v1" || r.RequestKind.Version != "v2" || r.RequestResource.Version != "v2" || sent["apiVersion"] != "example.com/v1" {
+		t.Errorf("kind %v resource %v requestKind %v requestResource %v, object %v", r.Kind, r.Resource, r.RequestKind, r.RequestResource, sent["apiVersion"])
+	}
+	if created.GetAPIVersion() != "example.com/v2" || created.GetLabels()["seen-as"] != "v1" {
+		t.Errorf("stored %v", created.Object)
+	}
 }
 
 // warningRecorder keeps the Warning headers a client was sent.
