@@ -3,10 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"encoding/pem"
 	"net"
-	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,45 +21,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
+
+	"plainkube.dev/plainkube/internal/admission/webhook/webhooktest"
 )
-
-// admissionWebhook is a webhook server on 127.0.0.1 answering reviews
-// with answer, keeping the requests.
-type admissionWebhook struct {
-	*httptest.Server
-	caPEM    []byte
-	mu       sync.Mutex
-	requests []*admissionv1.AdmissionRequest
-}
-
-func newAdmissionWebhook(t *testing.T, answer func(*admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse) *admissionWebhook {
-	t.Helper()
-	h := &admissionWebhook{}
-	h.Server = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var review admissionv1.AdmissionReview
-		if err := json.NewDecoder(r.Body).Decode(&review); err != nil || review.Request == nil {
-			http.Error(w, "bad review", http.StatusBadRequest)
-			return
-		}
-		h.mu.Lock()
-		h.requests = append(h.requests, review.Request)
-		h.mu.Unlock()
-		resp := answer(review.Request)
-		resp.UID = review.Request.UID
-		review.Request, review.Response = nil, resp
-		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(&review)
-	}))
-	t.Cleanup(h.Close)
-	h.caPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: h.Certificate().Raw})
-	return h
-}
-
-func (h *admissionWebhook) calls() []*admissionv1.AdmissionRequest {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return append([]*admissionv1.AdmissionRequest(nil), h.requests...)
-}
 
 // webhookTestNamespace makes a namespace labelled test=<name>, which the
 // test's webhooks select, so that tests do not see each other's.
@@ -120,7 +81,7 @@ func TestAdmissionWebhooks(t *testing.T) {
 
 	t.Run("a validating webhook refuses a labelled configmap, in effect within a second", func(t *testing.T) {
 		sel := webhookTestNamespace(t, cs, "wh-deny")
-		hook := newAdmissionWebhook(t, func(r *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+		hook := webhooktest.New(t, func(r *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
 			var cm corev1.ConfigMap
 			json.Unmarshal(r.Object.Raw, &cm)
 			if cm.Labels["forbidden"] == "yes" {
@@ -128,7 +89,7 @@ func TestAdmissionWebhooks(t *testing.T) {
 			}
 			return &admissionv1.AdmissionResponse{Allowed: true, Warnings: []string{"checked by deny.example.com"}}
 		})
-		if _, err := vwc.Create(ctx, validatingConfig("deny", configMapWebhook("deny.example.com", hook.URL+"/validate", hook.caPEM, sel)), metav1.CreateOptions{}); err != nil {
+		if _, err := vwc.Create(ctx, validatingConfig("deny", configMapWebhook("deny.example.com", hook.URL+"/validate", hook.CAPEM, sel)), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { vwc.Delete(ctx, "deny", metav1.DeleteOptions{}) })
@@ -145,16 +106,16 @@ func TestAdmissionWebhooks(t *testing.T) {
 			t.Fatalf("the refused configmap: %v", err)
 		}
 		// Unlabelled ones pass, with the webhook's warning.
-		var warnings warningRecorder
+		var got warnings
 		wcfg := rest.CopyConfig(cfg)
-		wcfg.WarningHandler = &warnings
+		wcfg.WarningHandler = &got
 		if _, err := clientset(t, wcfg).CoreV1().ConfigMaps("wh-deny").Create(ctx, newConfigMap("wh-deny", "plain", nil), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		if got := warnings.all(); len(got) != 1 || got[0] != "checked by deny.example.com" {
+		if got := got.take(); len(got) != 1 || got[0] != "checked by deny.example.com" {
 			t.Errorf("warnings %q", got)
 		}
-		calls := hook.calls()
+		calls := hook.Requests()
 		last := calls[len(calls)-1]
 		if last.UserInfo.Username == "" || last.Namespace != "wh-deny" || last.Name != "plain" ||
 			last.Operation != admissionv1.Create || last.RequestResource == nil || last.RequestResource.Resource != "configmaps" {
@@ -166,7 +127,7 @@ func TestAdmissionWebhooks(t *testing.T) {
 		sel := webhookTestNamespace(t, cs, "wh-mutate")
 		var mu sync.Mutex
 		var seen []string
-		observer := newAdmissionWebhook(t, func(r *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+		observer := webhooktest.New(t, func(r *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
 			var cm corev1.ConfigMap
 			json.Unmarshal(r.Object.Raw, &cm)
 			mu.Lock()
@@ -174,7 +135,7 @@ func TestAdmissionWebhooks(t *testing.T) {
 			mu.Unlock()
 			return &admissionv1.AdmissionResponse{Allowed: true}
 		})
-		stamper := newAdmissionWebhook(t, func(r *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+		stamper := webhooktest.New(t, func(r *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
 			pt := admissionv1.PatchTypeJSONPatch
 			return &admissionv1.AdmissionResponse{Allowed: true, PatchType: &pt,
 				Patch: []byte(`[{"op":"add","path":"/metadata/labels/stamped","value":"yes"}]`)}
@@ -189,8 +150,8 @@ func TestAdmissionWebhooks(t *testing.T) {
 		// Configurations run in the order of their names: the observer
 		// first, then the stamper; the observer (IfNeeded) is asked again.
 		for _, c := range []*admissionregistrationv1.MutatingWebhookConfiguration{
-			{ObjectMeta: metav1.ObjectMeta{Name: "a-observer"}, Webhooks: []admissionregistrationv1.MutatingWebhook{mutating("observer.example.com", observer.URL, observer.caPEM, admissionregistrationv1.IfNeededReinvocationPolicy)}},
-			{ObjectMeta: metav1.ObjectMeta{Name: "b-stamper"}, Webhooks: []admissionregistrationv1.MutatingWebhook{mutating("stamper.example.com", stamper.URL, stamper.caPEM, admissionregistrationv1.NeverReinvocationPolicy)}},
+			{ObjectMeta: metav1.ObjectMeta{Name: "a-observer"}, Webhooks: []admissionregistrationv1.MutatingWebhook{mutating("observer.example.com", observer.URL, observer.CAPEM, admissionregistrationv1.IfNeededReinvocationPolicy)}},
+			{ObjectMeta: metav1.ObjectMeta{Name: "b-stamper"}, Webhooks: []admissionregistrationv1.MutatingWebhook{mutating("stamper.example.com", stamper.URL, stamper.CAPEM, admissionregistrationv1.NeverReinvocationPolicy)}},
 		} {
 			if _, err := mwc.Create(ctx, c, metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
@@ -206,7 +167,7 @@ func TestAdmissionWebhooks(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(stamper.calls()) > 0 && len(observer.calls()) > 0 {
+			if len(stamper.Requests()) > 0 && len(observer.Requests()) > 0 {
 				if cm.Labels["stamped"] != "yes" || cm.Labels["app"] != "x" {
 					t.Fatalf("stored labels %v", cm.Labels)
 				}
@@ -257,14 +218,14 @@ func TestAdmissionWebhooks(t *testing.T) {
 		sel := webhookTestNamespace(t, cs, "wh-slow")
 		release := make(chan struct{})
 		defer close(release)
-		slow := newAdmissionWebhook(t, func(*admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+		slow := webhooktest.New(t, func(*admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
 			select {
 			case <-release:
 			case <-time.After(5 * time.Second):
 			}
 			return &admissionv1.AdmissionResponse{Allowed: true}
 		})
-		hook := configMapWebhook("slow.example.com", slow.URL, slow.caPEM, sel)
+		hook := configMapWebhook("slow.example.com", slow.URL, slow.CAPEM, sel)
 		hook.TimeoutSeconds = ptr.To(int32(1))
 		if _, err := vwc.Create(ctx, validatingConfig("slow", hook), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -291,10 +252,10 @@ func TestAdmissionWebhooks(t *testing.T) {
 
 	t.Run("dry run", func(t *testing.T) {
 		sel := webhookTestNamespace(t, cs, "wh-dry")
-		hook := newAdmissionWebhook(t, func(*admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+		hook := webhooktest.New(t, func(*admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
 			return &admissionv1.AdmissionResponse{Allowed: true}
 		})
-		h := configMapWebhook("dry.example.com", hook.URL, hook.caPEM, sel)
+		h := configMapWebhook("dry.example.com", hook.URL, hook.CAPEM, sel)
 		h.SideEffects = ptr.To(admissionregistrationv1.SideEffectClassSome)
 		// The v1 API refuses webhooks with side effects on dry runs.
 		if _, err := vwc.Create(ctx, validatingConfig("dry", h), metav1.CreateOptions{}); !apierrors.IsInvalid(err) {
@@ -306,13 +267,13 @@ func TestAdmissionWebhooks(t *testing.T) {
 		}
 		t.Cleanup(func() { vwc.Delete(ctx, "dry", metav1.DeleteOptions{}) })
 		deadline := time.Now().Add(time.Second)
-		for len(hook.calls()) == 0 && time.Now().Before(deadline) {
+		for len(hook.Requests()) == 0 && time.Now().Before(deadline) {
 			if _, err := cs.CoreV1().ConfigMaps("wh-dry").Create(ctx, newConfigMap("wh-dry", "d", nil), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
 				t.Fatal(err)
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
-		calls := hook.calls()
+		calls := hook.Requests()
 		if len(calls) == 0 || calls[0].DryRun == nil || !*calls[0].DryRun {
 			t.Fatalf("the webhook was not told of the dry run: %v", calls)
 		}
@@ -344,7 +305,7 @@ func TestAdmissionWebhookEquivalentVersions(t *testing.T) {
 		},
 	})
 	pt := admissionv1.PatchTypeJSONPatch
-	hook := newAdmissionWebhook(t, func(r *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+	hook := webhooktest.New(t, func(r *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
 		return &admissionv1.AdmissionResponse{Allowed: true, PatchType: &pt, Patch: []byte(`[{"op":"add","path":"/metadata/labels","value":{"seen-as":"` + r.Kind.Version + `"}}]`)}
 	})
 	rule := []admissionregistrationv1.RuleWithOperations{{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
@@ -352,7 +313,7 @@ func TestAdmissionWebhookEquivalentVersions(t *testing.T) {
 	url := hook.URL
 	if _, err := cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, &admissionregistrationv1.MutatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: "widgets"},
-		Webhooks: []admissionregistrationv1.MutatingWebhook{{Name: "widgets.example.com", ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: hook.caPEM},
+		Webhooks: []admissionregistrationv1.MutatingWebhook{{Name: "widgets.example.com", ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: hook.CAPEM},
 			Rules: rule, SideEffects: ptr.To(admissionregistrationv1.SideEffectClassNone), AdmissionReviewVersions: []string{"v1"}}},
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -366,12 +327,12 @@ func TestAdmissionWebhookEquivalentVersions(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(hook.calls()) > 0 || i == 50 {
+		if len(hook.Requests()) > 0 || i == 50 {
 			break
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	calls := hook.calls()
+	calls := hook.Requests()
 	if len(calls) != 1 {
 		t.Fatalf("%d calls of the webhook", len(calls))
 	}
@@ -384,22 +345,4 @@ func TestAdmissionWebhookEquivalentVersions(t *testing.T) {
 	if created.GetAPIVersion() != "example.com/v2" || created.GetLabels()["seen-as"] != "v1" {
 		t.Errorf("stored %v", created.Object)
 	}
-}
-
-// warningRecorder keeps the Warning headers a client was sent.
-type warningRecorder struct {
-	mu       sync.Mutex
-	warnings []string
-}
-
-func (w *warningRecorder) HandleWarningHeader(_ int, _ string, text string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.warnings = append(w.warnings, text)
-}
-
-func (w *warningRecorder) all() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return append([]string(nil), w.warnings...)
 }

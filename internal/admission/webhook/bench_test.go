@@ -7,7 +7,9 @@ import (
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
+
 	"plainkube.dev/plainkube/internal/admission"
+	"plainkube.dev/plainkube/internal/admission/webhook/webhooktest"
 )
 
 // BenchmarkWebhookCall is the cost one matching webhook adds to a
@@ -15,11 +17,11 @@ import (
 // over TLS on 127.0.0.1, called through the plugins with kept-alive
 // connections. It reports the median as p50-ms.
 func BenchmarkWebhookCall(b *testing.B) {
-	srv := newReviewServer(b, func(*admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+	srv := webhooktest.New(b, func(*admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
 		return &admissionv1.AdmissionResponse{Allowed: true}
 	})
 	pt := admissionv1.PatchTypeJSONPatch
-	patcher := newReviewServer(b, func(*admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+	patcher := webhooktest.New(b, func(*admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
 		return &admissionv1.AdmissionResponse{Allowed: true, PatchType: &pt, Patch: []byte(`[{"op":"add","path":"/data/added","value":"yes"}]`)}
 	})
 	for _, c := range []struct {
@@ -27,9 +29,9 @@ func BenchmarkWebhookCall(b *testing.B) {
 		src  *staticSource
 		run  func(w *Webhooks) func(context.Context, *admission.Attributes) error
 	}{
-		{"validating", &staticSource{validating: validating("v", validatingWebhook("v.example.com", srv.URL, srv.caPEM))},
+		{"validating", &staticSource{validating: validating("v", validatingWebhook("v.example.com", srv.URL, srv.CAPEM))},
 			func(w *Webhooks) func(context.Context, *admission.Attributes) error { return w.validate }},
-		{"mutating", &staticSource{mutating: mutating("m", mutatingWebhook("m.example.com", patcher.URL, patcher.caPEM))},
+		{"mutating", &staticSource{mutating: mutating("m", mutatingWebhook("m.example.com", patcher.URL, patcher.CAPEM))},
 			func(w *Webhooks) func(context.Context, *admission.Attributes) error { return w.mutate }},
 	} {
 		b.Run(c.name, func(b *testing.B) {

@@ -163,33 +163,28 @@ func (s *Source) HasSynced() bool {
 }
 
 func (s *Source) rebuildMutating() {
-	s.rebuild.Lock()
-	defer s.rebuild.Unlock()
-	cs, err := s.mutatingLister.List(labels.Everything())
-	if err != nil {
-		return
-	}
-	sort.Slice(cs, func(i, j int) bool { return cs[i].Name < cs[j].Name })
-	var hooks []*hook
-	for _, c := range cs {
-		hooks = append(hooks, mutatingHooks(c)...)
-	}
-	s.mutating.Store(&hooks)
+	rebuild(&s.rebuild, &s.mutating, s.mutatingLister.List, mutatingHooks)
 }
 
 func (s *Source) rebuildValidating() {
-	s.rebuild.Lock()
-	defer s.rebuild.Unlock()
-	cs, err := s.validatingLister.List(labels.Everything())
+	rebuild(&s.rebuild, &s.validating, s.validatingLister.List, validatingHooks)
+}
+
+// rebuild lists the configurations and stores their webhooks in the
+// order of the configurations' names.
+func rebuild[C metav1.Object](mu *sync.Mutex, into *atomic.Pointer[[]*hook], list func(labels.Selector) ([]C, error), hooksOf func(C) []*hook) {
+	mu.Lock()
+	defer mu.Unlock()
+	cs, err := list(labels.Everything())
 	if err != nil {
 		return
 	}
-	sort.Slice(cs, func(i, j int) bool { return cs[i].Name < cs[j].Name })
+	sort.Slice(cs, func(i, j int) bool { return cs[i].GetName() < cs[j].GetName() })
 	var hooks []*hook
 	for _, c := range cs {
-		hooks = append(hooks, validatingHooks(c)...)
+		hooks = append(hooks, hooksOf(c)...)
 	}
-	s.validating.Store(&hooks)
+	into.Store(&hooks)
 }
 
 // Mutating and Validating are the webhooks in calling order.

@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"plainkube.dev/plainkube/internal/admission"
+	"plainkube.dev/plainkube/internal/admission/webhook/webhooktest"
 	"plainkube.dev/plainkube/internal/auth"
 )
 
@@ -41,44 +42,6 @@ func (s *staticSource) NamespaceLabels(_ context.Context, name string) (map[stri
 		return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, name)
 	}
 	return l, nil
-}
-
-// reviewServer is a webhook on 127.0.0.1 answering with answer; it keeps
-// the requests it was sent.
-type reviewServer struct {
-	*httptest.Server
-	caPEM    []byte
-	mu       sync.Mutex
-	requests []*admissionv1.AdmissionRequest
-}
-
-func newReviewServer(t testing.TB, answer func(*admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse) *reviewServer {
-	t.Helper()
-	s := &reviewServer{}
-	s.Server = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var review admissionv1.AdmissionReview
-		if err := json.NewDecoder(r.Body).Decode(&review); err != nil || review.Request == nil {
-			http.Error(w, "bad review", http.StatusBadRequest)
-			return
-		}
-		s.mu.Lock()
-		s.requests = append(s.requests, review.Request)
-		s.mu.Unlock()
-		resp := answer(review.Request)
-		resp.UID = review.Request.UID
-		review.Request, review.Response = nil, resp
-		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(&review)
-	}))
-	t.Cleanup(s.Close)
-	s.caPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.Certificate().Raw})
-	return s
-}
-
-func (s *reviewServer) calls() []*admissionv1.AdmissionRequest {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]*admissionv1.AdmissionRequest(nil), s.requests...)
 }
 
 var configMapRule = []admissionregistrationv1.RuleWithOperations{{
@@ -145,7 +108,7 @@ func statusOf(t *testing.T, err error) metav1.Status {
 }
 
 func TestValidatingDenialAndRequest(t *testing.T) {
-	srv := newReviewServer(t, func(r *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+	srv := webhooktest.New(t, func(r *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
 		var cm corev1.ConfigMap
 		json.Unmarshal(r.Object.Raw, &cm)
 		if cm.Labels["deny"] == "yes" {
@@ -154,7 +117,7 @@ func TestValidatingDenialAndRequest(t *testing.T) {
 		}
 		return &admissionv1.AdmissionResponse{Allowed: true}
 	})
-	w := plugins(&staticSource{validating: validating("deny", validatingWebhook("deny.example.com", srv.URL+"/validate", srv.caPEM))})
+	w := plugins(&staticSource{validating: validating("deny", validatingWebhook("deny.example.com", srv.URL+"/validate", srv.CAPEM))})
 
 	a := createConfigMap(configMap("c1", map[string]string{"deny": "yes"}))
 	err := w.validate(context.Background(), a)
@@ -171,7 +134,7 @@ func TestValidatingDenialAndRequest(t *testing.T) {
 	if err := w.validate(context.Background(), createConfigMap(configMap("c2", nil))); err != nil {
 		t.Fatalf("unlabelled: %v", err)
 	}
-	calls := srv.calls()
+	calls := srv.Requests()
 	if len(calls) != 2 {
 		t.Fatalf("%d calls, want 2", len(calls))
 	}
@@ -194,10 +157,10 @@ func TestValidatingDenialAndRequest(t *testing.T) {
 }
 
 func TestDenialWithoutCodeIs400(t *testing.T) {
-	srv := newReviewServer(t, func(*admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+	srv := webhooktest.New(t, func(*admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
 		return &admissionv1.AdmissionResponse{}
 	})
-	w := plugins(&staticSource{validating: validating("deny", validatingWebhook("deny.example.com", srv.URL, srv.caPEM))})
+	w := plugins(&staticSource{validating: validating("deny", validatingWebhook("deny.example.com", srv.URL, srv.CAPEM))})
 	st := statusOf(t, w.validate(context.Background(), createConfigMap(configMap("c", nil))))
 	if want := `admission webhook "deny.example.com" denied the request without explanation`; st.Code != 400 || st.Message != want {
 		t.Fatalf("got %d %q", st.Code, st.Message)
@@ -224,17 +187,17 @@ func TestMutatingInOrderWithReinvocation(t *testing.T) {
 			return &admissionv1.AdmissionResponse{Allowed: true}
 		}
 	}
-	observer := newReviewServer(t, observe("a"))
-	reader := newReviewServer(t, observe("c"))
-	labeller := newReviewServer(t, func(*admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+	observer := webhooktest.New(t, observe("a"))
+	reader := webhooktest.New(t, observe("c"))
+	labeller := webhooktest.New(t, func(*admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
 		return &admissionv1.AdmissionResponse{Allowed: true, PatchType: &jsonPatch, Patch: labelPatch("added", "yes")}
 	})
-	a := mutatingWebhook("a.example.com", observer.URL, observer.caPEM)
+	a := mutatingWebhook("a.example.com", observer.URL, observer.CAPEM)
 	a.ReinvocationPolicy = ptr(admissionregistrationv1.IfNeededReinvocationPolicy)
 	var hooks []*hook
 	hooks = append(hooks, mutating("a-observer", a)...)
-	hooks = append(hooks, mutating("b-labeller", mutatingWebhook("b.example.com", labeller.URL, labeller.caPEM))...)
-	hooks = append(hooks, mutating("c-reader", mutatingWebhook("c.example.com", reader.URL, reader.caPEM))...)
+	hooks = append(hooks, mutating("b-labeller", mutatingWebhook("b.example.com", labeller.URL, labeller.CAPEM))...)
+	hooks = append(hooks, mutating("c-reader", mutatingWebhook("c.example.com", reader.URL, reader.CAPEM))...)
 	w := plugins(&staticSource{mutating: hooks})
 
 	cm := configMap("c", nil)
@@ -248,7 +211,7 @@ func TestMutatingInOrderWithReinvocation(t *testing.T) {
 	if got, want := strings.Join(seen, ","), "a=,c=yes,a=yes"; got != want {
 		t.Fatalf("calls %s, want %s", got, want)
 	}
-	if got := len(labeller.calls()); got != 1 {
+	if got := len(labeller.Requests()); got != 1 {
 		t.Errorf("labeller (reinvocation Never) called %d times", got)
 	}
 }
@@ -304,14 +267,14 @@ func TestFailurePolicy(t *testing.T) {
 func TestTimeout(t *testing.T) {
 	release := make(chan struct{})
 	defer close(release)
-	srv := newReviewServer(t, func(*admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+	srv := webhooktest.New(t, func(*admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
 		select {
 		case <-release:
 		case <-time.After(5 * time.Second):
 		}
 		return &admissionv1.AdmissionResponse{Allowed: true}
 	})
-	h := validatingWebhook("slow.example.com", srv.URL, srv.caPEM)
+	h := validatingWebhook("slow.example.com", srv.URL, srv.CAPEM)
 	h.TimeoutSeconds = ptr(int32(1))
 	w := plugins(&staticSource{validating: validating("slow", h)})
 	start := time.Now()
@@ -326,10 +289,10 @@ func TestTimeout(t *testing.T) {
 }
 
 func TestDryRun(t *testing.T) {
-	srv := newReviewServer(t, func(*admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+	srv := webhooktest.New(t, func(*admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
 		return &admissionv1.AdmissionResponse{Allowed: true}
 	})
-	some := validatingWebhook("some.example.com", srv.URL, srv.caPEM)
+	some := validatingWebhook("some.example.com", srv.URL, srv.CAPEM)
 	some.SideEffects = ptr(admissionregistrationv1.SideEffectClassSome)
 	w := plugins(&staticSource{validating: validating("some", some)})
 	a := createConfigMap(configMap("c", nil))
@@ -338,17 +301,17 @@ func TestDryRun(t *testing.T) {
 	if want := `admission webhook "some.example.com" does not support dry run`; st.Code != 400 || st.Message != want {
 		t.Fatalf("got %d %q", st.Code, st.Message)
 	}
-	if n := len(srv.calls()); n != 0 {
+	if n := len(srv.Requests()); n != 0 {
 		t.Fatalf("webhook called %d times on a dry run", n)
 	}
 	// A webhook without side effects on dry runs is called, told so.
-	onDry := validatingWebhook("nodry.example.com", srv.URL, srv.caPEM)
+	onDry := validatingWebhook("nodry.example.com", srv.URL, srv.CAPEM)
 	onDry.SideEffects = ptr(admissionregistrationv1.SideEffectClassNoneOnDryRun)
 	w = plugins(&staticSource{validating: validating("nodry", onDry)})
 	if err := w.validate(context.Background(), a); err != nil {
 		t.Fatal(err)
 	}
-	if c := srv.calls(); len(c) != 1 || c[0].DryRun == nil || !*c[0].DryRun {
+	if c := srv.Requests(); len(c) != 1 || c[0].DryRun == nil || !*c[0].DryRun {
 		t.Fatalf("calls %v", c)
 	}
 }
@@ -358,7 +321,7 @@ func TestBadAnswers(t *testing.T) {
 	defer garbage.Close()
 	garbageCA := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: garbage.Certificate().Raw})
 	jsonPatch := admissionv1.PatchTypeJSONPatch
-	badPatch := newReviewServer(t, func(*admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+	badPatch := webhooktest.New(t, func(*admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
 		return &admissionv1.AdmissionResponse{Allowed: true, PatchType: &jsonPatch, Patch: []byte(`[{"op":"replace","path":"/spec/nothing","value":1}]`)}
 	})
 	wrongUID := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -366,7 +329,7 @@ func TestBadAnswers(t *testing.T) {
 	}))
 	defer wrongUID.Close()
 	wrongUIDCA := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: wrongUID.Certificate().Raw})
-	untrusted := newReviewServer(t, func(*admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+	untrusted := webhooktest.New(t, func(*admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
 		return &admissionv1.AdmissionResponse{Allowed: true}
 	})
 
@@ -377,7 +340,7 @@ func TestBadAnswers(t *testing.T) {
 	}{
 		{"garbage", mutatingWebhook("garbage.example.com", garbage.URL, garbageCA),
 			`Internal error occurred: failed calling webhook "garbage.example.com": failed to call webhook: couldn't get version/kind; json parse error: invalid character 'o' in literal null (expecting 'u')`},
-		{"patch that does not apply", mutatingWebhook("patch.example.com", badPatch.URL, badPatch.caPEM),
+		{"patch that does not apply", mutatingWebhook("patch.example.com", badPatch.URL, badPatch.CAPEM),
 			`Internal error occurred: replace operation does not apply: doc is missing path: /spec/nothing: missing value`},
 		{"wrong uid", mutatingWebhook("uid.example.com", wrongUID.URL, wrongUIDCA),
 			`Internal error occurred: failed calling webhook "uid.example.com": received invalid webhook response: expected response.uid=`},
@@ -399,19 +362,19 @@ func TestBadAnswers(t *testing.T) {
 }
 
 func TestSelectorsAndConditions(t *testing.T) {
-	srv := newReviewServer(t, func(*admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+	srv := webhooktest.New(t, func(*admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
 		return &admissionv1.AdmissionResponse{Allowed: true}
 	})
-	nsSel := validatingWebhook("ns.example.com", srv.URL, srv.caPEM)
+	nsSel := validatingWebhook("ns.example.com", srv.URL, srv.CAPEM)
 	nsSel.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}
-	objSel := validatingWebhook("obj.example.com", srv.URL, srv.caPEM)
+	objSel := validatingWebhook("obj.example.com", srv.URL, srv.CAPEM)
 	objSel.ObjectSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"watched": "yes"}}
-	cond := validatingWebhook("cel.example.com", srv.URL, srv.caPEM)
+	cond := validatingWebhook("cel.example.com", srv.URL, srv.CAPEM)
 	cond.MatchConditions = []admissionregistrationv1.MatchCondition{
 		{Name: "prefix", Expression: `object.metadata.name.startsWith("cel-")`},
 		{Name: "not-admin", Expression: `!("system:masters" in request.userInfo.groups)`},
 	}
-	broken := validatingWebhook("broken.example.com", srv.URL, srv.caPEM)
+	broken := validatingWebhook("broken.example.com", srv.URL, srv.CAPEM)
 	broken.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "missing", Expression: `object.data.missing == "x"`}}
 
 	for _, c := range []struct {
@@ -432,16 +395,14 @@ func TestSelectorsAndConditions(t *testing.T) {
 		{"a condition errors", broken, configMap("a", nil), "team", 0, `configmaps "a" is forbidden: expression 'object.data.missing == "x"' resulted in error: no such key: missing`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			srv.mu.Lock()
-			srv.requests = nil
-			srv.mu.Unlock()
+			srv.Reset()
 			w := plugins(&staticSource{validating: validating("v", c.hook), namespaces: map[string]map[string]string{"prod": {"env": "prod"}, "team": {"env": "dev"}}})
 			c.cm.Namespace = c.ns
 			err := w.validate(context.Background(), createConfigMap(c.cm))
 			if c.err == "" && err != nil || c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)) {
 				t.Fatalf("error %v, want %q", err, c.err)
 			}
-			if n := len(srv.calls()); n != c.calls {
+			if n := len(srv.Requests()); n != c.calls {
 				t.Fatalf("%d calls, want %d", n, c.calls)
 			}
 		})
@@ -449,10 +410,10 @@ func TestSelectorsAndConditions(t *testing.T) {
 }
 
 func TestNamespaceSelectorOnANamespace(t *testing.T) {
-	srv := newReviewServer(t, func(*admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+	srv := webhooktest.New(t, func(*admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
 		return &admissionv1.AdmissionResponse{Allowed: true}
 	})
-	h := validatingWebhook("ns.example.com", srv.URL, srv.caPEM)
+	h := validatingWebhook("ns.example.com", srv.URL, srv.CAPEM)
 	h.Rules = []admissionregistrationv1.RuleWithOperations{{Operations: []admissionregistrationv1.OperationType{"CREATE"},
 		Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"namespaces"}}}}
 	h.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"watched": "yes"}}
@@ -464,7 +425,7 @@ func TestNamespaceSelectorOnANamespace(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := len(srv.calls()); n != 1 {
+	if n := len(srv.Requests()); n != 1 {
 		t.Fatalf("%d calls, want 1 (its own labels decide)", n)
 	}
 }
