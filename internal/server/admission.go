@@ -10,11 +10,15 @@ import (
 	"plainkube.dev/plainkube/internal/admission"
 	"plainkube.dev/plainkube/internal/admission/allocator"
 	"plainkube.dev/plainkube/internal/admission/bootstrapcsr"
+	"plainkube.dev/plainkube/internal/admission/defaultstorageclass"
 	"plainkube.dev/plainkube/internal/admission/defaulttolerationseconds"
 	"plainkube.dev/plainkube/internal/admission/namespacelifecycle"
 	"plainkube.dev/plainkube/internal/admission/noderestriction"
+	"plainkube.dev/plainkube/internal/admission/policy"
+	"plainkube.dev/plainkube/internal/admission/priority"
 	"plainkube.dev/plainkube/internal/admission/rbacescalation"
 	saadmission "plainkube.dev/plainkube/internal/admission/serviceaccount"
+	"plainkube.dev/plainkube/internal/admission/taintnodesbycondition"
 	admwebhook "plainkube.dev/plainkube/internal/admission/webhook"
 	"plainkube.dev/plainkube/internal/apiserver"
 	"plainkube.dev/plainkube/internal/auth"
@@ -30,9 +34,13 @@ type admissionDeps struct {
 	rbac            *rbac.Authorizer
 	services        *allocator.Services
 	webhooks        *admwebhook.Webhooks
-	// podDefaults turns on ServiceAccount and DefaultTolerationSeconds
-	// (Options.DefaultAdmission).
-	podDefaults bool
+	// policies is the ValidatingAdmissionPolicy plugin, whose source the
+	// MutatingAdmissionPolicy plugin shares.
+	policies *policy.Validating
+	// controllerDefaults turns on the default plugins that need a
+	// controller to finish their work (Options.DefaultAdmission):
+	// ServiceAccount, TaintNodesByCondition, DefaultTolerationSeconds.
+	controllerDefaults bool
 	// extra plugins run last (Options.ExtraAdmission, for tests).
 	extra []admission.Plugin
 }
@@ -48,25 +56,32 @@ func admissionChain(d admissionDeps) admission.Chain {
 
 	add(namespacelifecycle.New(d.objects))
 	// LimitRanger (later)
-	if d.podDefaults {
+	if d.controllerDefaults {
 		add(d.serviceAccounts.Step())
 	}
 	add(noderestriction.New())
-	// TaintNodesByCondition (later)
+	if d.controllerDefaults {
+		// The node lifecycle controller removes the taint once the node is Ready.
+		add(taintnodesbycondition.New())
+	}
 	// PodSecurity (later)
-	// Priority (later)
-	if d.podDefaults {
+	add(priority.New(d.objects))
+	if d.controllerDefaults {
 		add(defaulttolerationseconds.New())
 	}
-	// DefaultStorageClass (later)
-	// StorageObjectInUseProtection (later)
+	add(defaultstorageclass.New(d.objects))
+	// StorageObjectInUseProtection (package storageobjectinuseprotection)
+	// goes here once the pvc-protection and pv-protection controllers
+	// exist: without them nothing would remove its finalizers and no claim
+	// or volume could ever be deleted.
 	// RuntimeClass (later)
 	// CertificateApproval, CertificateSigning, CertificateSubjectRestriction:
 	// of these, bootstrap tokens' restriction to node client certificates.
 	add(bootstrapcsr.New())
 	add(rbacescalation.New(d.authz, d.rbac))
+	add(policy.NewMutating(d.policies).Plugin())
 	add(d.webhooks.Mutating())
-	// ValidatingAdmissionPolicy (later)
+	add(d.policies.Plugin())
 	add(d.webhooks.Validating())
 	// ResourceQuota (later)
 

@@ -13,7 +13,9 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -321,3 +323,70 @@ func describeCalls(cs []admissionCall) string {
 }
 
 var _ rest.WarningHandler = (*warnings)(nil)
+
+// TestBuiltInAdmissionPlugins checks the chain's plugins through the API:
+// the immortal namespaces, priorities from the built-in classes the server
+// creates, the not-ready taint of new nodes and the default StorageClass.
+func TestBuiltInAdmissionPlugins(t *testing.T) {
+	_, cfg := startServer(t)
+	cs := clientset(t, cfg)
+	ctx := context.Background()
+
+	err := cs.CoreV1().Namespaces().Delete(ctx, "default", metav1.DeleteOptions{})
+	if !apierrors.IsForbidden(err) || err.Error() != `namespaces "default" is forbidden: this namespace may not be deleted` {
+		t.Errorf("delete namespace default: %v", err)
+	}
+	for name, value := range map[string]int32{"system-node-critical": 2000001000, "system-cluster-critical": 2000000000} {
+		pc, err := cs.SchedulingV1().PriorityClasses().Get(ctx, name, metav1.GetOptions{})
+		if err != nil || pc.Value != value {
+			t.Errorf("priority class %s: %+v %v", name, pc, err)
+		}
+	}
+	if err := cs.SchedulingV1().PriorityClasses().Delete(ctx, "system-node-critical", metav1.DeleteOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("delete system-node-critical: %v, want 403", err)
+	}
+
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "critical"}, Spec: corev1.PodSpec{PriorityClassName: "system-node-critical",
+		Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
+	got, err := cs.CoreV1().Pods("kube-system").Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Spec.Priority == nil || *got.Spec.Priority != 2000001000 || got.Spec.PreemptionPolicy == nil || *got.Spec.PreemptionPolicy != corev1.PreemptLowerPriority {
+		t.Errorf("pod priority %v, preemption %v", got.Spec.Priority, got.Spec.PreemptionPolicy)
+	}
+	pod.Name, pod.Spec.PriorityClassName = "unknown-class", "nope"
+	_, err = cs.CoreV1().Pods("kube-system").Create(ctx, pod, metav1.CreateOptions{})
+	if !apierrors.IsForbidden(err) || err.Error() != `pods "unknown-class" is forbidden: no PriorityClass with name nope was found` {
+		t.Errorf("pod of an unknown class: %v", err)
+	}
+
+	node, err := cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(node.Spec.Taints) != 1 || node.Spec.Taints[0].Key != corev1.TaintNodeNotReady || node.Spec.Taints[0].Effect != corev1.TaintEffectNoSchedule {
+		t.Errorf("new node's taints %+v", node.Spec.Taints)
+	}
+
+	sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "fast", Annotations: map[string]string{"storageclass.kubernetes.io/is-default-class": "true"}}, Provisioner: "example.com/fast"}
+	if _, err := cs.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data"}, Spec: corev1.PersistentVolumeClaimSpec{
+		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+		Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
+	var claim *corev1.PersistentVolumeClaim
+	// The class is read from the watch cache, which may lag its create.
+	err = pollFor(ctx, func() error {
+		var err error
+		pvc.Name = fmt.Sprintf("data-%d", time.Now().UnixNano())
+		if claim, err = cs.CoreV1().PersistentVolumeClaims("default").Create(ctx, pvc, metav1.CreateOptions{}); err == nil && claim.Spec.StorageClassName == nil {
+			err = fmt.Errorf("no class")
+		}
+		return err
+	})
+	if err != nil || *claim.Spec.StorageClassName != "fast" {
+		t.Errorf("claim's class: %v %v", claim, err)
+	}
+}

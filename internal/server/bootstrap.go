@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"net"
 
-	"k8s.io/utils/ptr"
-
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,14 +12,18 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+
+	"plainkube.dev/plainkube/internal/registry/scheduling"
 )
 
 // SystemNamespaces exist in every cluster.
 var SystemNamespaces = []string{"default", "kube-system", "kube-public", "kube-node-lease"}
 
 // bootstrap creates, through the API, what every cluster has: the system
-// namespaces, the `kubernetes` Service in default, whose endpoints point
-// at this API server, and (clusterDNS not "") the kube-dns Service in
+// namespaces, the built-in PriorityClasses (system-node-critical and
+// system-cluster-critical), the `kubernetes` Service in default, whose
+// endpoints point at this API server, and (clusterDNS not "") the kube-dns Service in
 // kube-system at that address. It is idempotent.
 func bootstrap(ctx context.Context, cfg *rest.Config, serviceIP, hostIP string, port int, clusterDNS string) error {
 	cs, err := kubernetes.NewForConfig(cfg)
@@ -32,6 +34,12 @@ func bootstrap(ctx context.Context, cfg *rest.Config, serviceIP, hostIP string, 
 		_, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("namespace %s: %w", ns, err)
+		}
+	}
+	for _, pc := range scheduling.SystemPriorityClasses() {
+		_, err := cs.SchedulingV1().PriorityClasses().Create(ctx, pc, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("priority class %s: %w", pc.Name, err)
 		}
 	}
 	labels := map[string]string{"component": "apiserver", "provider": "kubernetes"}

@@ -23,6 +23,7 @@ import (
 
 	"plainkube.dev/plainkube/internal/admission"
 	"plainkube.dev/plainkube/internal/admission/allocator"
+	"plainkube.dev/plainkube/internal/admission/policy"
 	saadmission "plainkube.dev/plainkube/internal/admission/serviceaccount"
 	admwebhook "plainkube.dev/plainkube/internal/admission/webhook"
 	"plainkube.dev/plainkube/internal/apiextensions"
@@ -67,13 +68,15 @@ type Options struct {
 	// ServiceAccountIssuer is the iss of service-account tokens and the
 	// API server's audience ("": https://kubernetes.default.svc.cluster.local).
 	ServiceAccountIssuer string
-	// DefaultAdmission runs upstream's default admission plugins on pod
-	// creates: ServiceAccount (default service account, token volume,
-	// rejection of a missing account) and DefaultTolerationSeconds (300 s
-	// tolerations of not-ready and unreachable nodes). The first needs the
-	// service-account controller to create each namespace's "default"
-	// account, so the plainkube binary turns them on and in-process tests
-	// that run no such controller leave them off.
+	// DefaultAdmission runs upstream's default admission plugins that
+	// need a controller to finish their work: ServiceAccount (default
+	// service account, token volume, rejection of a missing account: the
+	// service-account controller makes each namespace's "default"
+	// account), TaintNodesByCondition (new nodes are not-ready until the
+	// node lifecycle controller sees them Ready) and
+	// DefaultTolerationSeconds (300 s tolerations of not-ready and
+	// unreachable nodes). The plainkube binary turns them on; in-process
+	// tests that run no such controllers leave them off.
 	DefaultAdmission bool
 	// ExtraAdmission are plugins run after all others (tests).
 	ExtraAdmission []admission.Plugin
@@ -201,11 +204,12 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	// As upstream's --authorization-mode=Node,RBAC (with system:masters
 	// allowed first): what else anyone may do is what RBAC grants.
 	authz := auth.Chain{auth.MastersAuthorizer{}, auth.NodeAuthorizer{}, rbacAuthz}
+	validatingPolicies := policy.NewValidating(authz) // reads the policies once the API serves them
 	// The webhooks read their configurations once the API serves
 	// (startWebhooks).
 	webhooks := admwebhook.New(admwebhook.Options{Authorizer: authz, Logger: log})
 	chain := admissionChain(admissionDeps{objects: objects, serviceAccounts: saAdmission, authz: authz, rbac: rbacAuthz,
-		services: alloc, webhooks: webhooks, podDefaults: opts.DefaultAdmission, extra: opts.ExtraAdmission})
+		services: alloc, policies: validatingPolicies, webhooks: webhooks, controllerDefaults: opts.DefaultAdmission, extra: opts.ExtraAdmission})
 	api, err := apiserver.New(apiserver.Config{
 		Storage:         s.store,
 		Resources:       resources,
@@ -237,6 +241,10 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	rbacReady := make(chan struct{})
 	api.AddReadinessGate(rbacReady)
 	go api.Run(ctx)
+	if err := validatingPolicies.Start(ctx, s.LoopbackConfig(), log); err != nil {
+		s.stop()
+		return nil, fmt.Errorf("admission policies: %w", err)
+	}
 	webhookClients, err := startWebhooks(ctx, s.LoopbackConfig(), webhooks, api)
 	if err != nil {
 		s.stop()

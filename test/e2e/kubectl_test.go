@@ -136,6 +136,11 @@ func TestKubectlCRUDVerbs(t *testing.T) {
 	c.must("delete", "lease", "l", "-n", "team", "--cascade=background")
 	c.mustFail("get", "secret", "s", "-n", "team")
 
+	// NamespaceLifecycle: the system namespaces stay.
+	out = c.mustFail("delete", "namespace", "default")
+	contains(t, out, `namespaces "default" is forbidden: this namespace may not be deleted`)
+	contains(t, c.must("get", "namespace", "default", "-o", "jsonpath={.status.phase}"), "Active")
+
 	out = c.mustFail("get", "cm", "nope")
 	contains(t, out, `configmaps "nope" not found`)
 	out = c.mustFail("create", "configmap", "Bad_Name")

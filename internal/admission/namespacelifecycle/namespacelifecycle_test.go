@@ -8,32 +8,17 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"plainkube.dev/plainkube/internal/admission"
+	"plainkube.dev/plainkube/internal/admission/admissiontest"
 )
-
-// namespaces is admission.Objects over a fixed set of namespaces.
-type namespaces map[string]*corev1.Namespace
-
-func (n namespaces) Get(_ context.Context, gvr schema.GroupVersionResource, _, name string) (runtime.Object, error) {
-	if ns, ok := n[name]; ok {
-		return ns, nil
-	}
-	return nil, apierrors.NewNotFound(gvr.GroupResource(), name)
-}
-
-func (n namespaces) List(context.Context, schema.GroupVersionResource, string) ([]runtime.Object, error) {
-	return nil, nil
-}
 
 func TestLifecycle(t *testing.T) {
 	now := metav1.Now()
-	objects := namespaces{
-		"app":     {ObjectMeta: metav1.ObjectMeta{Name: "app"}, Status: corev1.NamespaceStatus{Phase: corev1.NamespaceActive}},
-		"leaving": {ObjectMeta: metav1.ObjectMeta{Name: "leaving", DeletionTimestamp: &now}, Status: corev1.NamespaceStatus{Phase: corev1.NamespaceTerminating}},
-	}
+	objects := admissiontest.Objects{namespacesGVR: {
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app"}, Status: corev1.NamespaceStatus{Phase: corev1.NamespaceActive}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "leaving", DeletionTimestamp: &now}, Status: corev1.NamespaceStatus{Phase: corev1.NamespaceTerminating}},
+	}}
 	pods := corev1.SchemeGroupVersion.WithResource("pods")
 	podKind := corev1.SchemeGroupVersion.WithKind("Pod")
 	nsKind := corev1.SchemeGroupVersion.WithKind("Namespace")

@@ -1,6 +1,9 @@
 // Package admissionregistration supplies the registry.Resource
 // descriptions of admissionregistration.k8s.io/v1
-// mutatingwebhookconfigurations and validatingwebhookconfigurations.
+// mutatingwebhookconfigurations and validatingwebhookconfigurations, and
+// of the admission policies upstream 1.37 serves at v1 by default:
+// validatingadmissionpolicies (with /status), validatingadmissionpolicybindings,
+// mutatingadmissionpolicies and mutatingadmissionpolicybindings.
 //
 // Defaults follow upstream: failurePolicy Fail, matchPolicy Equivalent,
 // empty namespace and object selectors, timeoutSeconds 10, rule scope "*",
@@ -13,13 +16,24 @@
 // including v1 or v1beta1, timeouts of 1–30 seconds. The configurations
 // track generation.
 //
-// Not here: compiling matchConditions' CEL expressions (only their names
-// and presence are checked).
+// Policies default failurePolicy to Fail and their matchConstraints (and
+// bindings' matchResources) as webhooks'; their CEL expressions
+// (validations, messageExpressions, variables, matchConditions, audit
+// annotations, mutations) are compiled with Kubernetes' CEL environment
+// when written, and one that does not compile is refused with upstream's
+// field error.
+//
+// Not here: compiling webhooks' matchConditions' CEL expressions (only
+// their names and presence are checked).
 package admissionregistration
 
 import "plainkube.dev/plainkube/internal/registry"
 
 // Resources returns the admissionregistration.k8s.io resources.
 func Resources() []registry.Resource {
-	return []registry.Resource{mutatingWebhookConfigurations(), validatingWebhookConfigurations()}
+	return []registry.Resource{
+		mutatingWebhookConfigurations(), validatingWebhookConfigurations(),
+		validatingAdmissionPolicies(), validatingAdmissionPolicyBindings(),
+		mutatingAdmissionPolicies(), mutatingAdmissionPolicyBindings(),
+	}
 }
