@@ -35,7 +35,7 @@ var layers = []struct {
 		"internal/kubelet", "internal/proxy", "internal/dns",
 	}},
 	{name: "api server libraries", serverSide: true, prefixes: []string{
-		"internal/registry", "internal/auth", "internal/admission", "internal/openapi", "internal/printers",
+		"internal/registry", "internal/auth", "internal/admission", "internal/openapi", "internal/printers", "internal/webhook",
 		"internal/loopback",
 	}},
 	{name: "foundations", prefixes: []string{

@@ -22,6 +22,7 @@ import (
 	"plainkube.dev/plainkube/internal/admission/resourcequota"
 	saadmission "plainkube.dev/plainkube/internal/admission/serviceaccount"
 	"plainkube.dev/plainkube/internal/admission/taintnodesbycondition"
+	admwebhook "plainkube.dev/plainkube/internal/admission/webhook"
 	"plainkube.dev/plainkube/internal/apiserver"
 	"plainkube.dev/plainkube/internal/auth"
 	"plainkube.dev/plainkube/internal/auth/rbac"
@@ -39,6 +40,7 @@ type admissionDeps struct {
 	limitRanger   *limitranger.Plugin
 	podSecurity   *podsecurity.Plugin
 	resourceQuota *resourcequota.Plugin
+	webhooks      *admwebhook.Webhooks
 	// policies is the ValidatingAdmissionPolicy plugin, whose source the
 	// MutatingAdmissionPolicy plugin shares.
 	policies *policy.Validating
@@ -85,9 +87,9 @@ func admissionChain(d admissionDeps) admission.Chain {
 	add(bootstrapcsr.New())
 	add(rbacescalation.New(d.authz, d.rbac))
 	add(policy.NewMutating(d.policies).Plugin())
-	// MutatingAdmissionWebhook (later)
+	add(d.webhooks.Mutating())
 	add(d.policies.Plugin())
-	// ValidatingAdmissionWebhook (later)
+	add(d.webhooks.Validating())
 	add(d.resourceQuota.Plugin())
 
 	// Storage hooks, not upstream admission: where the Service allocator

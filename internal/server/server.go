@@ -29,6 +29,7 @@ import (
 	"plainkube.dev/plainkube/internal/admission/policy"
 	"plainkube.dev/plainkube/internal/admission/resourcequota"
 	saadmission "plainkube.dev/plainkube/internal/admission/serviceaccount"
+	admwebhook "plainkube.dev/plainkube/internal/admission/webhook"
 	"plainkube.dev/plainkube/internal/apiextensions"
 	"plainkube.dev/plainkube/internal/apiserver"
 	"plainkube.dev/plainkube/internal/auth"
@@ -233,8 +234,11 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	nodeGraph := nodeauthz.NewGraph() // filled once the API serves pods (startNodeGraph)
 	authz := auth.Chain{auth.MastersAuthorizer{}, nodeauthz.New(nodeGraph, rbacpolicy.NodeRules()), rbacAuthz}
 	validatingPolicies := policy.NewValidating(authz) // reads the policies once the API serves them
+	// The webhooks read their configurations once the API serves
+	// (startWebhooks).
+	webhooks := admwebhook.New(admwebhook.Options{Authorizer: authz, Logger: log})
 	deps := admissionDeps{objects: objects, serviceAccounts: saAdmission, authz: authz, rbac: rbacAuthz,
-		services: alloc, policies: validatingPolicies, controllerDefaults: opts.DefaultAdmission, extra: opts.ExtraAdmission,
+		services: alloc, policies: validatingPolicies, webhooks: webhooks, controllerDefaults: opts.DefaultAdmission, extra: opts.ExtraAdmission,
 		limitRanger: limitranger.New(), podSecurity: podsecurity.New(), resourceQuota: resourcequota.New()}
 	chain := admissionChain(deps)
 	api, err := apiserver.New(apiserver.Config{
@@ -276,6 +280,11 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		s.stop()
 		return nil, fmt.Errorf("admission policies: %w", err)
 	}
+	webhookClients, err := startWebhooks(ctx, s.LoopbackConfig(), webhooks, api)
+	if err != nil {
+		s.stop()
+		return nil, err
+	}
 	if err := startRBAC(ctx, s.LoopbackConfig(), rbacAuthz, log, rbacReady); err != nil {
 		s.stop()
 		return nil, fmt.Errorf("RBAC: %w", err)
@@ -288,7 +297,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		s.stop()
 		return nil, fmt.Errorf("node authorizer: %w", err)
 	}
-	synced, err := apiextensions.Start(ctx, s.LoopbackConfig(), api)
+	synced, err := apiextensions.Start(ctx, s.LoopbackConfig(), api, webhookClients)
 	if err != nil {
 		s.stop()
 		return nil, fmt.Errorf("CRD controllers: %w", err)

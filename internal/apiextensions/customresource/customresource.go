@@ -28,13 +28,14 @@ import (
 
 	"plainkube.dev/plainkube/internal/apiserver/custom"
 	"plainkube.dev/plainkube/internal/registry"
+	"plainkube.dev/plainkube/internal/webhook"
 )
 
 // Options are what New needs besides the CRD.
 type Options struct {
-	// ResolveService returns the host:port at which a webhook service is
-	// reached (for conversion webhooks named by service).
-	ResolveService func(ctx context.Context, namespace, name string, port int32) (string, error)
+	// Webhooks calls conversion webhooks (nil: a client that cannot
+	// reach webhooks named by Service).
+	Webhooks *webhook.Clients
 }
 
 // New describes crd for the API server. The CRD must have accepted names
@@ -61,7 +62,7 @@ func New(crd *apiextensionsv1.CustomResourceDefinition, opts Options) (*custom.R
 		PreserveUnknownFields: crd.Spec.PreserveUnknownFields,
 	}
 	if c := crd.Spec.Conversion; c != nil && c.Strategy == apiextensionsv1.WebhookConverter {
-		conv, err := newWebhookConverter(crd, opts.ResolveService)
+		conv, err := newWebhookConverter(crd, opts.Webhooks)
 		if err != nil {
 			return nil, err
 		}

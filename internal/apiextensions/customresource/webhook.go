@@ -1,18 +1,10 @@
 package customresource
 
 import (
-	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
-	"net/url"
-	"strconv"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -21,26 +13,30 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/uuid"
+	"plainkube.dev/plainkube/internal/webhook"
 )
 
 // webhookTimeout is upstream's timeout of a conversion webhook call.
 const webhookTimeout = 30 * time.Second
 
 // webhookConverter converts objects by sending a ConversionReview to the
-// CRD's conversion webhook over HTTPS.
+// CRD's conversion webhook through the shared webhook client.
 type webhookConverter struct {
 	group, kind   string
 	reviewVersion string // "v1" or "v1beta1"
-	client        *http.Client
-	target        func(ctx context.Context) (*url.URL, error)
+	clients       *webhook.Clients
+	target        webhook.ClientConfig
 }
 
-func newWebhookConverter(crd *apiextensionsv1.CustomResourceDefinition, resolve func(ctx context.Context, namespace, name string, port int32) (string, error)) (*webhookConverter, error) {
+func newWebhookConverter(crd *apiextensionsv1.CustomResourceDefinition, clients *webhook.Clients) (*webhookConverter, error) {
 	wh := crd.Spec.Conversion.Webhook
 	if wh == nil || wh.ClientConfig == nil {
 		return nil, errors.New("webhook conversion needs spec.conversion.webhook.clientConfig")
 	}
-	c := &webhookConverter{group: crd.Spec.Group, kind: crd.Spec.Names.Kind}
+	c := &webhookConverter{group: crd.Spec.Group, kind: crd.Spec.Names.Kind, clients: clients}
+	if c.clients == nil {
+		c.clients = webhook.NewClients(nil)
+	}
 	for _, v := range wh.ConversionReviewVersions {
 		if v == "v1" || v == "v1beta1" {
 			c.reviewVersion = v
@@ -50,48 +46,23 @@ func newWebhookConverter(crd *apiextensionsv1.CustomResourceDefinition, resolve 
 	if c.reviewVersion == "" {
 		return nil, errors.New("no supported conversion review versions")
 	}
-	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12}
-	if len(wh.ClientConfig.CABundle) > 0 {
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(wh.ClientConfig.CABundle) {
-			return nil, errors.New("the conversion webhook caBundle holds no PEM certificate")
-		}
-		tlsConfig.RootCAs = pool
-	}
 	cc := wh.ClientConfig
+	c.target.CABundle = cc.CABundle
 	switch {
 	case cc.URL != nil:
-		u, err := url.Parse(*cc.URL)
-		if err != nil {
-			return nil, fmt.Errorf("conversion webhook url: %w", err)
-		}
-		c.target = func(context.Context) (*url.URL, error) { return u, nil }
+		c.target.URL = *cc.URL
 	case cc.Service != nil:
-		svc := *cc.Service
-		port := int32(443)
-		if svc.Port != nil {
-			port = *svc.Port
+		svc := &webhook.Service{Namespace: cc.Service.Namespace, Name: cc.Service.Name}
+		if cc.Service.Port != nil {
+			svc.Port = *cc.Service.Port
 		}
-		tlsConfig.ServerName = svc.Name + "." + svc.Namespace + ".svc"
-		path := ""
-		if svc.Path != nil {
-			path = *svc.Path
+		if cc.Service.Path != nil {
+			svc.Path = *cc.Service.Path
 		}
-		c.target = func(ctx context.Context) (*url.URL, error) {
-			host := net.JoinHostPort(tlsConfig.ServerName, strconv.Itoa(int(port)))
-			if resolve != nil {
-				h, err := resolve(ctx, svc.Namespace, svc.Name, port)
-				if err != nil {
-					return nil, err
-				}
-				host = h
-			}
-			return &url.URL{Scheme: "https", Host: host, Path: path}, nil
-		}
+		c.target.Service = svc
 	default:
 		return nil, errors.New("the conversion webhook clientConfig names neither url nor service")
 	}
-	c.client = &http.Client{Timeout: webhookTimeout, Transport: &http.Transport{TLSClientConfig: tlsConfig, Proxy: nil}}
 	return c, nil
 }
 
@@ -165,31 +136,13 @@ func (c *webhookConverter) convert(ctx context.Context, objs []*unstructured.Uns
 }
 
 func (c *webhookConverter) call(ctx context.Context, review *apiextensionsv1.ConversionReview) (*apiextensionsv1.ConversionReview, error) {
-	target, err := c.target(ctx)
-	if err != nil {
-		return nil, err
-	}
 	body, err := json.Marshal(review)
 	if err != nil {
 		return nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target.String(), bytes.NewReader(body))
+	data, err := c.clients.Post(ctx, c.target, webhookTimeout, body)
 	if err != nil {
 		return nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json")
-	resp, err := c.client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("the server responded with the status code %d: %s", resp.StatusCode, bytes.TrimSpace(data))
 	}
 	out := &apiextensionsv1.ConversionReview{}
 	if err := json.Unmarshal(data, out); err != nil {

@@ -12,10 +12,13 @@
 //	nettool lookup [-type A|SRV|PTR|CNAME] NAME
 //	nettool connect HOST:PORT       a TCP connection
 //	nettool pause                   sleeps until killed
+//	nettool webhook -port 8443 -cert FILE -key FILE
+//	                                HTTPS admission webhook: denies objects labelled e2e-deny=yes
 package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -49,6 +52,8 @@ func main() {
 			fmt.Println("connected to", conn.RemoteAddr())
 			conn.Close()
 		}
+	case "webhook":
+		err = webhook(os.Args[2:])
 	case "pause":
 		ch := make(chan os.Signal, 1)
 		signal.Notify(ch, syscall.SIGTERM, syscall.SIGINT)
@@ -233,4 +238,45 @@ func lookup(args []string) error {
 		return fmt.Errorf("lookup: type %q", *typ)
 	}
 	return nil
+}
+
+// webhook serves AdmissionReviews (admission.k8s.io/v1) over HTTPS at
+// every path: an object labelled e2e-deny=yes is refused with a message
+// naming it, anything else allowed. Plain JSON, so that nettool needs no
+// Kubernetes packages.
+func webhook(args []string) error {
+	fs := flag.NewFlagSet("webhook", flag.ExitOnError)
+	port := fs.Int("port", 8443, "port")
+	cert := fs.String("cert", "/tls/tls.crt", "serving certificate (PEM)")
+	key := fs.String("key", "/tls/tls.key", "its key (PEM)")
+	fs.Parse(args)
+	type object struct {
+		Metadata struct {
+			Name   string            `json:"name"`
+			Labels map[string]string `json:"labels"`
+		} `json:"metadata"`
+	}
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var review struct {
+			APIVersion string `json:"apiVersion"`
+			Kind       string `json:"kind"`
+			Request    *struct {
+				UID    string `json:"uid"`
+				Object object `json:"object"`
+			} `json:"request"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&review); err != nil || review.Request == nil {
+			http.Error(w, "not an AdmissionReview", http.StatusBadRequest)
+			return
+		}
+		resp := map[string]any{"uid": review.Request.UID, "allowed": true}
+		if obj := review.Request.Object; obj.Metadata.Labels["e2e-deny"] == "yes" {
+			resp["allowed"] = false
+			resp["status"] = map[string]any{"code": 403, "message": fmt.Sprintf("nettool webhook refuses %s: it is labelled e2e-deny=yes", obj.Metadata.Name)}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{"apiVersion": review.APIVersion, "kind": review.Kind, "response": resp})
+	})
+	srv := &http.Server{Addr: fmt.Sprintf(":%d", *port), Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	return srv.ListenAndServeTLS(*cert, *key)
 }

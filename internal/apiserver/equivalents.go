@@ -1,0 +1,110 @@
+package apiserver
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// EquivalentResource is a resource serving the same stored objects as
+// another, and the kind of its objects (or of the subresource asked for).
+type EquivalentResource struct {
+	Resource schema.GroupVersionResource
+	Kind     schema.GroupVersionKind
+}
+
+// EquivalentResources lists the resources other than gvr that serve the
+// objects gvr serves, as upstream's EquivalentResourceMapper (admission
+// webhooks' matchPolicy Equivalent): the other served versions of a
+// custom resource, and the resources sharing a storage (events.k8s.io and
+// core events). For subresource sub, only those serving it are listed,
+// with its kind ("status": the resource's kind, "scale":
+// autoscaling/v1 Scale).
+func (s *Server) EquivalentResources(gvr schema.GroupVersionResource, sub string) []EquivalentResource {
+	rs, ok := s.lookupStore(gvr)
+	if !ok {
+		return nil
+	}
+	var out []EquivalentResource
+	add := func(other *resourceStore) {
+		if other.gvr == gvr || other.prefix != rs.prefix {
+			return
+		}
+		kind := other.res.Kind
+		switch sub {
+		case "":
+		case "status":
+			if !slices.Contains(other.res.Subresources, sub) {
+				return
+			}
+		case "scale":
+			if !slices.Contains(other.res.Subresources, sub) {
+				return
+			}
+			kind = autoscalingv1.SchemeGroupVersion.WithKind("Scale")
+		default:
+			return
+		}
+		out = append(out, EquivalentResource{Resource: other.gvr, Kind: kind})
+	}
+	for _, other := range s.stores {
+		add(other)
+	}
+	if st := s.custom.Load(); st != nil {
+		for _, other := range st.stores {
+			add(other)
+		}
+	}
+	slices.SortFunc(out, func(a, b EquivalentResource) int {
+		if a.Resource.String() < b.Resource.String() {
+			return -1
+		}
+		return 1
+	})
+	return out
+}
+
+// ConvertObject converts obj to kind, another version of the same stored
+// resource (see EquivalentResources): a custom resource through its CRD's
+// conversion, a built-in one through the storage the two share. It
+// returns a new object.
+func (s *Server) ConvertObject(_ context.Context, obj runtime.Object, kind schema.GroupVersionKind) (runtime.Object, error) {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		if st := s.custom.Load(); st != nil {
+			for _, rs := range st.stores {
+				if rs.res.Kind == kind {
+					out, err := rs.cr.Convert([]*unstructured.Unstructured{u.DeepCopy()}, kind.Version)
+					if err != nil {
+						return nil, err
+					}
+					return out[0], nil
+				}
+			}
+		}
+		return nil, fmt.Errorf("no custom resource of kind %v", kind)
+	}
+	kinds, _, err := s.codecs.scheme.ObjectKinds(obj)
+	if err != nil {
+		return nil, err
+	}
+	from := kinds[0]
+	if from == kind {
+		return obj.DeepCopyObject(), nil
+	}
+	for _, rs := range s.stores {
+		sa := rs.res.StoredAs
+		switch {
+		case sa == nil:
+		case rs.res.Kind == from && sa.Kind == kind:
+			return sa.ToStorage(obj), nil
+		case rs.res.Kind == kind && sa.Kind == from:
+			return sa.FromStorage(obj), nil
+		}
+	}
+	return nil, fmt.Errorf("cannot convert %v to %v", from, kind)
+}
