@@ -190,9 +190,12 @@ func runServer(args []string) error {
 			if err != nil {
 				return err
 			}
-			// The server's node acts as any node: system:node:<name>.
+			// The server's node acts as any node: system:node:<name>. The
+			// server, not the node, marks it a control-plane node, as
+			// kubeadm does with the admin's credentials.
 			return node.Run(ctx, env.ConfigAs(auth.NodeUser(name)), nodeFlags.options([]netip.Prefix{serviceRange}, clusterDNS, kubelet.Options{
-				NodeName: name, DataDir: filepath.Join(dataDir, "node"), ControlPlane: true, Logger: log,
+				NodeName: name, DataDir: filepath.Join(dataDir, "node"), Logger: log,
+				ControlPlane: true, ControlPlaneConfig: env.ConfigAs(auth.APIServerUser()),
 				IssueServingCert: env.IssueServingCert, ClientCA: env.CAPEM, ManifestsDir: manifests,
 				RuntimeEndpoint: *runtimeEndpoint, CNIConfDir: *cniConfDir}))
 		})

@@ -44,16 +44,18 @@ import (
 
 // Agent is the node agent of one node whose pods run in containerd.
 type Agent struct {
-	opts    Options
-	cs      kubernetes.Interface
-	log     *slog.Logger
-	rt      *containerd.Process
-	cri     *runtime.Runtime // rt's CRI services, as the agent uses them
-	host    host
-	nodeUID types.UID
-	net     *network.PodNetwork
-	probes  *probes.Runner
-	pods    listersv1.PodLister
+	opts Options
+	cs   kubernetes.Interface
+	// controlPlaneCS marks a control-plane node (Options.ControlPlaneConfig).
+	controlPlaneCS kubernetes.Interface
+	log            *slog.Logger
+	rt             *containerd.Process
+	cri            *runtime.Runtime // rt's CRI services, as the agent uses them
+	host           host
+	nodeUID        types.UID
+	net            *network.PodNetwork
+	probes         *probes.Runner
+	pods           listersv1.PodLister
 	// services feed the containers' service environment variables.
 	services listersv1.ServiceLister
 	// events records events (nil until Run starts it).
@@ -83,7 +85,12 @@ func New(cfg *rest.Config, opts Options) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &Agent{opts: opts, cs: cs, log: opts.Logger.With("node", opts.NodeName)}
+	a := &Agent{opts: opts, cs: cs, controlPlaneCS: cs, log: opts.Logger.With("node", opts.NodeName)}
+	if opts.ControlPlaneConfig != nil {
+		if a.controlPlaneCS, err = kubernetes.NewForConfig(opts.ControlPlaneConfig); err != nil {
+			return nil, err
+		}
+	}
 	a.metrics = kubeletserver.NewMetrics(opts.NodeName, a.runningPods)
 	return a, nil
 }

@@ -138,9 +138,6 @@ func (a *Agent) node(now time.Time) *corev1.Node {
 		"beta.kubernetes.io/os":   "linux",
 		"beta.kubernetes.io/arch": runtime.GOARCH,
 	}
-	if o.ControlPlane {
-		labels[LabelControlPlane] = ""
-	}
 	maps.Copy(labels, o.Labels)
 	capacity := corev1.ResourceList{
 		corev1.ResourceCPU:              h.cpu,
@@ -201,8 +198,27 @@ func (a *Agent) nodeImages(ctx context.Context) []corev1.ContainerImage {
 }
 
 // register creates the Node, or updates an existing one's labels and
-// status to what this agent reports.
+// status to what this agent reports, then marks a control-plane node.
 func (a *Agent) register(ctx context.Context) error {
+	if err := a.registerNode(ctx); err != nil {
+		return err
+	}
+	return a.markControlPlane(ctx)
+}
+
+// markControlPlane labels a control-plane node as such (Options.ControlPlane).
+func (a *Agent) markControlPlane(ctx context.Context) error {
+	if !a.opts.ControlPlane {
+		return nil
+	}
+	patch := []byte(`{"metadata":{"labels":{"` + LabelControlPlane + `":""}}}`)
+	if _, err := a.controlPlaneCS.CoreV1().Nodes().Patch(ctx, a.opts.NodeName, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("marking node %s as a control-plane node: %w", a.opts.NodeName, err)
+	}
+	return nil
+}
+
+func (a *Agent) registerNode(ctx context.Context) error {
 	nodes := a.cs.CoreV1().Nodes()
 	want := a.node(time.Now())
 	want.Status.Images = a.nodeImages(ctx)

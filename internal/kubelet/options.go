@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/client-go/rest"
+
 	"plainkube.dev/plainkube/internal/kubelet/containerd"
 )
 
@@ -19,8 +21,14 @@ type Options struct {
 	// DataDir holds containerd's files (containerd/), the pause binary
 	// cache (cache/) and container logs (pods/).
 	DataDir string
-	// ControlPlane adds the node-role.kubernetes.io/control-plane label.
-	ControlPlane bool
+	// ControlPlane adds the node-role.kubernetes.io/control-plane label
+	// once the Node is registered. A node may not set node-role labels on
+	// itself (NodeRestriction), so the label is set with
+	// ControlPlaneConfig's credentials, as kubeadm's mark-control-plane
+	// phase sets it with the admin's (default: the agent's own, which
+	// works only for an identity that is not a node's).
+	ControlPlane       bool
+	ControlPlaneConfig *rest.Config
 	// Labels are added to the Node's.
 	Labels map[string]string
 	// NodeIP is the InternalIP reported (default: the host's first

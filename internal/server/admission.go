@@ -66,7 +66,7 @@ func admissionChain(d admissionDeps) admission.Chain {
 	if d.controllerDefaults {
 		add(d.serviceAccounts.Step())
 	}
-	add(noderestriction.New())
+	add(noderestriction.New(d.objects, d.authz))
 	if d.controllerDefaults {
 		// The node lifecycle controller removes the taint once the node is Ready.
 		add(taintnodesbycondition.New())

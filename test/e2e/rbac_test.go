@@ -102,6 +102,42 @@ func TestRBAC(t *testing.T) {
 	if out, err := asBot("create", "rolebinding", "other-view", "--clusterrole=view", "--serviceaccount=team:default", "-n", "team"); err != nil {
 		t.Fatalf("binding a role the creator holds was refused: %v\n%s", err, out)
 	}
+
+	// kubectl auth reconcile creates a Role and its binding, changes
+	// nothing when run again, and adds the rules a changed file adds.
+	dir := t.TempDir()
+	manifest := func(verbs string) string {
+		return writeFile(t, dir, "rbac.yaml", `apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: reconciled, namespace: team}
+rules:
+- apiGroups: [""]
+  resources: [configmaps]
+  verbs: [`+verbs+`]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: reconciled, namespace: team}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: reconciled}
+subjects:
+- {kind: ServiceAccount, name: bot, namespace: team}
+`)
+	}
+	out = c.must("auth", "reconcile", "-f", manifest("get"))
+	contains(t, out, "role.rbac.authorization.k8s.io/reconciled reconciled", "rolebinding.rbac.authorization.k8s.io/reconciled reconciled",
+		"reconciliation required create", "missing rules added", "missing subjects added")
+	rv := c.must("get", "role,rolebinding", "reconciled", "-n", "team", "-o", "jsonpath={.items[*].metadata.resourceVersion}")
+	out = c.must("auth", "reconcile", "-f", manifest("get"))
+	contains(t, out, "role.rbac.authorization.k8s.io/reconciled reconciled")
+	if strings.Contains(out, "reconciliation required") {
+		t.Fatalf("reconciling again changed something:\n%s", out)
+	}
+	if again := c.must("get", "role,rolebinding", "reconciled", "-n", "team", "-o", "jsonpath={.items[*].metadata.resourceVersion}"); again != rv {
+		t.Fatalf("reconciling again wrote the objects: resourceVersions %s, then %s", rv, again)
+	}
+	out = c.must("auth", "reconcile", "-f", manifest("get, list"))
+	contains(t, out, "reconciliation required update", "missing rules added")
+	contains(t, c.must("get", "role", "reconciled", "-n", "team", "-o", "jsonpath={.rules[*].verbs}"), "list")
 }
 
 // TestComponentIdentities: what each built-in identity may do is
@@ -175,8 +211,50 @@ spec:
 	if err == nil || !strings.Contains(out, "node 'n1' cannot read all nodes, only its own Node object") {
 		t.Fatalf("a node listed every Node: %v\n%s", err, out)
 	}
-	// Once the pod is gone, so is the node's access.
-	c.must("delete", "pod", "on-n1", "--grace-period=0", "--force")
+
+	// NodeRestriction: a node writes its own Node only, and not its
+	// node-restriction.kubernetes.io labels; it creates only mirror pods
+	// and deletes only its own pods.
+	c.must("apply", "-f", writeFile(t, t.TempDir(), "nodes.yaml", `apiVersion: v1
+kind: Node
+metadata: {name: n1}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: n2}
+`))
+	out, err = asNode("n1", "patch", "node", "n2", "--type=merge", "-p", `{"metadata":{"labels":{"team":"x"}}}`)
+	if err == nil || !strings.Contains(out, `nodes "n2" is forbidden: node "n1" is not allowed to modify node "n2"`) {
+		t.Fatalf("node n1 changed node n2: %v\n%s", err, out)
+	}
+	out, err = asNode("n1", "label", "node", "n1", "node-restriction.kubernetes.io/pool=a")
+	if err == nil || !strings.Contains(out, `nodes "n1" is forbidden: is not allowed to modify labels: node-restriction.kubernetes.io/pool`) {
+		t.Fatalf("node n1 set a node-restriction.kubernetes.io label on itself: %v\n%s", err, out)
+	}
+	if out, err := asNode("n1", "label", "node", "n1", "kubelet.kubernetes.io/ok=yes", "team=x"); err != nil {
+		t.Fatalf("node n1 cannot set labels a kubelet may set: %v\n%s", err, out)
+	}
+	c.must("apply", "-f", writeFile(t, t.TempDir(), "pod.yaml", `apiVersion: v1
+kind: Pod
+metadata: {name: on-n2}
+spec:
+  nodeName: n2
+  containers:
+  - {name: c, image: busybox}
+`))
+	out, err = asNode("n1", "delete", "pod", "on-n2", "--wait=false")
+	if err == nil || !strings.Contains(out, `pods "on-n2" is forbidden: node "n1" can only delete pods with spec.nodeName set to itself`) {
+		t.Fatalf("node n1 deleted a pod of node n2: %v\n%s", err, out)
+	}
+	out, err = asNode("n1", "run", "mine", "--image=busybox")
+	if err == nil || !strings.Contains(out, `pods "mine" is forbidden: pod does not have "kubernetes.io/config.mirror" annotation, node "n1" can only create mirror pods`) {
+		t.Fatalf("node n1 created a pod that is not a mirror pod: %v\n%s", err, out)
+	}
+
+	// Once the pod is gone (the node deletes its own), so is the node's access.
+	if out, err := asNode("n1", "delete", "pod", "on-n1", "--grace-period=0", "--force", "--wait=false"); err != nil {
+		t.Fatalf("node n1 cannot delete its own pod: %v\n%s", err, out)
+	}
 	for i := 0; ; i++ {
 		if _, err := asNode("n1", "get", "secret", "used"); err != nil {
 			break

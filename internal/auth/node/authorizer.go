@@ -198,10 +198,8 @@ func nodeObject(node string, at auth.Attributes) (auth.Decision, string, error) 
 	switch at.Subresource {
 	case "":
 		switch at.Verb {
-		case "create":
+		case "create", "update", "patch":
 			return auth.Allow, "", nil
-		case "update", "patch":
-			return ownNode(node, at)
 		case "get", "list", "watch":
 			switch at.Name {
 			case node:
@@ -214,20 +212,10 @@ func nodeObject(node string, at auth.Attributes) (auth.Decision, string, error) 
 		}
 	case "status":
 		if at.Verb == "update" || at.Verb == "patch" {
-			return ownNode(node, at)
+			return auth.Allow, "", nil
 		}
 	}
 	return auth.NoOpinion, "", nil
-}
-
-// ownNode allows a write of the node's own Node only. Upstream's
-// authorizer allows any and leaves the name to NodeRestriction; until
-// plainkube's NodeRestriction checks Node writes, the authorizer does.
-func ownNode(node string, at auth.Attributes) (auth.Decision, string, error) {
-	if at.Name != node {
-		return auth.NoOpinion, fmt.Sprintf("node '%s' cannot modify node '%s'", node, at.Name), nil
-	}
-	return auth.Allow, "", nil
 }
 
 // pod: reads of its own pods (a list or watch only with the fieldSelector

@@ -23,7 +23,7 @@ func AdmitMirrorPod(pod *corev1.Pod) error {
 	if pod.Spec.ServiceAccountName != "" {
 		return deny("a mirror pod may not reference service accounts")
 	}
-	if referencesSecrets(&pod.Spec) {
+	if ReferencesSecrets(&pod.Spec) {
 		return deny("a mirror pod may not reference secrets")
 	}
 	for _, v := range pod.Spec.Volumes {
@@ -39,10 +39,10 @@ func AdmitMirrorPod(pod *corev1.Pod) error {
 	return nil
 }
 
-// referencesSecrets reports whether spec names a Secret: image pull
+// ReferencesSecrets reports whether spec names a Secret: image pull
 // secrets, the environment of any container, secret, projected and CSI
 // volumes, and the secret references of the other volume types.
-func referencesSecrets(spec *corev1.PodSpec) bool {
+func ReferencesSecrets(spec *corev1.PodSpec) bool {
 	if len(spec.ImagePullSecrets) > 0 {
 		return true
 	}

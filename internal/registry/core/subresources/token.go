@@ -73,9 +73,6 @@ func serveTokenRequest(rq *registry.Request) error {
 		return err
 	}
 	sa := saObj.(*corev1.ServiceAccount)
-	if len(req.Spec.Audiences) == 0 {
-		req.Spec.Audiences = append([]string(nil), issuer.Audiences...)
-	}
 	if req.Spec.ExpirationSeconds == nil {
 		exp := int64(defaultTokenExpirationSeconds)
 		req.Spec.ExpirationSeconds = &exp
@@ -87,8 +84,15 @@ func serveTokenRequest(rq *registry.Request) error {
 	if errs := validateTokenRequest(req); len(errs) > 0 {
 		return apierrors.NewInvalid(tokenRequestGVK.GroupKind(), "", errs)
 	}
+	// Admission sees the audiences asked for, none meaning the API
+	// server's, as upstream's mutating plugins see them: NodeRestriction
+	// matches them against the audiences of the pod's token volumes
+	// (none, for the kube-api-access volume).
 	if err := rq.API.AdmitCreate(req); err != nil {
 		return err
+	}
+	if len(req.Spec.Audiences) == 0 {
+		req.Spec.Audiences = append([]string(nil), issuer.Audiences...)
 	}
 
 	spec := auth.TokenSpec{ServiceAccount: sa, Audiences: req.Spec.Audiences, ExpirationSeconds: *req.Spec.ExpirationSeconds}
