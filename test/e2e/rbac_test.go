@@ -223,7 +223,11 @@ apiVersion: v1
 kind: Node
 metadata: {name: n2}
 `))
-	out, err = asNode("n1", "patch", "node", "n2", "--type=merge", "-p", `{"metadata":{"labels":{"team":"x"}}}`)
+	// (replace: a PUT with no read first, which the node may not do.)
+	out, err = asNode("n1", "replace", "-f", writeFile(t, t.TempDir(), "n2.yaml", `apiVersion: v1
+kind: Node
+metadata: {name: n2, labels: {team: x}}
+`))
 	if err == nil || !strings.Contains(out, `nodes "n2" is forbidden: node "n1" is not allowed to modify node "n2"`) {
 		t.Fatalf("node n1 changed node n2: %v\n%s", err, out)
 	}
