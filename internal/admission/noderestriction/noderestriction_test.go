@@ -146,7 +146,7 @@ func TestAdmit(t *testing.T) {
 			Object: mirror(func(p *corev1.Pod) { p.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "s"}} })},
 			want: `node "n1" can not create pods that reference secrets`},
 		{name: "anyone's mirror pod using a Secret", a: &admission.Attributes{Operation: admission.Create, Resource: podsR, Namespace: "ns", Name: "x",
-			User: &auth.User{Name: "admin", Groups: []string{"system:masters"}},
+			User:   &auth.User{Name: "admin", Groups: []string{"system:masters"}},
 			Object: mirror(func(p *corev1.Pod) { p.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "s"}} })},
 			want: "a mirror pod may not reference secrets"},
 		{name: "update a pod", a: &admission.Attributes{Operation: admission.Update, Resource: podsR, Namespace: "ns", Name: "on-n1",
