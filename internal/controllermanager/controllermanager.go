@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -137,13 +138,20 @@ func (s *serviceAccounts) config(name string) (*rest.Config, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	accounts := s.client.CoreV1().ServiceAccounts(metav1.NamespaceSystem)
-	sa, err := accounts.Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		sa, err = accounts.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: metav1.NamespaceSystem}}, metav1.CreateOptions{})
-		if apierrors.IsAlreadyExists(err) {
-			sa, err = accounts.Get(ctx, name, metav1.GetOptions{})
+	var sa *corev1.ServiceAccount
+	// Retried (every 500 ms, for 30 s at most) as upstream's client
+	// builder waits: a server just started may not serve it yet.
+	var err error
+	_ = wait.PollUntilContextCancel(ctx, 500*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		sa, err = accounts.Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			sa, err = accounts.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: metav1.NamespaceSystem}}, metav1.CreateOptions{})
+			if apierrors.IsAlreadyExists(err) {
+				sa, err = accounts.Get(ctx, name, metav1.GetOptions{})
+			}
 		}
-	}
+		return err == nil, nil
+	})
 	if err != nil {
 		return nil, fmt.Errorf("service account %s/%s: %w", metav1.NamespaceSystem, name, err)
 	}

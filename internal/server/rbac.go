@@ -53,12 +53,54 @@ func startRBAC(ctx context.Context, cfg *rest.Config, authz *rbac.Authorizer, lo
 			}
 			return true, nil
 		})
-		if err == nil {
+		// Ready only once the authorizer itself sees the whole policy: the
+		// components start at readiness and their first requests must not
+		// be refused for a role written a moment ago.
+		if err == nil && waitFor(ctx, func() bool { return policyObserved(f, desiredPolicy()) }) {
 			close(done)
 		}
 		<-ctx.Done()
 	}()
 	return nil
+}
+
+// policyObserved reports whether f's RBAC informers hold every object of p.
+func policyObserved(f informers.SharedInformerFactory, p rbacpolicy.Policy) bool {
+	r := f.Rbac().V1()
+	for _, o := range p.ClusterRoles {
+		if _, err := r.ClusterRoles().Lister().Get(o.Name); err != nil {
+			return false
+		}
+	}
+	for _, o := range p.ClusterRoleBindings {
+		if _, err := r.ClusterRoleBindings().Lister().Get(o.Name); err != nil {
+			return false
+		}
+	}
+	for _, o := range p.Roles {
+		if _, err := r.Roles().Lister().Roles(o.Namespace).Get(o.Name); err != nil {
+			return false
+		}
+	}
+	for _, o := range p.RoleBindings {
+		if _, err := r.RoleBindings().Lister().RoleBindings(o.Namespace).Get(o.Name); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// desiredPolicy is upstream's default policy plus plainkube's own roles
+// and the join token's bindings.
+func desiredPolicy() rbacpolicy.Policy {
+	desired := rbacpolicy.Default()
+	for _, p := range []rbacpolicy.Policy{rbacpolicy.Plainkube(), joinPolicy()} {
+		desired.ClusterRoles = append(desired.ClusterRoles, p.ClusterRoles...)
+		desired.ClusterRoleBindings = append(desired.ClusterRoleBindings, p.ClusterRoleBindings...)
+		desired.Roles = append(desired.Roles, p.Roles...)
+		desired.RoleBindings = append(desired.RoleBindings, p.RoleBindings...)
+	}
+	return desired
 }
 
 // startNodeGraph feeds the Node authorizer's graph from informers over
@@ -92,13 +134,7 @@ func waitFor(ctx context.Context, synced func() bool) bool {
 // reconcilePolicy reads the RBAC objects there are, plans what the default
 // policy needs (creates, additions, recreated bindings) and writes it.
 func reconcilePolicy(ctx context.Context, cs kubernetes.Interface, log *slog.Logger) error {
-	desired := rbacpolicy.Default()
-	for _, p := range []rbacpolicy.Policy{rbacpolicy.Plainkube(), joinPolicy()} {
-		desired.ClusterRoles = append(desired.ClusterRoles, p.ClusterRoles...)
-		desired.ClusterRoleBindings = append(desired.ClusterRoleBindings, p.ClusterRoleBindings...)
-		desired.Roles = append(desired.Roles, p.Roles...)
-		desired.RoleBindings = append(desired.RoleBindings, p.RoleBindings...)
-	}
+	desired := desiredPolicy()
 	namespaces := map[string]bool{}
 	for _, r := range desired.Roles {
 		namespaces[r.Namespace] = true
