@@ -6,7 +6,7 @@
 // (label endpointslice.kubernetes.io/managed-by=endpointslice-controller.k8s.io).
 // An event names a Service to look at; a reconcile reads the Service, the
 // pods its selector matches and its current slices from the informer
-// caches, and PlanSlices (plan.go, a pure function) says which slices to
+// caches, and plan (plan.go: plan(State) Plan, pure) says which slices to
 // create, update in place or delete, as upstream's reconciler does: one
 // address type per IP family; pods grouped by their resolved port set (a
 // named targetPort is looked up in each pod's containers); endpoints with

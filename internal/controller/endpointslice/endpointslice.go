@@ -237,16 +237,16 @@ func (c *Controller) reconcile(ctx context.Context, log *slog.Logger, l listers,
 		}
 		return node.Labels[corev1.LabelTopologyZone], true
 	}
-	plan, missing := PlanSlices(svc, pods, nodes, existing, c.MaxEndpointsPerSlice)
-	if err := c.apply(ctx, svc, plan, trigger); err != nil {
+	p := plan(State{Service: svc, Pods: pods, Nodes: nodes, Existing: existing, MaxPerSlice: c.MaxEndpointsPerSlice})
+	if err := c.apply(ctx, svc, p, trigger); err != nil {
 		return reconcile.Result{}, err
 	}
-	if !plan.Empty() {
+	if !p.Empty() {
 		log.Debug("endpoint slices synced", "namespace", ns, "service", name,
-			"created", len(plan.Create), "updated", len(plan.Update), "deleted", len(plan.Delete))
+			"created", len(p.Create), "updated", len(p.Update), "deleted", len(p.Delete))
 	}
-	if len(missing) > 0 {
-		log.Info("pods on unknown nodes left out of endpoint slices", "namespace", ns, "service", name, "nodes", missing)
+	if len(p.MissingNodes) > 0 {
+		log.Info("pods on unknown nodes left out of endpoint slices", "namespace", ns, "service", name, "nodes", p.MissingNodes)
 		return reconcile.Result{RequeueAfter: missingNodeRetry}, nil
 	}
 	return reconcile.Result{}, nil
@@ -254,12 +254,12 @@ func (c *Controller) reconcile(ctx context.Context, log *slog.Logger, l listers,
 
 // apply writes a plan: updates and creates (stamped with the trigger time),
 // then deletes.
-func (c *Controller) apply(ctx context.Context, svc *corev1.Service, plan Plan, trigger time.Time) error {
+func (c *Controller) apply(ctx context.Context, svc *corev1.Service, p Plan, trigger time.Time) error {
 	api := c.client.DiscoveryV1().EndpointSlices(svc.Namespace)
 	// No new slices for a Service being deleted: the garbage collector
 	// would race them.
 	if svc.DeletionTimestamp == nil {
-		for _, s := range plan.Create {
+		for _, s := range p.Create {
 			setTriggerTime(s, trigger)
 			created, err := api.Create(ctx, s, metav1.CreateOptions{})
 			if err != nil {
@@ -271,7 +271,7 @@ func (c *Controller) apply(ctx context.Context, svc *corev1.Service, plan Plan, 
 			c.tracker.written(created)
 		}
 	}
-	for _, s := range plan.Update {
+	for _, s := range p.Update {
 		setTriggerTime(s, trigger)
 		updated, err := api.Update(ctx, s, metav1.UpdateOptions{})
 		if err != nil {
@@ -279,7 +279,7 @@ func (c *Controller) apply(ctx context.Context, svc *corev1.Service, plan Plan, 
 		}
 		c.tracker.written(updated)
 	}
-	for _, s := range plan.Delete {
+	for _, s := range p.Delete {
 		err := api.Delete(ctx, s.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &s.UID}})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("deleting EndpointSlice %s for Service %s/%s: %w", s.Name, svc.Namespace, svc.Name, err)

@@ -25,10 +25,28 @@ const ControllerName = "endpointslice-controller.k8s.io"
 // as upstream's --max-endpoints-per-slice default.
 const DefaultMaxEndpointsPerSlice = 100
 
+// State is what plan decides from, read from the informer caches.
+type State struct {
+	Service *corev1.Service
+	// Pods are the pods matching the Service's selector.
+	Pods []*corev1.Pod
+	// Nodes looks nodes up.
+	Nodes NodeLookup
+	// Existing are the slices managed by this controller that carry the
+	// Service's name label, none being deleted.
+	Existing []*discoveryv1.EndpointSlice
+	// MaxPerSlice is how many endpoints a slice holds at most (below 1:
+	// DefaultMaxEndpointsPerSlice).
+	MaxPerSlice int
+}
+
 // Plan is what it takes to make a Service's EndpointSlices match its pods:
 // slices to create (by generateName), to update (by name) and to delete.
 type Plan struct {
 	Create, Update, Delete []*discoveryv1.EndpointSlice
+	// MissingNodes are nodes that pods name but that do not exist: their
+	// pods were left out, to be looked at again later.
+	MissingNodes []string
 }
 
 // Empty reports whether the plan changes nothing.
@@ -37,10 +55,8 @@ func (p Plan) Empty() bool { return len(p.Create)+len(p.Update)+len(p.Delete) ==
 // NodeLookup says whether a node exists and, if so, its zone label.
 type NodeLookup func(name string) (zone string, exists bool)
 
-// PlanSlices computes the changes that make existing (the slices managed by
-// this controller that carry the Service's name label, none being deleted)
-// list the endpoints of pods (the pods matching the Service's selector),
-// as upstream's reconciler does:
+// plan computes the changes that make the existing slices list the
+// endpoints of the pods, as upstream's reconciler does:
 //
 //   - one address type per IP family of the Service;
 //   - pods grouped by their resolved port set (a named targetPort resolves
@@ -53,9 +69,10 @@ type NodeLookup func(name string) (zone string, exists bool)
 //     a new one.
 //
 // Pods on a node that does not exist are left out (unless the Service
-// publishes not-ready addresses) and reported in missingNodes, so that the
+// publishes not-ready addresses) and reported in MissingNodes, so that the
 // caller looks again later.
-func PlanSlices(svc *corev1.Service, pods []*corev1.Pod, nodes NodeLookup, existing []*discoveryv1.EndpointSlice, maxPerSlice int) (p Plan, missingNodes []string) {
+func plan(st State) (p Plan) {
+	svc, pods, nodes, existing, maxPerSlice := st.Service, st.Pods, st.Nodes, st.Existing, st.MaxPerSlice
 	if maxPerSlice < 1 {
 		maxPerSlice = DefaultMaxEndpointsPerSlice
 	}
@@ -75,12 +92,12 @@ func PlanSlices(svc *corev1.Service, pods []*corev1.Pod, nodes NodeLookup, exist
 		p.Update = append(p.Update, sub.Update...)
 		p.Delete = append(p.Delete, sub.Delete...)
 		for _, n := range missing {
-			if !slices.Contains(missingNodes, n) {
-				missingNodes = append(missingNodes, n)
+			if !slices.Contains(p.MissingNodes, n) {
+				p.MissingNodes = append(p.MissingNodes, n)
 			}
 		}
 	}
-	return p, missingNodes
+	return p
 }
 
 // AddressTypes are the EndpointSlice address types a Service gets: one per

@@ -121,7 +121,7 @@ func summary(ss []*discoveryv1.EndpointSlice) []string {
 	return out
 }
 
-func TestPlanSlicesFromNothing(t *testing.T) {
+func TestPlanFromNothing(t *testing.T) {
 	tests := []struct {
 		name        string
 		svc         *corev1.Service
@@ -215,7 +215,8 @@ func TestPlanSlicesFromNothing(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, missing := PlanSlices(tt.svc, tt.pods, allNodes, nil, tt.max)
+			p := plan(State{Service: tt.svc, Pods: tt.pods, Nodes: allNodes, MaxPerSlice: tt.max})
+			missing := p.MissingNodes
 			if len(p.Update) != 0 || len(p.Delete) != 0 {
 				t.Errorf("update %d delete %d, want none", len(p.Update), len(p.Delete))
 			}
@@ -239,10 +240,10 @@ func TestPlanSlicesFromNothing(t *testing.T) {
 	}
 }
 
-func TestPlanSlicesEndpointDetails(t *testing.T) {
+func TestPlanEndpointDetails(t *testing.T) {
 	svc := testService()
 	pod := testPod("a", "10.0.0.1", ready, func(p *corev1.Pod) { p.Spec.Hostname = "h"; p.Spec.Subdomain = "web" })
-	p, _ := PlanSlices(svc, []*corev1.Pod{pod}, allNodes, nil, 0)
+	p := plan(State{Service: svc, Pods: []*corev1.Pod{pod}, Nodes: allNodes})
 	ep := p.Create[0].Endpoints[0]
 	if *ep.NodeName != "node-a" || *ep.Zone != "zone-1" || *ep.Hostname != "h" {
 		t.Errorf("endpoint %+v", ep)
@@ -251,20 +252,20 @@ func TestPlanSlicesEndpointDetails(t *testing.T) {
 		t.Errorf("targetRef %+v", ep.TargetRef)
 	}
 	pod.Spec.NodeName = "node-b" // no zone label
-	p, _ = PlanSlices(svc, []*corev1.Pod{pod}, allNodes, nil, 0)
+	p = plan(State{Service: svc, Pods: []*corev1.Pod{pod}, Nodes: allNodes})
 	if ep := p.Create[0].Endpoints[0]; ep.Zone != nil {
 		t.Errorf("zone %q for a node without one", *ep.Zone)
 	}
 }
 
-func TestPlanSlicesAgainstExisting(t *testing.T) {
+func TestPlanAgainstExisting(t *testing.T) {
 	svc := testService()
 	a, b, c := testPod("a", "10.0.0.1", ready), testPod("b", "10.0.0.2", ready), testPod("c", "10.0.0.3", ready)
-	first, _ := PlanSlices(svc, []*corev1.Pod{a, b}, allNodes, nil, 0)
+	first := plan(State{Service: svc, Pods: []*corev1.Pod{a, b}, Nodes: allNodes})
 	existing := existingFrom(first.Create)
 
 	t.Run("nothing changed: nothing to do", func(t *testing.T) {
-		p, _ := PlanSlices(svc, []*corev1.Pod{a, b}, allNodes, existing, 0)
+		p := plan(State{Service: svc, Pods: []*corev1.Pod{a, b}, Nodes: allNodes, Existing: existing})
 		if !p.Empty() {
 			t.Errorf("plan %+v", p)
 		}
@@ -272,7 +273,7 @@ func TestPlanSlicesAgainstExisting(t *testing.T) {
 	t.Run("readiness change updates in place", func(t *testing.T) {
 		notReady := b.DeepCopy()
 		notReady.Status.Conditions[0].Status = corev1.ConditionFalse
-		p, _ := PlanSlices(svc, []*corev1.Pod{a, notReady}, allNodes, existing, 0)
+		p := plan(State{Service: svc, Pods: []*corev1.Pod{a, notReady}, Nodes: allNodes, Existing: existing})
 		if len(p.Create) != 0 || len(p.Delete) != 0 || len(p.Update) != 1 || p.Update[0].Name != existing[0].Name {
 			t.Fatalf("plan %+v", p)
 		}
@@ -281,7 +282,7 @@ func TestPlanSlicesAgainstExisting(t *testing.T) {
 		}
 	})
 	t.Run("a new pod fills the unchanged slice", func(t *testing.T) {
-		p, _ := PlanSlices(svc, []*corev1.Pod{a, b, c}, allNodes, existing, 0)
+		p := plan(State{Service: svc, Pods: []*corev1.Pod{a, b, c}, Nodes: allNodes, Existing: existing})
 		if len(p.Create) != 0 || len(p.Delete) != 0 || len(p.Update) != 1 {
 			t.Fatalf("plan %+v", p)
 		}
@@ -290,13 +291,13 @@ func TestPlanSlicesAgainstExisting(t *testing.T) {
 		}
 	})
 	t.Run("a removed pod shrinks the slice", func(t *testing.T) {
-		p, _ := PlanSlices(svc, []*corev1.Pod{b}, allNodes, existing, 0)
+		p := plan(State{Service: svc, Pods: []*corev1.Pod{b}, Nodes: allNodes, Existing: existing})
 		if got := summary(p.Update); len(p.Create)+len(p.Delete) != 0 || len(got) != 1 || got[0] != "IPv4 [http=8080] 10.0.0.2(rs-)" {
 			t.Errorf("plan %+v", p)
 		}
 	})
 	t.Run("no pods left: the slice becomes the placeholder", func(t *testing.T) {
-		p, _ := PlanSlices(svc, nil, allNodes, existing, 0)
+		p := plan(State{Service: svc, Pods: nil, Nodes: allNodes, Existing: existing})
 		if len(p.Create)+len(p.Delete) != 0 || len(p.Update) != 1 || p.Update[0].Name != existing[0].Name {
 			t.Fatalf("plan %+v", p)
 		}
@@ -306,20 +307,20 @@ func TestPlanSlicesAgainstExisting(t *testing.T) {
 		// and the placeholder is then left alone
 		placeholder := existingFrom(p.Update)
 		placeholder[0].Name = existing[0].Name
-		if p, _ := PlanSlices(svc, nil, allNodes, placeholder, 0); !p.Empty() {
+		if p := plan(State{Service: svc, Pods: nil, Nodes: allNodes, Existing: placeholder}); !p.Empty() {
 			t.Errorf("placeholder churn: %+v", p)
 		}
 	})
 	t.Run("service labels are copied", func(t *testing.T) {
 		relabeled := testService(func(s *corev1.Service) { s.Labels = map[string]string{"app": "web", "tier": "front"} })
-		p, _ := PlanSlices(relabeled, []*corev1.Pod{a, b}, allNodes, existing, 0)
+		p := plan(State{Service: relabeled, Pods: []*corev1.Pod{a, b}, Nodes: allNodes, Existing: existing})
 		if len(p.Update) != 1 || p.Update[0].Labels["tier"] != "front" || p.Update[0].Labels[discoveryv1.LabelManagedBy] != ControllerName {
 			t.Errorf("plan %+v", p)
 		}
 	})
 	t.Run("port change replaces the slice by reusing it", func(t *testing.T) {
 		moved := testService(func(s *corev1.Service) { s.Spec.Ports[0].TargetPort = intstr.FromInt32(9000) })
-		p, _ := PlanSlices(moved, []*corev1.Pod{a, b}, allNodes, existing, 0)
+		p := plan(State{Service: moved, Pods: []*corev1.Pod{a, b}, Nodes: allNodes, Existing: existing})
 		if len(p.Create)+len(p.Delete) != 0 || len(p.Update) != 1 || p.Update[0].Name != existing[0].Name {
 			t.Fatalf("plan %+v", p)
 		}
@@ -329,7 +330,7 @@ func TestPlanSlicesAgainstExisting(t *testing.T) {
 	})
 	t.Run("slices of an older service of that name are deleted", func(t *testing.T) {
 		recreated := testService(func(s *corev1.Service) { s.UID = "new-uid" })
-		p, _ := PlanSlices(recreated, []*corev1.Pod{a, b}, allNodes, existing, 0)
+		p := plan(State{Service: recreated, Pods: []*corev1.Pod{a, b}, Nodes: allNodes, Existing: existing})
 		if len(p.Create) != 1 || len(p.Update) != 0 || len(p.Delete) != 1 || p.Delete[0].Name != existing[0].Name {
 			t.Fatalf("plan %+v", p)
 		}
@@ -340,7 +341,7 @@ func TestPlanSlicesAgainstExisting(t *testing.T) {
 	t.Run("slices of an address type the service lost are deleted", func(t *testing.T) {
 		v6 := existingFrom(first.Create)
 		v6[0].Name, v6[0].AddressType = "web-v6", discoveryv1.AddressTypeIPv6
-		p, _ := PlanSlices(svc, []*corev1.Pod{a, b}, allNodes, append(slices.Clone(existing), v6...), 0)
+		p := plan(State{Service: svc, Pods: []*corev1.Pod{a, b}, Nodes: allNodes, Existing: append(slices.Clone(existing), v6...)})
 		if len(p.Create)+len(p.Update) != 0 || len(p.Delete) != 1 || p.Delete[0].Name != "web-v6" {
 			t.Errorf("plan %+v", p)
 		}
@@ -348,7 +349,7 @@ func TestPlanSlicesAgainstExisting(t *testing.T) {
 	t.Run("endpoint duplicated across slices is kept once", func(t *testing.T) {
 		dup := existingFrom(first.Create)
 		dup[0].Name = "web-dup"
-		p, _ := PlanSlices(svc, []*corev1.Pod{a, b}, allNodes, append(slices.Clone(existing), dup...), 0)
+		p := plan(State{Service: svc, Pods: []*corev1.Pod{a, b}, Nodes: allNodes, Existing: append(slices.Clone(existing), dup...)})
 		if len(p.Create)+len(p.Update) != 0 || len(p.Delete) != 1 || p.Delete[0].Name != "web-dup" {
 			t.Errorf("plan %+v", p)
 		}

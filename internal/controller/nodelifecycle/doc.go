@@ -3,8 +3,13 @@
 // and evicts pods from nodes with NoExecute taints they do not tolerate
 // (upstream's node lifecycle controller with its taint manager).
 //
-// The controller watches Nodes, their Leases (kube-node-lease/<node>) and
-// Pods; every event names a node, and a reconcile of a node does, in order:
+// The controller has the one shape of internal/controller: Nodes are its
+// primary kind, their Leases (kube-node-lease/<node>) and Pods are
+// watched, and every event names a node. A reconcile of a node observes
+// it (the node, its lease and pods from the caches, folded into what the
+// controller remembers of it → State), plans (plan.go: plan(State) Plan,
+// pure, table-tested in plan_test.go) and applies the Plan. The plan
+// decides, in order:
 //
 //  1. Health (health.go, pure): a renewed lease (spec.renewTime) or a new
 //     Ready heartbeat (lastHeartbeatTime) is a sign of life, timed by the
@@ -30,13 +35,18 @@
 //     partially disrupted zone). Added taints carry timeAdded.
 //  4. Pods: on a node whose Ready is Unknown, pods are marked not ready
 //     (their Ready condition set to False; on a NotReady node, once, on the
-//     transition). A pod that does not tolerate one of the node's NoExecute
+//     transition). A pod is marked at most once until its node is Ready
+//     again: if it says Ready again, its kubelet wrote that. A pod that does not tolerate one of the node's NoExecute
 //     taints is evicted at once; one that tolerates them all with
 //     tolerationSeconds is evicted that long after the taint's timeAdded.
 //     Eviction records a DisruptionTarget condition (DeletionByTaintManager)
 //     and deletes the pod (graceful; the kubelet, or the pod GC, finishes).
 //
 // Everything is level-based: what a reconcile does depends on the node, its
-// lease and pods as they are, plus the small health memory of step 1, so a
-// restarted controller converges again (after one grace period).
+// lease and pods as they are, plus a small memory (the health of step 1,
+// the zones' token buckets, when each NoExecute taint was first seen, the
+// pods marked), so a restarted controller converges again (after one grace
+// period). Zone counts are refreshed at most every second while no node's
+// readiness is seen to change; apply keeps them current with the
+// controller's own writes.
 package nodelifecycle

@@ -6,31 +6,38 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
-	"plainkube.dev/plainkube/internal/api/podutil"
-
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
+	coordinationinformers "k8s.io/client-go/informers/coordination/v1"
 	"k8s.io/client-go/kubernetes"
 	coordinationlisters "k8s.io/client-go/listers/coordination/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 
+	"plainkube.dev/plainkube/internal/api/podutil"
+	"plainkube.dev/plainkube/internal/controller"
 	"plainkube.dev/plainkube/internal/reconcile"
 )
 
 // Name is the controller's name.
 const Name = "nodelifecycle"
+
+// Component is the source of the events the controller records, as
+// upstream's.
+const Component = "node-controller"
 
 // Defaults, as upstream's kube-controller-manager flags.
 const (
@@ -46,10 +53,17 @@ const (
 // is looked at again, as upstream's node monitor period.
 const retryPeriod = 5 * time.Second
 
+// zoneRefresh is how long a count of every node by zone is reused
+// (upstream recomputes every node-monitor-period, 5 s).
+const zoneRefresh = time.Second
+
 const podNodeIndex = "spec.nodeName"
+
+var nodeKind = corev1.SchemeGroupVersion.WithKind("Node")
 
 // Controller is the node lifecycle controller.
 type Controller struct {
+	controller.Base
 	// GracePeriod is how long a node may go without a lease renewal or a
 	// Ready heartbeat before it is marked Unknown; set before Run.
 	GracePeriod time.Duration
@@ -65,27 +79,24 @@ type Controller struct {
 	SecondaryEvictionQPS   float64
 	LargeClusterThreshold  int
 	UnhealthyZoneThreshold float64
-	// Logger defaults to slog.Default().
-	Logger *slog.Logger
-	// Informers, when set, supplies the Pod and Node informers, shared
-	// with the process's other components (see reconcile.SharedInformers).
-	Informers *reconcile.SharedInformers
 
-	client kubernetes.Interface
-	now    func() time.Time
+	now func() time.Time
 
+	// What the controller remembers between looks (observe reads it,
+	// apply records its own writes in it).
 	mu           sync.Mutex
 	health       map[string]*health
 	buckets      map[string]*bucket
 	allDisrupted bool
-	// zones is the last zone computation, reused for zoneRefresh while no
-	// node's readiness is seen to change (knownReady): computing it visits
-	// every node, and every heartbeat reconciles a node.
-	zones      map[string]zoneStats
-	zonesAt    time.Time
-	knownReady map[string]corev1.ConditionStatus
+	// zones counts every node by zone, reused for zoneRefresh while no
+	// node's readiness is seen to change: counting visits every node, and
+	// every heartbeat reconciles a node.
+	zones zoneCount
 	// taintSeen is when a NoExecute taint was first seen (node/key/effect).
 	taintSeen map[string]time.Time
+	// marked are the pods marked not ready since their node last was
+	// Ready, by node.
+	marked map[string]map[types.UID]bool
 	// staleNodes and stalePods hold the resourceVersions this controller's
 	// own writes replaced: a cache still showing one is behind, and acting
 	// on it would repeat the write.
@@ -97,52 +108,49 @@ var _ reconcile.Controller = (*Controller)(nil)
 
 // New builds the controller's client from cfg.
 func New(cfg *rest.Config) (*Controller, error) {
-	cs, err := kubernetes.NewForConfig(cfg)
+	base, err := controller.NewBase(Name, cfg)
 	if err != nil {
 		return nil, err
 	}
 	return &Controller{
+		Base:                   base,
 		GracePeriod:            DefaultGracePeriod,
 		StartupGracePeriod:     DefaultStartupGracePeriod,
 		EvictionQPS:            DefaultEvictionQPS,
 		SecondaryEvictionQPS:   DefaultSecondaryEvictionQPS,
 		LargeClusterThreshold:  DefaultLargeClusterThreshold,
 		UnhealthyZoneThreshold: DefaultUnhealthyZoneThreshold,
-		client:                 cs,
 		now:                    time.Now,
 		health:                 map[string]*health{},
 		buckets:                map[string]*bucket{},
 		taintSeen:              map[string]time.Time{},
+		marked:                 map[string]map[types.UID]bool{},
 		staleNodes:             map[string]map[string]bool{},
 		stalePods:              map[string]map[types.UID]map[string]bool{},
 	}, nil
 }
 
-// Name implements reconcile.Controller.
-func (c *Controller) Name() string { return Name }
-
-type listers struct {
-	nodes  corelisters.NodeLister
-	leases coordinationlisters.LeaseLister
-	pods   cache.Indexer
+// run is one Run of the controller: its listers and logger.
+type run struct {
+	c          *Controller
+	log        *slog.Logger
+	nodes      corelisters.NodeLister
+	leases     coordinationlisters.LeaseLister
+	pods       cache.Indexer
+	enqueueAll func()
 }
 
-// Run watches Nodes, their Leases and Pods and keeps node conditions,
-// taints and pods in line with node health, with workers workers, until
-// ctx ends.
+// Run watches Nodes, their Leases (kube-node-lease) and Pods and keeps
+// node conditions, taints and pods in line with node health, with workers
+// workers, until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) error {
-	log := c.Logger
-	if log == nil {
-		log = slog.Default().With("controller", Name)
-	}
-	queue := reconcile.NewQueue[string](Name)
-	factory := informers.NewSharedInformerFactory(c.client, 0)
-	leaseFactory := informers.NewSharedInformerFactoryWithOptions(c.client, 0, informers.WithNamespace(corev1.NamespaceNodeLease))
-	sharedFactory := reconcile.SharedOr(c.Informers, factory)
-	nodeInformer := sharedFactory.Core().V1().Nodes()
-	podInformer := sharedFactory.Core().V1().Pods()
-	leaseInformer := leaseFactory.Coordination().V1().Leases()
-	if err := reconcile.AddIndexer(podInformer.Informer(), podNodeIndex, func(obj any) ([]string, error) {
+	b := controller.NewBuilder(controller.Config{Name: Name, Component: Component, Client: c.Client, Logger: c.Logger, Shared: c.Informers})
+	nodeInf := b.SharedInformers().Core().V1().Nodes()
+	podInf := b.SharedInformers().Core().V1().Pods()
+	leaseInf := b.Informers().InformerFor(&coordinationv1.Lease{}, func(cs kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+		return coordinationinformers.NewLeaseInformer(cs, corev1.NamespaceNodeLease, resync, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	})
+	if err := reconcile.AddIndexer(podInf.Informer(), podNodeIndex, func(obj any) ([]string, error) {
 		if pod, ok := obj.(*corev1.Pod); ok && pod.Spec.NodeName != "" {
 			return []string{pod.Spec.NodeName}, nil
 		}
@@ -150,73 +158,40 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	}); err != nil {
 		return err
 	}
-	l := listers{nodes: nodeInformer.Lister(), leases: leaseInformer.Lister(), pods: podInformer.Informer().GetIndexer()}
-
-	enqueueName := func(obj any) {
-		if m, ok := reconcile.DeletedObject[metav1.Object](obj); ok {
-			queue.Add(m.GetName())
-		}
-	}
-	removeNodeHandler, err := reconcile.AddHandler(nodeInformer.Informer(), cache.ResourceEventHandlerFuncs{
-		AddFunc:    enqueueName,
-		UpdateFunc: func(_, obj any) { enqueueName(obj) },
-		DeleteFunc: enqueueName,
-	})
-	if err != nil {
-		return err
-	}
-	defer removeNodeHandler()
-	if _, err := leaseInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    enqueueName,
-		UpdateFunc: func(_, obj any) { enqueueName(obj) },
-	}); err != nil {
-		return err
-	}
-	// A pod that lands on a node, or whose tolerations or readiness change,
-	// gets its node looked at (eviction, readiness on a dead node).
-	removePodHandler, err := reconcile.AddHandler(podInformer.Informer(), cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) {
-			if pod, ok := obj.(*corev1.Pod); ok && pod.Spec.NodeName != "" {
-				queue.Add(pod.Spec.NodeName)
-			}
-		},
-		UpdateFunc: func(old, obj any) {
-			o, ok1 := old.(*corev1.Pod)
-			p, ok2 := obj.(*corev1.Pod)
-			if !ok1 || !ok2 || p.Spec.NodeName == "" {
-				return
-			}
-			if o.Spec.NodeName != p.Spec.NodeName || !apiequality.Semantic.DeepEqual(o.Spec.Tolerations, p.Spec.Tolerations) ||
-				podReady(o) != podReady(p) {
-				queue.Add(p.Spec.NodeName)
-			}
-		},
-	})
-	if err != nil {
-		return err
-	}
-	defer removePodHandler()
-
-	factory.Start(ctx.Done())
-	sharedFactory.Start(ctx.Done())
-	leaseFactory.Start(ctx.Done())
-	defer factory.Shutdown()
-	defer leaseFactory.Shutdown()
-	if ok, err := reconcile.WaitForSync(ctx, "nodelifecycle informers", nodeInformer.Informer().HasSynced, podInformer.Informer().HasSynced, leaseInformer.Informer().HasSynced); !ok {
-		queue.ShutDown()
-		return err
-	}
-	log.Info("nodelifecycle controller synced")
-	enqueueAll := func() {
-		nodes, _ := l.nodes.List(labels.Everything())
+	r := &run{c: c, log: b.Logger(), nodes: nodeInf.Lister(), leases: coordinationlisters.NewLeaseLister(leaseInf.GetIndexer()),
+		pods: podInf.Informer().GetIndexer()}
+	r.enqueueAll = func() {
+		nodes, _ := r.nodes.List(labels.Everything())
 		for _, n := range nodes {
-			queue.Add(n.Name)
+			b.Queue().Add(n.Name)
 		}
 	}
-	reconcile.ProcessQueue(ctx, queue, workers, log, func(ctx context.Context, name string) (reconcile.Result, error) {
-		return c.reconcile(ctx, log, l, name, enqueueAll)
+	b.For(nodeInf.Informer(), nodeKind).
+		Watches(leaseInf, controller.Added|controller.Updated, func(_, cur any) []string {
+			if l, ok := cur.(metav1.Object); ok {
+				return []string{l.GetName()}
+			}
+			return nil
+		}).
+		Watches(podInf.Informer(), controller.Added|controller.Updated, podNode)
+	return b.Run(ctx, workers, func(record.EventRecorder) reconcile.ReconcileFunc[string] {
+		return controller.Shape[State, Plan]{Observe: r.observe, Plan: plan, Apply: r.apply, Log: r.log}.Reconcile
 	})
-	return nil
+}
+
+// podNode is the node to look at for a pod event: a pod that lands on a
+// node, or whose tolerations or readiness change, matters to its node
+// (eviction, readiness on a dead node).
+func podNode(oldObj, cur any) []string {
+	p, ok := cur.(*corev1.Pod)
+	if !ok || p.Spec.NodeName == "" {
+		return nil
+	}
+	if o, ok := oldObj.(*corev1.Pod); ok && o.Spec.NodeName == p.Spec.NodeName &&
+		apiequality.Semantic.DeepEqual(o.Spec.Tolerations, p.Spec.Tolerations) && podReady(o) == podReady(p) {
+		return nil
+	}
+	return []string{p.Spec.NodeName}
 }
 
 // podReady is the status of the pod's Ready condition ("" without one).
@@ -227,121 +202,101 @@ func podReady(pod *corev1.Pod) corev1.ConditionStatus {
 	return ""
 }
 
-// reconcile looks at one node: its health (marking it Unknown when it went
-// silent), the zone's state, its taints, and the pods on it.
-func (c *Controller) reconcile(ctx context.Context, log *slog.Logger, l listers, name string, enqueueAll func()) (reconcile.Result, error) {
+func (c *Controller) settings() Settings {
+	return Settings{
+		GracePeriod: c.GracePeriod, StartupGracePeriod: c.StartupGracePeriod,
+		UnhealthyZoneThreshold: c.UnhealthyZoneThreshold,
+		Rates:                  rates{qps: c.EvictionQPS, secondaryQPS: c.SecondaryEvictionQPS, largeClusterThreshold: c.LargeClusterThreshold},
+	}
+}
+
+// observe reads a node, its lease and its pods from the caches and folds
+// them into what the controller remembers (its health, when its taints
+// were first seen); ok is false when the node is gone (and forgotten).
+func (r *run) observe(name string) (State, bool, error) {
+	c := r.c
 	now := c.now()
-	node, err := l.nodes.Get(name)
+	node, err := r.nodes.Get(name)
 	if apierrors.IsNotFound(err) {
-		c.mu.Lock()
-		delete(c.health, name)
-		delete(c.staleNodes, name)
-		delete(c.stalePods, name)
-		c.forgetTaintsLocked(name, nil)
-		c.mu.Unlock()
-		c.updateDisruption(l, nil, now, enqueueAll)
-		return reconcile.Result{}, nil
+		r.forget(name, now)
+		return State{}, false, nil
 	}
 	if err != nil {
-		return reconcile.Result{}, err
+		return State{}, false, err
 	}
+	st := State{Node: node, Now: now, Settings: c.settings()}
 	if c.nodeStale(node) {
-		return reconcile.Result{Requeue: true}, nil
+		st.Behind = true
+		return st, true, nil
 	}
-	lease, err := l.leases.Leases(corev1.NamespaceNodeLease).Get(name)
+	lease, err := r.leases.Leases(corev1.NamespaceNodeLease).Get(name)
 	if err != nil {
 		lease = nil
 	}
-	var after []time.Duration
-
-	// 1. Health.
+	objs, err := r.pods.ByIndex(podNodeIndex, name)
+	if err != nil {
+		return State{}, false, err
+	}
+	st.OtherNodes = r.otherNodes(node, now)
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	h := observe(c.health[name], node, lease, now)
 	c.health[name] = h
-	probe := h.probe
-	c.mu.Unlock()
-	grace := c.GracePeriod
-	if readyCondition(node) == nil {
-		grace = c.StartupGracePeriod
-	}
-	if deadline := probe.Add(grace); now.After(deadline) {
-		silent := node.DeepCopy()
-		if markUnknown(silent, now) {
-			written, err := c.client.CoreV1().Nodes().UpdateStatus(ctx, silent, metav1.UpdateOptions{})
-			if err != nil {
-				return reconcile.Result{}, fmt.Errorf("marking node %s unknown: %w", name, err)
-			}
-			c.replacedNode(node)
-			log.Info("node stopped posting status; conditions set to Unknown", "node", name, "silentFor", now.Sub(probe).Round(time.Millisecond))
-			node = written
-			c.mu.Lock()
-			if r := readyCondition(written); r != nil {
-				cp := *r
-				h.ready = &cp
-			}
-			h.readyTransition = now
-			c.mu.Unlock()
-		}
-	} else {
-		after = append(after, deadline.Sub(now)+time.Millisecond)
-	}
+	st.Probe, st.LastReady = h.probe, h.lastReady
+	st.Marked = c.markedLocked(name, objs)
+	st.Bucket = *c.bucketLocked(zoneKey(node), now)
+	st.TaintStarts = c.taintStartsLocked(name, node.Spec.Taints, now)
+	st.Pods = c.freshPodsLocked(name, objs)
+	return st, true, nil
+}
 
-	// 2. Zones: is every zone fully disrupted?
-	zones, all := c.updateDisruption(l, node, now, enqueueAll)
+// markedLocked are the pods on the node marked not ready, forgetting
+// those no longer there.
+func (c *Controller) markedLocked(name string, objs []any) map[types.UID]bool {
+	was := c.marked[name]
+	if len(was) == 0 {
+		return nil
+	}
+	now := map[types.UID]bool{}
+	for _, o := range objs {
+		if p, ok := o.(*corev1.Pod); ok && was[p.UID] {
+			now[p.UID] = true
+		}
+	}
+	c.marked[name] = now
+	return maps.Clone(now)
+}
 
-	// 3. Taints.
-	ch := decideTaints(node, all)
-	var tookFrom *bucket // a token to give back if the write fails
-	if ch.noExecute != nil {
-		zk := zoneKey(node)
-		z, ok := zones[zk]
-		if !ok {
-			z = zoneStats{state: StateNormal}
-		}
-		qps := taintQPS(z, rates{qps: c.EvictionQPS, secondaryQPS: c.SecondaryEvictionQPS, largeClusterThreshold: c.LargeClusterThreshold})
-		c.mu.Lock()
-		b := c.buckets[zk]
-		if b == nil {
-			b = newBucket(now)
-			c.buckets[zk] = b
-		}
-		took, wait := b.take(now, qps)
-		c.mu.Unlock()
-		switch {
-		case took:
-			ch.add = append(ch.add, *ch.noExecute)
-			tookFrom = b
-		case wait > 0:
-			after = append(after, wait)
-		default:
-			after = append(after, retryPeriod)
-		}
-	}
-	if len(ch.add)+len(ch.remove) > 0 {
-		tainted := node.DeepCopy()
-		tainted.Spec.Taints = applyTaints(node.Spec.Taints, ch.add, ch.remove, now)
-		written, err := c.client.CoreV1().Nodes().Update(ctx, tainted, metav1.UpdateOptions{})
-		if err != nil {
-			if tookFrom != nil {
-				c.mu.Lock()
-				tookFrom.refund()
-				c.mu.Unlock()
-			}
-			return reconcile.Result{}, fmt.Errorf("updating taints of node %s: %w", name, err)
-		}
-		c.replacedNode(node)
-		log.Info("node taints changed", "node", name, "added", taintList(ch.add), "removed", taintList(ch.remove))
-		node = written
-	}
-
-	// 4. Pods: not ready on a node that is not, evicted if they do not
-	// tolerate its NoExecute taints.
-	objs, err := l.pods.ByIndex(podNodeIndex, name)
-	if err != nil {
-		return reconcile.Result{}, err
-	}
-	pods := make([]*corev1.Pod, 0, len(objs))
+// forget drops what the controller remembers of a deleted node, which
+// no longer counts in its zone.
+func (r *run) forget(name string, now time.Time) {
+	c := r.c
 	c.mu.Lock()
+	delete(c.health, name)
+	delete(c.staleNodes, name)
+	delete(c.stalePods, name)
+	delete(c.marked, name)
+	c.forgetTaintsLocked(name, nil)
+	c.zones.set(name, nil)
+	_, all := statesOf(c.zones.byZone, c.UnhealthyZoneThreshold)
+	c.mu.Unlock()
+	r.recordDisruption(all, now)
+}
+
+// bucketLocked is the token bucket of a zone.
+func (c *Controller) bucketLocked(zone string, now time.Time) *bucket {
+	b := c.buckets[zone]
+	if b == nil {
+		b = newBucket(now)
+		c.buckets[zone] = b
+	}
+	return b
+}
+
+// freshPodsLocked are the pods of objs on the node but those whose cached
+// version this controller's own writes replaced.
+func (c *Controller) freshPodsLocked(name string, objs []any) []*corev1.Pod {
+	pods := make([]*corev1.Pod, 0, len(objs))
 	stale := c.stalePods[name]
 	behind := map[types.UID]map[string]bool{}
 	for _, o := range objs {
@@ -356,83 +311,79 @@ func (c *Controller) reconcile(ctx context.Context, log *slog.Logger, l listers,
 		pods = append(pods, p)
 	}
 	c.stalePods[name] = behind
-	c.mu.Unlock()
-	cur := readyStatus(node)
-	var marked map[types.UID]*corev1.Pod // pods patched not ready, by UID
-	c.mu.Lock()
-	last := h.lastReady
-	c.mu.Unlock()
-	// A silent node's pods are not ready whatever they last said; a node
-	// that reports NotReady gets its pods marked once, on the transition
-	// (its kubelet manages them afterwards).
-	if cur == corev1.ConditionUnknown || (cur == corev1.ConditionFalse && last == corev1.ConditionTrue) {
-		var err error
-		if marked, err = c.markPodsNotReady(ctx, log, pods, now); err != nil {
-			return reconcile.Result{}, err
-		}
-	}
-	c.mu.Lock()
-	h.lastReady = cur
-	c.mu.Unlock()
-
-	start := c.taintStarts(name, node.Spec.Taints, now)
-	for _, pod := range pods {
-		if pod.DeletionTimestamp != nil {
-			continue
-		}
-		at, evict := evictionTime(pod, node.Spec.Taints, start)
-		if !evict {
-			continue
-		}
-		if now.Before(at) {
-			after = append(after, at.Sub(now)+time.Millisecond)
-			continue
-		}
-		if err := c.evict(ctx, pod, marked[pod.UID], now); err != nil {
-			return reconcile.Result{}, err
-		}
-		log.Info("evicted pod from node with NoExecute taint", "namespace", pod.Namespace, "pod", pod.Name, "node", name)
-	}
-
-	if len(after) == 0 {
-		return reconcile.Result{}, nil
-	}
-	return reconcile.Result{RequeueAfter: slices.Min(after)}, nil
+	return pods
 }
 
-// zoneRefresh is how long a zone computation is reused (upstream recomputes
-// every node-monitor-period, 5 s).
-const zoneRefresh = time.Second
+// zoneCount counts nodes by zone, ready or not, as of a look at every
+// node (at), kept up to date with this controller's own writes.
+type zoneCount struct {
+	at     time.Time
+	byZone map[string]readyCounts
+	// nodes is how each node was counted.
+	nodes map[string]countedAs
+}
 
-// updateDisruption computes zone states from the cached nodes (with node,
-// if given, as just written), records whether every zone is fully
-// disrupted and acts on a change: all nodes are looked at again, and when
-// leaving full disruption every node gets a fresh grace period (as
-// upstream: the silence was most likely the control plane's).
-func (c *Controller) updateDisruption(l listers, node *corev1.Node, now time.Time, enqueueAll func()) (map[string]zoneStats, bool) {
-	c.mu.Lock()
-	if c.zones != nil && now.Sub(c.zonesAt) < zoneRefresh && now.Sub(c.zonesAt) >= 0 &&
-		(node == nil || c.knownReady[node.Name] == readyStatus(node)) {
-		zones, all := c.zones, c.allDisrupted
-		c.mu.Unlock()
-		return zones, all
+type countedAs struct {
+	status  corev1.ConditionStatus
+	zone    string
+	ready   bool
+	counted bool
+}
+
+// set counts node (nil: gone) under its name instead of how it was.
+func (z *zoneCount) set(name string, node *corev1.Node) {
+	if z.byZone == nil {
+		return
 	}
+	if was, ok := z.nodes[name]; ok && was.counted {
+		addTo(z.byZone, was.zone, was.ready, -1)
+	}
+	delete(z.nodes, name)
+	if node == nil {
+		return
+	}
+	zone, ready, ok := counted(node)
+	z.nodes[name] = countedAs{status: readyStatus(node), zone: zone, ready: ready, counted: ok}
+	if ok {
+		addTo(z.byZone, zone, ready, 1)
+	}
+}
+
+// otherNodes counts every node but node by zone: from the last count
+// while it is fresh and node's readiness is as counted, else from a new
+// look at every node.
+func (r *run) otherNodes(node *corev1.Node, now time.Time) map[string]readyCounts {
+	c := r.c
+	c.mu.Lock()
+	fresh := c.zones.byZone != nil && now.Sub(c.zones.at) < zoneRefresh && now.Sub(c.zones.at) >= 0 &&
+		c.zones.nodes[node.Name].status == readyStatus(node)
 	c.mu.Unlock()
-	nodes, _ := l.nodes.List(labels.Everything())
-	if node != nil {
-		for i, n := range nodes {
-			if n.Name == node.Name {
-				nodes[i] = node
-			}
+	if !fresh {
+		nodes, _ := r.nodes.List(labels.Everything())
+		z := zoneCount{at: now, byZone: map[string]readyCounts{}, nodes: make(map[string]countedAs, len(nodes))}
+		for _, n := range nodes {
+			z.set(n.Name, n)
 		}
-	}
-	zones, all := zoneStates(nodes, c.UnhealthyZoneThreshold)
-	known := make(map[string]corev1.ConditionStatus, len(nodes))
-	for _, n := range nodes {
-		known[n.Name] = readyStatus(n)
+		c.mu.Lock()
+		c.zones = z
+		c.mu.Unlock()
 	}
 	c.mu.Lock()
-	c.zones, c.zonesAt, c.knownReady = zones, now, known
+	defer c.mu.Unlock()
+	others := maps.Clone(c.zones.byZone)
+	if was, ok := c.zones.nodes[node.Name]; ok && was.counted {
+		addTo(others, was.zone, was.ready, -1)
+	}
+	return others
+}
+
+// recordDisruption records whether every zone is fully disrupted and acts
+// on a change: every node is looked at again, and when leaving full
+// disruption every node gets a fresh grace period (as upstream: the
+// silence was most likely the control plane's).
+func (r *run) recordDisruption(all bool, now time.Time) {
+	c := r.c
+	c.mu.Lock()
 	was := c.allDisrupted
 	c.allDisrupted = all
 	if was && !all {
@@ -441,32 +392,108 @@ func (c *Controller) updateDisruption(l listers, node *corev1.Node, now time.Tim
 		}
 	}
 	c.mu.Unlock()
-	if was != all {
-		if all {
-			c.logger().Info("every zone is fully disrupted: no NoExecute taints until some node is ready")
-		} else {
-			c.logger().Info("some node is ready again: leaving full disruption")
+	if was == all {
+		return
+	}
+	if all {
+		r.log.Info("every zone is fully disrupted: no NoExecute taints until some node is ready")
+	} else {
+		r.log.Info("some node is ready again: leaving full disruption")
+	}
+	r.enqueueAll()
+}
+
+// apply writes a node's plan: its Unknown conditions, its taints (taking
+// the zone's token for a NoExecute one), its pods marked not ready, the
+// evictions; and records its own writes in what the controller
+// remembers.
+func (r *run) apply(ctx context.Context, s State, p Plan) (reconcile.Result, error) {
+	c, name, node := r.c, s.Node.Name, s.Node
+	if s.Behind {
+		return p.Result, nil
+	}
+	if p.Status != nil {
+		written, err := c.Client.CoreV1().Nodes().UpdateStatus(ctx, p.Status, metav1.UpdateOptions{})
+		if err != nil {
+			return reconcile.Result{}, fmt.Errorf("marking node %s unknown: %w", name, err)
 		}
-		enqueueAll()
+		c.replacedNode(node)
+		r.log.Info("node stopped posting status; conditions set to Unknown", "node", name, "silentFor", s.Now.Sub(s.Probe).Round(time.Millisecond))
+		node = written
+		c.mu.Lock()
+		if h := c.health[name]; h != nil {
+			if rc := readyCondition(written); rc != nil {
+				cp := *rc
+				h.ready = &cp
+			}
+			h.readyTransition = s.Now
+		}
+		c.mu.Unlock()
 	}
-	return zones, all
-}
-
-func (c *Controller) logger() *slog.Logger {
-	if c.Logger != nil {
-		return c.Logger
-	}
-	return slog.Default().With("controller", Name)
-}
-
-// taintStarts returns when each NoExecute taint of a node began to apply,
-// as upstream's taint manager counts tolerationSeconds: from when the
-// controller first saw the taint; or, for a taint clearly older than that
-// (the controller restarted), from its timeAdded (which the API keeps to
-// the second only, hence not used for fresh taints).
-func (c *Controller) taintStarts(node string, taints []corev1.Taint, now time.Time) func(corev1.Taint) time.Time {
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.zones.set(name, node)
+	c.mu.Unlock()
+	r.recordDisruption(p.AllDisrupted, s.Now)
+
+	if len(p.Added)+len(p.Removed) > 0 {
+		var took *bucket // a token to give back if the write fails
+		if p.TakeToken {
+			c.mu.Lock()
+			b := c.bucketLocked(zoneKey(node), s.Now)
+			ok, wait := b.take(s.Now, p.TaintQPS)
+			c.mu.Unlock()
+			if !ok {
+				// Another node of the zone took the token since observe.
+				return reconcile.Result{RequeueAfter: wait}, nil
+			}
+			took = b
+		}
+		tainted := node.DeepCopy()
+		tainted.Spec.Taints = p.Taints
+		written, err := c.Client.CoreV1().Nodes().Update(ctx, tainted, metav1.UpdateOptions{})
+		if err != nil {
+			if took != nil {
+				c.mu.Lock()
+				took.refund()
+				c.mu.Unlock()
+			}
+			return reconcile.Result{}, fmt.Errorf("updating taints of node %s: %w", name, err)
+		}
+		c.replacedNode(node)
+		r.log.Info("node taints changed", "node", name, "added", taintList(p.Added), "removed", taintList(p.Removed))
+		c.mu.Lock()
+		c.taintStartsLocked(name, written.Spec.Taints, s.Now)
+		c.mu.Unlock()
+	}
+
+	marked, err := c.markPodsNotReady(ctx, r.log, p.MarkNotReady, s.Now)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	c.mu.Lock()
+	if h := c.health[name]; h != nil {
+		h.lastReady = p.Ready
+	}
+	if p.Ready == corev1.ConditionTrue {
+		delete(c.marked, name)
+	}
+	c.mu.Unlock()
+
+	for _, pod := range p.Evict {
+		if err := c.evict(ctx, pod, marked[pod.UID], s.Now); err != nil {
+			return reconcile.Result{}, err
+		}
+		r.log.Info("evicted pod from node with NoExecute taint", "namespace", pod.Namespace, "pod", pod.Name, "node", name)
+	}
+	return p.Result, nil
+}
+
+// taintStartsLocked returns when each NoExecute taint of a node (by key)
+// began to apply, as upstream's taint manager counts tolerationSeconds:
+// from when the controller first saw the taint; or, for a taint clearly
+// older than that (the controller restarted), from its timeAdded (which
+// the API keeps to the second only, hence not used for fresh taints).
+func (c *Controller) taintStartsLocked(node string, taints []corev1.Taint, now time.Time) map[string]time.Time {
 	c.forgetTaintsLocked(node, taints)
 	seen := map[string]time.Time{}
 	for _, t := range taints {
@@ -482,7 +509,7 @@ func (c *Controller) taintStarts(node string, taints []corev1.Taint, now time.Ti
 		}
 		seen[t.Key] = c.taintSeen[k]
 	}
-	return func(t corev1.Taint) time.Time { return seen[t.Key] }
+	return seen
 }
 
 // forgetTaintsLocked drops first-seen times of a node's taints that are
@@ -500,15 +527,13 @@ func (c *Controller) forgetTaintsLocked(node string, taints []corev1.Taint) {
 	}
 }
 
-// markPodsNotReady sets the Ready condition of the pods that have one to
-// False, as upstream's MarkPodsNotReady, and returns the patched pods.
+// markPodsNotReady sets the Ready condition of the pods to False, as
+// upstream's MarkPodsNotReady, remembers them as marked and returns the
+// patched pods.
 func (c *Controller) markPodsNotReady(ctx context.Context, log *slog.Logger, pods []*corev1.Pod, now time.Time) (map[types.UID]*corev1.Pod, error) {
 	var errs []error
 	marked := map[types.UID]*corev1.Pod{}
 	for _, pod := range pods {
-		if s := podReady(pod); s == "" || s == corev1.ConditionFalse {
-			continue
-		}
 		patched, err := c.patchCondition(ctx, pod, map[string]any{"type": corev1.PodReady, "status": corev1.ConditionFalse,
 			"lastTransitionTime": metav1.NewTime(now)})
 		if err != nil {
@@ -516,6 +541,12 @@ func (c *Controller) markPodsNotReady(ctx context.Context, log *slog.Logger, pod
 			continue
 		}
 		c.replacedPod(pod)
+		c.mu.Lock()
+		if c.marked[pod.Spec.NodeName] == nil {
+			c.marked[pod.Spec.NodeName] = map[types.UID]bool{}
+		}
+		c.marked[pod.Spec.NodeName][pod.UID] = true
+		c.mu.Unlock()
 		marked[pod.UID] = patched
 		log.Info("marked pod not ready: its node is not", "namespace", pod.Namespace, "pod", pod.Name, "node", pod.Spec.NodeName)
 	}
@@ -534,7 +565,7 @@ func (c *Controller) evict(ctx context.Context, pod, marked *corev1.Pod, now tim
 		return err
 	}
 	uid := pod.UID
-	err = c.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	err = c.Client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("evicting pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
@@ -594,7 +625,7 @@ func (c *Controller) patchCondition(ctx context.Context, pod *corev1.Pod, cond m
 	if err != nil {
 		return nil, err
 	}
-	patched, err := c.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+	patched, err := c.Client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}

@@ -2,8 +2,10 @@ package nodelifecycle
 
 import (
 	"context"
+	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -293,4 +295,67 @@ func TestFullDisruption(t *testing.T) {
 	if c := podCondition(p, corev1.PodReady); c == nil || c.Status != corev1.ConditionFalse {
 		t.Errorf("pod on the silent node still ready: %+v", p.Status.Conditions)
 	}
+}
+
+// TestPodMarkedNotReadyOnce: a kubelet that is still alive while its node
+// is Unknown writes its pods Ready again; the controller does not mark
+// them again (which would be a tug of war, one write per kubelet write)
+// until the node was Ready in between.
+func TestPodMarkedNotReadyOnce(t *testing.T) {
+	ctx, cs, c := newController(t, 500*time.Millisecond)
+	var marks atomic.Int32
+	c.Logger = slog.New(countingHandler{Handler: c.Logger.Handler(), msg: "marked pod not ready: its node is not", n: &marks})
+	dying := startKubelet(t, ctx, cs, "dying")
+	startKubelet(t, ctx, cs, "steady")
+	runPod(t, cs, "patient", "dying", corev1.Toleration{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists,
+		Effect: corev1.TaintEffectNoExecute})
+	controllertest.Run(t, c, 2)
+
+	dying.setBeating(false)
+	notReady := func() bool {
+		c := podCondition(getPod(t, cs, "patient"), corev1.PodReady)
+		return c != nil && c.Status == corev1.ConditionFalse
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return notReady(), nil
+	}); err != nil {
+		t.Fatal("pod on the silent node not marked not ready")
+	}
+	// The pod's kubelet says Ready again, a few times.
+	for range 5 {
+		p := getPod(t, cs, "patient")
+		podCondition(p, corev1.PodReady).Status = corev1.ConditionTrue
+		if _, err := cs.CoreV1().Pods("default").UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(200 * time.Millisecond)
+		if notReady() {
+			t.Error("pod marked not ready again")
+		}
+	}
+	if n := marks.Load(); n != 1 {
+		t.Errorf("pod marked not ready %d times, want once", n)
+	}
+}
+
+// countingHandler counts the records with message msg.
+type countingHandler struct {
+	slog.Handler
+	msg string
+	n   *atomic.Int32
+}
+
+func (h countingHandler) Handle(ctx context.Context, r slog.Record) error {
+	if r.Message == h.msg {
+		h.n.Add(1)
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h countingHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return countingHandler{h.Handler.WithAttrs(as), h.msg, h.n}
+}
+
+func (h countingHandler) WithGroup(g string) slog.Handler {
+	return countingHandler{h.Handler.WithGroup(g), h.msg, h.n}
 }

@@ -48,26 +48,49 @@ func computeZoneState(ready, notReady int, threshold float64) ZoneState {
 	}
 }
 
+// readyCounts are how many nodes of a zone are ready and how many not.
+type readyCounts struct{ ready, notReady int }
+
+// counted is whether and how a node counts in its zone: not at all if it
+// is labelled node.kubernetes.io/exclude-disruption.
+func counted(n *corev1.Node) (zone string, ready, ok bool) {
+	if _, excluded := n.Labels[excludeDisruptionLabel]; excluded {
+		return "", false, false
+	}
+	return zoneKey(n), readyStatus(n) == corev1.ConditionTrue, true
+}
+
+// addTo counts a node of zone, ready or not (n = -1 takes it away).
+func addTo(byZone map[string]readyCounts, zone string, ready bool, n int) {
+	c := byZone[zone]
+	if ready {
+		c.ready += n
+	} else {
+		c.notReady += n
+	}
+	if c.ready == 0 && c.notReady == 0 {
+		delete(byZone, zone)
+		return
+	}
+	byZone[zone] = c
+}
+
 // zoneStates groups nodes by zone and computes each zone's state; nodes
 // labelled node.kubernetes.io/exclude-disruption do not count. It also
 // reports whether every zone is fully disrupted (false with no zones).
 func zoneStates(nodes []*corev1.Node, threshold float64) (map[string]zoneStats, bool) {
-	type counts struct{ ready, notReady int }
-	byZone := map[string]*counts{}
+	byZone := map[string]readyCounts{}
 	for _, n := range nodes {
-		if _, excluded := n.Labels[excludeDisruptionLabel]; excluded {
-			continue
-		}
-		k := zoneKey(n)
-		if byZone[k] == nil {
-			byZone[k] = &counts{}
-		}
-		if readyStatus(n) == corev1.ConditionTrue {
-			byZone[k].ready++
-		} else {
-			byZone[k].notReady++
+		if zone, ready, ok := counted(n); ok {
+			addTo(byZone, zone, ready, 1)
 		}
 	}
+	return statesOf(byZone, threshold)
+}
+
+// statesOf is each zone's state from its counts, and whether every zone is
+// fully disrupted (false with no zones).
+func statesOf(byZone map[string]readyCounts, threshold float64) (map[string]zoneStats, bool) {
 	out := make(map[string]zoneStats, len(byZone))
 	all := len(byZone) > 0
 	for k, c := range byZone {

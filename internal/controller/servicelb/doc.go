@@ -8,6 +8,6 @@
 //
 // Two Services cannot both hold a port on the same addresses: the older
 // one keeps it (by creation time, then name) and the other stays pending,
-// with no ingress, until the port is free. Plan (plan.go) is the pure
+// with no ingress, until the port is free. plan (plan.go: plan(State) Plan) is the pure
 // core: Services and Nodes in, the ingress each Service should show out.
 package servicelb

@@ -18,10 +18,21 @@ func Managed(svc *corev1.Service) bool {
 	return svc.Spec.Type == corev1.ServiceTypeLoadBalancer && svc.Spec.LoadBalancerClass == nil
 }
 
-// Plan says which ingress each managed Service (by namespace/name) should
-// show, given all Services and Nodes. Services it does not manage are
-// left out of the answer.
-func Plan(services []*corev1.Service, nodes []*corev1.Node) map[string][]corev1.LoadBalancerIngress {
+// State is what plan decides from: every Service and Node, from the
+// informer caches.
+type State struct {
+	Services []*corev1.Service
+	Nodes    []*corev1.Node
+}
+
+// Plan is the ingress each managed Service (by namespace/name) should
+// show. Services the controller does not manage are left out.
+type Plan map[string][]corev1.LoadBalancerIngress
+
+// plan says which ingress each managed Service should show, given all
+// Services and Nodes.
+func plan(s State) Plan {
+	services, nodes := s.Services, s.Nodes
 	var ingress []corev1.LoadBalancerIngress
 	for _, n := range nodes {
 		if n.Labels[SimulatedLabel] == "true" || !nodeutil.IsReady(n) {

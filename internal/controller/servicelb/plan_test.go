@@ -42,7 +42,7 @@ func TestPlan(t *testing.T) {
 		lb("theirs", time.Hour, 81, &other), // another implementation's
 		{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "plain"}, Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP}},
 	}
-	got := Plan(services, nodes)
+	got := plan(State{Services: services, Nodes: nodes})
 	if len(got) != 3 {
 		t.Fatalf("plan %v, want old, new and tls", got)
 	}

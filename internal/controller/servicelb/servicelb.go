@@ -57,13 +57,13 @@ func (c *Controller) Run(ctx context.Context, _ int) error {
 			if err != nil {
 				return reconcile.Result{}, err
 			}
-			return reconcile.Result{}, c.apply(ctx, log, services, Plan(services, nodes))
+			return reconcile.Result{}, c.apply(ctx, log, services, plan(State{Services: services, Nodes: nodes}))
 		}
 	})
 }
 
 // apply writes the planned ingress of each Service whose status differs.
-func (c *Controller) apply(ctx context.Context, log *slog.Logger, services []*corev1.Service, want map[string][]corev1.LoadBalancerIngress) error {
+func (c *Controller) apply(ctx context.Context, log *slog.Logger, services []*corev1.Service, want Plan) error {
 	for _, s := range services {
 		ingress, ok := want[s.Namespace+"/"+s.Name]
 		if !ok || reflect.DeepEqual(ingress, s.Status.LoadBalancer.Ingress) ||

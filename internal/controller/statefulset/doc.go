@@ -11,7 +11,7 @@
 //     .currentRevision, or the update revision for a new set); old
 //     revisions beyond spec.revisionHistoryLimit that no pod uses go;
 //  2. claims the pods its selector matches;
-//  3. asks the pure Plan (plan.go) for the next actions: create missing
+//  3. asks the pure plan (plan.go: plan(State) Plan) for the next actions: create missing
 //     ordinals (claims first) and replace failed pods — in OrderedReady one
 //     at a time, lowest ordinal first, each waiting for the one before to be
 //     Running and Ready; in Parallel all at once —, delete ordinals beyond

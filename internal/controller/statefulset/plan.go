@@ -22,7 +22,7 @@ const (
 	Delete
 )
 
-// Action is one step Plan asks for.
+// Action is one step plan asks for.
 type Action struct {
 	Type    ActionType
 	Ordinal int
@@ -31,8 +31,9 @@ type Action struct {
 	Pod      *corev1.Pod
 }
 
-// PlanInput is what Plan decides from.
-type PlanInput struct {
+// State is what plan decides from, read from the informer caches (and
+// the set's revisions).
+type State struct {
 	SetName  string
 	Replicas int
 	// Start is spec.ordinals.start.
@@ -85,26 +86,29 @@ func Available(p *corev1.Pod, minReadySeconds int32, now time.Time) bool {
 	return p.Status.Phase == corev1.PodRunning && podutil.IsAvailable(p, minReadySeconds, now)
 }
 
-func healthy(p *corev1.Pod, in *PlanInput) bool {
+func healthy(p *corev1.Pod, in *State) bool {
 	return !terminating(p) && Available(p, in.MinReadySeconds, in.Now)
 }
 
 // NewPodRevision is the revision a (re)created pod of ordinal gets, as
 // upstream's newVersionedStatefulSetPod: below the partition of a rolling
 // update the current revision, else the update revision.
-func NewPodRevision(in *PlanInput, ordinal int) string {
+func NewPodRevision(in *State, ordinal int) string {
 	if in.RollingUpdate && ordinal < in.Partition {
 		return in.CurrentRevision
 	}
 	return in.UpdateRevision
 }
 
-// Plan is the next step of upstream's StatefulSet update, level-based: the
+// Plan is the actions to take now, in order.
+type Plan []Action
+
+// plan is the next step of upstream's StatefulSet update, level-based: the
 // actions to take now given the pods there are. With OrderedReady
 // (Parallel false) it returns at most one action and none while a pod it
 // would have to wait for is not yet healthy.
-func Plan(in PlanInput) []Action {
-	var acts []Action
+func plan(in State) Plan {
+	var acts Plan
 	monotonic := !in.Parallel
 	replicas := make([]*corev1.Pod, in.Replicas)
 	var condemned []*corev1.Pod

@@ -83,10 +83,10 @@ func TestPlan(t *testing.T) {
 		{name: "foreign names ignored", replicas: 1, pods: append(mk("0:u:ready"), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-01"}}), want: ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			in := PlanInput{SetName: "web", Replicas: tc.replicas, Parallel: tc.parallel, RollingUpdate: !tc.onDelete,
+			in := State{SetName: "web", Replicas: tc.replicas, Parallel: tc.parallel, RollingUpdate: !tc.onDelete,
 				Partition: tc.partition, CurrentRevision: "c", UpdateRevision: "u", Pods: tc.pods, Now: now}
-			if got := show(Plan(in)); got != tc.want {
-				t.Errorf("Plan = %q, want %q", got, tc.want)
+			if got := show(plan(in)); got != tc.want {
+				t.Errorf("plan = %q, want %q", got, tc.want)
 			}
 		})
 	}

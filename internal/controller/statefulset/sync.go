@@ -73,7 +73,7 @@ func (c *Controller) syncSet(ctx context.Context, key string) (reconcile.Result,
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	in := PlanInput{SetName: set.Name, Replicas: int(replicasOf(set)), Parallel: set.Spec.PodManagementPolicy == appsv1.ParallelPodManagement,
+	in := State{SetName: set.Name, Replicas: int(replicasOf(set)), Parallel: set.Spec.PodManagementPolicy == appsv1.ParallelPodManagement,
 		RollingUpdate:   set.Spec.UpdateStrategy.Type != appsv1.OnDeleteStatefulSetStrategyType,
 		CurrentRevision: current.Name, UpdateRevision: update.Name, MinReadySeconds: set.Spec.MinReadySeconds,
 		Pods: pods, Now: c.now()}
@@ -83,7 +83,7 @@ func (c *Controller) syncSet(ctx context.Context, key string) (reconcile.Result,
 	if ru := set.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil {
 		in.Partition = int(*ru.Partition)
 	}
-	acts := Plan(in)
+	acts := plan(in)
 	manageErr := c.apply(ctx, set, acts, map[string]*appsv1.ControllerRevision{current.Name: current, update.Name: update})
 	st := ComputeStatus(set, pods, current.Name, update.Name, c.now())
 	st.CollisionCount = collision
