@@ -86,6 +86,9 @@ func TestApproval(t *testing.T) {
 	const (
 		pending outcome = iota
 		approved
+		// refused: NodeRestriction refuses the create (a node asks only
+		// for its own certificates), before the approver could see it.
+		refused
 	)
 	tests := []struct {
 		name string
@@ -98,7 +101,7 @@ func TestApproval(t *testing.T) {
 		{"node renews its own client certificate", n1,
 			request(t, certificatesv1.KubeAPIServerClientKubeletSignerName, &x509.CertificateRequest{Subject: nodesSubject("n1")}, clientUsages...), approved},
 		{"node asks another node's client certificate", n2,
-			request(t, certificatesv1.KubeAPIServerClientKubeletSignerName, &x509.CertificateRequest{Subject: nodesSubject("n1")}, clientUsages...), pending},
+			request(t, certificatesv1.KubeAPIServerClientKubeletSignerName, &x509.CertificateRequest{Subject: nodesSubject("n1")}, clientUsages...), refused},
 		{"client certificate with a SAN", boot,
 			request(t, certificatesv1.KubeAPIServerClientKubeletSignerName, &x509.CertificateRequest{Subject: nodesSubject("new"), DNSNames: []string{"x"}}, clientUsages...), pending},
 		{"client certificate with server auth", boot,
@@ -117,7 +120,7 @@ func TestApproval(t *testing.T) {
 				DNSNames: []string{"kubernetes.default"}}, servingUsages...), pending},
 		{"serving certificate for another node", n2,
 			request(t, certificatesv1.KubeletServingSignerName, &x509.CertificateRequest{Subject: nodesSubject("n1"),
-				DNSNames: []string{"n1"}}, servingUsages...), pending},
+				DNSNames: []string{"n1"}}, servingUsages...), refused},
 	}
 	// A bootstrap token may ask for nothing but a node client certificate
 	// (the server's BootstrapCSRRestriction admission).
@@ -132,6 +135,12 @@ func TestApproval(t *testing.T) {
 	names := make([]string, len(tests))
 	for i, tc := range tests {
 		got, err := tc.by.CertificatesV1().CertificateSigningRequests().Create(ctx, tc.csr, metav1.CreateOptions{})
+		if tc.want == refused {
+			if !apierrors.IsForbidden(err) {
+				t.Fatalf("%s: create: %v, want it refused", tc.name, err)
+			}
+			continue
+		}
 		if err != nil {
 			t.Fatalf("%s: create: %v", tc.name, err)
 		}
@@ -160,6 +169,9 @@ func TestApproval(t *testing.T) {
 	// The approvals above were processed; give the rest a moment more.
 	time.Sleep(300 * time.Millisecond)
 	for i, tc := range tests {
+		if tc.want == refused {
+			continue
+		}
 		if ok, _ := approvedOf(names[i]); ok != (tc.want == approved) {
 			t.Errorf("%s: approved %v, want %v", tc.name, ok, tc.want == approved)
 		}
