@@ -7,9 +7,10 @@ import (
 	"io"
 	"os"
 	"slices"
-	"sync"
 	"testing"
 	"time"
+
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 
 	crdv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	clientset "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
@@ -55,7 +56,11 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-var addSchemeOnce sync.Once
+// The snapshot types join client-go's global scheme before any test starts
+// a control plane: registering them later raced with the in-process
+// components decoding through the same scheme (a fatal concurrent map
+// write, seen once in CI).
+func init() { utilruntime.Must(snapshotscheme.AddToScheme(scheme.Scheme)) }
 
 // runSnapshotController wires and runs the snapshot controller as its
 // cmd/snapshot-controller main does, over HTTPS with cfg (protobuf for the
@@ -69,7 +74,6 @@ func runSnapshotController(t *testing.T, cfg *rest.Config) {
 	snapClient := clientset.NewForConfigOrDie(cfg)
 	factory := informers.NewSharedInformerFactory(snapClient, resync)
 	coreFactory := coreinformers.NewSharedInformerFactory(kubeClient, resync)
-	addSchemeOnce.Do(func() { snapshotscheme.AddToScheme(scheme.Scheme) })
 
 	limiter := func() workqueue.TypedRateLimiter[string] {
 		return workqueue.NewTypedItemExponentialFailureRateLimiter[string](100*time.Millisecond, 5*time.Second)
