@@ -54,9 +54,7 @@ func New(c client.CustomResourceDefinitionsGetter, informer informers.CustomReso
 			ctrl.enqueue(obj)
 		},
 		DeleteFunc: func(obj interface{}) {
-			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = t.Obj
-			}
+			obj, _ = reconcile.DeletedObject[any](obj)
 			ctrl.enqueue(obj)
 		},
 	})
