@@ -21,7 +21,8 @@ const syncTimeout = time.Minute
 // API (RBAC, the Node authorizer's graph, the admission plugins, webhooks
 // and policies): a factory of informers over cfg, the loopback client, in
 // which register asks for the informers it reads (it may keep the client,
-// for its writes and look-ups) and returns when they have synced. The
+// for its writes and look-ups) and returns what reports that they have
+// synced. The
 // informers run until ctx ends; once synced reports true, ready (if set)
 // runs in the background. Errors and the log line of a slow sync name the
 // set as what.

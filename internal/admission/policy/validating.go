@@ -56,8 +56,8 @@ func (v *Validating) SetSource(s *Source) { v.source.Store(s) }
 
 // Start reads the policies from f's informers (register before f starts)
 // and the rest through cs and cfg (the API server's loopback client) until
-// ctx ends, and type-checks them; it returns when the informers have
-// synced.
+// ctx ends, and type-checks them; synced reports whether the informers
+// have synced.
 func (v *Validating) Start(ctx context.Context, cfg *rest.Config, f informers.SharedInformerFactory, cs kubernetes.Interface, log *slog.Logger) (synced func() bool, err error) {
 	s, err := NewSource(ctx, cfg, f, cs, log)
 	if err != nil {
