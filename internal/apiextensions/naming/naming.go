@@ -71,11 +71,7 @@ func (c *Controller) Name() string { return Name }
 
 // Run reconciles CRDs until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) error {
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced) {
-		return ctx.Err()
-	}
-	reconcile.ProcessQueue(ctx, c.queue, 1, c.log, c.reconcile) // one worker: names are handed out one at a time
-	return nil
+	return reconcile.RunWhenSynced(ctx, c.queue, 1, c.log, c.reconcile, c.synced) // one worker: names are handed out one at a time
 }
 
 // acceptedNamesForGroup is every name held by a CRD of group.
