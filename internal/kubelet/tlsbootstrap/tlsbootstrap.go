@@ -401,7 +401,7 @@ func requestCertificate(ctx context.Context, cs kubernetes.Interface, timeout ti
 		}
 		select {
 		case <-ctx.Done():
-			return nil, nil, fmt.Errorf("certificate signing request %s was not signed in %s (is the controller manager running with the cluster CA? `kubectl certificate approve %s` approves it by hand)", created.Name, timeout, created.Name)
+			return nil, nil, fmt.Errorf("certificate signing request %s was not signed in %s (is the controller manager running with the cluster CA, and for a serving certificate the kubelet-serving CA? `kubectl certificate approve %s` approves it by hand)", created.Name, timeout, created.Name)
 		case <-t.C:
 		}
 	}
