@@ -55,8 +55,9 @@ type Bundle struct {
 	CAKey  crypto.Signer
 	CAPEM  []byte
 
-	// KubeletServingCA signs the node agents' serving certificates (the
-	// kubernetes.io/kubelet-serving signer) and nothing else. Only the API
+	// The kubelet-serving CA (certificate, key, certificate PEM) signs the
+	// node agents' serving certificates (the kubernetes.io/kubelet-serving
+	// signer) and nothing else. Only the API
 	// server trusts it, for its connections to node agents; clients of
 	// the API server (kubeconfigs, kube-root-ca.crt, cluster-info) trust
 	// CACert alone, so a certificate a node can obtain never verifies as
