@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -48,24 +49,27 @@ func (e *Expectations) Satisfied(key string) bool {
 	return e.now().Sub(x.at) > ExpectationsTimeout
 }
 
-// ExpectCreations replaces the owner's expectations with n creations.
-func (e *Expectations) ExpectCreations(key string, n int) {
+// Expect replaces the owner's expectations with n creations and the
+// deletion of the objects with the keys deleting (upstream's
+// SetExpectations, with the deletions named): what a controller that
+// creates and deletes in one pass, as the DaemonSet controller, expects.
+func (e *Expectations) Expect(key string, n int, deleting []string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.m[key] = &expectation{add: n, at: e.now()}
+	x := &expectation{add: n, at: e.now(), deleting: make(map[string]bool, len(deleting))}
+	for _, k := range deleting {
+		x.deleting[k] = true
+	}
+	x.del = len(x.deleting)
+	e.m[key] = x
 }
+
+// ExpectCreations replaces the owner's expectations with n creations.
+func (e *Expectations) ExpectCreations(key string, n int) { e.Expect(key, n, nil) }
 
 // ExpectDeletions replaces the owner's expectations with the deletion of
 // the objects with the given keys.
-func (e *Expectations) ExpectDeletions(key string, objKeys []string) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	x := &expectation{del: len(objKeys), at: e.now(), deleting: make(map[string]bool, len(objKeys))}
-	for _, k := range objKeys {
-		x.deleting[k] = true
-	}
-	e.m[key] = x
-}
+func (e *Expectations) ExpectDeletions(key string, objKeys []string) { e.Expect(key, 0, objKeys) }
 
 // CreationObserved counts one expected creation as seen (or as never to be
 // seen, after a failed create).
@@ -152,4 +156,16 @@ func (e *UIDExpectations) Forget(key string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	delete(e.m, key)
+}
+
+// ObjectKey is the key Expectations names an object by: "namespace/name".
+func ObjectKey(o metav1.Object) string { return o.GetNamespace() + "/" + o.GetName() }
+
+// ObjectKeys are the ObjectKeys of objs.
+func ObjectKeys[T metav1.Object](objs []T) []string {
+	keys := make([]string, len(objs))
+	for i, o := range objs {
+		keys[i] = ObjectKey(o)
+	}
+	return keys
 }

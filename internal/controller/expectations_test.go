@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -46,6 +48,27 @@ func TestExpectations(t *testing.T) {
 	e.Forget(k)
 	if !e.Satisfied(k) {
 		t.Fatal("forgotten expectations should be satisfied")
+	}
+}
+
+func TestExpectCreationsAndDeletions(t *testing.T) {
+	e := NewExpectations(func() time.Time { return t0 })
+	const k = "ns/ds"
+	e.ExpectCreations(k, 5)
+	// Expect replaces what was expected; a key named twice is one deletion.
+	e.Expect(k, 1, []string{"ns/a", "ns/a", "ns/b"})
+	e.CreationObserved(k)
+	e.DeletionObserved(k, "ns/a")
+	if e.Satisfied(k) {
+		t.Fatal("ns/b's deletion pending")
+	}
+	e.DeletionObserved(k, "ns/b")
+	if !e.Satisfied(k) {
+		t.Fatal("the creation and both deletions were seen")
+	}
+	pods := []*corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a"}}, {ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "b"}}}
+	if got := ObjectKeys(pods); len(got) != 2 || got[0] != "ns/a" || got[1] != "ns/b" {
+		t.Fatalf("ObjectKeys = %v", got)
 	}
 }
 

@@ -23,19 +23,29 @@ type Shape[S, P any] struct {
 }
 
 // Reconcile is one pass over key: observe, plan, apply. A write that lost
-// a race with another (the cache was behind: a conflict) is retried with
-// backoff without being reported as a failure.
+// a race with another is retried (see RetryConflicts).
 func (s Shape[S, P]) Reconcile(ctx context.Context, key string) (reconcile.Result, error) {
-	st, ok, err := s.Observe(key)
-	if !ok || err != nil {
-		return reconcile.Result{}, err
+	return RetryConflicts(s.Log, func(ctx context.Context, key string) (reconcile.Result, error) {
+		st, ok, err := s.Observe(key)
+		if !ok || err != nil {
+			return reconcile.Result{}, err
+		}
+		return s.Apply(ctx, st, s.Plan(st))
+	})(ctx, key)
+}
+
+// RetryConflicts wraps a reconcile: a write that lost a race with another
+// (the cache was behind: a conflict) is retried with backoff without being
+// reported as a failure.
+func RetryConflicts(log *slog.Logger, fn reconcile.ReconcileFunc[string]) reconcile.ReconcileFunc[string] {
+	return func(ctx context.Context, key string) (reconcile.Result, error) {
+		res, err := fn(ctx, key)
+		if apierrors.IsConflict(err) {
+			log.Debug("conflict; will retry", "key", key, "err", err)
+			return reconcile.Result{Requeue: true}, nil
+		}
+		return res, err
 	}
-	res, err := s.Apply(ctx, st, s.Plan(st))
-	if apierrors.IsConflict(err) {
-		s.Log.Debug("conflict; will retry", "key", key, "err", err)
-		return reconcile.Result{Requeue: true}, nil
-	}
-	return res, err
 }
 
 // Base is what every controller's struct embeds: its name (Name implements

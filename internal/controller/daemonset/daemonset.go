@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"reflect"
-	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -31,10 +30,6 @@ const BurstReplicas = 250
 
 const resyncPeriod = 5 * time.Minute
 
-// expectationsTimeout: creations or deletions not seen by then are
-// forgotten, and the DaemonSet is looked at afresh.
-const expectationsTimeout = 2 * time.Minute
-
 // Controller runs the DaemonSet loop.
 type Controller struct {
 	controller.Base
@@ -46,7 +41,7 @@ type Controller struct {
 	revisions appslisters.ControllerRevisionLister
 	rec       record.EventRecorder
 	log       *slog.Logger
-	exp       *expectations
+	exp       *controller.Expectations
 }
 
 var _ reconcile.Controller = (*Controller)(nil)
@@ -63,7 +58,7 @@ func New(cfg *rest.Config) (*Controller, error) {
 // Run watches DaemonSets, pods, nodes and ControllerRevisions and reconciles
 // DaemonSets with workers workers until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) error {
-	c.exp = newExpectations(c.now)
+	c.exp = controller.NewExpectations(c.now)
 	b := controller.NewBuilder(controller.Config{Name: Name, Component: Component, Client: c.Client, Logger: c.Logger,
 		Primary: &appsv1.DaemonSet{}, Resync: resyncPeriod, Shared: c.Informers})
 	c.log = b.Logger()
@@ -72,7 +67,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	nodeInf := b.SharedInformers().Core().V1().Nodes()
 	revInf := b.Informers().Apps().V1().ControllerRevisions()
 	c.dsLister, c.podLister, c.nodes, c.revisions = dsInf.Lister(), podInf.Lister(), nodeInf.Lister(), revInf.Lister()
-	b.For(dsInf.Informer(), controllerKind).
+	b.For(dsInf.Informer(), controllerKind).OnDelete(c.exp.Forget).
 		Owns(podInf.Informer(), controller.OwnOptions{
 			OrphanSelector: func(ds metav1.Object) labels.Selector {
 				return controller.LabelSelector(ds.(*appsv1.DaemonSet).Spec.Selector)
@@ -83,20 +78,22 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		WaitsFor(revInf.Informer())
 	return b.Run(ctx, workers, func(rec record.EventRecorder) reconcile.ReconcileFunc[string] {
 		c.rec = rec
-		return c.sync
+		return controller.RetryConflicts(c.log, c.syncDaemonSet)
 	})
 }
 
-// observed counts an event on a DaemonSet's pod against its expectations:
-// a deleted pod counts as being deleted.
+// observed settles the expectations of the DaemonSet (key) that controls a
+// pod, as upstream's pod handlers: a pod added counts as a creation seen; a
+// pod deleted, or seen being deleted (its graceful deletion started, so its
+// replacement may be made now), counts as its deletion seen.
 func (c *Controller) observed(key string, event controller.Event, _, cur metav1.Object) {
 	pod := cur.(*corev1.Pod)
-	if event == controller.Deleted && pod.DeletionTimestamp == nil {
-		pod = pod.DeepCopy()
-		now := metav1.Now()
-		pod.DeletionTimestamp = &now
+	switch {
+	case event == controller.Deleted || pod.DeletionTimestamp != nil:
+		c.exp.DeletionObserved(key, controller.ObjectKey(pod))
+	case event == controller.Added:
+		c.exp.CreationObserved(key)
 	}
-	c.exp.observe(key, pod)
 }
 
 // nodeEvent: every DaemonSet looks again when a node comes or goes, or its
@@ -118,98 +115,4 @@ func (c *Controller) nodeEvent(oldObj, curObj any) []string {
 		keys[i] = ds.Namespace + "/" + ds.Name
 	}
 	return keys
-}
-
-// expectations are the pods a DaemonSet created or deleted that the
-// informer has not shown yet; until it does, the DaemonSet's pods are not
-// managed (status is still written).
-type expectations struct {
-	mu  sync.Mutex
-	now func() time.Time
-	m   map[string]*pendingOps
-}
-
-type pendingOps struct {
-	created map[string]bool // pod names
-	deleted map[string]bool // pod UIDs
-	at      time.Time
-}
-
-func newExpectations(now func() time.Time) *expectations {
-	return &expectations{now: now, m: map[string]*pendingOps{}}
-}
-
-func (e *expectations) record(key string, created []string, deleted []string) {
-	if len(created) == 0 && len(deleted) == 0 {
-		return
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	p := e.m[key]
-	if p == nil {
-		p = &pendingOps{created: map[string]bool{}, deleted: map[string]bool{}}
-		e.m[key] = p
-	}
-	p.at = e.now()
-	for _, n := range created {
-		p.created[n] = true
-	}
-	for _, u := range deleted {
-		p.deleted[u] = true
-	}
-}
-
-// satisfied checks the pending operations against pods (the namespace's
-// pods from the cache) and says whether none remain.
-func (e *expectations) satisfied(key string, pods []*corev1.Pod) bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	p := e.m[key]
-	if p == nil {
-		return true
-	}
-	if e.now().Sub(p.at) > expectationsTimeout {
-		delete(e.m, key)
-		return true
-	}
-	byName := map[string]*corev1.Pod{}
-	byUID := map[string]*corev1.Pod{}
-	for _, pod := range pods {
-		byName[pod.Name] = pod
-		byUID[string(pod.UID)] = pod
-	}
-	for n := range p.created {
-		if byName[n] != nil {
-			delete(p.created, n)
-		}
-	}
-	for u := range p.deleted {
-		if pod := byUID[u]; pod == nil || pod.DeletionTimestamp != nil {
-			delete(p.deleted, u)
-		}
-	}
-	if len(p.created) == 0 && len(p.deleted) == 0 {
-		delete(e.m, key)
-		return true
-	}
-	return false
-}
-
-// observe marks pod, seen by an informer, as created (and, if it is being
-// deleted, as deleted).
-func (e *expectations) observe(key string, pod *corev1.Pod) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if p := e.m[key]; p != nil {
-		delete(p.created, pod.Name)
-		if pod.DeletionTimestamp != nil {
-			delete(p.deleted, string(pod.UID))
-		}
-	}
-}
-
-func (e *expectations) forget(key string) {
-	e.mu.Lock()
-	delete(e.m, key)
-	e.mu.Unlock()
 }

@@ -25,7 +25,8 @@
 //  5. writes the status (desired/current/misscheduled/ready/available/
 //     updated numbers, observedGeneration) that kubectl rollout status reads.
 //
-// Creations and deletions are tracked by name until the informer shows
-// them (a small form of upstream's expectations), so a reconcile on a stale
-// cache does not create a second pod for a node.
+// Creations and deletions are expected (controller.Expectations, as
+// upstream's) until the pod informer's events show them, or for at most
+// five minutes; until then a reconcile writes only the status, so one on a
+// stale cache does not create a second pod for a node.
 package daemonset

@@ -24,14 +24,6 @@ import (
 
 var controllerKind = appsv1.SchemeGroupVersion.WithKind("DaemonSet")
 
-func (c *Controller) sync(ctx context.Context, key string) (reconcile.Result, error) {
-	res, err := c.syncDaemonSet(ctx, key)
-	if apierrors.IsConflict(err) {
-		return reconcile.Result{Requeue: true}, nil
-	}
-	return res, err
-}
-
 func (c *Controller) syncDaemonSet(ctx context.Context, key string) (reconcile.Result, error) {
 	namespace, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
@@ -39,7 +31,7 @@ func (c *Controller) syncDaemonSet(ctx context.Context, key string) (reconcile.R
 	}
 	ds, err := c.dsLister.DaemonSets(namespace).Get(name)
 	if apierrors.IsNotFound(err) {
-		c.exp.forget(key)
+		c.exp.Forget(key)
 		return reconcile.Result{}, nil
 	}
 	if err != nil {
@@ -54,7 +46,7 @@ func (c *Controller) syncDaemonSet(ctx context.Context, key string) (reconcile.R
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	satisfied := c.exp.satisfied(key, all)
+	satisfied := c.exp.Satisfied(key)
 	if ds.DeletionTimestamp != nil {
 		return reconcile.Result{}, nil
 	}
@@ -82,6 +74,9 @@ func (c *Controller) syncDaemonSet(ctx context.Context, key string) (reconcile.R
 	return res, manageErr
 }
 
+// manage creates a pod on each of the create nodes and deletes the del
+// pods, at most BurstReplicas of each, having first expected them all (so
+// that the informer's events for them, however early, are counted).
 func (c *Controller) manage(ctx context.Context, ds *appsv1.DaemonSet, key, hash string, del []*corev1.Pod, create []string) error {
 	if len(create) > BurstReplicas {
 		create = create[:BurstReplicas]
@@ -89,9 +84,9 @@ func (c *Controller) manage(ctx context.Context, ds *appsv1.DaemonSet, key, hash
 	if len(del) > BurstReplicas {
 		del = del[:BurstReplicas]
 	}
+	c.exp.Expect(key, len(create), controller.ObjectKeys(del))
 	var mu sync.Mutex
 	var errs []error
-	var created, deleted []string
 	var wg sync.WaitGroup
 	for _, node := range create {
 		wg.Add(1)
@@ -99,17 +94,20 @@ func (c *Controller) manage(ctx context.Context, ds *appsv1.DaemonSet, key, hash
 			defer wg.Done()
 			pod := NewPod(ds, node, hash)
 			out, err := c.Client.CoreV1().Pods(ds.Namespace).Create(ctx, pod, metav1.CreateOptions{})
-			mu.Lock()
-			defer mu.Unlock()
 			if err != nil {
 				if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+					// Every create will fail; as upstream, the expectation
+					// stays until the DaemonSet goes (or it expires).
 					return
 				}
+				// It will not be seen.
+				c.exp.CreationObserved(key)
+				mu.Lock()
+				defer mu.Unlock()
 				c.rec.Eventf(ds, corev1.EventTypeWarning, "FailedCreate", "Error creating: %v", err)
 				errs = append(errs, err)
 				return
 			}
-			created = append(created, out.Name)
 			c.log.Debug("created daemon pod", "namespace", ds.Namespace, "name", ds.Name, "pod", out.Name, "node", node)
 			c.rec.Eventf(ds, corev1.EventTypeNormal, "SuccessfulCreate", "Created pod: %v", out.Name)
 		}()
@@ -120,23 +118,24 @@ func (c *Controller) manage(ctx context.Context, ds *appsv1.DaemonSet, key, hash
 			defer wg.Done()
 			err := c.Client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name,
 				metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &p.UID}})
-			mu.Lock()
-			defer mu.Unlock()
 			if err != nil {
+				// Its deletion will not be seen (gone already, or replaced
+				// by another pod of the same name).
+				c.exp.DeletionObserved(key, controller.ObjectKey(p))
 				if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 					return
 				}
+				mu.Lock()
+				defer mu.Unlock()
 				c.rec.Eventf(ds, corev1.EventTypeWarning, "FailedDelete", "Error deleting: %v", err)
 				errs = append(errs, err)
 				return
 			}
-			deleted = append(deleted, string(p.UID))
 			c.log.Debug("deleted daemon pod", "namespace", ds.Namespace, "name", ds.Name, "pod", p.Name)
 			c.rec.Eventf(ds, corev1.EventTypeNormal, "SuccessfulDelete", "Deleted pod: %v", p.Name)
 		}()
 	}
 	wg.Wait()
-	c.exp.record(key, created, deleted)
 	return utilerrors.NewAggregate(errs)
 }
 

@@ -156,7 +156,7 @@ func startTimeEqual(a, b *metav1.Time) bool {
 func (l *loop) manage(ctx context.Context, key string, st *syncState, plan managePlan) error {
 	switch {
 	case len(plan.delete) > 0:
-		l.exp.ExpectDeletions(key, podKeys(plan.delete))
+		l.exp.ExpectDeletions(key, controller.ObjectKeys(plan.delete))
 		ready, removed, err := l.deleteJobPods(ctx, st.job, key, plan.delete)
 		st.active -= int32(removed)
 		st.terminating += int32(removed)
@@ -219,7 +219,7 @@ func (l *loop) deleteJobPods(ctx context.Context, job *batchv1.Job, key string, 
 		}
 		if err != nil {
 			// Its deletion will not be seen (or was already).
-			l.exp.DeletionObserved(key, podKey(p))
+			l.exp.DeletionObserved(key, controller.ObjectKey(p))
 		}
 		return err
 	})

@@ -17,16 +17,6 @@ import (
 
 func jobKey(j *batchv1.Job) string { return j.Namespace + "/" + j.Name }
 
-func podKey(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
-
-func podKeys(pods []*corev1.Pod) []string {
-	keys := make([]string, len(pods))
-	for i, p := range pods {
-		keys[i] = podKey(p)
-	}
-	return keys
-}
-
 // updateDelay: a spec change is looked at at once, a status-only update
 // after the batch period.
 func (l *loop) updateDelay(oldObj, curObj any) time.Duration {
@@ -68,7 +58,7 @@ func (l *loop) cleanupPodFinalizers(j *batchv1.Job) {
 	pods, _ := l.pods.Pods(j.Namespace).List(sel)
 	for _, p := range pods {
 		if metav1.IsControlledBy(p, j) && hasTrackingFinalizer(p) {
-			l.orphans.Add(podKey(p))
+			l.orphans.Add(controller.ObjectKey(p))
 		}
 	}
 }
@@ -86,7 +76,7 @@ func (l *loop) observed(key string, event controller.Event, _, cur metav1.Object
 		if j := l.owner(p.Namespace, metav1.GetControllerOfNoCopy(p)); j == nil || isFinished(j) {
 			return
 		}
-		l.exp.DeletionObserved(key, podKey(p))
+		l.exp.DeletionObserved(key, controller.ObjectKey(p))
 		if event == controller.Deleted || !hasTrackingFinalizer(p) {
 			l.finExp.Observed(key, p.UID)
 		}
@@ -117,7 +107,7 @@ func (l *loop) orphanedPod(gone bool) func(old, cur any) []string {
 			owner = l.owner(p.Namespace, ref)
 		}
 		if orphanedWithFinalizer(p, gone, owner) {
-			l.orphans.Add(podKey(p))
+			l.orphans.Add(controller.ObjectKey(p))
 		}
 		return nil
 	}

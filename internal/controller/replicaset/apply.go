@@ -48,7 +48,7 @@ func (l *loop) observed(key string, event controller.Event, old, cur metav1.Obje
 	case event == controller.Deleted || pod.DeletionTimestamp != nil:
 		// A graceful deletion started (or a pod seen first while being
 		// deleted): replace it now rather than when it is finally removed.
-		l.exp.DeletionObserved(key, podKey(pod))
+		l.exp.DeletionObserved(key, controller.ObjectKey(pod))
 	case event == controller.Added:
 		l.exp.CreationObserved(key)
 	case event == controller.Updated && !podutil.IsReady(old.(*corev1.Pod)) && podutil.IsReady(pod):
@@ -206,11 +206,7 @@ func (l *loop) manage(ctx context.Context, w *workload, p Plan) error {
 		}
 		return err
 	case len(p.Delete) > 0:
-		keys := make([]string, len(p.Delete))
-		for i, pod := range p.Delete {
-			keys[i] = podKey(pod)
-		}
-		l.exp.ExpectDeletions(key, keys)
+		l.exp.ExpectDeletions(key, controller.ObjectKeys(p.Delete))
 		errs := make(chan error, len(p.Delete))
 		var wg sync.WaitGroup
 		for _, pod := range p.Delete {
@@ -219,7 +215,7 @@ func (l *loop) manage(ctx context.Context, w *workload, p Plan) error {
 				defer wg.Done()
 				if err := l.deletePod(ctx, w, pod); err != nil {
 					// Its deletion will not be seen.
-					l.exp.DeletionObserved(key, podKey(pod))
+					l.exp.DeletionObserved(key, controller.ObjectKey(pod))
 					if !apierrors.IsNotFound(err) {
 						errs <- err
 					}

@@ -18,8 +18,6 @@ import (
 // cost goes first (an int32; anything else counts as 0).
 const PodDeletionCostAnnotation = "controller.kubernetes.io/pod-deletion-cost"
 
-func podKey(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
-
 // podsPrefix is the generateName of the pods of the workload called name.
 func podsPrefix(name string) string {
 	prefix := name + "-"
