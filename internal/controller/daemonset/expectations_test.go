@@ -129,6 +129,28 @@ func TestSyncWaitsForItsCreatesToBeSeen(t *testing.T) {
 	if n := len(s.livePods(t, "default")); n != 3 {
 		t.Fatalf("sync after the expectations expired: %d pods, want 3", n)
 	}
+
+	// A new generation while creates are unseen is not acted on, so not
+	// observed.
+	cur, err := s.Client.AppsV1().DaemonSets("default").Get(context.Background(), ds.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur.Spec.Template.Spec.Containers[0].Image = "busybox:1.37"
+	if _, err := s.Client.AppsV1().DaemonSets("default").Update(context.Background(), cur, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s.sync(t, ds)
+	got, err := s.Client.AppsV1().DaemonSets("default").Get(context.Background(), ds.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Generation != 2 || got.Status.ObservedGeneration != 1 {
+		t.Errorf("generation %d, observedGeneration %d; want 2, 1", got.Generation, got.Status.ObservedGeneration)
+	}
+	if n := len(s.livePods(t, "default")); n != 3 {
+		t.Errorf("sync of the new generation with a create unseen: %d pods, want 3", n)
+	}
 }
 
 // A pod the controller deleted is expected gone until the informer shows

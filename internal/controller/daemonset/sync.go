@@ -68,7 +68,7 @@ func (c *Controller) syncDaemonSet(ctx context.Context, key string) (reconcile.R
 		manageErr = c.manage(ctx, ds, key, hash, p.Delete, p.Create)
 	}
 	res := reconcile.Result{RequeueAfter: p.RequeueAfter}
-	if err := c.writeStatus(ctx, ds, p.Nodes, p.Runs, p.ByNode, hash); err != nil {
+	if err := c.writeStatus(ctx, ds, p, hash); err != nil {
 		return res, err
 	}
 	return res, manageErr
@@ -341,9 +341,14 @@ func Status(ds *appsv1.DaemonSet, nodes []*corev1.Node, runs map[string]bool, by
 	return st
 }
 
-func (c *Controller) writeStatus(ctx context.Context, ds *appsv1.DaemonSet, nodes []*corev1.Node, runs map[string]bool,
-	byNode map[string][]*corev1.Pod, hash string) error {
-	st := Status(ds, nodes, runs, byNode, hash, c.now())
+// writeStatus writes the status p's nodes and pods give; a DaemonSet whose
+// pods were not managed (expectations unmet) keeps its observedGeneration,
+// as upstream: that generation was not acted on.
+func (c *Controller) writeStatus(ctx context.Context, ds *appsv1.DaemonSet, p Plan, hash string) error {
+	st := Status(ds, p.Nodes, p.Runs, p.ByNode, hash, c.now())
+	if !p.Manage {
+		st.ObservedGeneration = ds.Status.ObservedGeneration
+	}
 	if equalStatus(ds.Status, st) {
 		return nil
 	}
