@@ -70,6 +70,24 @@ func (s *staleController) sync(t *testing.T, ds *appsv1.DaemonSet) {
 	}
 }
 
+// createDS creates the DaemonSet default/agent in the API server.
+func (s *staleController) createDS(t *testing.T) *appsv1.DaemonSet {
+	t.Helper()
+	labels := map[string]string{"app": "agent"}
+	ds, err := s.Client.AppsV1().DaemonSets("default").Create(context.Background(), &appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "agent", Namespace: "default"},
+		Spec: appsv1.DaemonSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox:1.36"}}}},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ds
+}
+
 func (s *staleController) livePods(t *testing.T, ns string) []corev1.Pod {
 	t.Helper()
 	pods, err := s.Client.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
@@ -85,18 +103,7 @@ func (s *staleController) livePods(t *testing.T, ns string) []corev1.Pod {
 func TestSyncWaitsForItsCreatesToBeSeen(t *testing.T) {
 	now := time.Now()
 	s := newStaleController(t, func() time.Time { return now }, "n1", "n2")
-	labels := map[string]string{"app": "agent"}
-	ds, err := s.Client.AppsV1().DaemonSets("default").Create(context.Background(), &appsv1.DaemonSet{
-		ObjectMeta: metav1.ObjectMeta{Name: "agent", Namespace: "default"},
-		Spec: appsv1.DaemonSetSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox:1.36"}}}},
-		},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ds := s.createDS(t)
 	key := ds.Namespace + "/" + ds.Name
 
 	s.sync(t, ds)
@@ -158,18 +165,7 @@ func TestSyncWaitsForItsCreatesToBeSeen(t *testing.T) {
 func TestSyncWaitsForItsDeletesToBeSeen(t *testing.T) {
 	now := time.Now()
 	s := newStaleController(t, func() time.Time { return now }, "n1")
-	labels := map[string]string{"app": "agent"}
-	ds, err := s.Client.AppsV1().DaemonSets("default").Create(context.Background(), &appsv1.DaemonSet{
-		ObjectMeta: metav1.ObjectMeta{Name: "agent", Namespace: "default"},
-		Spec: appsv1.DaemonSetSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox:1.36"}}}},
-		},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ds := s.createDS(t)
 	key := ds.Namespace + "/" + ds.Name
 	s.sync(t, ds)
 	pods := s.livePods(t, "default")
