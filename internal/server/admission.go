@@ -10,6 +10,7 @@ import (
 	"plainkube.dev/plainkube/internal/admission"
 	"plainkube.dev/plainkube/internal/admission/allocator"
 	"plainkube.dev/plainkube/internal/admission/bootstrapcsr"
+	"plainkube.dev/plainkube/internal/admission/certificates"
 	"plainkube.dev/plainkube/internal/admission/defaultstorageclass"
 	"plainkube.dev/plainkube/internal/admission/defaulttolerationseconds"
 	"plainkube.dev/plainkube/internal/admission/limitranger"
@@ -82,8 +83,11 @@ func admissionChain(d admissionDeps) admission.Chain {
 	// exist: without them nothing would remove its finalizers and no claim
 	// or volume could ever be deleted.
 	// RuntimeClass (later)
-	// CertificateApproval, CertificateSigning, CertificateSubjectRestriction:
-	// of these, bootstrap tokens' restriction to node client certificates.
+	add(certificates.Approval(d.authz))
+	add(certificates.Signing(d.authz))
+	add(certificates.SubjectRestriction())
+	// Not upstream's: bootstrap tokens may only ask for node client
+	// certificates.
 	add(bootstrapcsr.New())
 	add(rbacescalation.New(d.authz, d.rbac))
 	add(policy.NewMutating(d.policies).Plugin())
