@@ -21,6 +21,7 @@ import (
 	"plainkube.dev/plainkube/internal/admission/priority"
 	"plainkube.dev/plainkube/internal/admission/rbacescalation"
 	"plainkube.dev/plainkube/internal/admission/resourcequota"
+	"plainkube.dev/plainkube/internal/admission/runtimeclass"
 	saadmission "plainkube.dev/plainkube/internal/admission/serviceaccount"
 	"plainkube.dev/plainkube/internal/admission/taintnodesbycondition"
 	admwebhook "plainkube.dev/plainkube/internal/admission/webhook"
@@ -82,7 +83,7 @@ func admissionChain(d admissionDeps) admission.Chain {
 	// goes here once the pvc-protection and pv-protection controllers
 	// exist: without them nothing would remove its finalizers and no claim
 	// or volume could ever be deleted.
-	// RuntimeClass (later)
+	add(runtimeclass.New(d.objects))
 	add(certificates.Approval(d.authz))
 	add(certificates.Signing(d.authz))
 	add(certificates.SubjectRestriction())
