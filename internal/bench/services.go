@@ -387,10 +387,23 @@ func startConnectProbe(ctx context.Context, cs kubernetes.Interface, ns string, 
 
 // time connects to the probe's ClusterIP n times, one after the other,
 // and adds the p50 and p99 of the connection times as name_p50/_p99.
-// Call it only once the proxy has programmed the probe.
+// Call it only once the proxy has programmed the probe's Service at
+// least as a rejected address of the service range: until its own rules
+// are in place (up to a minute) the connection is refused on the node.
 func (p *connectProbe) time(ctx context.Context, r *Result, name string, n int) error {
 	took := make([]time.Duration, 0, n)
 	d := net.Dialer{Timeout: time.Second}
+	for deadline := time.Now().Add(time.Minute); ; {
+		c, err := d.DialContext(ctx, "tcp", p.target)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the probe Service %s did not answer within a minute: %w", p.target, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	for i := 0; i < n && ctx.Err() == nil; i++ {
 		start := time.Now()
 		c, err := d.DialContext(ctx, "tcp", p.target)
