@@ -1,0 +1,157 @@
+#!/usr/bin/env bash
+# Builds the container images upstream's conformance specs run, under the
+# exact references of k8s.io/kubernetes/test/utils/image/manifest.go
+# (v1.37.2), and imports them into the containerd of a running plainkube
+# server's node. There is no registry: a pod with imagePullPolicy
+# IfNotPresent then finds them already there.
+#
+#   hack/conformance-images.sh DATA_DIR [PLAINKUBE]
+#
+# DATA_DIR is the server's --data-dir (its node's containerd is under
+# DATA_DIR/node/containerd); PLAINKUBE the plainkube binary (default
+# bin/plainkube). The image trees are kept under $CONFORMANCE_DIR/images
+# (default /tmp/conformance) and made again only when missing. Root.
+#
+# What stands in for what (upstream's images are Alpine or Debian based;
+# these hold only what the specs use):
+#
+# - registry.k8s.io/e2e-test-images/agnhost:2.66.1 (and :2.55, the "previous"
+#   agnhost some specs roll back to, the same image under both names): the
+#   real agnhost, built from k8s.io/kubernetes/test/images/agnhost at the
+#   suite's version (CGO_ENABLED=0), as /agnhost with the /agnhost-2 link,
+#   ENTRYPOINT /agnhost and CMD pause as upstream's Dockerfile; porter's
+#   /localhost.crt and /localhost.key; /uploads; user 1000
+#   (user-defined-in-image) in group 50000 (group-defined-in-image).
+#   Alpine's tools become Debian's busybox-static applets in /bin (sh, nc,
+#   wget, ip, nslookup, ...) plus the host's curl, dig, bash, socat and ss
+#   copied with the shared libraries they load (Debian's glibc builds rather
+#   than Alpine's musl ones).
+# - registry.k8s.io/e2e-test-images/busybox:1.37.0-2: Debian's
+#   busybox-static (1.35) with a link for each of its applets, CMD sh.
+# - registry.k8s.io/e2e-test-images/nginx:1.27.0-2 and :1.28.0-2: busybox's
+#   httpd serving /usr/share/nginx/html (an index.html) on port 80, what the
+#   specs that use nginx expect of it; no nginx configuration or binary.
+# - registry.k8s.io/pause:3.10.2: plainkube's own pause image
+#   (plainkube.dev/pause:3.10), tagged under upstream's name.
+#
+# Not provided yet: sample-apiserver (the aggregator spec), nonroot, kitten,
+# nautilus, glibc-dns-testing, resource-consumer, volume servers; specs
+# using them fail to start their pods (ErrImageNeverPull / pull errors).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+data_dir=${1:?usage: hack/conformance-images.sh DATA_DIR [PLAINKUBE]}
+plainkube=${2:-bin/plainkube}
+work=${CONFORMANCE_DIR:-/tmp/conformance}
+images=$work/images
+module=test/conformance
+socket=$data_dir/node/containerd/containerd.sock
+
+e2e_registry=registry.k8s.io/e2e-test-images
+agnhost_refs=("$e2e_registry/agnhost:2.66.1" "$e2e_registry/agnhost:2.55")
+busybox_ref=$e2e_registry/busybox:1.37.0-2
+nginx_refs=("$e2e_registry/nginx:1.27.0-2" "$e2e_registry/nginx:1.28.0-2")
+pause_ref=registry.k8s.io/pause:3.10.2
+
+# Host tools the images copy. Debian packages, installed when missing.
+need=()
+[ -x /usr/bin/busybox ] && /usr/bin/busybox --list >/dev/null 2>&1 || need+=(busybox-static)
+command -v curl >/dev/null || need+=(curl)
+command -v dig >/dev/null || need+=(bind9-dnsutils)
+command -v socat >/dev/null || need+=(socat)
+command -v ss >/dev/null || need+=(iproute2)
+if [ ${#need[@]} -gt 0 ]; then
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"
+fi
+if ldd /usr/bin/busybox >/dev/null 2>&1; then
+  echo "conformance-images: /usr/bin/busybox is not static; install busybox-static" >&2
+  exit 1
+fi
+
+# add_busybox ROOT: busybox-static at ROOT/bin/busybox, a link per applet.
+add_busybox() {
+  mkdir -p "$1/bin"
+  cp /usr/bin/busybox "$1/bin/busybox"
+  local a
+  for a in $(/usr/bin/busybox --list); do
+    [ "$a" = busybox ] || [ -e "$1/bin/$a" ] || ln -s busybox "$1/bin/$a"
+  done
+}
+
+# add_dynamic ROOT BINARY...: each host binary at the same path under ROOT,
+# with every shared library it loads (and the dynamic loader).
+add_dynamic() {
+  local root=$1 bin lib
+  shift
+  for bin in "$@"; do
+    bin=$(command -v "$bin")
+    mkdir -p "$root$(dirname "$bin")"
+    rm -f "$root$bin"
+    cp -L "$bin" "$root$bin"
+    for lib in $(ldd "$bin" | grep -o '/[^ ]*'); do
+      mkdir -p "$root$(dirname "$lib")"
+      [ -e "$root$lib" ] || cp -L "$lib" "$root$lib"
+    done
+  done
+}
+
+# add_base ROOT: /tmp, /etc/passwd and /etc/group.
+add_base() {
+  mkdir -p "$1/tmp" "$1/etc" "$1/root"
+  chmod 1777 "$1/tmp"
+  printf '%s\n' 'root:x:0:0:root:/root:/bin/sh' 'nobody:x:65534:65534:nobody:/:/bin/false' >"$1/etc/passwd"
+  printf '%s\n' 'root:x:0:' 'nogroup:x:65534:' >"$1/etc/group"
+}
+
+build_agnhost_tree() {
+  local root=$images/agnhost src
+  [ -x "$work/agnhost" ] || (cd "$module" && CGO_ENABLED=0 nice -n 19 go build -o "$work/agnhost" k8s.io/kubernetes/test/images/agnhost)
+  src=$(cd "$module" && go list -m -f '{{.Dir}}' k8s.io/kubernetes)/test/images/agnhost
+  rm -rf "$root.new" && mkdir -p "$root.new"
+  add_base "$root.new"
+  add_busybox "$root.new"
+  add_dynamic "$root.new" curl dig bash socat ss
+  cp "$work/agnhost" "$root.new/agnhost"
+  ln -s agnhost "$root.new/agnhost-2"
+  cp "$src/porter/localhost.crt" "$src/porter/localhost.key" "$root.new/"
+  chmod 0644 "$root.new/localhost.crt" "$root.new/localhost.key"
+  mkdir -p "$root.new/uploads" "$root.new/home/user-defined-in-image"
+  echo 'user-defined-in-image:x:1000:1000::/home/user-defined-in-image:/bin/sh' >>"$root.new/etc/passwd"
+  printf '%s\n' 'user-defined-in-image:x:1000:' 'group-defined-in-image:x:50000:user-defined-in-image' >>"$root.new/etc/group"
+  rm -rf "$root" && mv "$root.new" "$root"
+}
+
+build_busybox_tree() {
+  local root=$images/busybox
+  rm -rf "$root.new" && mkdir -p "$root.new"
+  add_base "$root.new"
+  add_busybox "$root.new"
+  rm -rf "$root" && mv "$root.new" "$root"
+}
+
+build_nginx_tree() {
+  local root=$images/nginx
+  rm -rf "$root.new" && mkdir -p "$root.new/usr/share/nginx/html"
+  add_base "$root.new"
+  add_busybox "$root.new"
+  echo '<!DOCTYPE html><html><head><title>Welcome to nginx!</title></head><body><h1>Welcome to nginx!</h1></body></html>' \
+    >"$root.new/usr/share/nginx/html/index.html"
+  rm -rf "$root" && mv "$root.new" "$root"
+}
+
+mkdir -p "$images"
+[ -d "$images/agnhost" ] || build_agnhost_tree
+[ -d "$images/busybox" ] || build_busybox_tree
+[ -d "$images/nginx" ] || build_nginx_tree
+
+for ref in "${agnhost_refs[@]}"; do
+  "$plainkube" image build --data-dir "$data_dir" --tag "$ref" --dir "$images/agnhost" --entrypoint /agnhost --cmd pause
+done
+"$plainkube" image build --data-dir "$data_dir" --tag "$busybox_ref" --dir "$images/busybox" --cmd sh
+for ref in "${nginx_refs[@]}"; do
+  "$plainkube" image build --data-dir "$data_dir" --tag "$ref" --dir "$images/nginx" \
+    --entrypoint "/bin/httpd -f -p 80 -h /usr/share/nginx/html"
+done
+# The node imports its pause image when its containerd starts.
+ctr --address "$socket" --namespace k8s.io images tag --force plainkube.dev/pause:3.10 "$pause_ref"
