@@ -23,9 +23,13 @@
 #   /localhost.crt and /localhost.key; /uploads; user 1000
 #   (user-defined-in-image) in group 50000 (group-defined-in-image).
 #   Alpine's tools become Debian's busybox-static applets in /bin (sh, nc,
-#   wget, ip, nslookup, ...) plus the host's curl, dig, bash, socat and ss
-#   copied with the shared libraries they load (Debian's glibc builds rather
+#   wget, ip, nslookup, ...) plus the host's curl, dig, bash, dash (as
+#   /bin/sh), socat, ss and netcat-openbsd (as nc) copied with the shared
+#   libraries they load (Debian's glibc builds rather
 #   than Alpine's musl ones).
+# - registry.k8s.io/e2e-test-images/glibc-dns-testing:2.1.1 (Debian with
+#   dig, for the DNS specs' glibc prober): the agnhost tree above, whose dig
+#   and bash are Debian's glibc builds, with no entrypoint and CMD sh.
 # - registry.k8s.io/e2e-test-images/busybox:1.37.0-2: Debian's
 #   busybox-static (1.35) with a link for each of its applets, CMD sh.
 # - registry.k8s.io/e2e-test-images/nginx:1.27.0-2 and :1.28.0-2: busybox's
@@ -35,7 +39,7 @@
 #   (plainkube.dev/pause:3.10), tagged under upstream's name.
 #
 # Not provided yet: sample-apiserver (the aggregator spec), nonroot, kitten,
-# nautilus, glibc-dns-testing, resource-consumer, volume servers; specs
+# nautilus, resource-consumer, volume servers; specs
 # using them fail to start their pods (ErrImageNeverPull / pull errors).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -50,6 +54,7 @@ socket=$data_dir/node/containerd/containerd.sock
 e2e_registry=registry.k8s.io/e2e-test-images
 agnhost_refs=("$e2e_registry/agnhost:2.66.1" "$e2e_registry/agnhost:2.55")
 busybox_ref=$e2e_registry/busybox:1.37.0-2
+glibc_dns_ref=$e2e_registry/glibc-dns-testing:2.1.1
 nginx_refs=("$e2e_registry/nginx:1.27.0-2" "$e2e_registry/nginx:1.28.0-2")
 pause_ref=registry.k8s.io/pause:3.10.2
 
@@ -60,6 +65,7 @@ command -v curl >/dev/null || need+=(curl)
 command -v dig >/dev/null || need+=(bind9-dnsutils)
 command -v socat >/dev/null || need+=(socat)
 command -v ss >/dev/null || need+=(iproute2)
+command -v nc.openbsd >/dev/null || need+=(netcat-openbsd)
 if [ ${#need[@]} -gt 0 ]; then
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"
@@ -111,7 +117,13 @@ build_agnhost_tree() {
   rm -rf "$root.new" && mkdir -p "$root.new"
   add_base "$root.new"
   add_busybox "$root.new"
-  add_dynamic "$root.new" curl dig bash socat ss
+  add_dynamic "$root.new" curl dig bash dash socat ss nc.openbsd
+  # /bin/sh is dash: Debian's busybox sh runs its own applets before what
+  # PATH finds (its nc has no -z or -u), where Alpine's finds PATH's.
+  ln -sf "$(command -v dash)" "$root.new/bin/sh"
+  # Alpine's netcat-openbsd (-z, -u, -v), not busybox's small nc.
+  [ -e "$root.new/bin/bash" ] || ln -s /usr/bin/bash "$root.new/bin/bash"
+  rm -f "$root.new/bin/nc" && ln -s /usr/bin/nc.openbsd "$root.new/bin/nc" && ln -s nc.openbsd "$root.new/usr/bin/nc"
   cp "$work/agnhost" "$root.new/agnhost"
   ln -s agnhost "$root.new/agnhost-2"
   cp "$src/porter/localhost.crt" "$src/porter/localhost.key" "$root.new/"
@@ -148,6 +160,7 @@ mkdir -p "$images"
 for ref in "${agnhost_refs[@]}"; do
   "$plainkube" image build --data-dir "$data_dir" --tag "$ref" --dir "$images/agnhost" --entrypoint /agnhost --cmd pause
 done
+"$plainkube" image build --data-dir "$data_dir" --tag "$glibc_dns_ref" --dir "$images/agnhost" --cmd sh
 "$plainkube" image build --data-dir "$data_dir" --tag "$busybox_ref" --dir "$images/busybox" --cmd sh
 for ref in "${nginx_refs[@]}"; do
   "$plainkube" image build --data-dir "$data_dir" --tag "$ref" --dir "$images/nginx" \

@@ -113,6 +113,10 @@ for _ in $(seq 1 120); do
   sleep 0.5
 done
 [ -n "$ready" ] || { echo "conformance: server did not become ready; see $run/server.log" >&2; tail -20 "$run/server.log" >&2; exit 1; }
+for _ in $(seq 1 120); do
+  [ -n "$(k get nodes -o name 2>/dev/null)" ] && break
+  sleep 0.5
+done
 k wait --for=condition=Ready node --all --timeout=120s >/dev/null
 
 hack/conformance-images.sh "$data" "$repo/bin/plainkube" >"$run/images.log" 2>&1 || {
