@@ -23,15 +23,16 @@
 #   /localhost.crt and /localhost.key; /uploads; user 1000
 #   (user-defined-in-image) in group 50000 (group-defined-in-image).
 #   Alpine's tools become Debian's busybox-static applets in /bin (sh, nc,
-#   wget, ip, nslookup, ...) plus the host's curl, dig, bash, dash (as
-#   /bin/sh), socat, ss and netcat-openbsd (as nc) copied with the shared
-#   libraries they load (Debian's glibc builds rather
+#   wget, ip, nslookup, ...) plus the host's curl, dig, bash (also as
+#   /bin/sh, see add_bash_sh), socat, ss and netcat-openbsd (as nc) copied
+#   with the shared libraries they load (Debian's glibc builds rather
 #   than Alpine's musl ones).
 # - registry.k8s.io/e2e-test-images/glibc-dns-testing:2.1.1 (Debian with
 #   dig, for the DNS specs' glibc prober): the agnhost tree above, whose dig
 #   and bash are Debian's glibc builds, with no entrypoint and CMD sh.
 # - registry.k8s.io/e2e-test-images/busybox:1.37.0-2: Debian's
-#   busybox-static (1.35) with a link for each of its applets, CMD sh.
+#   busybox-static (1.35) with a link for each of its applets and the host's
+#   bash as /bin/sh (see add_bash_sh), CMD sh.
 # - registry.k8s.io/e2e-test-images/nginx:1.27.0-2 and :1.28.0-2: busybox's
 #   httpd serving /usr/share/nginx/html (an index.html) on port 80, what the
 #   specs that use nginx expect of it; no nginx configuration or binary.
@@ -102,6 +103,17 @@ add_dynamic() {
   done
 }
 
+# add_bash_sh ROOT: the host's bash as /bin/sh and /bin/bash. Debian's
+# busybox 1.35 sh (as dash) drops environment variables whose names are not
+# shell identifiers ("data-1", which the specs' envFrom passes and `env`
+# must print) and runs its own applets before what PATH finds (its nc has
+# no -z or -u); upstream's busybox 1.37 and Alpine's sh do neither.
+add_bash_sh() {
+  add_dynamic "$1" bash
+  ln -sf "$(command -v bash)" "$1/bin/sh"
+  [ -e "$1/bin/bash" ] || ln -s "$(command -v bash)" "$1/bin/bash"
+}
+
 # add_base ROOT: /tmp, /etc/passwd and /etc/group.
 add_base() {
   mkdir -p "$1/tmp" "$1/etc" "$1/root"
@@ -117,12 +129,9 @@ build_agnhost_tree() {
   rm -rf "$root.new" && mkdir -p "$root.new"
   add_base "$root.new"
   add_busybox "$root.new"
-  add_dynamic "$root.new" curl dig bash dash socat ss nc.openbsd
-  # /bin/sh is dash: Debian's busybox sh runs its own applets before what
-  # PATH finds (its nc has no -z or -u), where Alpine's finds PATH's.
-  ln -sf "$(command -v dash)" "$root.new/bin/sh"
+  add_dynamic "$root.new" curl dig socat ss nc.openbsd
+  add_bash_sh "$root.new"
   # Alpine's netcat-openbsd (-z, -u, -v), not busybox's small nc.
-  [ -e "$root.new/bin/bash" ] || ln -s /usr/bin/bash "$root.new/bin/bash"
   rm -f "$root.new/bin/nc" && ln -s /usr/bin/nc.openbsd "$root.new/bin/nc" && ln -s nc.openbsd "$root.new/usr/bin/nc"
   cp "$work/agnhost" "$root.new/agnhost"
   ln -s agnhost "$root.new/agnhost-2"
@@ -139,6 +148,7 @@ build_busybox_tree() {
   rm -rf "$root.new" && mkdir -p "$root.new"
   add_base "$root.new"
   add_busybox "$root.new"
+  add_bash_sh "$root.new"
   rm -rf "$root" && mv "$root.new" "$root"
 }
 

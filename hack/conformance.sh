@@ -30,7 +30,8 @@
 # outside the cluster to 127.0.0.1:9, where nothing answers, never to the
 # host's resolver.
 #
-# Environment: CONFORMANCE_DIR (default /tmp/conformance), KEEP=1 to leave
+# Environment: CONFORMANCE_DIR (default /tmp/conformance), PLAINKUBE (a
+# plainkube binary to use instead of building bin/plainkube), KEEP=1 to leave
 # the run's data dir in place (the cluster is stopped all the same),
 # E2E_ARGS for more e2e.test flags (e.g. "--ginkgo.v").
 set -euo pipefail
@@ -47,15 +48,28 @@ if [ "$(id -u)" != 0 ]; then
   exit 1
 fi
 
-go build -o bin/plainkube ./cmd/plainkube
+plainkube=${PLAINKUBE:-}
+if [ -z "$plainkube" ]; then
+  go build -o bin/plainkube ./cmd/plainkube
+  plainkube=bin/plainkube
+fi
+plainkube=$(realpath "$plainkube")
+# The suite's version, stamped into kubectl and e2e.test as upstream's
+# release builds are (`kubectl version`, the suite's log).
+version=$(cd test/conformance && go list -m -f '{{.Version}}' k8s.io/kubernetes)
+minor=${version#v1.}; minor=${minor%%.*}
+ldflags=""
+for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+  ldflags+=" -X $pkg.gitVersion=$version -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
+done
 # kubectl at the suite's version, for the kubectl specs and this script.
 if [ ! -x "$work/kubectl" ]; then
-  (cd test/conformance && nice -n 19 go build -o "$work/kubectl" k8s.io/kubernetes/cmd/kubectl)
+  (cd test/conformance && nice -n 19 go build -ldflags "$ldflags" -o "$work/kubectl" k8s.io/kubernetes/cmd/kubectl)
 fi
 kubectl=$work/kubectl
 if [ ! -x "$work/e2e.test" ]; then
   echo "conformance: building e2e.test (upstream's e2e suite; long the first time)..." >&2
-  (cd test/conformance && nice -n 19 go test -c -o "$work/e2e.test.new" . && mv "$work/e2e.test.new" "$work/e2e.test")
+  (cd test/conformance && nice -n 19 go test -vet=off -ldflags "$ldflags" -c -o "$work/e2e.test.new" . && mv "$work/e2e.test.new" "$work/e2e.test")
 fi
 
 run=$(mktemp -d "$work/run-$(date -u +%Y%m%dT%H%M%S)-XXXX")
@@ -91,7 +105,7 @@ teardown() {
   fi
   # Whatever still runs from this run's data dir (containerd shims).
   for pid in $(pgrep -f -- "$data/" 2>/dev/null); do kill -KILL "$pid" 2>/dev/null; done
-  "$repo/bin/plainkube" cleanup --data-dir "$data" >"$run/cleanup.log" 2>&1 || cat "$run/cleanup.log" >&2
+  "$plainkube" cleanup --data-dir "$data" >"$run/cleanup.log" 2>&1 || cat "$run/cleanup.log" >&2
   # Mounts the node left under the data dir (pods' tmpfs volumes), latest first.
   awk -v d="$data/" 'index($5, d) == 1 {print $5}' /proc/self/mountinfo | sort -r | while read -r m; do umount -l "$m"; done
   if [ "${KEEP:-}" != 1 ]; then rm -rf "$data"; fi
@@ -100,7 +114,7 @@ teardown() {
 trap teardown EXIT
 trap 'exit 130' INT TERM
 
-"$repo/bin/plainkube" server --data-dir "$data" --port "$port" --bind-address 0.0.0.0 \
+"$plainkube" server --data-dir "$data" --port "$port" --bind-address 0.0.0.0 \
   --cluster-cidr 10.150.0.0/16 --dns-upstream 127.0.0.1:9 >"$run/server.log" 2>&1 9>&- &
 server_pid=$!
 
@@ -119,7 +133,7 @@ for _ in $(seq 1 120); do
 done
 k wait --for=condition=Ready node --all --timeout=120s >/dev/null
 
-hack/conformance-images.sh "$data" "$repo/bin/plainkube" >"$run/images.log" 2>&1 || {
+hack/conformance-images.sh "$data" "$plainkube" >"$run/images.log" 2>&1 || {
   echo "conformance: building the test images failed; see $run/images.log" >&2; tail -20 "$run/images.log" >&2; exit 1; }
 
 args=(--kubeconfig "$kubeconfig" --provider=skeleton --report-dir "$report" --e2e-output-dir "$run"

@@ -71,6 +71,14 @@ func outcome(c testCase) string {
 	return "passed"
 }
 
+// leafType is the node type Ginkgo puts before a spec's name in JUnit
+// ("[It] ", "[BeforeSuite] ").
+var leafType = regexp.MustCompile(`^\[(It|BeforeSuite|AfterSuite|SynchronizedBeforeSuite|SynchronizedAfterSuite|ReportBeforeSuite|ReportAfterSuite|DeferCleanup \([A-Za-z]+\))\] `)
+
+// specName is a case's name without its node type: the spec's full text,
+// what --ginkgo.focus matches.
+func specName(name string) string { return leafType.ReplaceAllString(name, "") }
+
 func main() {
 	if len(os.Args) < 2 {
 		fmt.Fprintln(os.Stderr, "usage: junitsummary REPORT.xml...")
@@ -123,7 +131,7 @@ func main() {
 				default:
 					t.failed++
 					total.failed++
-					failed = append(failed, c.Name)
+					failed = append(failed, specName(c.Name))
 				}
 				t.took += took
 				total.took += took
