@@ -30,16 +30,21 @@
 # - registry.k8s.io/e2e-test-images/glibc-dns-testing:2.1.1 (Debian with
 #   dig, for the DNS specs' glibc prober): the agnhost tree above, whose dig
 #   and bash are Debian's glibc builds, with no entrypoint and CMD sh.
-# - registry.k8s.io/e2e-test-images/busybox:1.37.0-2: Debian's
+# - registry.k8s.io/e2e-test-images/busybox:1.37.0-2 (and :1.36.1-1, which a
+#   few specs name directly, the same image): Debian's
 #   busybox-static (1.35) with a link for each of its applets and the host's
 #   bash as /bin/sh (see add_bash_sh), CMD sh.
 # - registry.k8s.io/e2e-test-images/nginx:1.27.0-2 and :1.28.0-2: busybox's
 #   httpd serving /usr/share/nginx/html (an index.html) on port 80, what the
 #   specs that use nginx expect of it; no nginx configuration or binary.
+# - registry.k8s.io/e2e-test-images/sample-apiserver:1.29.2: k8s.io/sample-apiserver
+#   at the suite's version (v0.37.2), as /sample-apiserver, its entrypoint.
+# - registry.k8s.io/etcd:3.7.0-0: etcd's server v3.7.0 (test/conformance/etcd)
+#   as /usr/local/bin/etcd.
 # - registry.k8s.io/pause:3.10.2: plainkube's own pause image
 #   (plainkube.dev/pause:3.10), tagged under upstream's name.
 #
-# Not provided yet: sample-apiserver (the aggregator spec), nonroot, kitten,
+# Not provided yet: nonroot (it needs an image USER), kitten,
 # nautilus, resource-consumer, volume servers; specs
 # using them fail to start their pods (ErrImageNeverPull / pull errors).
 set -euo pipefail
@@ -54,10 +59,12 @@ socket=$data_dir/node/containerd/containerd.sock
 
 e2e_registry=registry.k8s.io/e2e-test-images
 agnhost_refs=("$e2e_registry/agnhost:2.66.1" "$e2e_registry/agnhost:2.55")
-busybox_ref=$e2e_registry/busybox:1.37.0-2
+busybox_refs=("$e2e_registry/busybox:1.37.0-2" "$e2e_registry/busybox:1.36.1-1")
 glibc_dns_ref=$e2e_registry/glibc-dns-testing:2.1.1
 nginx_refs=("$e2e_registry/nginx:1.27.0-2" "$e2e_registry/nginx:1.28.0-2")
 pause_ref=registry.k8s.io/pause:3.10.2
+sample_apiserver_ref=$e2e_registry/sample-apiserver:1.29.2
+etcd_ref=registry.k8s.io/etcd:3.7.0-0
 
 # Host tools the images copy. Debian packages, installed when missing.
 need=()
@@ -162,19 +169,44 @@ build_nginx_tree() {
   rm -rf "$root" && mv "$root.new" "$root"
 }
 
+build_sample_apiserver_tree() {
+  local root=$images/sample-apiserver
+  [ -x "$work/sample-apiserver" ] || (cd "$module" && CGO_ENABLED=0 nice -n 19 go build -o "$work/sample-apiserver" k8s.io/sample-apiserver)
+  rm -rf "$root.new" && mkdir -p "$root.new"
+  add_base "$root.new"
+  cp "$work/sample-apiserver" "$root.new/sample-apiserver"
+  rm -rf "$root" && mv "$root.new" "$root"
+}
+
+build_etcd_tree() {
+  local root=$images/etcd
+  [ -x "$work/etcd" ] || (cd "$module" && CGO_ENABLED=0 nice -n 19 go build -o "$work/etcd" ./etcd)
+  rm -rf "$root.new" && mkdir -p "$root.new/usr/local/bin"
+  add_base "$root.new"
+  add_busybox "$root.new"
+  cp "$work/etcd" "$root.new/usr/local/bin/etcd"
+  rm -rf "$root" && mv "$root.new" "$root"
+}
+
 mkdir -p "$images"
 [ -d "$images/agnhost" ] || build_agnhost_tree
 [ -d "$images/busybox" ] || build_busybox_tree
 [ -d "$images/nginx" ] || build_nginx_tree
+[ -d "$images/sample-apiserver" ] || build_sample_apiserver_tree
+[ -d "$images/etcd" ] || build_etcd_tree
 
 for ref in "${agnhost_refs[@]}"; do
   "$plainkube" image build --data-dir "$data_dir" --tag "$ref" --dir "$images/agnhost" --entrypoint /agnhost --cmd pause
 done
 "$plainkube" image build --data-dir "$data_dir" --tag "$glibc_dns_ref" --dir "$images/agnhost" --cmd sh
-"$plainkube" image build --data-dir "$data_dir" --tag "$busybox_ref" --dir "$images/busybox" --cmd sh
+for ref in "${busybox_refs[@]}"; do
+  "$plainkube" image build --data-dir "$data_dir" --tag "$ref" --dir "$images/busybox" --cmd sh
+done
 for ref in "${nginx_refs[@]}"; do
   "$plainkube" image build --data-dir "$data_dir" --tag "$ref" --dir "$images/nginx" \
     --entrypoint "/bin/httpd -f -p 80 -h /usr/share/nginx/html"
 done
+"$plainkube" image build --data-dir "$data_dir" --tag "$sample_apiserver_ref" --dir "$images/sample-apiserver" --entrypoint /sample-apiserver
+"$plainkube" image build --data-dir "$data_dir" --tag "$etcd_ref" --dir "$images/etcd" --entrypoint /usr/local/bin/etcd
 # The node imports its pause image when its containerd starts.
 ctr --address "$socket" --namespace k8s.io images tag --force plainkube.dev/pause:3.10 "$pause_ref"
