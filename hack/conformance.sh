@@ -22,7 +22,7 @@
 # 3. builds and imports the test images under their upstream names
 #    (hack/conformance-images.sh says what stands in for what);
 # 4. runs e2e.test (provider skeleton) with its JUnit report in the run's
-#    report/ folder and its output in e2e.log, then prints the summary;
+#    report/ folder and its output in e2e-*.log, then prints the summary;
 # 5. stops the server and removes what its node left (`plainkube cleanup`).
 #
 # Network: the e2e suite talks only to the API server at 127.0.0.1 and, from
@@ -33,7 +33,8 @@
 # Environment: CONFORMANCE_DIR (default /tmp/conformance), PLAINKUBE (a
 # plainkube binary to use instead of building bin/plainkube), KEEP=1 to leave
 # the run's data dir in place (the cluster is stopped all the same),
-# E2E_ARGS for more e2e.test flags (e.g. "--ginkgo.v").
+# E2E_ARGS for more e2e.test flags, PARALLEL=N to run the specs that are not
+# [Serial] on N Ginkgo processes (then the [Serial] ones alone).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$(pwd)
@@ -70,6 +71,12 @@ kubectl=$work/kubectl
 if [ ! -x "$work/e2e.test" ]; then
   echo "conformance: building e2e.test (upstream's e2e suite; long the first time)..." >&2
   (cd test/conformance && nice -n 19 go test -vet=off -ldflags "$ldflags" -c -o "$work/e2e.test.new" . && mv "$work/e2e.test.new" "$work/e2e.test")
+fi
+
+# The ginkgo CLI runs e2e.test on several processes (PARALLEL).
+ginkgo=$work/ginkgo
+if [ "${PARALLEL:-1}" -gt 1 ] && [ ! -x "$ginkgo" ]; then
+  (cd test/conformance && go build -o "$ginkgo" github.com/onsi/ginkgo/v2/ginkgo)
 fi
 
 run=$(mktemp -d "$work/run-$(date -u +%Y%m%dT%H%M%S)-XXXX")
@@ -136,28 +143,54 @@ k wait --for=condition=Ready node --all --timeout=120s >/dev/null
 hack/conformance-images.sh "$data" "$plainkube" >"$run/images.log" 2>&1 || {
   echo "conformance: building the test images failed; see $run/images.log" >&2; tail -20 "$run/images.log" >&2; exit 1; }
 
-args=(--kubeconfig "$kubeconfig" --provider=skeleton --report-dir "$report" --e2e-output-dir "$run"
-  --kubectl-path "$kubectl" --repo-root "$repo/test/conformance" --disable-log-dump
-  --ginkgo.label-filter=Conformance --ginkgo.timeout=6h --ginkgo.no-color -test.timeout=0)
-if [ -n "$focus" ]; then args+=("--ginkgo.focus=$focus"); else args+=('--ginkgo.focus=\[Conformance\]'); fi
-if [ -n "$skip" ]; then args+=("--ginkgo.skip=$skip"); fi
+common=(--kubeconfig "$kubeconfig" --provider=skeleton --report-dir "$report" --e2e-output-dir "$run"
+  --kubectl-path "$kubectl" --repo-root "$repo/test/conformance" --disable-log-dump)
 # shellcheck disable=SC2206 # E2E_ARGS is a list of flags
-args+=(${E2E_ARGS:-})
+common+=(${E2E_ARGS:-})
+[ -n "$focus" ] || focus='\[Conformance\]'
 
-echo "conformance: running e2e.test ${args[*]}" >&2
-echo "conformance: its output: $run/e2e.log" >&2
-start=$(date +%s)
-set +e
-(cd "$run" && "$work/e2e.test" "${args[@]}") >"$run/e2e.log" 2>&1 9>&-
-e2e_rc=$?
-set -e
-echo "conformance: e2e.test exited $e2e_rc after $(($(date +%s) - start))s" >&2
+# run_specs NAME LABEL_FILTER NODES: one e2e.test run of the specs the
+# label filter, FOCUS and SKIP select, on NODES Ginkgo processes (more
+# than one through the ginkgo CLI), its JUnit report report/junit_NAME01.xml.
+run_specs() {
+  local name=$1 labels=$2 nodes=$3 rc
+  local filter=(focus="$focus" label-filter="$labels" timeout=6h no-color)
+  [ -z "$skip" ] || filter+=(skip="$skip")
+  local cmd=()
+  if [ "$nodes" -gt 1 ]; then
+    cmd=("$ginkgo" "--nodes=$nodes")
+    for f in "${filter[@]}"; do cmd+=("--$f"); done
+    cmd+=("$work/e2e.test" -- "${common[@]}" --report-prefix "$name")
+  else
+    cmd=("$work/e2e.test" "${common[@]}" --report-prefix "$name" -test.timeout=0)
+    for f in "${filter[@]}"; do cmd+=("--ginkgo.$f"); done
+  fi
+  echo "conformance: ${cmd[*]}" >&2
+  echo "conformance: its output: $run/e2e-$name.log" >&2
+  local start=$SECONDS
+  set +e
+  (cd "$run" && "${cmd[@]}") >"$run/e2e-$name.log" 2>&1 9>&-
+  rc=$?
+  set -e
+  echo "conformance: $name specs: exit $rc after $((SECONDS - start))s" >&2
+  return "$rc"
+}
+
+e2e_rc=0
+if [ "${PARALLEL:-1}" -gt 1 ]; then
+  # As upstream's CI: what may share the cluster in parallel, then the
+  # [Serial] specs alone.
+  run_specs parallel 'Conformance && !Serial' "$PARALLEL" || e2e_rc=$?
+  run_specs serial 'Conformance && Serial' 1 || e2e_rc=$?
+else
+  run_specs all Conformance 1 || e2e_rc=$?
+fi
 
 shopt -s nullglob
 reports=("$report"/junit*.xml)
 if [ ${#reports[@]} -eq 0 ]; then
-  echo "conformance: no JUnit report was written; the end of $run/e2e.log:" >&2
-  tail -30 "$run/e2e.log" >&2
+  echo "conformance: no JUnit report was written; the end of its output:" >&2
+  tail -30 "$run"/e2e-*.log >&2
   exit 1
 fi
 (cd test/conformance && go run ./junitsummary "${reports[@]}") | tee "$run/summary.txt"

@@ -243,6 +243,7 @@ replace (
 )
 
 tool (
+	github.com/onsi/ginkgo/v2/ginkgo
 	k8s.io/kubernetes/cmd/kubectl
 	k8s.io/kubernetes/test/images/agnhost
 	k8s.io/sample-apiserver
