@@ -131,7 +131,11 @@ func main() {
 				default:
 					t.failed++
 					total.failed++
-					failed = append(failed, specName(c.Name))
+					name := specName(c.Name)
+					if c.Status != "" && c.Status != "failed" {
+						name += " (" + c.Status + ")" // panicked, interrupted, timedout
+					}
+					failed = append(failed, name)
 				}
 				t.took += took
 				total.took += took
