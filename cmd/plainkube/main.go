@@ -166,6 +166,7 @@ func runServer(args []string) error {
 		opts.Components = append(opts.Components, func(ctx context.Context, env server.ComponentEnv) error {
 			return controllermanager.Run(ctx, env.ConfigAs(auth.ControllerManagerUser()), controllermanager.Options{RootCA: env.CAPEM, LeaderElect: true,
 				NodeMonitorGracePeriod: *nodeGrace, ClusterCIDR: podRange, SigningCA: &csrsigning.CA{Cert: env.CACert, Key: env.CAKey},
+				KubeletServingCA: &csrsigning.CA{Cert: env.KubeletServingCACert, Key: env.KubeletServingCAKey}, ServiceCIDRs: []netip.Prefix{serviceRange},
 				Informers: env.Informers, Controllers: controllers, ServiceAccountConfig: env.ServiceAccountConfig})
 		})
 	}
@@ -282,6 +283,9 @@ func runControllerManager(args []string) error {
 	leaderElect := fs.Bool("leader-elect", true, "act only while holding the kube-system/kube-controller-manager Lease")
 	signingCert := fs.String("cluster-signing-cert-file", "", "PEM CA certificate that signs approved certificate signing requests (with --cluster-signing-key-file)")
 	signingKey := fs.String("cluster-signing-key-file", "", "PEM private key of --cluster-signing-cert-file")
+	servingCert := fs.String("cluster-signing-kubelet-serving-cert-file", "", "PEM CA certificate that signs approved kubernetes.io/kubelet-serving requests (with --cluster-signing-kubelet-serving-key-file): a CA of its own, which only the API server trusts for node agents (plainkube server's DATA/pki/kubelet-serving-ca.crt); without it those requests are not signed")
+	servingKey := fs.String("cluster-signing-kubelet-serving-key-file", "", "PEM private key of --cluster-signing-kubelet-serving-cert-file")
+	serviceCIDR := fs.String("service-cluster-ip-range", "10.96.0.0/12", "the cluster's Service range: nodes' serving certificates may not name its addresses")
 	controllersFlag := fs.String("controllers", "*", controllermanager.ControllersFlagUsage())
 	fs.Parse(args)
 	controllers, err := controllermanager.ParseControllers(*controllersFlag)
@@ -296,24 +300,45 @@ func runControllerManager(args []string) error {
 	if (*signingCert == "") != (*signingKey == "") {
 		return errors.New("--cluster-signing-cert-file and --cluster-signing-key-file go together")
 	}
-	if *signingCert != "" {
-		certPEM, err := os.ReadFile(*signingCert)
+	if (*servingCert == "") != (*servingKey == "") {
+		return errors.New("--cluster-signing-kubelet-serving-cert-file and --cluster-signing-kubelet-serving-key-file go together")
+	}
+	if o.SigningCA, err = readSigningCA(*signingCert, *signingKey); err != nil {
+		return err
+	}
+	if o.KubeletServingCA, err = readSigningCA(*servingCert, *servingKey); err != nil {
+		return err
+	}
+	for _, r := range strings.Split(*serviceCIDR, ",") {
+		p, err := netip.ParsePrefix(strings.TrimSpace(r))
 		if err != nil {
-			return err
+			return fmt.Errorf("--service-cluster-ip-range: %w", err)
 		}
-		keyPEM, err := os.ReadFile(*signingKey)
-		if err != nil {
-			return err
-		}
-		cert, key, err := pki.ParseCA(certPEM, keyPEM)
-		if err != nil {
-			return err
-		}
-		o.SigningCA = &csrsigning.CA{Cert: cert, Key: key}
+		o.ServiceCIDRs = append(o.ServiceCIDRs, p)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	return controllermanager.Run(ctx, cfg, o)
+}
+
+// readSigningCA reads a CA's certificate and key files (none given: nil).
+func readSigningCA(certFile, keyFile string) (*csrsigning.CA, error) {
+	if certFile == "" {
+		return nil, nil
+	}
+	certPEM, err := os.ReadFile(certFile)
+	if err != nil {
+		return nil, err
+	}
+	keyPEM, err := os.ReadFile(keyFile)
+	if err != nil {
+		return nil, err
+	}
+	cert, key, err := pki.ParseCA(certPEM, keyPEM)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", certFile, err)
+	}
+	return &csrsigning.CA{Cert: cert, Key: key}, nil
 }
 
 // runAgent joins this host to a cluster: TLS bootstrap with the token,

@@ -43,7 +43,8 @@ type Config struct {
 	// Version is served at /version.
 	Version VersionInfo
 	// KubeletClient reaches node agents' APIs; it presents the API
-	// server's client certificate and trusts the cluster CA. It is lent to
+	// server's client certificate and trusts only the CA of node agents'
+	// serving certificates (the kubelet-serving CA). It is lent to
 	// resources' handlers (registry.API: pods/log, exec, nodes/proxy,
 	// metrics.k8s.io…). Nil: those answer 501 or leave the node out.
 	KubeletClient *http.Client

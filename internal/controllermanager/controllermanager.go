@@ -44,6 +44,15 @@ type Options struct {
 	// CA, as upstream's --cluster-signing-cert-file/--cluster-signing-key-file);
 	// without it the CSR signing controller does not run.
 	SigningCA *csrsigning.CA
+	// KubeletServingCA signs approved kubernetes.io/kubelet-serving
+	// requests (upstream's --cluster-signing-kubelet-serving-cert-file/
+	// -key-file); SigningCA never does, so without it they stay unsigned
+	// (see package csrsigning).
+	KubeletServingCA *csrsigning.CA
+	// ServiceCIDRs are the cluster's Service ranges, whose addresses the
+	// CSR approver refuses in nodes' serving certificates (nil:
+	// 10.96.0.0/12).
+	ServiceCIDRs []netip.Prefix
 	// Informers is the informer factory the controllers take their Pod and
 	// Node informers from, shared with the process's other components (the
 	// scheduler) so that every pod and node is held in memory once. Nil: Run makes

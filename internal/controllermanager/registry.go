@@ -71,7 +71,7 @@ var Registry = []Registration{
 	{nodeipam.Name, "node-ipam-controller", "node-controller", newNodeIPAM, true},
 	{servicelb.Name, "service-lb-controller", "service-lb-controller", sharing(servicelb.New, func(c *servicelb.Controller, s *reconcile.SharedInformers) { c.Informers = s }), true},
 	{podgc.Name, "pod-garbage-collector-controller", "pod-garbage-collector", sharing(podgc.New, func(c *podgc.Controller, s *reconcile.SharedInformers) { c.Informers = s }), true},
-	{csrapproving.Name, "certificatesigningrequest-approving-controller", "certificate-controller", sharing(csrapproving.New, func(c *csrapproving.Controller, s *reconcile.SharedInformers) { c.Informers = s }), true},
+	{csrapproving.Name, "certificatesigningrequest-approving-controller", "certificate-controller", newCSRApproving, true},
 	{csrcleaner.Name, "certificatesigningrequest-cleaner-controller", "certificate-controller", plain(csrcleaner.New), true},
 	{csrsigning.Name, "certificatesigningrequest-signing-controller", "certificate-controller", newCSRSigning, true},
 	{rootcacert.Name, "root-ca-certificate-publisher-controller", "root-ca-cert-publisher", newRootCACert, true},
@@ -181,7 +181,17 @@ func newCSRSigning(cfg *rest.Config, o Options) (reconcile.Controller, error) {
 	if o.SigningCA == nil {
 		return nil, nil
 	}
-	return csrsigning.New(cfg, *o.SigningCA)
+	return csrsigning.New(cfg, *o.SigningCA, o.KubeletServingCA)
+}
+
+// newCSRApproving refuses serving certificates for the Service ranges.
+func newCSRApproving(cfg *rest.Config, o Options) (reconcile.Controller, error) {
+	c, err := csrapproving.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	c.Informers, c.ServiceCIDRs = o.Informers, o.ServiceCIDRs
+	return c, nil
 }
 
 // newRootCACert needs the root CA to publish.

@@ -35,8 +35,9 @@ type Options struct {
 	// global unicast IPv4 address, else 127.0.0.1).
 	NodeIP string
 	// IssueServingCert, when set, turns on the agent's HTTPS API (container
-	// logs for the API server) on APIPort: it signs the API's serving
-	// certificate with the cluster CA. Clients must present a certificate
+	// logs for the API server) on APIPort: it gives the API's serving
+	// certificate, from the kubelet-serving CA (which only the API server
+	// trusts, see package pki). Clients must present a certificate
 	// signed by ClientCA (PEM). It is called once the Node is registered
 	// (a joined agent's issuer asks for a kubelet-serving CSR, which is
 	// approved for the Node's own addresses; see package tlsbootstrap).

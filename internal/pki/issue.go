@@ -52,32 +52,62 @@ func (b *Bundle) IssueClientCert(user string, groups []string) (certPEM, keyPEM 
 }
 
 // IssueServingCert signs a serving certificate (ExtKeyUsage ServerAuth) for
-// the given SANs, valid for LeafValidity, with a new P-256 key. Its CN is the
-// first DNS name, else the first IP.
+// the given SANs with the cluster CA, valid for LeafValidity, with a new
+// P-256 key. Its CN is the first DNS name, else the first IP.
 func (b *Bundle) IssueServingCert(dnsNames []string, ips []net.IP) (certPEM, keyPEM []byte, err error) {
+	cn, err := servingCN(dnsNames, ips)
+	if err != nil {
+		return nil, nil, err
+	}
+	return b.issueServing(cn, dnsNames, ips)
+}
+
+// IssueKubeletServingCert is IssueServingCert signed by the kubelet-serving
+// CA instead (see Bundle.KubeletServingCACert): a node agent's serving
+// certificate, as the kubelet-serving signer issues them.
+func (b *Bundle) IssueKubeletServingCert(dnsNames []string, ips []net.IP) (certPEM, keyPEM []byte, err error) {
+	cn, err := servingCN(dnsNames, ips)
+	if err != nil {
+		return nil, nil, err
+	}
+	return b.issueWith(b.KubeletServingCACert, b.KubeletServingCAKey, servingTemplate(cn, dnsNames, ips))
+}
+
+// servingCN is a serving certificate's CN: the first DNS name, else the
+// first IP.
+func servingCN(dnsNames []string, ips []net.IP) (string, error) {
 	switch {
 	case len(dnsNames) > 0:
-		return b.issueServing(dnsNames[0], dnsNames, ips)
+		return dnsNames[0], nil
 	case len(ips) > 0:
-		return b.issueServing(ips[0].String(), dnsNames, ips)
+		return ips[0].String(), nil
 	}
-	return nil, nil, errors.New("pki: serving certificate needs at least one SAN")
+	return "", errors.New("pki: serving certificate needs at least one SAN")
 }
 
 func (b *Bundle) issueServing(cn string, dnsNames []string, ips []net.IP) (certPEM, keyPEM []byte, err error) {
-	return b.issue(&x509.Certificate{
+	return b.issue(servingTemplate(cn, dnsNames, ips))
+}
+
+func servingTemplate(cn string, dnsNames []string, ips []net.IP) *x509.Certificate {
+	return &x509.Certificate{
 		Subject:     pkix.Name{CommonName: cn},
 		DNSNames:    dnsNames,
 		IPAddresses: ips,
 		KeyUsage:    x509.KeyUsageDigitalSignature,
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	})
+	}
 }
 
-// issue fills in serial and validity (capped at the CA's expiry), signs tmpl
-// with the CA for a new key, and returns both as PEM.
+// issue signs tmpl with the cluster CA (see issueWith).
 func (b *Bundle) issue(tmpl *x509.Certificate) (certPEM, keyPEM []byte, err error) {
-	if b.CACert == nil || b.CAKey == nil {
+	return b.issueWith(b.CACert, b.CAKey, tmpl)
+}
+
+// issueWith fills in serial and validity (capped at the CA's expiry),
+// signs tmpl with ca for a new key, and returns both as PEM.
+func (b *Bundle) issueWith(ca *x509.Certificate, caKey crypto.Signer, tmpl *x509.Certificate) (certPEM, keyPEM []byte, err error) {
+	if ca == nil || caKey == nil {
 		return nil, nil, errors.New("pki: bundle has no CA")
 	}
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -90,11 +120,11 @@ func (b *Bundle) issue(tmpl *x509.Certificate) (certPEM, keyPEM []byte, err erro
 	now := b.clock()
 	tmpl.NotBefore = now.Add(-backdate)
 	tmpl.NotAfter = now.Add(LeafValidity)
-	if tmpl.NotAfter.After(b.CACert.NotAfter) {
-		tmpl.NotAfter = b.CACert.NotAfter
+	if tmpl.NotAfter.After(ca.NotAfter) {
+		tmpl.NotAfter = ca.NotAfter
 	}
 	tmpl.BasicConstraintsValid = true
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, b.CACert, key.Public(), b.CAKey)
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, key.Public(), caKey)
 	if err != nil {
 		return nil, nil, fmt.Errorf("pki: signing certificate for %q: %w", tmpl.Subject.CommonName, err)
 	}
@@ -105,9 +135,9 @@ func (b *Bundle) issue(tmpl *x509.Certificate) (certPEM, keyPEM []byte, err erro
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), keyPEM, nil
 }
 
-// newCA returns a self-signed CA certificate (CN plainkube-ca, valid
-// CAValidity) and its key, as PEM.
-func newCA(now time.Time) (certPEM, keyPEM []byte, err error) {
+// newCA returns a self-signed CA certificate (CN cn, valid CAValidity)
+// and its key, as PEM.
+func newCA(cn string, now time.Time) (certPEM, keyPEM []byte, err error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, nil, fmt.Errorf("pki: %w", err)
@@ -118,7 +148,7 @@ func newCA(now time.Time) (certPEM, keyPEM []byte, err error) {
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber:          serial,
-		Subject:               pkix.Name{CommonName: CACommonName},
+		Subject:               pkix.Name{CommonName: cn},
 		NotBefore:             now.Add(-backdate),
 		NotAfter:              now.Add(CAValidity),
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,

@@ -17,22 +17,28 @@ import (
 
 // File names under the PKI directory.
 const (
-	caCertFile      = "ca.crt"
-	caKeyFile       = "ca.key"
-	servingCertFile = "apiserver.crt"
-	servingKeyFile  = "apiserver.key"
-	adminCertFile   = "admin.crt"
-	adminKeyFile    = "admin.key"
-	saKeyFile       = "sa.key"
-	saPubFile       = "sa.pub"
+	caCertFile = "ca.crt"
+	caKeyFile  = "ca.key"
+	// The kubelet-serving CA signs node agents' serving certificates only
+	// (upstream's --cluster-signing-kubelet-serving-cert-file/key-file).
+	kubeletServingCACertFile = "kubelet-serving-ca.crt"
+	kubeletServingCAKeyFile  = "kubelet-serving-ca.key"
+	servingCertFile          = "apiserver.crt"
+	servingKeyFile           = "apiserver.key"
+	adminCertFile            = "admin.crt"
+	adminKeyFile             = "admin.key"
+	saKeyFile                = "sa.key"
+	saPubFile                = "sa.pub"
 )
 
 // Names in the issued certificates.
 const (
-	CACommonName      = "plainkube-ca"
-	ServingCommonName = "kube-apiserver"
-	AdminUser         = "kubernetes-admin"
-	AdminGroup        = "system:masters"
+	CACommonName = "plainkube-ca"
+	// KubeletServingCACommonName names the kubelet-serving CA.
+	KubeletServingCACommonName = "plainkube-kubelet-serving-ca"
+	ServingCommonName          = "kube-apiserver"
+	AdminUser                  = "kubernetes-admin"
+	AdminGroup                 = "system:masters"
 )
 
 // Validity periods. Leaf certificates with less than RenewBefore left are
@@ -48,6 +54,17 @@ type Bundle struct {
 	CACert *x509.Certificate
 	CAKey  crypto.Signer
 	CAPEM  []byte
+
+	// The kubelet-serving CA (certificate, key, certificate PEM) signs the
+	// node agents' serving certificates (the kubernetes.io/kubelet-serving
+	// signer) and nothing else. Only the API
+	// server trusts it, for its connections to node agents; clients of
+	// the API server (kubeconfigs, kube-root-ca.crt, cluster-info) trust
+	// CACert alone, so a certificate a node can obtain never verifies as
+	// the API server's.
+	KubeletServingCACert *x509.Certificate
+	KubeletServingCAKey  crypto.Signer
+	KubeletServingCAPEM  []byte
 
 	// The API server's serving certificate and key (PEM).
 	ServingCertPEM, ServingKeyPEM []byte
@@ -77,8 +94,10 @@ var (
 	interfaceAddrs = net.InterfaceAddrs
 )
 
-// LoadOrCreate loads dir/{ca.crt,ca.key,apiserver.crt,apiserver.key,
-// admin.crt,admin.key,sa.key,sa.pub} and creates what is missing.
+// LoadOrCreate loads dir/{ca.crt,ca.key,kubelet-serving-ca.crt,
+// kubelet-serving-ca.key,apiserver.crt,apiserver.key,admin.crt,admin.key,
+// sa.key,sa.pub} and creates what is missing (a directory made before the
+// kubelet-serving CA existed gets one at its next start).
 //
 // The serving certificate's SANs are DNS localhost, kubernetes,
 // kubernetes.default, kubernetes.default.svc,
@@ -90,7 +109,7 @@ var (
 // certificate) lacks a requested SAN. sa.pub is rewritten from sa.key when
 // missing or stale.
 //
-// If only one of ca.crt and ca.key exists, or the CA has expired,
+// If only one of a CA's certificate and key exists, or the CA has expired,
 // LoadOrCreate fails rather than replace the CA. Keys are written 0600,
 // certificates 0644, and dir is made 0700.
 func LoadOrCreate(dir string, opts Options) (*Bundle, error) {
@@ -105,7 +124,12 @@ func LoadOrCreate(dir string, opts Options) (*Bundle, error) {
 		return nil, fmt.Errorf("pki: %w", err)
 	}
 	b := &Bundle{now: now}
-	if err := b.loadOrCreateCA(dir); err != nil {
+	var err error
+	if b.CACert, b.CAKey, b.CAPEM, err = loadOrCreateCA(dir, caCertFile, caKeyFile, CACommonName, b.clock()); err != nil {
+		return nil, err
+	}
+	if b.KubeletServingCACert, b.KubeletServingCAKey, b.KubeletServingCAPEM, err = loadOrCreateCA(dir,
+		kubeletServingCACertFile, kubeletServingCAKeyFile, KubeletServingCACommonName, b.clock()); err != nil {
 		return nil, err
 	}
 
@@ -142,46 +166,47 @@ func (b *Bundle) clock() time.Time {
 	return b.now()
 }
 
-func (b *Bundle) loadOrCreateCA(dir string) error {
-	certPEM, certErr := os.ReadFile(filepath.Join(dir, caCertFile))
-	keyPEM, keyErr := os.ReadFile(filepath.Join(dir, caKeyFile))
+// loadOrCreateCA loads the CA in dir/certFile and dir/keyFile, creating
+// a new one named cn when neither file exists.
+func loadOrCreateCA(dir, certFile, keyFile, cn string, now time.Time) (*x509.Certificate, crypto.Signer, []byte, error) {
+	certPEM, certErr := os.ReadFile(filepath.Join(dir, certFile))
+	keyPEM, keyErr := os.ReadFile(filepath.Join(dir, keyFile))
 	switch {
 	case errors.Is(certErr, fs.ErrNotExist) && errors.Is(keyErr, fs.ErrNotExist):
 		var err error
-		if certPEM, keyPEM, err = newCA(b.clock()); err != nil {
-			return err
+		if certPEM, keyPEM, err = newCA(cn, now); err != nil {
+			return nil, nil, nil, err
 		}
-		if err := writeFile(filepath.Join(dir, caKeyFile), keyPEM, 0o600); err != nil {
-			return err
+		if err := writeFile(filepath.Join(dir, keyFile), keyPEM, 0o600); err != nil {
+			return nil, nil, nil, err
 		}
-		if err := writeFile(filepath.Join(dir, caCertFile), certPEM, 0o644); err != nil {
-			return err
+		if err := writeFile(filepath.Join(dir, certFile), certPEM, 0o644); err != nil {
+			return nil, nil, nil, err
 		}
 	case certErr != nil:
-		return fmt.Errorf("pki: CA: %w", certErr)
+		return nil, nil, nil, fmt.Errorf("pki: %s: %w", certFile, certErr)
 	case keyErr != nil:
-		return fmt.Errorf("pki: CA: %w", keyErr)
+		return nil, nil, nil, fmt.Errorf("pki: %s: %w", keyFile, keyErr)
 	}
 	pair, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
-		return fmt.Errorf("pki: CA in %s: %w", dir, err)
+		return nil, nil, nil, fmt.Errorf("pki: CA %s in %s: %w", certFile, dir, err)
 	}
 	signer, ok := pair.PrivateKey.(crypto.Signer)
 	if !ok {
-		return fmt.Errorf("pki: CA key in %s is not a signer", dir)
+		return nil, nil, nil, fmt.Errorf("pki: CA key %s in %s is not a signer", keyFile, dir)
 	}
 	ca, err := leaf(pair)
 	if err != nil {
-		return fmt.Errorf("pki: CA in %s: %w", dir, err)
+		return nil, nil, nil, fmt.Errorf("pki: CA %s in %s: %w", certFile, dir, err)
 	}
 	if !ca.IsCA {
-		return fmt.Errorf("pki: %s is not a CA certificate", filepath.Join(dir, caCertFile))
+		return nil, nil, nil, fmt.Errorf("pki: %s is not a CA certificate", filepath.Join(dir, certFile))
 	}
-	if now := b.clock(); now.After(ca.NotAfter) {
-		return fmt.Errorf("pki: CA in %s expired at %s; remove the directory to start a new cluster PKI", dir, ca.NotAfter.Format(time.RFC3339))
+	if now.After(ca.NotAfter) {
+		return nil, nil, nil, fmt.Errorf("pki: CA %s in %s expired at %s; remove the directory to start a new cluster PKI", certFile, dir, ca.NotAfter.Format(time.RFC3339))
 	}
-	b.CACert, b.CAKey, b.CAPEM = ca, signer, certPEM
-	return nil
+	return ca, signer, certPEM, nil
 }
 
 // loadOrIssueLeaf returns the certificate and key in certFile/keyFile if they

@@ -20,7 +20,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 )
 
-var allFiles = []string{caCertFile, caKeyFile, servingCertFile, servingKeyFile, adminCertFile, adminKeyFile, saKeyFile, saPubFile}
+var allFiles = []string{caCertFile, caKeyFile, kubeletServingCACertFile, kubeletServingCAKeyFile, servingCertFile, servingKeyFile, adminCertFile, adminKeyFile, saKeyFile, saPubFile}
 
 func parseCert(t *testing.T, data []byte) *x509.Certificate {
 	t.Helper()
@@ -354,6 +354,74 @@ func TestIssueServingCert(t *testing.T) {
 	}
 	if _, _, err := b.IssueServingCert(nil, nil); err == nil {
 		t.Error("serving cert without SANs issued")
+	}
+}
+
+// TestKubeletServingCA: node agents' serving certificates come from a CA of
+// their own, which the cluster CA's clients do not trust, and a data
+// directory made before it existed gets one at its next start, keeping the
+// cluster CA and what it signed.
+func TestKubeletServingCA(t *testing.T) {
+	dir := t.TempDir()
+	b1, err := LoadOrCreate(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sca := b1.KubeletServingCACert
+	if !sca.IsCA || sca.Subject.CommonName != KubeletServingCACommonName || sca.Equal(b1.CACert) ||
+		b1.KubeletServingCAKey.Public().(interface{ Equal(crypto.PublicKey) bool }).Equal(b1.CAKey.Public()) {
+		t.Fatalf("kubelet-serving CA %q (IsCA %v) is not a CA of its own", sca.Subject.CommonName, sca.IsCA)
+	}
+	certPEM, keyPEM, err := b1.IssueKubeletServingCert([]string{"node-1"}, []net.IP{net.ParseIP("192.0.2.7")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tls.X509KeyPair(certPEM, keyPEM); err != nil {
+		t.Fatal(err)
+	}
+	c := parseCert(t, certPEM)
+	servingRoots, clusterRoots := x509.NewCertPool(), x509.NewCertPool()
+	servingRoots.AddCert(sca)
+	clusterRoots.AddCert(b1.CACert)
+	if _, err := c.Verify(x509.VerifyOptions{Roots: servingRoots, DNSName: "192.0.2.7"}); err != nil {
+		t.Errorf("against the kubelet-serving CA: %v", err)
+	}
+	if _, err := c.Verify(x509.VerifyOptions{Roots: clusterRoots, DNSName: "node-1"}); err == nil {
+		t.Error("a node's serving certificate verifies against the cluster CA")
+	}
+	if bytes.Contains(b1.CAPEM, b1.KubeletServingCAPEM) {
+		t.Error("the cluster CA PEM carries the kubelet-serving CA")
+	}
+
+	// An older directory: no kubelet-serving CA yet.
+	for _, f := range []string{kubeletServingCACertFile, kubeletServingCAKeyFile} {
+		if err := os.Remove(filepath.Join(dir, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b2, err := LoadOrCreate(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(b2.CAPEM, b1.CAPEM) || !bytes.Equal(b2.ServingCertPEM, b1.ServingCertPEM) || !bytes.Equal(b2.AdminCertPEM, b1.AdminCertPEM) {
+		t.Error("the cluster CA or its certificates changed when the kubelet-serving CA was added")
+	}
+	if b2.KubeletServingCACert == nil || b2.KubeletServingCACert.Equal(sca) {
+		t.Fatal("no new kubelet-serving CA")
+	}
+	b3, err := LoadOrCreate(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !b3.KubeletServingCACert.Equal(b2.KubeletServingCACert) {
+		t.Error("kubelet-serving CA replaced on reload")
+	}
+	// Half of it is an error, as for the cluster CA.
+	if err := os.Remove(filepath.Join(dir, kubeletServingCAKeyFile)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadOrCreate(dir, Options{}); err == nil {
+		t.Error("a kubelet-serving CA without its key was accepted")
 	}
 }
 

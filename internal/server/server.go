@@ -113,13 +113,16 @@ type ComponentEnv struct {
 	CAPEM []byte
 	// URL is the API server's HTTPS address.
 	URL string
-	// IssueServingCert signs a serving certificate with the cluster CA (for
-	// a node agent's API).
+	// IssueServingCert signs a node agent's serving certificate with the
+	// kubelet-serving CA (for the server's own node, which needs no CSR).
 	IssueServingCert func(dnsNames []string, ips []net.IP) (certPEM, keyPEM []byte, err error)
-	// CACert and CAKey are the cluster CA, for the controller manager's
-	// CSR signer.
-	CACert *x509.Certificate
-	CAKey  crypto.Signer
+	// CACert and CAKey are the cluster CA, KubeletServingCACert and
+	// KubeletServingCAKey the kubelet-serving CA (pki.Bundle), for the
+	// controller manager's CSR signer.
+	CACert               *x509.Certificate
+	CAKey                crypto.Signer
+	KubeletServingCACert *x509.Certificate
+	KubeletServingCAKey  crypto.Signer
 	// Informers is one informer factory for every component of this
 	// process, so that what several of them watch (pods) is held in memory
 	// once. It reads as the controller manager, as upstream's
@@ -367,7 +370,8 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		return nil, err
 	}
 	env := ComponentEnv{ConfigAs: s.ConfigAs, AdminConfig: s.LoopbackConfig(), CAPEM: bundle.CAPEM, URL: s.URL,
-		IssueServingCert: bundle.IssueServingCert, CACert: bundle.CACert, CAKey: bundle.CAKey,
+		IssueServingCert: bundle.IssueKubeletServingCert, CACert: bundle.CACert, CAKey: bundle.CAKey,
+		KubeletServingCACert: bundle.KubeletServingCACert, KubeletServingCAKey: bundle.KubeletServingCAKey,
 		Informers: reconcile.NewSharedInformers(ctx, informerClient)}
 	for _, run := range opts.Components {
 		go func() {
@@ -463,7 +467,9 @@ func startCompactor(ctx context.Context, st storage.Interface, log *slog.Logger)
 func (s *Server) Wait() { <-s.stopped }
 
 // kubeletClientFor is the API server's client for node agents' APIs: a
-// client certificate in system:masters, trusting only the cluster CA.
+// client certificate of the cluster CA in system:masters, trusting only
+// the kubelet-serving CA (a node's serving certificate, for the address
+// dialled, is the only one it accepts; see pki.Bundle).
 func kubeletClientFor(b *pki.Bundle) (*http.Client, error) {
 	certPEM, keyPEM, err := b.IssueClientCert("kube-apiserver-kubelet-client", []string{auth.GroupMasters})
 	if err != nil {
@@ -474,7 +480,7 @@ func kubeletClientFor(b *pki.Bundle) (*http.Client, error) {
 		return nil, err
 	}
 	pool := x509.NewCertPool()
-	pool.AddCert(b.CACert)
+	pool.AddCert(b.KubeletServingCACert)
 	return &http.Client{Transport: &http.Transport{
 		TLSClientConfig:     &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool, MinVersion: tls.VersionTLS12},
 		MaxIdleConnsPerHost: 16,

@@ -115,6 +115,23 @@ spec:
 	if out := c.must("exec", "on-joined", "--", "echo", "exec-on-the-joined-node"); strings.TrimSpace(out) != "exec-on-the-joined-node" {
 		t.Fatalf("kubectl exec on the joined node: %q", out)
 	}
+	// Its serving certificate is the kubelet-serving CA's, which the API
+	// server trusts for it, not the cluster CA clients trust.
+	servingCA, err := os.ReadFile(filepath.Join(c.dataDir, "pki", "kubelet-serving-ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	servingPEM, err := os.ReadFile(filepath.Join(agentDir, "pki", "kubelet-serving.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	serving, err := pki.ParseCertPEM(servingPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sca, err := pki.ParseCertPEM(servingCA); err != nil || serving.CheckSignatureFrom(sca) != nil || serving.CheckSignatureFrom(ca) == nil {
+		t.Fatalf("the joined node's serving certificate (issuer %s) is not the kubelet-serving CA's alone (%v)", serving.Issuer, err)
+	}
 	// A restart needs no token: the kept credentials are reused, no new
 	// request is made, and the node keeps serving its pod's log.
 	agent.stop(t)

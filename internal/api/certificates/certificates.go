@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"slices"
 	"strings"
 
@@ -165,4 +166,37 @@ func NodeAddresses(node *corev1.Node) (names map[string]bool, ips []net.IP) {
 		}
 	}
 	return names, ips
+}
+
+// ReservedServingName returns the first SAN of req that no node may have
+// in a serving certificate, and why: a DNS name of the API server's own
+// Service (kubernetes, kubernetes.default, kubernetes.default.svc and
+// kubernetes.default.svc.<any cluster domain>), a wildcard, or an IP in
+// one of serviceCIDRs (the API server's ClusterIP among them). "" when
+// there is none. A node writes its own addresses, so the approver cannot
+// take them as proof of anything; these it refuses whatever the node says.
+func ReservedServingName(req *x509.CertificateRequest, serviceCIDRs []netip.Prefix) (san, why string) {
+	for _, n := range req.DNSNames {
+		name := strings.TrimSuffix(strings.ToLower(n), ".")
+		switch {
+		case name == "kubernetes" || name == "kubernetes.default" || name == "kubernetes.default.svc" ||
+			strings.HasPrefix(name, "kubernetes.default.svc."):
+			return n, "is a name of the API server's Service"
+		case strings.Contains(name, "*"):
+			return n, "is a wildcard"
+		}
+	}
+	for _, ip := range req.IPAddresses {
+		a, ok := netip.AddrFromSlice(ip)
+		if !ok {
+			continue
+		}
+		a = a.Unmap()
+		for _, cidr := range serviceCIDRs {
+			if cidr.Contains(a) {
+				return ip.String(), "is in the Service range " + cidr.String()
+			}
+		}
+	}
+	return "", ""
 }

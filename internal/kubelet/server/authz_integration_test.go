@@ -73,6 +73,9 @@ func TestAgentAPIAuthorization(t *testing.T) {
 	}
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(env.CAPEM)
+	// The agent's serving certificate is the kubelet-serving CA's.
+	servingPool := x509.NewCertPool()
+	servingPool.AddCert(env.KubeletServingCACert)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -106,11 +109,42 @@ func TestAgentAPIAuthorization(t *testing.T) {
 		t.Fatalf("nodes/proxy/metrics: %v: %.2000s", err, body)
 	}
 
+	// An agent serving a certificate of the cluster CA (as nodes had before
+	// the kubelet-serving CA, or one a node obtained for the API server's
+	// names) is not trusted by the API server's kubelet client.
+	oldCert, oldKey, err := ca.IssueServingCert([]string{"n2"}, []net.IP{net.ParseIP("127.0.0.1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldPair, err := tls.X509KeyPair(oldCert, oldKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln2, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go kubeletserver.ServeListener(ctx, ln2, &tls.Config{Certificates: []tls.Certificate{oldPair}, ClientAuth: tls.VerifyClientCertIfGiven, ClientCAs: pool},
+		kubeletserver.NewAuth("n2", agentClient).Wrap(h), slog.Default())
+	n2 := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n2"}}
+	if n2, err = admin.CoreV1().Nodes().Create(ctx, n2, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	n2.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "127.0.0.1"}}
+	n2.Status.DaemonEndpoints.KubeletEndpoint.Port = int32(ln2.Addr().(*net.TCPAddr).Port)
+	if _, err := admin.CoreV1().Nodes().UpdateStatus(ctx, n2, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if body, err := admin.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes/n2/proxy/pods").DoRaw(ctx); err == nil ||
+		!strings.Contains(string(body), "certificate signed by unknown authority") {
+		t.Fatalf("an agent with a cluster-CA serving certificate was trusted: %v: %.500s", err, body)
+	}
+
 	// Directly, with client certificates of the cluster CA.
 	bearer := ""
 	get := func(user string, groups []string, path string) (int, string) {
 		t.Helper()
-		tc := &tls.Config{RootCAs: pool}
+		tc := &tls.Config{RootCAs: servingPool}
 		if user != "" {
 			c, k, err := ca.IssueClientCert(user, groups)
 			if err != nil {

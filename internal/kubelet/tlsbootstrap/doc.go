@@ -1,7 +1,8 @@
 // Package tlsbootstrap joins a node agent to a cluster the upstream way
 // (kubelet TLS bootstrap): from a server URL and a bootstrap token to a
-// client certificate of its own, and a serving certificate for its API,
-// both signed by the cluster CA through CertificateSigningRequests.
+// client certificate of its own, signed by the cluster CA, and a serving
+// certificate for its API, signed by the kubelet-serving CA (which only
+// the API server trusts), both through CertificateSigningRequests.
 //
 // Bootstrap:
 //
@@ -21,7 +22,10 @@
 // ServingIssuer is the agent's Options.IssueServingCert for a joined node:
 // as the node it asks for a kubelet-serving certificate for those of the
 // requested SANs that are the Node's name or addresses, reusing the kept
-// <DataDir>/pki/kubelet-serving.{crt,key} while it still covers them.
+// <DataDir>/pki/kubelet-serving.{crt,key} while it still covers them and
+// is not signed by the cluster CA (one that is was issued before the
+// server had a kubelet-serving CA, and the API server no longer accepts
+// it: the agent asks again at its next start).
 // RotateClient renews the client certificate at 70-90% of its lifetime, as
 // upstream's certificate manager; the serving certificate is replaced at
 // the next start once it is about to expire.

@@ -110,8 +110,8 @@ func Bootstrap(ctx context.Context, o Options) (*Credentials, error) {
 		return nil, fmt.Errorf("cluster CA: %w", err)
 	}
 	user := NodeUserPrefix + o.NodeName
-	_, _, ok := kept(dir, clientFile, clientFile, ca, func(c *x509.Certificate) bool {
-		return c.Subject.CommonName == user && slices.Contains(c.Subject.Organization, NodesGroup)
+	_, _, ok := kept(dir, clientFile, clientFile, func(c *x509.Certificate) bool {
+		return signedBy(c, ca) && c.Subject.CommonName == user && slices.Contains(c.Subject.Organization, NodesGroup)
 	})
 	if ok {
 		log.Info("using the kept client certificate", "user", user)
@@ -298,8 +298,12 @@ func ServingIssuer(cfg *rest.Config, caPEM []byte, dataDir, nodeName string, log
 			return nil, nil, fmt.Errorf("none of the serving certificate's names is the node's name or address")
 		}
 		dir := filepath.Join(dataDir, "pki")
-		if certPEM, keyPEM, ok := kept(dir, servingCertFile, servingKeyFile, ca, func(c *x509.Certificate) bool {
-			return sameNames(c.DNSNames, dnsNames) && sameIPs(c.IPAddresses, ips)
+		// A serving certificate comes from the kubelet-serving CA, which
+		// the node does not know (only the API server trusts it); one
+		// the cluster CA signed is from a server that did not have it
+		// yet, and that server's API no longer accepts it: ask anew.
+		if certPEM, keyPEM, ok := kept(dir, servingCertFile, servingKeyFile, func(c *x509.Certificate) bool {
+			return !signedBy(c, ca) && sameNames(c.DNSNames, dnsNames) && sameIPs(c.IPAddresses, ips)
 		}); ok {
 			return certPEM, keyPEM, nil
 		}
@@ -397,7 +401,7 @@ func requestCertificate(ctx context.Context, cs kubernetes.Interface, timeout ti
 		}
 		select {
 		case <-ctx.Done():
-			return nil, nil, fmt.Errorf("certificate signing request %s was not signed in %s (is the controller manager running with the cluster CA? `kubectl certificate approve %s` approves it by hand)", created.Name, timeout, created.Name)
+			return nil, nil, fmt.Errorf("certificate signing request %s was not signed in %s (is the controller manager running with the cluster CA, and for a serving certificate the kubelet-serving CA? `kubectl certificate approve %s` approves it by hand)", created.Name, timeout, created.Name)
 		case <-t.C:
 		}
 	}
@@ -408,9 +412,9 @@ func publicKeyMatches(c *x509.Certificate, key *ecdsa.PrivateKey) bool {
 	return ok && pub.Equal(&key.PublicKey)
 }
 
-// kept returns the certificate and key in dir if they are a pair that
-// chains to ca, is valid for minRemaining more, and ok accepts.
-func kept(dir, certFile, keyFile string, ca *x509.Certificate, ok func(*x509.Certificate) bool) ([]byte, []byte, bool) {
+// kept returns the certificate and key in dir if they are a pair that is
+// valid for minRemaining more and ok accepts.
+func kept(dir, certFile, keyFile string, ok func(*x509.Certificate) bool) ([]byte, []byte, bool) {
 	certPEM, err1 := os.ReadFile(filepath.Join(dir, certFile))
 	keyPEM, err2 := os.ReadFile(filepath.Join(dir, keyFile))
 	if err1 != nil || err2 != nil {
@@ -421,15 +425,18 @@ func kept(dir, certFile, keyFile string, ca *x509.Certificate, ok func(*x509.Cer
 		return nil, nil, false
 	}
 	c, err := x509.ParseCertificate(pair.Certificate[0])
-	if err != nil || time.Until(c.NotAfter) < minRemaining {
+	if err != nil || time.Until(c.NotAfter) < minRemaining || !ok(c) {
 		return nil, nil, false
 	}
+	return certPEM, keyPEM, true
+}
+
+// signedBy reports whether c chains to ca.
+func signedBy(c, ca *x509.Certificate) bool {
 	roots := x509.NewCertPool()
 	roots.AddCert(ca)
-	if _, err := c.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}}); err != nil {
-		return nil, nil, false
-	}
-	return certPEM, keyPEM, ok(c)
+	_, err := c.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}})
+	return err == nil
 }
 
 func keep(dir, certFile, keyFile string, certPEM, keyPEM []byte) error {

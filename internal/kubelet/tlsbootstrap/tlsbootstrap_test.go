@@ -15,14 +15,17 @@ import (
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"plainkube.dev/plainkube/internal/controller/certificates/csrapproving"
 	"plainkube.dev/plainkube/internal/controller/certificates/csrsigning"
 	"plainkube.dev/plainkube/internal/controller/controllertest"
 	"plainkube.dev/plainkube/internal/kubelet/tlsbootstrap"
+	"plainkube.dev/plainkube/internal/pki"
 	"plainkube.dev/plainkube/internal/server"
 )
 
@@ -40,7 +43,8 @@ func startServer(t *testing.T) *server.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	signer, err := csrsigning.New(s.LoopbackConfig(), csrsigning.CA{Cert: s.PKI.CACert, Key: s.PKI.CAKey})
+	signer, err := csrsigning.New(s.LoopbackConfig(), csrsigning.CA{Cert: s.PKI.CACert, Key: s.PKI.CAKey},
+		&csrsigning.CA{Cert: s.PKI.KubeletServingCACert, Key: s.PKI.KubeletServingCAKey})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,8 +119,8 @@ func TestJoin(t *testing.T) {
 	if len(leaf.DNSNames) != 1 || leaf.DNSNames[0] != "n2" || len(leaf.IPAddresses) != 1 || !leaf.IPAddresses[0].Equal(net.ParseIP("127.0.0.1")) {
 		t.Fatalf("serving certificate SANs %v %v", leaf.DNSNames, leaf.IPAddresses)
 	}
-	if leaf.CheckSignatureFrom(s.PKI.CACert) != nil {
-		t.Fatal("serving certificate not signed by the cluster CA")
+	if leaf.CheckSignatureFrom(s.PKI.KubeletServingCACert) != nil || leaf.CheckSignatureFrom(s.PKI.CACert) == nil {
+		t.Fatal("serving certificate not signed by the kubelet-serving CA alone")
 	}
 
 	// A restart reuses what is kept: no token, no new requests.
@@ -189,6 +193,134 @@ func TestJoin(t *testing.T) {
 	if _, err := kubernetes.NewForConfigOrDie(creds.Config).CoreV1().Nodes().Get(ctx, "n2", metav1.GetOptions{}); err != nil {
 		t.Fatalf("the node's client after renewal: %v", err)
 	}
+}
+
+// TestServingCertificateTrust: a joined node that writes the API server's
+// names and ClusterIP into its own status gets its serving request for
+// them denied; the serving certificate it can get verifies against the
+// kubelet-serving CA only, not against the CA every client of the API
+// server trusts; and a serving certificate kept from before the server had
+// a kubelet-serving CA (signed by the cluster CA) is asked for anew.
+func TestServingCertificateTrust(t *testing.T) {
+	s := startServer(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	creds, err := tlsbootstrap.Bootstrap(ctx, tlsbootstrap.Options{Server: s.JoinURL, Token: s.JoinToken.Token, CACertHash: s.CAHash,
+		DataDir: dir, NodeName: "evil", Logger: controllertest.Logger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	asNode := kubernetes.NewForConfigOrDie(creds.Config)
+	node, err := asNode.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "evil"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "127.0.0.1"},
+		{Type: corev1.NodeInternalIP, Address: "10.96.0.1"}, {Type: corev1.NodeHostName, Address: "kubernetes.default.svc"}}
+	if _, err := asNode.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	issue := tlsbootstrap.ServingIssuer(creds.Config, creds.CAPEM, dir, "evil", controllertest.Logger(t))
+	for _, tc := range []struct {
+		names []string
+		ips   []net.IP
+		want  string
+	}{
+		{[]string{"evil", "kubernetes.default.svc"}, []net.IP{net.ParseIP("127.0.0.1")}, "kubernetes.default.svc is a name of the API server's Service"},
+		{[]string{"evil"}, []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("10.96.0.1")}, "10.96.0.1 is in the Service range 10.96.0.0/12"},
+	} {
+		if _, _, err := issue(tc.names, tc.ips); err == nil || !strings.Contains(err.Error(), "Denied: ReservedSubjectAltName") ||
+			!strings.Contains(err.Error(), tc.want) {
+			t.Fatalf("serving certificate for %v %v: %v, want it denied because %s", tc.names, tc.ips, err, tc.want)
+		}
+	}
+	csrs, err := kubernetes.NewForConfigOrDie(s.LoopbackConfig()).CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range csrs.Items {
+		if c.Spec.SignerName == "kubernetes.io/kubelet-serving" && (len(c.Status.Certificate) > 0 || !hasCondition(c.Status.Conditions, "Denied")) {
+			t.Fatalf("serving request %s: %+v", c.Name, c.Status)
+		}
+	}
+
+	// What it can get: its own name and address, from the kubelet-serving CA.
+	certPEM, _, err := issue([]string{"evil"}, []net.IP{net.ParseIP("127.0.0.1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, err := pki.ParseCertPEM(certPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	servingRoots := x509.NewCertPool()
+	servingRoots.AddCert(s.PKI.KubeletServingCACert)
+	if _, err := leaf.Verify(x509.VerifyOptions{Roots: servingRoots, DNSName: "127.0.0.1"}); err != nil {
+		t.Fatalf("against the kubelet-serving CA: %v", err)
+	}
+	// The CAs clients of the API server trust: the admin kubeconfig's,
+	// cluster-info's (what joining nodes pin), and a joined node's.
+	admin, err := clientcmd.LoadFromFile(s.KubeconfigPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := kubernetes.NewForConfigOrDie(s.LoopbackConfig()).CoreV1().ConfigMaps("kube-public").Get(ctx, "cluster-info", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	infoConfig, err := clientcmd.Load([]byte(info.Data["kubeconfig"]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	trusted := map[string][]byte{"joined node": creds.CAPEM}
+	for name, c := range admin.Clusters {
+		trusted["admin kubeconfig "+name] = c.CertificateAuthorityData
+	}
+	for name, c := range infoConfig.Clusters {
+		trusted["cluster-info "+name] = c.CertificateAuthorityData
+	}
+	for what, caPEM := range trusted {
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(caPEM) {
+			t.Fatalf("%s: no CA", what)
+		}
+		if _, err := leaf.Verify(x509.VerifyOptions{Roots: pool}); err == nil {
+			t.Errorf("a node's serving certificate verifies against the CA of the %s", what)
+		}
+		if pool.Equal(servingRoots) || strings.Contains(string(caPEM), string(s.PKI.KubeletServingCAPEM)) {
+			t.Errorf("the %s trusts the kubelet-serving CA", what)
+		}
+	}
+
+	// A serving certificate of the cluster CA kept from an older server.
+	oldCert, oldKey, err := s.PKI.IssueServingCert([]string{"evil"}, []net.IP{net.ParseIP("127.0.0.1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for f, b := range map[string][]byte{"kubelet-serving.crt": oldCert, "kubelet-serving.key": oldKey} {
+		if err := os.WriteFile(filepath.Join(dir, "pki", f), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	renewed, _, err := issue([]string{"evil"}, []net.IP{net.ParseIP("127.0.0.1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(renewed) == string(oldCert) {
+		t.Fatal("the cluster CA's serving certificate was kept")
+	}
+	if c, _ := pki.ParseCertPEM(renewed); c == nil || c.CheckSignatureFrom(s.PKI.KubeletServingCACert) != nil {
+		t.Fatal("the new serving certificate is not the kubelet-serving CA's")
+	}
+}
+
+func hasCondition(conds []certificatesv1.CertificateSigningRequestCondition, t string) bool {
+	for _, c := range conds {
+		if string(c.Type) == t {
+			return true
+		}
+	}
+	return false
 }
 
 func contains(list []string, v string) bool {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"strings"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -26,7 +27,14 @@ const Name = "csrapproving"
 // Controller is the CSR approving controller.
 type Controller struct {
 	controller.Base
+	// ServiceCIDRs are the cluster's Service ranges, whose addresses a
+	// node's serving certificate may not name (nil: DefaultServiceCIDR).
+	ServiceCIDRs []netip.Prefix
 }
+
+// DefaultServiceCIDR is the Service range assumed when none is given
+// (plainkube server's --service-cidr default).
+var DefaultServiceCIDR = netip.MustParsePrefix("10.96.0.0/12")
 
 var _ reconcile.Controller = (*Controller)(nil)
 
@@ -67,6 +75,10 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 			return keys
 		})
 	log := b.Logger()
+	serviceCIDRs := c.ServiceCIDRs
+	if len(serviceCIDRs) == 0 {
+		serviceCIDRs = []netip.Prefix{DefaultServiceCIDR}
+	}
 	observe := func(ctx context.Context, name string) (State, bool, error) {
 		csr, err := csrLister.Get(name)
 		if apierrors.IsNotFound(err) {
@@ -75,7 +87,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		if err != nil {
 			return State{}, false, err
 		}
-		st := State{CSR: csr}
+		st := State{CSR: csr, ServiceCIDRs: serviceCIDRs}
 		if !undecided(csr) {
 			return st, true, nil
 		}
@@ -112,10 +124,13 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 				for _, why := range p.NotApproved {
 					log.Debug("request not approved", "csr", st.CSR.Name, "reason", why)
 				}
+				if p.Deny != "" {
+					return reconcile.Result{}, c.decide(ctx, log, st.CSR, certificatesv1.CertificateDenied, DeniedReason, p.Deny)
+				}
 				if p.Approve == Unrecognised {
 					return reconcile.Result{}, nil
 				}
-				return reconcile.Result{}, c.approve(ctx, log, st.CSR, p.Approve)
+				return reconcile.Result{}, c.decide(ctx, log, st.CSR, certificatesv1.CertificateApproved, "AutoApproved", p.Approve.message())
 			}}.Reconcile
 	})
 }
@@ -125,17 +140,22 @@ func undecided(csr *certificatesv1.CertificateSigningRequest) bool {
 	return len(csr.Status.Certificate) == 0 && !certificates.Decided(csr)
 }
 
-// approve adds the Approved condition for kind to csr.
-func (c *Controller) approve(ctx context.Context, log *slog.Logger, csr *certificatesv1.CertificateSigningRequest, kind Kind) error {
+// decide adds an Approved or Denied condition to csr.
+func (c *Controller) decide(ctx context.Context, log *slog.Logger, csr *certificatesv1.CertificateSigningRequest,
+	decision certificatesv1.RequestConditionType, reason, message string) error {
 	upd := csr.DeepCopy()
 	upd.Status.Conditions = append(upd.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
-		Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: "AutoApproved", Message: kind.message(),
+		Type: decision, Status: corev1.ConditionTrue, Reason: reason, Message: message,
 	})
 	if _, err := c.Client.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, csr.Name, upd, metav1.UpdateOptions{}); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
-		return fmt.Errorf("approving %s: %w", csr.Name, err)
+		return fmt.Errorf("adding the %s condition to %s: %w", decision, csr.Name, err)
+	}
+	if decision == certificatesv1.CertificateDenied {
+		log.Warn("denied certificate signing request", "csr", csr.Name, "requester", csr.Spec.Username, "signer", csr.Spec.SignerName, "reason", message)
+		return nil
 	}
 	log.Info("approved certificate signing request", "csr", csr.Name, "requester", csr.Spec.Username, "signer", csr.Spec.SignerName)
 	return nil

@@ -81,11 +81,24 @@ func TestApproval(t *testing.T) {
 	}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// A node that reports the API server's name and ClusterIP as its own
+	// (a node writes its own status).
+	liarClient := as(t, cfg, nodeUser("liar"))
+	liar, err := liarClient.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "liar"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	liar.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.1.2.4"}, {Type: corev1.NodeInternalIP, Address: "10.96.0.1"},
+		{Type: corev1.NodeHostName, Address: "kubernetes.default.svc"}}
+	if _, err := liarClient.CoreV1().Nodes().UpdateStatus(ctx, liar, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 
 	type outcome int
 	const (
 		pending outcome = iota
 		approved
+		denied
 		// refused: NodeRestriction refuses the create (a node asks only
 		// for its own certificates), before the approver could see it.
 		refused
@@ -118,6 +131,15 @@ func TestApproval(t *testing.T) {
 		{"node serving certificate for a foreign name", n1,
 			request(t, certificatesv1.KubeletServingSignerName, &x509.CertificateRequest{Subject: nodesSubject("n1"),
 				DNSNames: []string{"kubernetes.default"}}, servingUsages...), pending},
+		{"serving certificate for kubernetes.default.svc, which the node reports", liarClient,
+			request(t, certificatesv1.KubeletServingSignerName, &x509.CertificateRequest{Subject: nodesSubject("liar"),
+				DNSNames: []string{"liar", "kubernetes.default.svc"}, IPAddresses: []net.IP{net.ParseIP("10.1.2.4")}}, servingUsages...), denied},
+		{"serving certificate for the API server's ClusterIP, which the node reports", liarClient,
+			request(t, certificatesv1.KubeletServingSignerName, &x509.CertificateRequest{Subject: nodesSubject("liar"),
+				DNSNames: []string{"liar"}, IPAddresses: []net.IP{net.ParseIP("10.96.0.1")}}, servingUsages...), denied},
+		{"that node's serving certificate for its own name and address", liarClient,
+			request(t, certificatesv1.KubeletServingSignerName, &x509.CertificateRequest{Subject: nodesSubject("liar"),
+				DNSNames: []string{"liar"}, IPAddresses: []net.IP{net.ParseIP("10.1.2.4")}}, servingUsages...), approved},
 		{"serving certificate for another node", n2,
 			request(t, certificatesv1.KubeletServingSignerName, &x509.CertificateRequest{Subject: nodesSubject("n1"),
 				DNSNames: []string{"n1"}}, servingUsages...), refused},
@@ -146,23 +168,30 @@ func TestApproval(t *testing.T) {
 		}
 		names[i] = got.Name
 	}
-	approvedOf := func(name string) (bool, string) {
+	conditionOf := func(name string, typ certificatesv1.RequestConditionType) (bool, string) {
 		csr, err := admin.CertificatesV1().CertificateSigningRequests().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, c := range csr.Status.Conditions {
-			if c.Type == certificatesv1.CertificateApproved {
+			if c.Type == typ {
 				return true, c.Reason
 			}
 		}
 		return false, ""
 	}
+	approvedOf := func(name string) (bool, string) { return conditionOf(name, certificatesv1.CertificateApproved) }
 	for i, tc := range tests {
-		if tc.want == approved {
+		switch tc.want {
+		case approved:
 			controllertest.Eventually(t, tc.name+" approved", func() (bool, error) {
 				ok, reason := approvedOf(names[i])
 				return ok && reason == "AutoApproved", nil
+			})
+		case denied:
+			controllertest.Eventually(t, tc.name+" denied", func() (bool, error) {
+				ok, reason := conditionOf(names[i], certificatesv1.CertificateDenied)
+				return ok && reason == csrapproving.DeniedReason, nil
 			})
 		}
 	}

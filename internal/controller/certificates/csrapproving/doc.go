@@ -19,6 +19,16 @@
 //     DNS names its name or its Hostname/InternalDNS/ExternalDNS addresses,
 //     IPs its InternalIP/ExternalIP addresses (read from the Node, so a node
 //     asks after it registered). Node changes requeue that node's requests.
+//     A node writes those addresses itself, so they vouch for nothing: such
+//     a certificate is signed by the kubelet-serving CA, which only the API
+//     server trusts, never by the cluster CA its clients trust (package
+//     csrsigning says why). As a second guard, a node's serving request
+//     naming what belongs to the API server — kubernetes,
+//     kubernetes.default, kubernetes.default.svc,
+//     kubernetes.default.svc.<domain>, a wildcard, or an address in the
+//     Service ranges (ServiceCIDRs; its ClusterIP among them) — is denied
+//     (reason ReservedSubjectAltName, the message naming the SAN), whatever
+//     the node reports, so the node's agent sees why at once.
 //
 // Anything else is left pending for an administrator (kubectl certificate
 // approve), as upstream does. Approval goes through the /approval

@@ -2,6 +2,7 @@ package csrapproving
 
 import (
 	"crypto/x509"
+	"net/netip"
 	"slices"
 	"strings"
 
@@ -12,27 +13,38 @@ import (
 
 // State is what one look at a request sees: the request; its parsed
 // certificate request (or why it does not parse); for a serving request
-// the node it names (nil: not registered); for the client kinds, what
+// the node it names (nil: not registered) and the cluster's Service
+// ranges (whose addresses no node may name); for the client kinds, what
 // SubjectAccessReviews answered, asked in order of preference until one
 // allowed.
 type State struct {
-	CSR      *certificatesv1.CertificateSigningRequest
-	Request  *x509.CertificateRequest
-	ParseErr error
-	Node     *corev1.Node
-	Allowed  map[Kind]bool
+	CSR          *certificatesv1.CertificateSigningRequest
+	Request      *x509.CertificateRequest
+	ParseErr     error
+	Node         *corev1.Node
+	ServiceCIDRs []netip.Prefix
+	Allowed      map[Kind]bool
 }
 
 // Plan is the kind to approve the request as (Unrecognised: none), and
-// why recognised kinds were not approved.
+// why recognised kinds were not approved; or, for a node's serving request
+// naming what no node may (certificates.ReservedServingName), the message
+// to deny it with.
 type Plan struct {
 	Approve     Kind
 	NotApproved []string
+	Deny        string
 }
+
+// DeniedReason is the reason of the Denied condition of a node's serving
+// request naming a reserved name or address.
+const DeniedReason = "ReservedSubjectAltName"
 
 // plan approves an undecided request as the first kind it is recognised
 // as that is allowed: a client kind its SubjectAccessReview allows, a
-// serving request whose SANs are the node's own name and addresses.
+// serving request whose SANs are the node's own name and addresses and
+// none of them reserved (a serving request with a reserved SAN is denied:
+// what the node reports about itself does not make it the API server).
 func plan(st State) Plan {
 	var p Plan
 	if !undecided(st.CSR) {
@@ -44,6 +56,10 @@ func plan(st State) Plan {
 	}
 	for _, kind := range Recognize(st.CSR, st.Request) {
 		if kind == NodeServing {
+			if san, why := certificates.ReservedServingName(st.Request, st.ServiceCIDRs); san != "" {
+				p.Deny = "subjectAltName " + san + " " + why + ": no node may have a serving certificate for it"
+				return p
+			}
 			if st.Node == nil {
 				p.NotApproved = append(p.NotApproved, "the node has not registered yet")
 				continue

@@ -39,7 +39,9 @@ const (
 	minDuration = 10 * time.Minute
 )
 
-// Signers are the signer names this controller signs for.
+// Signers are the signer names this controller signs for:
+// kubernetes.io/kubelet-serving with the kubelet-serving CA only, the
+// others with the cluster CA.
 var Signers = []string{
 	certificatesv1.KubeAPIServerClientSignerName,
 	certificatesv1.KubeAPIServerClientKubeletSignerName,
@@ -61,21 +63,41 @@ type Controller struct {
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
 
-	ca CA
+	// cas is the CA of each signer signed for.
+	cas map[string]CA
 }
 
 var _ reconcile.Controller = (*Controller)(nil)
 
-// New builds the controller's client from cfg; ca signs.
-func New(cfg *rest.Config, ca CA) (*Controller, error) {
+// New builds the controller's client from cfg. ca (the cluster CA) signs
+// for every signer of Signers but kubernetes.io/kubelet-serving, which
+// kubeletServing signs; with kubeletServing nil, kubelet-serving requests
+// are left to another signer: the cluster CA never signs them (see the
+// package documentation).
+func New(cfg *rest.Config, ca CA, kubeletServing *CA) (*Controller, error) {
 	if ca.Cert == nil || ca.Key == nil {
 		return nil, errors.New("csrsigning: a CA certificate and key are required")
+	}
+	cas := map[string]CA{}
+	for _, s := range Signers {
+		if s != certificatesv1.KubeletServingSignerName {
+			cas[s] = ca
+		}
+	}
+	if kubeletServing != nil {
+		if kubeletServing.Cert == nil || kubeletServing.Key == nil {
+			return nil, errors.New("csrsigning: the kubelet-serving CA needs a certificate and key")
+		}
+		if kubeletServing.Cert.Equal(ca.Cert) {
+			return nil, errors.New("csrsigning: the kubelet-serving CA must not be the cluster CA (clients of the API server would trust node serving certificates)")
+		}
+		cas[certificatesv1.KubeletServingSignerName] = *kubeletServing
 	}
 	base, err := controller.NewBase(Name, cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &Controller{Base: base, ca: ca}, nil
+	return &Controller{Base: base, cas: cas}, nil
 }
 
 // Check applies the signer's own checks to a request; ok is false for
@@ -213,7 +235,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	inf := b.Informers().Certificates().V1().CertificateSigningRequests()
 	lister := inf.Lister()
 	b.Watches(inf.Informer(), controller.Added|controller.Updated, func(_, obj any) []string {
-		if csr, ok := obj.(*certificatesv1.CertificateSigningRequest); ok && toSign(csr) {
+		if csr, ok := obj.(*certificatesv1.CertificateSigningRequest); ok && toSign(csr, c.cas) {
 			return []string{csr.Name}
 		}
 		return nil
@@ -237,7 +259,7 @@ func (c *Controller) sync(ctx context.Context, log *slog.Logger, get func(string
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	p := plan(csr, max)
+	p := plan(csr, c.cas, max)
 	upd := csr.DeepCopy()
 	switch {
 	case p.Fail != "":
@@ -249,7 +271,7 @@ func (c *Controller) sync(ctx context.Context, log *slog.Logger, get func(string
 		return reconcile.Result{}, nil
 	}
 	req := p.Sign
-	cert, err := Sign(c.ca, req, csr.Spec.Usages, p.Duration, now)
+	cert, err := Sign(c.cas[csr.Spec.SignerName], req, csr.Spec.Usages, p.Duration, now)
 	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("signing %s: %w", name, err)
 	}
@@ -264,9 +286,10 @@ func (c *Controller) sync(ctx context.Context, log *slog.Logger, get func(string
 	return reconcile.Result{}, nil
 }
 
-// toSign: approved, not failed, no certificate yet, for one of Signers.
-func toSign(csr *certificatesv1.CertificateSigningRequest) bool {
-	return len(csr.Status.Certificate) == 0 && slices.Contains(Signers, csr.Spec.SignerName) &&
+// toSign: approved, not failed, no certificate yet, for a signer of cas.
+func toSign(csr *certificatesv1.CertificateSigningRequest, cas map[string]CA) bool {
+	_, ours := cas[csr.Spec.SignerName]
+	return len(csr.Status.Certificate) == 0 && ours &&
 		certificates.HasCondition(csr, certificatesv1.CertificateApproved) &&
 		!certificates.HasCondition(csr, certificatesv1.CertificateDenied) &&
 		!certificates.HasCondition(csr, certificatesv1.CertificateFailed)

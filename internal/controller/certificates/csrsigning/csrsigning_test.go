@@ -88,13 +88,18 @@ func TestSignCapsAtCAExpiry(t *testing.T) {
 }
 
 // TestSigning runs the controller: approved requests of its signers are
-// signed as asked, others are left alone, and requests failing their
-// signer's checks get a Failed condition.
+// signed as asked (kubelet-serving ones by the kubelet-serving CA, the
+// others by the cluster CA), others are left alone, and requests failing
+// their signer's checks get a Failed condition.
 func TestSigning(t *testing.T) {
 	cfg := controllertest.StartServer(t)
 	cs := controllertest.Clientset(t, cfg)
 	ca := newCA(t, time.Now().Add(10*365*24*time.Hour))
-	c, err := csrsigning.New(cfg, ca)
+	servingCA := newCA(t, time.Now().Add(10*365*24*time.Hour))
+	if _, err := csrsigning.New(cfg, ca, &ca); err == nil {
+		t.Fatal("the cluster CA was accepted as the kubelet-serving CA")
+	}
+	c, err := csrsigning.New(cfg, ca, &servingCA)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +140,7 @@ func TestSigning(t *testing.T) {
 	create("bad-admin", certificatesv1.KubeAPIServerClientSignerName, &x509.CertificateRequest{Subject: pkix.Name{CommonName: "joe"}}, true, nil,
 		certificatesv1.UsageServerAuth)
 
-	cert := func(name string) *x509.Certificate {
+	cert := func(name string, ca csrsigning.CA) *x509.Certificate {
 		t.Helper()
 		var out *x509.Certificate
 		controllertest.Eventually(t, name+" signed", func() (bool, error) {
@@ -152,7 +157,10 @@ func TestSigning(t *testing.T) {
 		}
 		return out
 	}
-	s := cert("serving")
+	s := cert("serving", servingCA)
+	if s.CheckSignatureFrom(ca.Cert) == nil {
+		t.Fatal("a kubelet-serving certificate was signed by the cluster CA")
+	}
 	if s.Subject.CommonName != "system:node:n1" || !slices.Equal(s.DNSNames, []string{"n1"}) || len(s.IPAddresses) != 1 ||
 		!slices.Equal(s.ExtKeyUsage, []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}) || s.KeyUsage != x509.KeyUsageDigitalSignature || s.IsCA {
 		t.Fatalf("serving certificate: %+v", s)
@@ -160,11 +168,11 @@ func TestSigning(t *testing.T) {
 	if d := s.NotAfter.Sub(time.Now()); d > time.Hour+time.Minute || d < 58*time.Minute {
 		t.Fatalf("serving certificate lasts %v more, want expirationSeconds' hour", d)
 	}
-	cl := cert("client")
+	cl := cert("client", ca)
 	if !slices.Equal(cl.ExtKeyUsage, []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}) || cl.NotAfter.Sub(time.Now()) < 364*24*time.Hour {
 		t.Fatalf("client certificate: usages %v, until %v", cl.ExtKeyUsage, cl.NotAfter)
 	}
-	if a := cert("admin"); a.Subject.CommonName != "jane" || !slices.Equal(a.Subject.Organization, []string{"devs"}) {
+	if a := cert("admin", ca); a.Subject.CommonName != "jane" || !slices.Equal(a.Subject.Organization, []string{"devs"}) {
 		t.Fatalf("admin certificate subject %v", a.Subject)
 	}
 	for _, name := range []string{"bad-client", "bad-admin"} {

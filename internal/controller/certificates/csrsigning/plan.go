@@ -22,9 +22,10 @@ type Plan struct {
 	Duration time.Duration
 }
 
-// plan decides one request (max: the longest certificate to issue).
-func plan(csr *certificatesv1.CertificateSigningRequest, max time.Duration) Plan {
-	if !toSign(csr) {
+// plan decides one request (cas: the signers signed for; max: the longest
+// certificate to issue).
+func plan(csr *certificatesv1.CertificateSigningRequest, cas map[string]CA, max time.Duration) Plan {
+	if !toSign(csr, cas) {
 		return Plan{}
 	}
 	req, err := certificates.ParseRequest(csr.Spec.Request)

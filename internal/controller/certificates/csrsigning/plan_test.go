@@ -34,6 +34,12 @@ func TestPlan(t *testing.T) {
 		return c
 	}
 	client := []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth}
+	cas := map[string]CA{}
+	for _, s := range Signers {
+		if s != certificatesv1.KubeletServingSignerName {
+			cas[s] = CA{}
+		}
+	}
 	approved, denied, failed := certificatesv1.CertificateApproved, certificatesv1.CertificateDenied, certificatesv1.CertificateFailed
 	for _, tc := range []struct {
 		name        string
@@ -53,9 +59,12 @@ func TestPlan(t *testing.T) {
 			fail: "invalid usage for client certificate: server auth", failsChecks: true},
 		{name: "client", csr: csr(certificatesv1.KubeAPIServerClientSignerName, good, client, approved), sign: true},
 		{name: "legacy-unknown", csr: csr(certificates.LegacyUnknownSignerName, good, nil, approved), sign: true},
+		// Without a kubelet-serving CA, such requests are not this
+		// controller's: the cluster CA does not sign them.
+		{name: "kubelet-serving without its CA", csr: csr(certificatesv1.KubeletServingSignerName, good, client, approved)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := plan(tc.csr, 24*time.Hour)
+			p := plan(tc.csr, cas, 24*time.Hour)
 			if (p.Sign != nil) != tc.sign {
 				t.Errorf("sign = %v, want %v", p.Sign != nil, tc.sign)
 			}

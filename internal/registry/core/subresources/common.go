@@ -25,8 +25,8 @@ func node(ctx context.Context, api registry.API, name string) (*corev1.Node, err
 }
 
 // kubeletTransport is the transport of the client for node agents; its TLS
-// configuration (the API server's client certificate, the cluster CA) is
-// also used to dial upgraded connections.
+// configuration (the API server's client certificate, the kubelet-serving
+// CA) is also used to dial upgraded connections.
 func kubeletTransport(c *http.Client) http.RoundTripper {
 	if c.Transport != nil {
 		return c.Transport
