@@ -129,63 +129,71 @@ add_base() {
   printf '%s\n' 'root:x:0:' 'nogroup:x:65534:' >"$1/etc/group"
 }
 
+# new_tree NAME: a fresh ROOT for image NAME (printed), with add_base's files.
+new_tree() {
+  rm -rf "$images/$1.new" && mkdir -p "$images/$1.new" && add_base "$images/$1.new"
+  echo "$images/$1.new"
+}
+
+# keep_tree NAME: the tree new_tree made becomes the image's.
+keep_tree() {
+  rm -rf "${images:?}/$1" && mv "$images/$1.new" "$images/$1"
+}
+
 build_agnhost_tree() {
-  local root=$images/agnhost src
+  local root src
   [ -x "$work/agnhost" ] || (cd "$module" && CGO_ENABLED=0 nice -n 19 go build -o "$work/agnhost" k8s.io/kubernetes/test/images/agnhost)
   src=$(cd "$module" && go list -m -f '{{.Dir}}' k8s.io/kubernetes)/test/images/agnhost
-  rm -rf "$root.new" && mkdir -p "$root.new"
-  add_base "$root.new"
-  add_busybox "$root.new"
-  add_dynamic "$root.new" curl dig socat ss nc.openbsd
-  add_bash_sh "$root.new"
+  root=$(new_tree agnhost)
+  add_busybox "$root"
+  add_dynamic "$root" curl dig socat ss nc.openbsd
+  add_bash_sh "$root"
   # Alpine's netcat-openbsd (-z, -u, -v), not busybox's small nc.
-  rm -f "$root.new/bin/nc" && ln -s /usr/bin/nc.openbsd "$root.new/bin/nc" && ln -s nc.openbsd "$root.new/usr/bin/nc"
-  cp "$work/agnhost" "$root.new/agnhost"
-  ln -s agnhost "$root.new/agnhost-2"
-  cp "$src/porter/localhost.crt" "$src/porter/localhost.key" "$root.new/"
-  chmod 0644 "$root.new/localhost.crt" "$root.new/localhost.key"
-  mkdir -p "$root.new/uploads" "$root.new/home/user-defined-in-image"
-  echo 'user-defined-in-image:x:1000:1000::/home/user-defined-in-image:/bin/sh' >>"$root.new/etc/passwd"
-  printf '%s\n' 'user-defined-in-image:x:1000:' 'group-defined-in-image:x:50000:user-defined-in-image' >>"$root.new/etc/group"
-  rm -rf "$root" && mv "$root.new" "$root"
+  rm -f "$root/bin/nc" && ln -s /usr/bin/nc.openbsd "$root/bin/nc" && ln -s nc.openbsd "$root/usr/bin/nc"
+  cp "$work/agnhost" "$root/agnhost"
+  ln -s agnhost "$root/agnhost-2"
+  cp "$src/porter/localhost.crt" "$src/porter/localhost.key" "$root/"
+  chmod 0644 "$root/localhost.crt" "$root/localhost.key"
+  mkdir -p "$root/uploads" "$root/home/user-defined-in-image"
+  echo 'user-defined-in-image:x:1000:1000::/home/user-defined-in-image:/bin/sh' >>"$root/etc/passwd"
+  printf '%s\n' 'user-defined-in-image:x:1000:' 'group-defined-in-image:x:50000:user-defined-in-image' >>"$root/etc/group"
+  keep_tree agnhost
 }
 
 build_busybox_tree() {
-  local root=$images/busybox
-  rm -rf "$root.new" && mkdir -p "$root.new"
-  add_base "$root.new"
-  add_busybox "$root.new"
-  add_bash_sh "$root.new"
-  rm -rf "$root" && mv "$root.new" "$root"
+  local root
+  root=$(new_tree busybox)
+  add_busybox "$root"
+  add_bash_sh "$root"
+  keep_tree busybox
 }
 
 build_nginx_tree() {
-  local root=$images/nginx
-  rm -rf "$root.new" && mkdir -p "$root.new/usr/share/nginx/html"
-  add_base "$root.new"
-  add_busybox "$root.new"
+  local root
+  root=$(new_tree nginx)
+  add_busybox "$root"
+  mkdir -p "$root/usr/share/nginx/html"
   echo '<!DOCTYPE html><html><head><title>Welcome to nginx!</title></head><body><h1>Welcome to nginx!</h1></body></html>' \
-    >"$root.new/usr/share/nginx/html/index.html"
-  rm -rf "$root" && mv "$root.new" "$root"
+    >"$root/usr/share/nginx/html/index.html"
+  keep_tree nginx
 }
 
 build_sample_apiserver_tree() {
-  local root=$images/sample-apiserver
+  local root
   [ -x "$work/sample-apiserver" ] || (cd "$module" && CGO_ENABLED=0 nice -n 19 go build -o "$work/sample-apiserver" k8s.io/sample-apiserver)
-  rm -rf "$root.new" && mkdir -p "$root.new"
-  add_base "$root.new"
-  cp "$work/sample-apiserver" "$root.new/sample-apiserver"
-  rm -rf "$root" && mv "$root.new" "$root"
+  root=$(new_tree sample-apiserver)
+  cp "$work/sample-apiserver" "$root/sample-apiserver"
+  keep_tree sample-apiserver
 }
 
 build_etcd_tree() {
-  local root=$images/etcd
+  local root
   [ -x "$work/etcd" ] || (cd "$module" && CGO_ENABLED=0 nice -n 19 go build -o "$work/etcd" ./etcd)
-  rm -rf "$root.new" && mkdir -p "$root.new/usr/local/bin"
-  add_base "$root.new"
-  add_busybox "$root.new"
-  cp "$work/etcd" "$root.new/usr/local/bin/etcd"
-  rm -rf "$root" && mv "$root.new" "$root"
+  root=$(new_tree etcd)
+  add_busybox "$root"
+  mkdir -p "$root/usr/local/bin"
+  cp "$work/etcd" "$root/usr/local/bin/etcd"
+  keep_tree etcd
 }
 
 mkdir -p "$images"
