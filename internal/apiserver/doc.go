@@ -8,7 +8,8 @@
 // health and the service-account issuer's discovery documents.
 //
 // What a resource does beyond the generic verbs is the resource's own
-// (registry.Resource): status and scale are served generically, a Part
+// (registry.Resource): status is served generically (with the resource's
+// Strategy), scale generically through the resource's registry.Scale, a Part
 // (pods' ephemeralcontainers, a namespace's finalize) by the generic get,
 // update and patch of that part, and the rest — pods/binding, log, exec,
 // the proxies, serviceaccounts/token, and whole resources that are not

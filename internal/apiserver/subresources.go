@@ -10,9 +10,6 @@ import (
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/managedfields"
@@ -89,77 +86,26 @@ func (rs *resourceStore) part(sub string) (registry.Part, bool) {
 
 // ---- scale ----
 
-// scaleOf reads obj's Scale: for a custom resource from the paths its CRD
-// names, for a built-in one from spec.replicas, status.replicas and the
-// selector.
-func (rs *resourceStore) scaleOf(obj runtime.Object) (*autoscalingv1.Scale, error) {
+// scale is how the resource's scale subresource maps onto its objects:
+// for a custom resource the paths its CRD names (package custom), for a
+// built-in one what its registry.Resource says.
+func (rs *resourceStore) scale() (*registry.Scale, error) {
 	if rs.cr != nil && rs.cr.Ver.Scale != nil {
-		return rs.cr.Scale(obj)
+		return &registry.Scale{Of: rs.cr.Scale, SetReplicas: rs.cr.SetReplicas}, nil
 	}
-	return scaleOf(obj)
-}
-
-// setReplicas writes the desired replicas into obj.
-func (rs *resourceStore) setReplicas(obj runtime.Object, replicas int32) error {
-	if rs.cr != nil && rs.cr.Ver.Scale != nil {
-		return rs.cr.SetReplicas(obj, replicas)
+	if rs.res.Scale == nil {
+		return nil, apierrors.NewInternalError(fmt.Errorf("%s declares a scale subresource but no registry.Scale", rs.gr))
 	}
-	return setReplicas(obj, replicas)
-}
-
-// scaleOf reads an object's Scale: spec.replicas, status.replicas and the
-// selector as a string.
-func scaleOf(obj runtime.Object) (*autoscalingv1.Scale, error) {
-	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
-	if err != nil {
-		return nil, err
-	}
-	m := metaOf(obj)
-	sc := &autoscalingv1.Scale{
-		TypeMeta: metav1.TypeMeta{Kind: "Scale", APIVersion: "autoscaling/v1"},
-		ObjectMeta: metav1.ObjectMeta{Name: m.GetName(), Namespace: m.GetNamespace(), UID: m.GetUID(),
-			ResourceVersion: m.GetResourceVersion(), CreationTimestamp: m.GetCreationTimestamp()},
-	}
-	replicas, found, _ := unstructured.NestedInt64(u, "spec", "replicas")
-	if !found {
-		replicas = 1
-	}
-	sc.Spec.Replicas = int32(replicas)
-	statusReplicas, _, _ := unstructured.NestedInt64(u, "status", "replicas")
-	sc.Status.Replicas = int32(statusReplicas)
-	if sel, found, _ := unstructured.NestedMap(u, "spec", "selector"); found {
-		if _, isLabelSelector := sel["matchLabels"]; isLabelSelector || sel["matchExpressions"] != nil {
-			ls := &metav1.LabelSelector{}
-			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(sel, ls); err == nil {
-				if s, err := metav1.LabelSelectorAsSelector(ls); err == nil {
-					sc.Status.Selector = s.String()
-				}
-			}
-		} else {
-			set := labels.Set{}
-			for k, v := range sel {
-				set[k] = fmt.Sprint(v)
-			}
-			sc.Status.Selector = labels.SelectorFromSet(set).String()
-		}
-	}
-	return sc, nil
-}
-
-func setReplicas(obj runtime.Object, replicas int32) error {
-	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
-	if err != nil {
-		return err
-	}
-	if err := unstructured.SetNestedField(u, int64(replicas), "spec", "replicas"); err != nil {
-		return err
-	}
-	return runtime.DefaultUnstructuredConverter.FromUnstructured(u, obj)
+	return rs.res.Scale, nil
 }
 
 func (s *Server) serveScale(rq *request) error {
 	ctx := rq.r.Context()
 	rs := rq.rs
+	scale, err := rs.scale()
+	if err != nil {
+		return err
+	}
 	out, _ := s.codecs.negotiate(rq.r, false)
 	rq.out = out
 	if rq.info.Verb == "get" {
@@ -167,7 +113,7 @@ func (s *Server) serveScale(rq *request) error {
 		if err != nil {
 			return err
 		}
-		sc, err := rs.scaleOf(obj)
+		sc, err := scale.Of(obj)
 		if err != nil {
 			return apierrors.NewInternalError(err)
 		}
@@ -203,7 +149,7 @@ func (s *Server) serveScale(rq *request) error {
 	}
 	opts := writeOptions{dryRun: dryRun, manager: manager, applied: apply, admitted: true}
 	updated, err := s.updateObject(ctx, rs, rq.info.Namespace, rq.info.Name, "", opts, func(current runtime.Object) (runtime.Object, error) {
-		cur, err := rs.scaleOf(current)
+		cur, err := scale.Of(current)
 		if err != nil {
 			return nil, err
 		}
@@ -254,7 +200,7 @@ func (s *Server) serveScale(rq *request) error {
 		if err := s.validate(ctx, attrs); err != nil {
 			return nil, err
 		}
-		if err := rs.setReplicas(current, want.Spec.Replicas); err != nil {
+		if err := scale.SetReplicas(current, want.Spec.Replicas); err != nil {
 			return nil, err
 		}
 		metaOf(current).SetResourceVersion(want.ResourceVersion)
@@ -263,7 +209,7 @@ func (s *Server) serveScale(rq *request) error {
 	if err != nil {
 		return err
 	}
-	sc, err := rs.scaleOf(updated)
+	sc, err := scale.Of(updated)
 	if err != nil {
 		return apierrors.NewInternalError(err)
 	}

@@ -13,6 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
+
+	"plainkube.dev/plainkube/internal/reconcile"
 )
 
 // runChurn creates, updates and deletes ConfigMaps from 8 workers for
@@ -38,13 +40,8 @@ func runChurn(ctx context.Context, o *Options, r *Result) error {
 		var maxLag time.Duration
 		var lags latencies
 		seen := func(obj interface{}) {
-			cm, ok := obj.(*corev1.ConfigMap)
-			if !ok {
-				if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-					cm, _ = tomb.Obj.(*corev1.ConfigMap)
-				}
-			}
-			if cm == nil {
+			cm, ok := reconcile.DeletedObject[*corev1.ConfigMap](obj)
+			if !ok || cm == nil {
 				return
 			}
 			now := time.Now()

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"plainkube.dev/plainkube/internal/api/nodeutil"
 	"plainkube.dev/plainkube/internal/api/podutil"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -23,11 +24,9 @@ func readyNodes(ctx context.Context, cs kubernetes.Interface) (int, error) {
 		return 0, err
 	}
 	n := 0
-	for _, node := range nodes.Items {
-		for _, c := range node.Status.Conditions {
-			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
-				n++
-			}
+	for i := range nodes.Items {
+		if nodeutil.IsReady(&nodes.Items[i]) {
+			n++
 		}
 	}
 	return n, nil

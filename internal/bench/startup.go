@@ -17,10 +17,11 @@ import (
 	"syscall"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"plainkube.dev/plainkube/internal/api/nodeutil"
 )
 
 // settleTime is how long a started server settles before its RSS is read;
@@ -225,11 +226,9 @@ func firstNodeReady(ctx context.Context, kubeconfig string, start time.Time, bud
 	for time.Now().Before(deadline) {
 		nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 		if err == nil {
-			for _, n := range nodes.Items {
-				for _, c := range n.Status.Conditions {
-					if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
-						return time.Since(start), true
-					}
+			for i := range nodes.Items {
+				if nodeutil.IsReady(&nodes.Items[i]) {
+					return time.Since(start), true
 				}
 			}
 		}

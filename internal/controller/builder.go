@@ -88,10 +88,7 @@ type Config struct {
 
 // NewBuilder starts wiring one Run of a controller.
 func NewBuilder(c Config) *Builder {
-	log := c.Logger
-	if log == nil {
-		log = slog.Default().With("controller", c.Name)
-	}
+	log := loggerFor(c.Logger, c.Name)
 	var opts []informers.SharedInformerOption
 	if c.Primary != nil && c.Resync > 0 {
 		if o, ok := c.Primary.(metav1.Object); ok {

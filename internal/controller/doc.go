@@ -11,6 +11,8 @@
 // plan (State → Plan, pure, table-tested in the controller's plan_test.go),
 // apply (a thin writer of the Plan). This package owns the rest once:
 //
+//   - Base, embedded by every controller: its name, client, logger and
+//     the process's shared informers;
 //   - Builder wires one Run: the primary kind (For), the kinds it controls
 //     (Owns: an event enqueues the object's controller, checked by UID;
 //     orphans wake the primaries whose selector matches), other watches

@@ -63,3 +63,18 @@ func NewBase(name string, cfg *rest.Config) (Base, error) {
 
 // Name implements reconcile.Controller.
 func (b *Base) Name() string { return b.name }
+
+// ShareInformers makes the controller take its Pod and Node informers
+// from s, the process's shared ones.
+func (b *Base) ShareInformers(s *reconcile.SharedInformers) { b.Informers = s }
+
+// Log is the controller's logger: Logger, else slog.Default() with the
+// controller's name.
+func (b *Base) Log() *slog.Logger { return loggerFor(b.Logger, b.name) }
+
+func loggerFor(log *slog.Logger, name string) *slog.Logger {
+	if log == nil {
+		return slog.Default().With("controller", name)
+	}
+	return log
+}

@@ -56,27 +56,27 @@ type Registration struct {
 
 // Registry lists every controller, in the order they are started.
 var Registry = []Registration{
-	{deployment.Name, "deployment-controller", "deployment-controller", sharing(deployment.New, func(c *deployment.Controller, s *reconcile.SharedInformers) { c.Informers = s }), true},
+	{deployment.Name, "deployment-controller", "deployment-controller", sharing(deployment.New), true},
 	{replicaset.Name, "replicaset-controller", "replicaset-controller", newReplicaSet, true},
-	{daemonset.Name, "daemonset-controller", "daemon-set-controller", sharing(daemonset.New, func(c *daemonset.Controller, s *reconcile.SharedInformers) { c.Informers = s }), true},
-	{statefulset.Name, "statefulset-controller", "statefulset-controller", sharing(statefulset.New, func(c *statefulset.Controller, s *reconcile.SharedInformers) { c.Informers = s }), true},
-	{job.Name, "job-controller", "job-controller", sharing(job.New, func(c *job.Controller, s *reconcile.SharedInformers) { c.Informers = s }), true},
+	{daemonset.Name, "daemonset-controller", "daemon-set-controller", sharing(daemonset.New), true},
+	{statefulset.Name, "statefulset-controller", "statefulset-controller", sharing(statefulset.New), true},
+	{job.Name, "job-controller", "job-controller", sharing(job.New), true},
 	{cronjob.Name, "cronjob-controller", "cronjob-controller", plain(cronjob.New), true},
 	{garbagecollector.Name, "garbage-collector-controller", "generic-garbage-collector", plain(garbagecollector.New), true},
 	{namespace.Name, "namespace-controller", "namespace-controller", plain(namespace.New), true},
-	{endpointslice.Name, "endpointslice-controller", "endpointslice-controller", sharing(endpointslice.New, func(c *endpointslice.Controller, s *reconcile.SharedInformers) { c.Informers = s }), true},
-	{endpoints.Name, "endpoints-controller", "endpoint-controller", sharing(endpoints.New, func(c *endpoints.Controller, s *reconcile.SharedInformers) { c.Informers = s }), true},
-	{serviceaccount.Name, "serviceaccount-controller", "service-account-controller", sharing(serviceaccount.New, func(c *serviceaccount.Controller, s *reconcile.SharedInformers) { c.Informers = s }), true},
+	{endpointslice.Name, "endpointslice-controller", "endpointslice-controller", sharing(endpointslice.New), true},
+	{endpoints.Name, "endpoints-controller", "endpoint-controller", sharing(endpoints.New), true},
+	{serviceaccount.Name, "serviceaccount-controller", "service-account-controller", sharing(serviceaccount.New), true},
 	{nodelifecycle.Name, "node-lifecycle-controller", "node-controller", newNodeLifecycle, true},
 	{nodeipam.Name, "node-ipam-controller", "node-controller", newNodeIPAM, true},
-	{servicelb.Name, "service-lb-controller", "service-lb-controller", sharing(servicelb.New, func(c *servicelb.Controller, s *reconcile.SharedInformers) { c.Informers = s }), true},
-	{podgc.Name, "pod-garbage-collector-controller", "pod-garbage-collector", sharing(podgc.New, func(c *podgc.Controller, s *reconcile.SharedInformers) { c.Informers = s }), true},
+	{servicelb.Name, "service-lb-controller", "service-lb-controller", sharing(servicelb.New), true},
+	{podgc.Name, "pod-garbage-collector-controller", "pod-garbage-collector", sharing(podgc.New), true},
 	{csrapproving.Name, "certificatesigningrequest-approving-controller", "certificate-controller", newCSRApproving, true},
 	{csrcleaner.Name, "certificatesigningrequest-cleaner-controller", "certificate-controller", plain(csrcleaner.New), true},
 	{csrsigning.Name, "certificatesigningrequest-signing-controller", "certificate-controller", newCSRSigning, true},
 	{rootcacert.Name, "root-ca-certificate-publisher-controller", "root-ca-cert-publisher", newRootCACert, true},
 	{clusterroleaggregation.Name, "clusterrole-aggregation-controller", "clusterrole-aggregation-controller", plain(clusterroleaggregation.New), true},
-	{resourcequota.Name, "resourcequota-controller", "resourcequota-controller", sharing(resourcequota.New, func(c *resourcequota.Controller, s *reconcile.SharedInformers) { c.Informers = s }), true},
+	{resourcequota.Name, "resourcequota-controller", "resourcequota-controller", sharing(resourcequota.New), true},
 }
 
 // ValidateControllers checks a --controllers list: each item is "*", a
@@ -139,14 +139,17 @@ func plain[C reconcile.Controller](newC func(*rest.Config) (C, error)) Construct
 }
 
 // sharing adapts the New(cfg) of a controller that takes its informers
-// from the process's shared ones (share hands them to it).
-func sharing[C reconcile.Controller](newC func(*rest.Config) (C, error), share func(C, *reconcile.SharedInformers)) Constructor {
+// from the process's shared ones.
+func sharing[C interface {
+	reconcile.Controller
+	ShareInformers(*reconcile.SharedInformers)
+}](newC func(*rest.Config) (C, error)) Constructor {
 	return func(cfg *rest.Config, o Options) (reconcile.Controller, error) {
 		c, err := newC(cfg)
 		if err != nil {
 			return nil, err
 		}
-		share(c, o.Informers)
+		c.ShareInformers(o.Informers)
 		return c, nil
 	}
 }

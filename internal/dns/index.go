@@ -11,6 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"plainkube.dev/plainkube/internal/reconcile"
 )
 
 // The index is what the server answers from: a small copy of each Service
@@ -298,10 +300,7 @@ func (ix *index) onService(obj any) {
 }
 
 func (ix *index) onServiceDelete(obj any) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	if svc, ok := obj.(*corev1.Service); ok {
+	if svc, ok := reconcile.DeletedObject[*corev1.Service](obj); ok {
 		ix.deleteService(serviceKey(strings.ToLower(svc.Name), strings.ToLower(svc.Namespace)))
 	}
 }
@@ -313,10 +312,7 @@ func (ix *index) onSlice(obj any) {
 }
 
 func (ix *index) onSliceDelete(obj any) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	if es, ok := obj.(*discoveryv1.EndpointSlice); ok {
+	if es, ok := reconcile.DeletedObject[*discoveryv1.EndpointSlice](obj); ok {
 		ix.setSlice(es.Namespace+"/"+es.Name, es.Namespace, nil)
 	}
 }

@@ -194,10 +194,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	inf := factory.Core().V1().Pods()
 	a.pods = inf.Lister()
 	enqueue := func(obj any) {
-		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = t.Obj
-		}
-		if p, ok := obj.(*corev1.Pod); ok {
+		if p, ok := reconcile.DeletedObject[*corev1.Pod](obj); ok {
 			q.Add(types.NamespacedName{Namespace: p.Namespace, Name: p.Name})
 		}
 	}

@@ -21,7 +21,7 @@
 //	probes        startup, readiness and liveness probes; lifecycle hooks
 //	static        static pods from manifest files, mirrored into the API
 //	events        upstream's kubelet events, recorded through the API
-//	podstatus     pod phase and node conditions (nodestatus), shared with sim
+//	podstatus     pod phase and conditions; nodestatus, the Node's: shared with sim
 //	sim           simulated nodes: the agent's API side, no containers
 //	server, logs  the agent's HTTPS API: logs, exec/attach/port-forward, stats
 //	usage         usage samples and the stats summary

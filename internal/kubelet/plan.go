@@ -6,7 +6,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"plainkube.dev/plainkube/internal/api/podspec"
 	"plainkube.dev/plainkube/internal/api/podutil"
@@ -425,7 +424,7 @@ type nodeEnv struct {
 func podStatus(pod *corev1.Pod, obs observed, env nodeEnv, now time.Time) corev1.PodStatus {
 	st := *pod.Status.DeepCopy()
 	if st.StartTime == nil {
-		t := stamp(now)
+		t := podstatus.Stamp(now)
 		st.StartTime = &t
 	}
 	if env.HostIP != "" {
@@ -530,7 +529,7 @@ func containerStatus(pod *corev1.Pod, c *corev1.Container, obs observed, prev co
 	}
 	switch last.State {
 	case runtime.Running:
-		cs.State.Running = &corev1.ContainerStateRunning{StartedAt: stamp(last.StartedAt)}
+		cs.State.Running = &corev1.ContainerStateRunning{StartedAt: podstatus.Stamp(last.StartedAt)}
 		// Started once its startup probe (if any) has succeeded; ready
 		// once started and its readiness probe (if any) succeeds.
 		*cs.Started = c.StartupProbe == nil || obs.Started[c.Name]
@@ -582,7 +581,7 @@ func terminated(r runtime.Container) *corev1.ContainerStateTerminated {
 	}
 	return &corev1.ContainerStateTerminated{
 		ExitCode: r.ExitCode, Reason: reason, Message: r.Message,
-		StartedAt: stamp(r.StartedAt), FinishedAt: stamp(r.FinishedAt),
+		StartedAt: podstatus.Stamp(r.StartedAt), FinishedAt: podstatus.Stamp(r.FinishedAt),
 		ContainerID: idScheme + r.ID,
 	}
 }
@@ -596,7 +595,7 @@ func phase(pod *corev1.Pod, statuses []corev1.ContainerStatus) corev1.PodPhase {
 func setConditions(pod *corev1.Pod, st *corev1.PodStatus, obs observed, now time.Time) {
 	set := func(c corev1.PodCondition) {
 		c.ObservedGeneration = pod.Generation
-		setCondition(st, c, now)
+		podstatus.SetCondition(st, c, now)
 	}
 	boolCond := func(b bool) corev1.ConditionStatus {
 		if b {
@@ -647,32 +646,4 @@ func setConditions(pod *corev1.Pod, st *corev1.PodStatus, obs observed, now time
 	}
 	ready.Type = corev1.PodReady
 	set(ready)
-}
-
-// setCondition replaces or appends c, keeping the transition time unless
-// the status changes.
-func setCondition(st *corev1.PodStatus, c corev1.PodCondition, now time.Time) {
-	for i := range st.Conditions {
-		old := &st.Conditions[i]
-		if old.Type != c.Type {
-			continue
-		}
-		c.LastProbeTime = old.LastProbeTime
-		c.LastTransitionTime = old.LastTransitionTime
-		if old.Status != c.Status || old.LastTransitionTime.IsZero() {
-			c.LastTransitionTime = stamp(now)
-		}
-		*old = c
-		return
-	}
-	c.LastTransitionTime = stamp(now)
-	st.Conditions = append(st.Conditions, c)
-}
-
-// stamp is t as the API stores it: to the second.
-func stamp(t time.Time) metav1.Time {
-	if t.IsZero() {
-		return metav1.Time{}
-	}
-	return metav1.NewTime(t.Truncate(time.Second))
 }

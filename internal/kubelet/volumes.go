@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"plainkube.dev/plainkube/internal/kubelet/podstatus"
 	"plainkube.dev/plainkube/internal/kubelet/runtime"
 	"plainkube.dev/plainkube/internal/reconcile"
 )
@@ -61,7 +62,7 @@ func (a *Agent) evict(ctx context.Context, pod *corev1.Pod, msg string) {
 	a.events.Record(pod, "", corev1.EventTypeWarning, "Evicted", "%s", msg)
 	upd := pod.DeepCopy()
 	upd.Status.Phase, upd.Status.Reason, upd.Status.Message = corev1.PodFailed, "Evicted", msg
-	setCondition(&upd.Status, corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue,
+	podstatus.SetCondition(&upd.Status, corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue,
 		Reason: corev1.PodReasonTerminationByKubelet, Message: msg, ObservedGeneration: pod.Generation}, time.Now())
 	if apiequality.Semantic.DeepEqual(upd.Status, pod.Status) {
 		return

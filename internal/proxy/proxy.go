@@ -28,6 +28,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/knftables"
+
+	"plainkube.dev/plainkube/internal/reconcile"
 )
 
 // DefaultTable is the name of the nftables table (in the ip and ip6
@@ -135,10 +137,7 @@ func New(cs kubernetes.Interface, factory informers.SharedInformerFactory, opts 
 		return nil, err
 	}
 	onSlice := func(obj any) {
-		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = t.Obj
-		}
-		s, ok := obj.(*discoveryv1.EndpointSlice)
+		s, ok := reconcile.DeletedObject[*discoveryv1.EndpointSlice](obj)
 		if !ok || s.Labels[discoveryv1.LabelServiceName] == "" {
 			return
 		}

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 )
 
@@ -79,4 +80,16 @@ func processNext[T comparable](ctx context.Context, q workqueue.TypedRateLimitin
 		q.Forget(key)
 	}
 	return true
+}
+
+// RunWhenSynced waits for the informers, then runs workers workers of fn
+// on q until ctx ends: the Run of a control loop wired by hand rather than
+// by controller.Builder (the API server's CRD controllers). It returns
+// ctx.Err() if ctx ended before the informers synced.
+func RunWhenSynced[T comparable](ctx context.Context, q workqueue.TypedRateLimitingInterface[T], workers int, log *slog.Logger, fn ReconcileFunc[T], synced ...cache.InformerSynced) error {
+	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
+		return ctx.Err()
+	}
+	ProcessQueue(ctx, q, workers, log, fn)
+	return nil
 }

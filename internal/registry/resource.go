@@ -22,10 +22,15 @@ type Resource struct {
 	Namespaced bool
 	// Subresources served besides the main resource, e.g. "status", "scale",
 	// "binding", "eviction", "ephemeralcontainers", "finalize", "token".
-	// How each is served: "status" and "scale" by the API server's generic
-	// handlers; those in Parts by the generic get, update and patch of one
-	// part of the object; those in Handlers by the resource's own handler.
+	// How each is served: "status" by the API server's generic handlers
+	// (with the Strategy's status rules); "scale" by the generic handlers
+	// through the resource's Scale; those in Parts by the generic get,
+	// update and patch of one part of the object; those in Handlers by the
+	// resource's own handler.
 	Subresources []string
+	// Scale maps the scale subresource onto the resource's objects; set
+	// when Subresources has "scale".
+	Scale *Scale
 	// Parts are the subresources besides "status" that write one part of
 	// the object, by name.
 	Parts map[string]Part

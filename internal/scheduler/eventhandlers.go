@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 
+	"plainkube.dev/plainkube/internal/reconcile"
 	"plainkube.dev/plainkube/internal/scheduler/framework"
 )
 
@@ -61,7 +62,7 @@ func (s *Scheduler) addEventHandlers() error {
 			}
 		},
 		DeleteFunc: func(obj any) {
-			n, ok := tombstone[*v1.Node](obj)
+			n, ok := reconcile.DeletedObject[*v1.Node](obj)
 			if !ok {
 				return
 			}
@@ -76,7 +77,7 @@ func (s *Scheduler) addEventHandlers() error {
 		AddFunc:    func(obj any) { s.onPod(nil, obj.(*v1.Pod)) },
 		UpdateFunc: func(oldObj, newObj any) { s.onPod(oldObj.(*v1.Pod), newObj.(*v1.Pod)) },
 		DeleteFunc: func(obj any) {
-			if p, ok := tombstone[*v1.Pod](obj); ok {
+			if p, ok := reconcile.DeletedObject[*v1.Pod](obj); ok {
 				s.onPodDelete(p)
 			}
 		},
@@ -124,19 +125,6 @@ func (s *Scheduler) handle(r cache.ResourceEventHandlerRegistration, err error) 
 	}
 	s.handlers = append(s.handlers, r.HasSynced)
 	return nil
-}
-
-// tombstone unwraps a delete notification.
-func tombstone[T any](obj any) (T, bool) {
-	if t, ok := obj.(T); ok {
-		return t, true
-	}
-	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		t, ok := d.Obj.(T)
-		return t, ok
-	}
-	var zero T
-	return zero, false
 }
 
 // nodeChange classifies a node update by what scheduling cares about (0:

@@ -22,27 +22,25 @@ import (
 	rbacpolicy "plainkube.dev/plainkube/internal/auth/rbac/bootstrap"
 )
 
-// startRBAC gives authz its roles and bindings — informers over cfg, the
-// loopback client — and reconciles the default policy (package
-// rbac/bootstrap)
-// as upstream's rbac/bootstrap-roles post-start hook does at every start.
-// It closes done once both are done: the server is not ready before.
+// startRBAC gives authz its roles and bindings and reconciles the default
+// policy (package rbac/bootstrap) as upstream's rbac/bootstrap-roles
+// post-start hook does at every start. It closes done once both are done:
+// the server is not ready before.
 func startRBAC(ctx context.Context, cfg *rest.Config, authz *rbac.Authorizer, log *slog.Logger, done chan<- struct{}) error {
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	f := informers.NewSharedInformerFactory(cs, 0)
-	src, err := rbac.NewInformerSource(f.Rbac().V1())
-	if err != nil {
-		return err
-	}
-	f.Start(ctx.Done())
-	go func() {
-		defer f.Shutdown()
-		if !waitFor(ctx, src.HasSynced) {
-			return
+	var (
+		f   informers.SharedInformerFactory
+		cs  kubernetes.Interface
+		src *rbac.InformerSource
+	)
+	return startInformers(ctx, cfg, log, "RBAC", func(factory informers.SharedInformerFactory, client kubernetes.Interface) (func() bool, error) {
+		var err error
+		f, cs = factory, client
+		src, err = rbac.NewInformerSource(f.Rbac().V1())
+		if err != nil {
+			return nil, err
 		}
+		return src.HasSynced, nil
+	}, func(ctx context.Context) {
 		authz.SetSource(src)
 		// Retried until it succeeds: a server without its default roles
 		// would refuse its own components.
@@ -56,12 +54,10 @@ func startRBAC(ctx context.Context, cfg *rest.Config, authz *rbac.Authorizer, lo
 		// Ready only once the authorizer itself sees the whole policy: the
 		// components start at readiness and their first requests must not
 		// be refused for a role written a moment ago.
-		if err == nil && waitFor(ctx, func() bool { return policyObserved(f, desiredPolicy()) }) {
+		if err == nil && waitSynced(ctx, log, "RBAC informers (of the default policy)", func() bool { return policyObserved(f, desiredPolicy()) }) {
 			close(done)
 		}
-		<-ctx.Done()
-	}()
-	return nil
+	})
 }
 
 // policyObserved reports whether f's RBAC informers hold every object of p.
@@ -104,31 +100,12 @@ func desiredPolicy() rbacpolicy.Policy {
 }
 
 // startNodeGraph feeds the Node authorizer's graph from informers over
-// cfg (the API server's own loopback client), as upstream's API server
-// does, and closes done once they have synced.
-func startNodeGraph(ctx context.Context, cfg *rest.Config, g *nodeauthz.Graph, done chan<- struct{}) error {
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	f := informers.NewSharedInformerFactory(cs, 0)
-	synced, err := nodeauthz.Populate(g, f)
-	if err != nil {
-		return err
-	}
-	f.Start(ctx.Done())
-	go func() {
-		defer f.Shutdown()
-		if waitFor(ctx, synced) {
-			close(done)
-		}
-		<-ctx.Done()
-	}()
-	return nil
-}
-
-func waitFor(ctx context.Context, synced func() bool) bool {
-	return wait.PollUntilContextCancel(ctx, 10*time.Millisecond, true, func(context.Context) (bool, error) { return synced(), nil }) == nil
+// the API server's own API, as upstream's API server does, and closes done
+// once they have synced.
+func startNodeGraph(ctx context.Context, cfg *rest.Config, log *slog.Logger, g *nodeauthz.Graph, done chan<- struct{}) error {
+	return startInformers(ctx, cfg, log, "node authorizer", func(f informers.SharedInformerFactory, _ kubernetes.Interface) (func() bool, error) {
+		return nodeauthz.Populate(g, f)
+	}, func(context.Context) { close(done) })
 }
 
 // reconcilePolicy reads the RBAC objects there are, plans what the default

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -279,26 +280,30 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	graphReady := make(chan struct{})
 	api.AddReadinessGate(graphReady)
 	go api.Run(ctx)
-	if err := validatingPolicies.Start(ctx, s.LoopbackConfig(), log); err != nil {
+	// Each reader of the server's own API gets its informers over the
+	// loopback client (startInformers).
+	if err := startInformers(ctx, s.LoopbackConfig(), log, "admission policies", func(f informers.SharedInformerFactory, cs kubernetes.Interface) (func() bool, error) {
+		return validatingPolicies.Start(ctx, s.LoopbackConfig(), f, cs, log)
+	}, nil); err != nil {
 		s.stop()
-		return nil, fmt.Errorf("admission policies: %w", err)
+		return nil, err
 	}
-	webhookClients, err := startWebhooks(ctx, s.LoopbackConfig(), webhooks, api)
+	webhookClients, err := startWebhooks(ctx, s.LoopbackConfig(), log, webhooks, api)
 	if err != nil {
 		s.stop()
 		return nil, err
 	}
 	if err := startRBAC(ctx, s.LoopbackConfig(), rbacAuthz, log, rbacReady); err != nil {
 		s.stop()
-		return nil, fmt.Errorf("RBAC: %w", err)
+		return nil, err
 	}
-	if err := startAdmission(ctx, s.LoopbackConfig(), admissionReady, deps, opts.PodSecurityExemptions); err != nil {
+	if err := startAdmission(ctx, s.LoopbackConfig(), log, admissionReady, deps, opts.PodSecurityExemptions); err != nil {
 		s.stop()
-		return nil, fmt.Errorf("admission: %w", err)
+		return nil, err
 	}
-	if err := startNodeGraph(ctx, s.LoopbackConfig(), nodeGraph, graphReady); err != nil {
+	if err := startNodeGraph(ctx, s.LoopbackConfig(), log, nodeGraph, graphReady); err != nil {
 		s.stop()
-		return nil, fmt.Errorf("node authorizer: %w", err)
+		return nil, err
 	}
 	synced, err := apiextensions.Start(ctx, s.LoopbackConfig(), api, webhookClients)
 	if err != nil {

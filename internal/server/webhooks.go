@@ -2,7 +2,7 @@ package server
 
 import (
 	"context"
-	"fmt"
+	"log/slog"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -16,28 +16,24 @@ import (
 )
 
 // startWebhooks gives the admission webhook plugins their configurations
-// and the namespaces' labels — informers over cfg, the loopback client —
-// and returns the webhook client they share with CRD conversion, which
-// reaches a webhook Service at one of its ready endpoints (from the
-// Services' EndpointSlices).
-func startWebhooks(ctx context.Context, cfg *rest.Config, hooks *admwebhook.Webhooks, api *apiserver.Server) (*webhook.Clients, error) {
-	cs, err := kubernetes.NewForConfig(cfg)
+// and the namespaces' labels, and returns the webhook client they share
+// with CRD conversion, which reaches a webhook Service at one of its ready
+// endpoints (from the Services' EndpointSlices).
+func startWebhooks(ctx context.Context, cfg *rest.Config, log *slog.Logger, hooks *admwebhook.Webhooks, api *apiserver.Server) (*webhook.Clients, error) {
+	var clients *webhook.Clients
+	err := startInformers(ctx, cfg, log, "admission webhooks", func(f informers.SharedInformerFactory, cs kubernetes.Interface) (func() bool, error) {
+		src, err := admwebhook.NewSource(f, cs)
+		if err != nil {
+			return nil, err
+		}
+		clients = webhook.NewClients(webhook.NewEndpointResolver(f))
+		hooks.Start(src, clients, versions{api})
+		return src.HasSynced, nil
+	}, nil)
 	if err != nil {
 		return nil, err
 	}
-	f := informers.NewSharedInformerFactory(cs, 0)
-	src, err := admwebhook.NewSource(f, cs)
-	if err != nil {
-		return nil, fmt.Errorf("admission webhooks: %w", err)
-	}
-	clients := webhook.NewClients(webhook.NewEndpointResolver(f))
-	hooks.Start(src, clients, versions{api})
-	f.Start(ctx.Done())
-	go func() {
-		<-ctx.Done()
-		f.Shutdown()
-		clients.CloseIdle()
-	}()
+	context.AfterFunc(ctx, clients.CloseIdle)
 	return clients, nil
 }
 

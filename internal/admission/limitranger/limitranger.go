@@ -34,11 +34,9 @@ var (
 
 // Plugin is the LimitRanger admission plugin.
 type Plugin struct {
-	mu     sync.Mutex
-	lister corelisters.LimitRangeLister
-	synced func() bool
-	client kubernetes.Interface
-	live   map[string]liveEntry
+	admission.Reader[corelisters.LimitRangeLister]
+	mu   sync.Mutex
+	live map[string]liveEntry
 }
 
 type liveEntry struct {
@@ -53,16 +51,7 @@ func New() *Plugin { return &Plugin{live: map[string]liveEntry{}} }
 // client makes the live look-ups.
 func (p *Plugin) Start(f informers.SharedInformerFactory, client kubernetes.Interface) {
 	inf := f.Core().V1().LimitRanges()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.lister, p.synced, p.client = inf.Lister(), inf.Informer().HasSynced, client
-}
-
-// HasSynced reports whether the plugin has read the LimitRanges.
-func (p *Plugin) HasSynced() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.synced != nil && p.synced()
+	p.Set(inf.Lister(), inf.Informer().HasSynced, client)
 }
 
 // Plugin is the plugin's place in the chain: pods and claims, created
@@ -140,10 +129,8 @@ func (p *Plugin) Validate(ctx context.Context, a *admission.Attributes) error {
 // limitRanges are the namespace's LimitRanges: the informer's, or, when it
 // has none, a live list reused for liveTTL.
 func (p *Plugin) limitRanges(ctx context.Context, a *admission.Attributes) ([]*corev1.LimitRange, error) {
-	p.mu.Lock()
-	lister, synced, client := p.lister, p.synced, p.client
-	p.mu.Unlock()
-	if lister == nil || !synced() {
+	lister, client, ok := p.Read()
+	if !ok {
 		return nil, apierrors.NewServiceUnavailable("the LimitRanger admission plugin has not read the LimitRanges yet")
 	}
 	items, err := lister.LimitRanges(a.Namespace).List(labels.Everything())

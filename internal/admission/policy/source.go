@@ -25,10 +25,11 @@ import (
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/cache"
+
+	"plainkube.dev/plainkube/internal/admission"
 )
 
 // byPolicyName indexes bindings by spec.policyName.
@@ -39,7 +40,6 @@ const byPolicyName = "policyName"
 // form, made once per generation.
 type Source struct {
 	ctx      context.Context
-	client   kubernetes.Interface
 	dynamic  dynamic.Interface
 	mapper   meta.ResettableRESTMapper
 	policies cache.Indexer
@@ -47,9 +47,9 @@ type Source struct {
 	// mutating policies and their bindings
 	mpolicies  cache.Indexer
 	mbindings  cache.Indexer
-	namespaces corelisters.NamespaceLister
+	namespaces admission.Namespaces
 	types      patch.TypeConverterManager
-	synced     []cache.InformerSynced
+	synced     admission.Synced
 
 	mu        sync.Mutex
 	compiled  map[types.UID]compiledPolicy
@@ -69,15 +69,13 @@ type paramInformer struct {
 	informer   cache.SharedIndexInformer
 }
 
-// NewSource makes the informers over cfg (the loopback client) and starts
-// them; they stop with ctx.
-// A type checker on the same informers writes each policy's
-// status.typeChecking.
-func NewSource(ctx context.Context, cfg *rest.Config, log *slog.Logger) (*Source, error) {
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
+// NewSource reads policies, bindings and namespaces from f's informers
+// (register before f starts; the caller starts f) and a namespace not in
+// the informer yet through cs; param objects through informers of its own
+// over cfg (the loopback client), started as policies name them. A type
+// checker on the same informers writes each policy's
+// status.typeChecking. What it runs stops with ctx.
+func NewSource(ctx context.Context, cfg *rest.Config, f informers.SharedInformerFactory, cs kubernetes.Interface, log *slog.Logger) (*Source, error) {
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -86,7 +84,6 @@ func NewSource(ctx context.Context, cfg *rest.Config, log *slog.Logger) (*Source
 	if err != nil {
 		return nil, err
 	}
-	f := informers.NewSharedInformerFactory(cs, 0)
 	pInf := f.Admissionregistration().V1().ValidatingAdmissionPolicies().Informer()
 	bInf := f.Admissionregistration().V1().ValidatingAdmissionPolicyBindings().Informer()
 	mpInf := f.Admissionregistration().V1().MutatingAdmissionPolicies().Informer()
@@ -99,14 +96,14 @@ func NewSource(ctx context.Context, cfg *rest.Config, log *slog.Logger) (*Source
 	}
 	ns := f.Core().V1().Namespaces()
 	s := &Source{
-		ctx: ctx, client: cs, dynamic: dyn,
+		ctx: ctx, dynamic: dyn,
 		mapper:   restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc)),
-		policies: pInf.GetIndexer(), bindings: bInf.GetIndexer(), namespaces: ns.Lister(),
+		policies: pInf.GetIndexer(), bindings: bInf.GetIndexer(), namespaces: admission.Namespaces{Lister: ns.Lister(), Client: cs},
 		mpolicies: mpInf.GetIndexer(), mbindings: mbInf.GetIndexer(),
 		// Schemas of the kinds ApplyConfiguration mutations patch, from
 		// the API server's OpenAPI.
 		types:    patch.NewTypeConverterManager(nil, dc.OpenAPIV3()),
-		synced:   []cache.InformerSynced{pInf.HasSynced, bInf.HasSynced, mpInf.HasSynced, mbInf.HasSynced, ns.Informer().HasSynced},
+		synced:   admission.Synced{pInf.HasSynced, bInf.HasSynced, mpInf.HasSynced, mbInf.HasSynced, ns.Informer().HasSynced},
 		compiled: map[types.UID]compiledPolicy{}, mcompiled: map[types.UID]compiledMutating{},
 		params: map[schema.GroupVersionKind]*paramInformer{},
 	}
@@ -124,25 +121,13 @@ func NewSource(ctx context.Context, cfg *rest.Config, log *slog.Logger) (*Source
 	if err != nil {
 		return nil, err
 	}
-	f.Start(ctx.Done())
 	go tc.run(ctx)
 	go s.types.Run(ctx)
-	go func() {
-		<-ctx.Done()
-		f.Shutdown()
-	}()
 	return s, nil
 }
 
 // HasSynced reports whether policies, bindings and namespaces are read.
-func (s *Source) HasSynced() bool {
-	for _, f := range s.synced {
-		if !f() {
-			return false
-		}
-	}
-	return true
-}
+func (s *Source) HasSynced() bool { return s.synced.HasSynced() }
 
 func bindingPolicyName(obj any) ([]string, error) {
 	switch b := obj.(type) {
@@ -218,11 +203,7 @@ func (s *Source) Validator(p *admissionv1.ValidatingAdmissionPolicy) validating.
 // Namespace reads a namespace from the cache, or from the API when the
 // cache has not seen it yet.
 func (s *Source) Namespace(ctx context.Context, name string) (*corev1.Namespace, error) {
-	ns, err := s.namespaces.Get(name)
-	if apierrors.IsNotFound(err) {
-		return s.client.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
-	}
-	return ns, err
+	return s.namespaces.Get(ctx, name)
 }
 
 func (s *Source) warmParams(obj any) {

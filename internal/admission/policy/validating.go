@@ -23,6 +23,8 @@ import (
 	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"plainkube.dev/plainkube/internal/admission"
@@ -52,15 +54,17 @@ func NewValidating(authz auth.Authorizer) *Validating {
 // SetSource gives the plugin what it reads.
 func (v *Validating) SetSource(s *Source) { v.source.Store(s) }
 
-// Start reads the policies through cfg (the API server's loopback
-// client) until ctx ends, and type-checks them.
-func (v *Validating) Start(ctx context.Context, cfg *rest.Config, log *slog.Logger) error {
-	s, err := NewSource(ctx, cfg, log)
+// Start reads the policies from f's informers (register before f starts)
+// and the rest through cs and cfg (the API server's loopback client) until
+// ctx ends, and type-checks them; synced reports whether the informers
+// have synced.
+func (v *Validating) Start(ctx context.Context, cfg *rest.Config, f informers.SharedInformerFactory, cs kubernetes.Interface, log *slog.Logger) (synced func() bool, err error) {
+	s, err := NewSource(ctx, cfg, f, cs, log)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	v.SetSource(s)
-	return nil
+	return s.HasSynced, nil
 }
 
 // Plugin is the plugin's place in the admission chain: every operation on

@@ -46,7 +46,7 @@ func sourceOf(t *testing.T, objs ...any) *Source {
 		}
 	}
 	return &Source{policies: policies, bindings: bindings, mpolicies: mpolicies, mbindings: mbindings,
-		namespaces: corelisters.NewNamespaceLister(namespaces),
+		namespaces: admission.Namespaces{Lister: corelisters.NewNamespaceLister(namespaces)},
 		compiled:   map[types.UID]compiledPolicy{}, mcompiled: map[types.UID]compiledMutating{},
 		params: map[schema.GroupVersionKind]*paramInformer{}}
 }

@@ -43,10 +43,7 @@ type Plugin struct {
 	// counts); defaults to time.Now.
 	Now func() time.Time
 
-	mu     sync.Mutex
-	lister corelisters.ResourceQuotaLister
-	synced func() bool
-	client kubernetes.Interface
+	admission.Reader[corelisters.ResourceQuotaLister]
 	// namespaces serializes the charges of one namespace.
 	namespaces keyedMutex
 	// written holds each quota as this server last wrote it, newer than
@@ -61,16 +58,7 @@ func New() *Plugin { return &Plugin{Now: time.Now} }
 // starts) and writes their status with client.
 func (p *Plugin) Start(f informers.SharedInformerFactory, client kubernetes.Interface) {
 	inf := f.Core().V1().ResourceQuotas()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.lister, p.synced, p.client = inf.Lister(), inf.Informer().HasSynced, client
-}
-
-// HasSynced reports whether the plugin has its quotas.
-func (p *Plugin) HasSynced() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.synced != nil && p.synced()
+	p.Set(inf.Lister(), inf.Informer().HasSynced, client)
 }
 
 // Plugin is the plugin's place in the chain: creates and updates of every
@@ -90,10 +78,8 @@ func (p *Plugin) Validate(ctx context.Context, a *admission.Attributes) error {
 	if !e.Handles(string(a.Operation), a.Subresource, a.Object, a.OldObject) {
 		return nil
 	}
-	p.mu.Lock()
-	lister, synced, client := p.lister, p.synced, p.client
-	p.mu.Unlock()
-	if lister == nil || !synced() {
+	lister, client, ok := p.Read()
+	if !ok {
 		return apierrors.NewServiceUnavailable("the ResourceQuota admission plugin has not read the quotas yet")
 	}
 	quotas, err := lister.ResourceQuotas(a.Namespace).List(labels.Everything())

@@ -8,16 +8,16 @@ import (
 	"sync/atomic"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	admissionlisters "k8s.io/client-go/listers/admissionregistration/v1"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"k8s.io/apiserver/pkg/admission/plugin/webhook/matchconditions"
+
+	"plainkube.dev/plainkube/internal/admission"
 )
 
 // hook is one webhook of a configuration, with what matching needs
@@ -111,10 +111,8 @@ func validatingHooks(c *admissionregistrationv1.ValidatingWebhookConfiguration) 
 type Source struct {
 	mutatingLister   admissionlisters.MutatingWebhookConfigurationLister
 	validatingLister admissionlisters.ValidatingWebhookConfigurationLister
-	namespaces       corelisters.NamespaceLister
-	// client reads a namespace the informer does not hold yet.
-	client kubernetes.Interface
-	synced []cache.InformerSynced
+	namespaces       admission.Namespaces
+	synced           admission.Synced
 
 	// The webhooks in calling order (configurations by name), rebuilt on
 	// every change of a configuration.
@@ -129,7 +127,7 @@ func NewSource(f informers.SharedInformerFactory, client kubernetes.Interface) (
 	m := f.Admissionregistration().V1().MutatingWebhookConfigurations()
 	v := f.Admissionregistration().V1().ValidatingWebhookConfigurations()
 	ns := f.Core().V1().Namespaces()
-	s := &Source{mutatingLister: m.Lister(), validatingLister: v.Lister(), namespaces: ns.Lister(), client: client}
+	s := &Source{mutatingLister: m.Lister(), validatingLister: v.Lister(), namespaces: admission.Namespaces{Lister: ns.Lister(), Client: client}}
 	s.mutating.Store(&[]*hook{})
 	s.validating.Store(&[]*hook{})
 	onChange := func(rebuild func()) cache.ResourceEventHandler {
@@ -147,20 +145,13 @@ func NewSource(f informers.SharedInformerFactory, client kubernetes.Interface) (
 	if err != nil {
 		return nil, err
 	}
-	s.synced = []cache.InformerSynced{mr.HasSynced, vr.HasSynced, ns.Informer().HasSynced}
+	s.synced = admission.Synced{mr.HasSynced, vr.HasSynced, ns.Informer().HasSynced}
 	return s, nil
 }
 
 // HasSynced reports whether the informers have their first list and the
 // webhooks of it are built.
-func (s *Source) HasSynced() bool {
-	for _, f := range s.synced {
-		if !f() {
-			return false
-		}
-	}
-	return true
-}
+func (s *Source) HasSynced() bool { return s.synced.HasSynced() }
 
 func (s *Source) rebuildMutating() {
 	rebuild(&s.rebuild, &s.mutating, s.mutatingLister.List, mutatingHooks)
@@ -194,10 +185,7 @@ func (s *Source) Validating() []*hook { return *s.validating.Load() }
 // NamespaceLabels are the labels of namespace name: from the informer, or
 // (as upstream, in case the cache lags) from the API.
 func (s *Source) NamespaceLabels(ctx context.Context, name string) (map[string]string, error) {
-	ns, err := s.namespaces.Get(name)
-	if apierrors.IsNotFound(err) && name != "" && s.client != nil {
-		ns, err = s.client.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
-	}
+	ns, err := s.namespaces.Get(ctx, name)
 	if err != nil {
 		return nil, err
 	}

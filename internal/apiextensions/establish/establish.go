@@ -49,11 +49,7 @@ func (c *Controller) Queue(names []string) {
 
 // Run reconciles until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) error {
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced) {
-		return ctx.Err()
-	}
-	reconcile.ProcessQueue(ctx, c.queue, workers, c.log, c.reconcile)
-	return nil
+	return reconcile.RunWhenSynced(ctx, c.queue, workers, c.log, c.reconcile, c.synced)
 }
 
 func (c *Controller) reconcile(ctx context.Context, name string) (reconcile.Result, error) {

@@ -64,11 +64,7 @@ func (c *Controller) Name() string { return Name }
 
 // Run reconciles until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) error {
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced) {
-		return ctx.Err()
-	}
-	reconcile.ProcessQueue(ctx, c.queue, workers, c.log, c.reconcile)
-	return nil
+	return reconcile.RunWhenSynced(ctx, c.queue, workers, c.log, c.reconcile, c.synced)
 }
 
 func (c *Controller) reconcile(ctx context.Context, name string) (reconcile.Result, error) {

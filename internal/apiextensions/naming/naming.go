@@ -54,9 +54,7 @@ func New(c client.CustomResourceDefinitionsGetter, informer informers.CustomReso
 			ctrl.enqueue(obj)
 		},
 		DeleteFunc: func(obj interface{}) {
-			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = t.Obj
-			}
+			obj, _ = reconcile.DeletedObject[any](obj)
 			ctrl.enqueue(obj)
 		},
 	})
@@ -73,11 +71,7 @@ func (c *Controller) Name() string { return Name }
 
 // Run reconciles CRDs until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) error {
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced) {
-		return ctx.Err()
-	}
-	reconcile.ProcessQueue(ctx, c.queue, 1, c.log, c.reconcile) // one worker: names are handed out one at a time
-	return nil
+	return reconcile.RunWhenSynced(ctx, c.queue, 1, c.log, c.reconcile, c.synced) // one worker: names are handed out one at a time
 }
 
 // acceptedNamesForGroup is every name held by a CRD of group.

@@ -74,12 +74,8 @@ func (c *Controller) Synced() <-chan struct{} { return c.syncedCh }
 // Run installs custom resources until ctx ends. One worker is enough: the
 // whole set is one key.
 func (c *Controller) Run(ctx context.Context, _ int) error {
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced) {
-		return ctx.Err()
-	}
 	c.queue.Add("all")
-	reconcile.ProcessQueue(ctx, c.queue, 1, c.log, c.reconcile)
-	return nil
+	return reconcile.RunWhenSynced(ctx, c.queue, 1, c.log, c.reconcile, c.synced)
 }
 
 func (c *Controller) reconcile(ctx context.Context, _ string) (reconcile.Result, error) {

@@ -4,6 +4,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
+
+	"plainkube.dev/plainkube/internal/reconcile"
 )
 
 // Populate keeps g up to date from the informers of f (pods and
@@ -18,10 +20,7 @@ func Populate(g *Graph, f informers.SharedInformerFactory) (synced func() bool, 
 		AddFunc:    func(obj any) { setPod(g, obj) },
 		UpdateFunc: func(_, obj any) { setPod(g, obj) },
 		DeleteFunc: func(obj any) {
-			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = t.Obj
-			}
-			if p, ok := obj.(*corev1.Pod); ok {
+			if p, ok := reconcile.DeletedObject[*corev1.Pod](obj); ok {
 				g.DeletePod(p.Namespace, p.Name)
 			}
 		},
@@ -33,10 +32,7 @@ func Populate(g *Graph, f informers.SharedInformerFactory) (synced func() bool, 
 		AddFunc:    func(obj any) { setVolume(g, obj) },
 		UpdateFunc: func(_, obj any) { setVolume(g, obj) },
 		DeleteFunc: func(obj any) {
-			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = t.Obj
-			}
-			if pv, ok := obj.(*corev1.PersistentVolume); ok {
+			if pv, ok := reconcile.DeletedObject[*corev1.PersistentVolume](obj); ok {
 				g.DeleteVolume(pv.Name)
 			}
 		},

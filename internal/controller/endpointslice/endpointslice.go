@@ -42,15 +42,10 @@ const podNodeIndex = "spec.nodeName"
 
 // Controller is the EndpointSlice controller.
 type Controller struct {
+	controller.Base
 	// MaxEndpointsPerSlice caps the endpoints in one slice; set before Run.
 	MaxEndpointsPerSlice int
-	// Logger defaults to slog.Default().
-	Logger *slog.Logger
-	// Informers, when set, supplies the Pod and Node informers, shared
-	// with the process's other components (see reconcile.SharedInformers).
-	Informers *reconcile.SharedInformers
 
-	client   kubernetes.Interface
 	tracker  *sliceTracker
 	triggers *endpointutil.TriggerTimeTracker
 }
@@ -59,20 +54,17 @@ var _ reconcile.Controller = (*Controller)(nil)
 
 // New builds the controller's client from cfg.
 func New(cfg *rest.Config) (*Controller, error) {
-	cs, err := kubernetes.NewForConfig(cfg)
+	base, err := controller.NewBase(Name, cfg)
 	if err != nil {
 		return nil, err
 	}
 	return &Controller{
+		Base:                 base,
 		MaxEndpointsPerSlice: DefaultMaxEndpointsPerSlice,
-		client:               cs,
 		tracker:              newSliceTracker(),
 		triggers:             endpointutil.NewTriggerTimeTracker(),
 	}, nil
 }
-
-// Name implements reconcile.Controller.
-func (c *Controller) Name() string { return Name }
 
 type listers struct {
 	services corelisters.ServiceLister
@@ -85,7 +77,7 @@ type listers struct {
 // the slices of every Service with a selector in step, with workers
 // workers, until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) error {
-	b := controller.NewBuilder(controller.Config{Name: Name, Component: Name, Client: c.client, Logger: c.Logger, Shared: c.Informers})
+	b := controller.NewBuilder(controller.Config{Name: Name, Component: Name, Client: c.Client, Logger: c.Logger, Shared: c.Informers})
 	svcInf := b.Informers().Core().V1().Services()
 	podInf := b.SharedInformers().Core().V1().Pods()
 	nodeInf := b.SharedInformers().Core().V1().Nodes()
@@ -255,7 +247,7 @@ func (c *Controller) reconcile(ctx context.Context, log *slog.Logger, l listers,
 // apply writes a plan: updates and creates (stamped with the trigger time),
 // then deletes.
 func (c *Controller) apply(ctx context.Context, svc *corev1.Service, p Plan, trigger time.Time) error {
-	api := c.client.DiscoveryV1().EndpointSlices(svc.Namespace)
+	api := c.Client.DiscoveryV1().EndpointSlices(svc.Namespace)
 	// No new slices for a Service being deleted: the garbage collector
 	// would race them.
 	if svc.DeletionTimestamp == nil {

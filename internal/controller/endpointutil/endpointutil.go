@@ -152,10 +152,8 @@ func (t *TriggerTimeTracker) Compute(svc *corev1.Service, pods []*corev1.Pod) ti
 	next := triggerState{service: svc.CreationTimestamp.Time, pods: map[string]time.Time{}}
 	for _, pod := range pods {
 		var at time.Time
-		for i := range pod.Status.Conditions {
-			if pod.Status.Conditions[i].Type == corev1.PodReady {
-				at = pod.Status.Conditions[i].LastTransitionTime.Time
-			}
+		if c := podutil.ReadyCondition(pod); c != nil {
+			at = c.LastTransitionTime.Time
 		}
 		if at.IsZero() {
 			continue

@@ -26,8 +26,14 @@
 //     finalizer, remove its reference from every dependent, then the
 //     finalizer.
 //
-// The graph and its monitors are the collector's own wiring (dynamic
-// informers over every resource, not the controller Builder's). The
+// The graph and its monitors are the collector's own wiring, not the
+// controller Builder's: the Builder wires a fixed set of typed informers
+// chosen before Run, keyed by namespace/name, while the collector learns
+// its resources from discovery as it runs, starts and stops a
+// metadata-only informer per resource as they come and go, and keys its
+// two queues by UID. What it shares with every controller it takes from
+// package controller and reconcile: Base (name, client, logger), the
+// rate-limited queues and their workers, and tombstone unwrapping. The
 // decision for one object — drop the finalizer, look at the blocking
 // dependents, keep it, patch references away, or delete it with which
 // policy — is plan(State) Plan (plan.go, pure, table-tested in

@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/client-go/util/workqueue"
 
+	"plainkube.dev/plainkube/internal/controller"
 	"plainkube.dev/plainkube/internal/reconcile"
 )
 
@@ -47,12 +48,11 @@ func DefaultIgnoredResources() map[schema.GroupResource]bool {
 
 // Controller is the garbage collector.
 type Controller struct {
+	controller.Base
 	// SyncPeriod is how often discovery is re-read; set before Run.
 	SyncPeriod time.Duration
 	// Ignored resources are neither watched nor collected; set before Run.
 	Ignored map[schema.GroupResource]bool
-	// Logger defaults to slog.Default().
-	Logger *slog.Logger
 
 	metadata  metadata.Interface
 	discovery discovery.DiscoveryInterface
@@ -63,15 +63,17 @@ var _ reconcile.Controller = (*Controller)(nil)
 
 // New builds the collector's clients from cfg.
 func New(cfg *rest.Config) (*Controller, error) {
+	base, err := controller.NewBase(Name, cfg)
+	if err != nil {
+		return nil, err
+	}
 	md, err := metadata.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
+	dc := base.Client.Discovery()
 	return &Controller{
+		Base:       base,
 		SyncPeriod: DefaultSyncPeriod,
 		Ignored:    DefaultIgnoredResources(),
 		metadata:   md,
@@ -80,19 +82,12 @@ func New(cfg *rest.Config) (*Controller, error) {
 	}, nil
 }
 
-// Name implements reconcile.Controller.
-func (c *Controller) Name() string { return Name }
-
 // Run watches every deletable resource, builds the graph, and runs workers
 // attemptToDelete and workers attemptToOrphan workers until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) error {
-	log := c.Logger
-	if log == nil {
-		log = slog.Default().With("controller", Name)
-	}
 	r := &run{
 		Controller:      c,
-		log:             log,
+		log:             c.Log(),
 		graph:           NewGraph(),
 		graphChanges:    workqueue.NewTyped[*Event](),
 		attemptToDelete: reconcile.NewQueue[types.UID]("garbage_collector_attempt_to_delete"),

@@ -9,8 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
@@ -36,21 +34,19 @@ const resyncPeriod = 5 * time.Minute
 
 // Controller is the namespace controller.
 type Controller struct {
+	controller.Base
 	// DeletionDelay is the wait before a namespace event is processed; set
 	// before Run.
 	DeletionDelay time.Duration
-	// Logger defaults to slog.Default().
-	Logger *slog.Logger
 
-	client kubernetes.Interface
-	del    *deleter
+	del *deleter
 }
 
 var _ reconcile.Controller = (*Controller)(nil)
 
 // New builds the controller's clients from cfg.
 func New(cfg *rest.Config) (*Controller, error) {
-	cs, err := kubernetes.NewForConfig(cfg)
+	base, err := controller.NewBase(Name, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -58,21 +54,14 @@ func New(cfg *rest.Config) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
 	return &Controller{
+		Base:          base,
 		DeletionDelay: DefaultDeletionDelay,
-		client:        cs,
-		del: &deleter{client: cs, metadata: md, discovery: dc, now: time.Now,
+		del: &deleter{client: base.Client, metadata: md, discovery: base.Client.Discovery(), now: time.Now,
 			finalizerToken: corev1.FinalizerKubernetes, ops: newOpCache(), finalizerEstimate: finalizerEstimateSeconds,
 			log: slog.Default()},
 	}, nil
 }
-
-// Name implements reconcile.Controller.
-func (c *Controller) Name() string { return Name }
 
 // Run watches namespaces and empties those being deleted with workers
 // workers until ctx ends.
@@ -80,7 +69,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	// Retry at least every minute, never longer, as upstream.
 	queue := reconcile.NewQueueWithRateLimiter(Name,
 		workqueue.NewTypedItemExponentialFailureRateLimiter[string](5*time.Millisecond, 60*time.Second))
-	b := controller.NewBuilder(controller.Config{Name: Name, Component: Component, Client: c.client, Logger: c.Logger,
+	b := controller.NewBuilder(controller.Config{Name: Name, Component: Component, Client: c.Client, Logger: c.Logger,
 		Primary: &corev1.Namespace{}, Resync: resyncPeriod, Queue: queue})
 	c.del.log = b.Logger()
 	nsInf := b.Informers().Core().V1().Namespaces()
@@ -98,7 +87,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 			return State{}, false, nil
 		}
 		// The namespace as it is now, not as the cache has it.
-		ns, err := c.client.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+		ns, err := c.Client.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return State{}, false, nil
 		}

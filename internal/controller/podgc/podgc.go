@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
@@ -38,6 +37,7 @@ const passKey = "pods"
 
 // Controller is the pod garbage collector.
 type Controller struct {
+	controller.Base
 	// Period is how often a pass runs; set before Run.
 	Period time.Duration
 	// Quarantine is how long a node must be missing before its pods are
@@ -46,14 +46,8 @@ type Controller struct {
 	// TerminatedPodThreshold is how many terminated pods are kept (0 or
 	// less: all); set before Run.
 	TerminatedPodThreshold int
-	// Logger defaults to slog.Default().
-	Logger *slog.Logger
-	// Informers, when set, supplies the Pod and Node informers, shared
-	// with the process's other components (see reconcile.SharedInformers).
-	Informers *reconcile.SharedInformers
 
-	client kubernetes.Interface
-	now    func() time.Time
+	now func() time.Time
 
 	mu           sync.Mutex
 	missingSince map[string]time.Time
@@ -67,28 +61,25 @@ var _ reconcile.Controller = (*Controller)(nil)
 
 // New builds the controller's client from cfg.
 func New(cfg *rest.Config) (*Controller, error) {
-	cs, err := kubernetes.NewForConfig(cfg)
+	base, err := controller.NewBase(Name, cfg)
 	if err != nil {
 		return nil, err
 	}
 	return &Controller{
+		Base:                   base,
 		Period:                 DefaultPeriod,
 		Quarantine:             DefaultQuarantine,
 		TerminatedPodThreshold: DefaultTerminatedPodThreshold,
-		client:                 cs,
 		now:                    time.Now,
 		missingSince:           map[string]time.Time{},
 		deleted:                map[types.UID]bool{},
 	}, nil
 }
 
-// Name implements reconcile.Controller.
-func (c *Controller) Name() string { return Name }
-
 // Run watches Pods and Nodes and collects pods with workers workers (one
 // pass runs at a time) until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) error {
-	b := controller.NewBuilder(controller.Config{Name: Name, Component: Name, Client: c.client, Logger: c.Logger, Shared: c.Informers})
+	b := controller.NewBuilder(controller.Config{Name: Name, Component: Name, Client: c.Client, Logger: c.Logger, Shared: c.Informers})
 	podInf := b.SharedInformers().Core().V1().Pods()
 	nodeInf := b.SharedInformers().Core().V1().Nodes()
 	podLister, nodeLister := podInf.Lister(), nodeInf.Lister()
@@ -174,7 +165,7 @@ func (c *Controller) pass(ctx context.Context, log *slog.Logger, podLister corel
 	}
 	for node, orphans := range d.Orphaned {
 		// The cache may be behind: make sure the node is really gone.
-		_, err := c.client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+		_, err := c.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 		if err == nil {
 			c.mu.Lock()
 			c.missingSince[node] = now // back into quarantine
@@ -212,7 +203,7 @@ func (c *Controller) pass(ctx context.Context, log *slog.Logger, podLister corel
 // markFailedAndDelete moves a pod that has not finished to phase Failed
 // (adding cond if given), since no kubelet will, then deletes it at once.
 func (c *Controller) markFailedAndDelete(ctx context.Context, pod *corev1.Pod, cond *corev1.PodCondition) error {
-	api := c.client.CoreV1().Pods(pod.Namespace)
+	api := c.Client.CoreV1().Pods(pod.Namespace)
 	if pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed {
 		status := map[string]any{"phase": corev1.PodFailed}
 		if cond != nil {

@@ -49,12 +49,8 @@ var countedByMetadata = []schema.GroupVersionResource{
 
 // Controller is the resource quota controller.
 type Controller struct {
-	// Informers, when set, supplies the Pod informer shared with the
-	// process's other components.
-	Informers *reconcile.SharedInformers
-	Logger    *slog.Logger
+	controller.Base
 
-	client   kubernetes.Interface
 	metadata metadata.Interface
 	now      func() time.Time
 }
@@ -63,7 +59,7 @@ var _ reconcile.Controller = (*Controller)(nil)
 
 // New builds the controller's clients from cfg.
 func New(cfg *rest.Config) (*Controller, error) {
-	cs, err := kubernetes.NewForConfig(cfg)
+	base, err := controller.NewBase(Name, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -71,11 +67,8 @@ func New(cfg *rest.Config) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Controller{client: cs, metadata: mc, now: time.Now}, nil
+	return &Controller{Base: base, metadata: mc, now: time.Now}, nil
 }
-
-// Name implements reconcile.Controller.
-func (c *Controller) Name() string { return Name }
 
 type run struct {
 	client   kubernetes.Interface
@@ -89,14 +82,14 @@ type run struct {
 
 // Run watches quotas and the objects they count until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) error {
-	b := controller.NewBuilder(controller.Config{Name: Name, Component: Component, Client: c.client, Logger: c.Logger,
+	b := controller.NewBuilder(controller.Config{Name: Name, Component: Component, Client: c.Client, Logger: c.Logger,
 		Primary: &corev1.ResourceQuota{}, Resync: resyncPeriod, Shared: c.Informers})
 	qInf := b.Informers().Core().V1().ResourceQuotas()
 	podInf := b.SharedInformers().Core().V1().Pods()
 	svcInf := b.Informers().Core().V1().Services()
 	pvcInf := b.Informers().Core().V1().PersistentVolumeClaims()
-	r := &run{client: c.client, metadata: c.metadata, quotas: qInf.Lister(), log: b.Logger(), now: c.now,
-		mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(c.client.Discovery())),
+	r := &run{client: c.Client, metadata: c.metadata, quotas: qInf.Lister(), log: b.Logger(), now: c.now,
+		mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(c.Client.Discovery())),
 		typed: map[schema.GroupResource]func(string) ([]runtime.Object, error){
 			{Resource: "pods"}: func(ns string) ([]runtime.Object, error) {
 				return objects(podInf.Lister().Pods(ns).List(labels.Everything()))

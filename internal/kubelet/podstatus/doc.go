@@ -1,4 +1,5 @@
 // Package podstatus holds the parts of a pod's status that every node
 // agent computes the same way, real (internal/kubelet) or simulated
-// (internal/kubelet/sim).
+// (internal/kubelet/sim): the phase from the containers' states, and how a
+// condition is set (its transition time kept unless its status changes).
 package podstatus

@@ -98,7 +98,7 @@ func decide(pod *corev1.Pod, env podEnv, now time.Time) decision {
 // start is the first status: the pod is accepted, its sandbox has an
 // address, no container has been created.
 func start(pod *corev1.Pod, st *corev1.PodStatus, env podEnv, now time.Time) {
-	t := stamp(now)
+	t := podstatus.Stamp(now)
 	st.StartTime = &t
 	st.Phase = corev1.PodPending
 	st.HostIP, st.HostIPs = env.hostIP, []corev1.HostIP{{IP: env.hostIP}}
@@ -286,7 +286,7 @@ func setConditions(pod *corev1.Pod, st *corev1.PodStatus, now time.Time) {
 	gen := pod.Generation
 	set := func(c corev1.PodCondition) {
 		c.ObservedGeneration = gen
-		setCondition(st, c, now)
+		podstatus.SetCondition(st, c, now)
 	}
 	if done {
 		set(corev1.PodCondition{Type: corev1.PodReadyToStartContainers, Status: corev1.ConditionFalse})
@@ -352,26 +352,6 @@ func setConditions(pod *corev1.Pod, st *corev1.PodStatus, now time.Time) {
 	set(ready)
 }
 
-// setCondition replaces or appends a condition, keeping its transition
-// time unless its status changes.
-func setCondition(st *corev1.PodStatus, c corev1.PodCondition, now time.Time) {
-	for i := range st.Conditions {
-		old := &st.Conditions[i]
-		if old.Type != c.Type {
-			continue
-		}
-		c.LastProbeTime = old.LastProbeTime
-		c.LastTransitionTime = old.LastTransitionTime
-		if old.Status != c.Status || old.LastTransitionTime.IsZero() {
-			c.LastTransitionTime = stamp(now)
-		}
-		*old = c
-		return
-	}
-	c.LastTransitionTime = stamp(now)
-	st.Conditions = append(st.Conditions, c)
-}
-
 // phase is upstream's pod phase of a pod that is not being deleted.
 func phase(pod *corev1.Pod, st *corev1.PodStatus, initDone bool) corev1.PodPhase {
 	if !initDone {
@@ -428,7 +408,7 @@ func decideDeletion(pod *corev1.Pod, st *corev1.PodStatus, b behaviour, now time
 
 // run starts (or restarts) a container at t.
 func run(pod *corev1.Pod, c *corev1.Container, cs *corev1.ContainerStatus, t time.Time) {
-	cs.State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: stamp(t)}}
+	cs.State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: podstatus.Stamp(t)}}
 	cs.Started = ptrTo(true)
 	cs.Ready = false
 	cs.Image = c.Image
@@ -450,7 +430,7 @@ func terminate(cs *corev1.ContainerStatus, t time.Time, code int32) {
 		reason = reasonError
 	}
 	cs.State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
-		ExitCode: code, Reason: reason, StartedAt: started, FinishedAt: stamp(t), ContainerID: cs.ContainerID,
+		ExitCode: code, Reason: reason, StartedAt: started, FinishedAt: podstatus.Stamp(t), ContainerID: cs.ContainerID,
 	}}
 	cs.Ready = false
 	cs.Started = ptrTo(false)
@@ -499,8 +479,6 @@ func containerID(pod *corev1.Pod, name string, restart int32) string {
 }
 
 // stamp is t as the API stores it: to the second.
-func stamp(t time.Time) metav1.Time { return metav1.NewTime(t.Truncate(time.Second)) }
-
 func later(a, b time.Time) time.Time {
 	if b.After(a) {
 		return b

@@ -256,10 +256,7 @@ func (s *Sim) podChanged(obj any) {
 
 // podDeleted frees a deleted pod's address.
 func (s *Sim) podDeleted(obj any) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	pod, ok := obj.(*corev1.Pod)
+	pod, ok := reconcile.DeletedObject[*corev1.Pod](obj)
 	if !ok {
 		return
 	}
@@ -295,10 +292,7 @@ func (s *Sim) nodeChanged(obj any) {
 
 // nodeDeleted stops driving a node whose object was deleted.
 func (s *Sim) nodeDeleted(obj any) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	node, ok := obj.(*corev1.Node)
+	node, ok := reconcile.DeletedObject[*corev1.Node](obj)
 	if !ok {
 		return
 	}

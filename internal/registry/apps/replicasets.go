@@ -23,6 +23,7 @@ func replicaSets() registry.Resource {
 		Categories:       []string{"all"},
 		Namespaced:       true,
 		Subresources:     []string{"status", "scale"},
+		Scale:            registry.ReplicasScale,
 		TracksGeneration: true,
 		Strategy: registry.Strategy{
 			Default: func(obj runtime.Object) {

@@ -26,6 +26,7 @@ func statefulSets() registry.Resource {
 		Categories:       []string{"all"},
 		Namespaced:       true,
 		Subresources:     []string{"status", "scale"},
+		Scale:            registry.ReplicasScale,
 		TracksGeneration: true,
 		Strategy: registry.Strategy{
 			Default: func(obj runtime.Object) { defaultStatefulSet(obj.(*appsv1.StatefulSet)) },

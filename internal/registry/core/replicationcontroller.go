@@ -24,6 +24,7 @@ func replicationControllers() registry.Resource {
 		Categories:       []string{"all"},
 		Namespaced:       true,
 		Subresources:     []string{"status", "scale"},
+		Scale:            registry.ReplicasScale,
 		TracksGeneration: true,
 		Strategy: registry.Strategy{
 			Default: func(obj runtime.Object) { defaultReplicationController(obj.(*corev1.ReplicationController)) },
