@@ -1,5 +1,5 @@
 # The two commands a newcomer needs: `make run` and `make test`.
-.PHONY: build run test test-short
+.PHONY: build run test test-short conformance
 
 build:
 	go build -o bin/plainkube ./cmd/plainkube
@@ -16,3 +16,9 @@ test:
 # Unit and in-process tests only (no kubectl, no root).
 test-short:
 	go test -short ./...
+
+# Upstream's conformance suite (k8s.io/kubernetes/test/e2e v1.37.2) against a
+# fresh cluster with a real node, offline (root). FOCUS and SKIP are Ginkgo
+# regular expressions: make conformance FOCUS='\[sig-apps\]'
+conformance:
+	./hack/conformance.sh "$(FOCUS)" "$(SKIP)"

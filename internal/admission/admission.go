@@ -71,14 +71,14 @@ func (p *Plugin) Handles(a *Attributes) bool {
 type Chain []Plugin
 
 // Mutate runs the mutating phase of every plugin that handles a, in order,
-// stopping at the first error.
+// stopping at the first error, and runs it once more if a webhook or
+// policy changed the object (see Reinvocable).
 func (c Chain) Mutate(ctx context.Context, a *Attributes) error {
-	for i := range c {
-		if p := &c[i]; p.Mutate != nil && p.Handles(a) {
-			if err := p.Mutate(ctx, a); err != nil {
-				return err
-			}
-		}
+	if err := c.mutateOnce(ctx, a); err != nil {
+		return err
+	}
+	if a.startSecondRun() {
+		return c.mutateOnce(ctx, a)
 	}
 	return nil
 }

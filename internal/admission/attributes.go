@@ -51,9 +51,10 @@ type Attributes struct {
 	// no identity).
 	User *auth.User
 
-	mu          sync.Mutex
-	warnings    []string
-	annotations map[string]string
+	mu           sync.Mutex
+	warnings     []string
+	annotations  map[string]string
+	reinvocation reinvocation
 }
 
 // AddWarning records a warning returned to the client in a Warning header.

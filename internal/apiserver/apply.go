@@ -1,13 +1,13 @@
 package apiserver
 
 import (
-	"encoding/json"
 	"errors"
 	"net/http"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"plainkube.dev/plainkube/internal/registry"
 	"sigs.k8s.io/yaml"
 )
@@ -85,14 +85,16 @@ func (s *Server) handleApply(rq *request, subresource string, dryRun bool, fv fi
 }
 
 // decodeApplyPatch reads an apply configuration (YAML or JSON) as an
-// unstructured object.
+// unstructured object, its whole numbers int64 as upstream's unstructured
+// decoding makes them (CEL rules and schemas of integer fields refuse a
+// float64).
 func decodeApplyPatch(body []byte) (*unstructured.Unstructured, error) {
 	data, err := yaml.YAMLToJSONStrict(body)
 	if err != nil {
 		return nil, badRequest("error decoding YAML: %v", err)
 	}
 	var m map[string]interface{}
-	if err := json.Unmarshal(data, &m); err != nil || m == nil {
+	if err := utiljson.Unmarshal(data, &m); err != nil || m == nil {
 		return nil, badRequest("the apply patch must be an object")
 	}
 	return &unstructured.Unstructured{Object: m}, nil

@@ -108,3 +108,23 @@ func (s *Server) ConvertObject(_ context.Context, obj runtime.Object, kind schem
 	}
 	return nil, fmt.Errorf("cannot convert %v to %v", from, kind)
 }
+
+// DefaultObject applies the defaults of the built-in resource whose
+// objects are of obj's kind, as the server does to an object it is
+// given (a webhook's patched object is defaulted again, as upstream's).
+// Other objects are left as they are.
+func (s *Server) DefaultObject(obj runtime.Object) {
+	if _, ok := obj.(*unstructured.Unstructured); ok {
+		return
+	}
+	kinds, _, err := s.codecs.scheme.ObjectKinds(obj)
+	if err != nil {
+		return
+	}
+	for _, rs := range s.stores {
+		if rs.res.Kind == kinds[0] && rs.res.Strategy.Default != nil {
+			rs.res.Strategy.Default(obj)
+			return
+		}
+	}
+}

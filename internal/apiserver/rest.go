@@ -464,7 +464,7 @@ func (s *Server) prepareUpdate(ctx context.Context, rs *resourceStore, obj, old 
 			st.PrepareForUpdate(ctx, obj, old)
 		}
 	}
-	if rs.res.TracksGeneration && rs.specChanged(obj, old) {
+	if rs.res.TracksGeneration && !rs.res.Handlers[subresource].KeepsGeneration && rs.specChanged(obj, old) {
 		m.SetGeneration(om.GetGeneration() + 1)
 	}
 	errs := apivalidation.ValidateObjectMetaAccessorUpdate(m, om, field.NewPath("metadata"))
@@ -502,6 +502,15 @@ func (rs *resourceStore) specChanged(obj, old runtime.Object) bool {
 		return custom.SpecChanged(obj.(*unstructured.Unstructured), old.(*unstructured.Unstructured), rs.hasStatus)
 	}
 	return specChanged(obj, old)
+}
+
+// bumpGeneration counts the start of a deletion as a change of the
+// object's desired state, as upstream does for objects with a generation:
+// their controllers must stop acting on them.
+func bumpGeneration(m metav1.Object) {
+	if g := m.GetGeneration(); g > 0 {
+		m.SetGeneration(g + 1)
+	}
 }
 
 // deletionComplete reports whether an update finishes a deletion: the
@@ -603,6 +612,9 @@ func (s *Server) deleteObject(ctx context.Context, rs *resourceStore, ns, name s
 		if grace, ok := rs.gracePeriod(obj, opts); ok {
 			// A pod on a node: its kubelet stops it, then deletes it for good.
 			if om.GetDeletionGracePeriodSeconds() == nil || *om.GetDeletionGracePeriodSeconds() > grace {
+				if om.GetDeletionTimestamp() == nil {
+					bumpGeneration(om)
+				}
 				at := metav1.NewTime(now.Add(secondsDuration(grace)))
 				om.SetDeletionTimestamp(&at)
 				om.SetDeletionGracePeriodSeconds(&grace)
@@ -611,6 +623,7 @@ func (s *Server) deleteObject(ctx context.Context, rs *resourceStore, ns, name s
 		} else if rs.hasPendingFinalizers(obj) {
 			zero := int64(0)
 			if om.GetDeletionTimestamp() == nil {
+				bumpGeneration(om)
 				om.SetDeletionTimestamp(&now)
 				om.SetDeletionGracePeriodSeconds(&zero)
 				if prepare := rs.res.Strategy.PrepareForDelete; prepare != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -123,6 +124,20 @@ func runNetprog(ctx context.Context, o *Options, r *Result) error {
 		if err != nil {
 			return err
 		}
+		// With one Service, then with n more: what a new connection
+		// through a Service costs.
+		probe, err := startConnectProbe(ctx, cs, ns, node)
+		if err != nil {
+			r.Notes = append(r.Notes, err.Error())
+		} else {
+			defer probe.ln.Close()
+			if before, err = waitForCount(ctx, cs, node.Name, names, before[programmingMetric].count+1, time.Minute); err != nil {
+				return err
+			}
+			if err := probe.time(ctx, r, "connect_1_service", 1000); err != nil {
+				return err
+			}
+		}
 		start := time.Now()
 		if err := parallel(ctx, n, 32, func(i int) error {
 			svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("s%d", i)},
@@ -143,6 +158,11 @@ func runNetprog(ctx context.Context, o *Options, r *Result) error {
 		}
 		r.add("services", float64(n), "")
 		r.add("all_programmed_s", time.Since(start).Seconds(), "s")
+		if probe != nil {
+			if err := probe.time(ctx, r, fmt.Sprintf("connect_%d_services", n+1), 1000); err != nil {
+				return err
+			}
+		}
 		// Then changes, one at a time, each to one Service's endpoints.
 		before = after
 		for i := 0; i < changes; i++ {
@@ -309,5 +329,93 @@ func runDNS(ctx context.Context, o *Options, r *Result) error {
 		r.add(prefix+"_errors", float64(errs), "")
 	}
 	r.Notes = append(r.Notes, "queries to "+server+" for "+name)
+	return nil
+}
+
+// connectProbe is a Service whose one endpoint is a listener of the
+// bench process on the proxied node's address: connecting to its
+// ClusterIP goes through the proxy's rules, so the time a connection
+// takes shows what a new connection's first packet pays for the lookups
+// (which should not grow with the number of Services).
+type connectProbe struct {
+	ln     net.Listener
+	target string // ClusterIP:port
+}
+
+// startConnectProbe listens on node's InternalIP and makes the Service
+// and its slice in ns. It fails when the bench does not run on node.
+func startConnectProbe(ctx context.Context, cs kubernetes.Interface, ns string, node *corev1.Node) (*connectProbe, error) {
+	var ip string
+	for _, a := range node.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP && net.ParseIP(a.Address).To4() != nil {
+			ip = a.Address
+			break
+		}
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+	if ip == "" || err != nil {
+		return nil, fmt.Errorf("connection times need the bench on node %s (listening on its address %q: %v)", node.Name, ip, err)
+	}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	svc, err := cs.CoreV1().Services(ns).Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "probe"},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "tcp", Port: 80}}}}, metav1.CreateOptions{})
+	if err == nil {
+		port := int32(ln.Addr().(*net.TCPAddr).Port)
+		_, err = cs.DiscoveryV1().EndpointSlices(ns).Create(ctx, &discoveryv1.EndpointSlice{
+			ObjectMeta: metav1.ObjectMeta{Name: "probe-bench", Labels: map[string]string{discoveryv1.LabelServiceName: "probe"},
+				// Stamped, so that the proxy counts its programming.
+				Annotations: map[string]string{corev1.EndpointsLastChangeTriggerTime: time.Now().UTC().Format(time.RFC3339Nano)}},
+			AddressType: discoveryv1.AddressTypeIPv4,
+			Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("tcp"), Port: ptr.To(port), Protocol: ptr.To(corev1.ProtocolTCP)}},
+			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{ip}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
+		}, metav1.CreateOptions{})
+	}
+	if err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("creating the probe Service: %w", err)
+	}
+	return &connectProbe{ln: ln, target: net.JoinHostPort(svc.Spec.ClusterIP, "80")}, nil
+}
+
+// time connects to the probe's ClusterIP n times, one after the other,
+// and adds the p50 and p99 of the connection times as name_p50/_p99.
+// Call it only once the proxy has programmed the probe's Service at
+// least as a rejected address of the service range: until its own rules
+// are in place (up to a minute) the connection is refused on the node.
+func (p *connectProbe) time(ctx context.Context, r *Result, name string, n int) error {
+	took := make([]time.Duration, 0, n)
+	d := net.Dialer{Timeout: time.Second}
+	for deadline := time.Now().Add(time.Minute); ; {
+		c, err := d.DialContext(ctx, "tcp", p.target)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the probe Service %s did not answer within a minute: %w", p.target, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for i := 0; i < n && ctx.Err() == nil; i++ {
+		start := time.Now()
+		c, err := d.DialContext(ctx, "tcp", p.target)
+		if err != nil {
+			return fmt.Errorf("connecting to the probe Service %s: %w", p.target, err)
+		}
+		took = append(took, time.Since(start))
+		c.Close()
+	}
+	slices.Sort(took)
+	for _, q := range []float64{0.5, 0.99} {
+		r.add(fmt.Sprintf("%s_p%g", name, q*100), float64(took[int(q*float64(len(took)-1))].Microseconds())/1000, "ms")
+	}
 	return nil
 }

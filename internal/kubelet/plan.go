@@ -423,6 +423,7 @@ type nodeEnv struct {
 // transition times stay when nothing changed.
 func podStatus(pod *corev1.Pod, obs observed, env nodeEnv, now time.Time) corev1.PodStatus {
 	st := *pod.Status.DeepCopy()
+	st.ObservedGeneration = pod.Generation
 	if st.StartTime == nil {
 		t := podstatus.Stamp(now)
 		st.StartTime = &t

@@ -7,8 +7,11 @@
 // ip6 "plainkube"). A packet to a Service costs one lookup in a verdict
 // map (service-ips: address . protocol . port → the Service's chain), so
 // it does not grow with the number of Services; the Service's chain DNATs
-// to a random endpoint from a map in its rule. Only with sessionAffinity
-// does each endpoint get a chain, which remembers its clients in a set. Filter chains,
+// to a random slot of its own range in one shared map of endpoints
+// (endpoint-slots-<protocol>), so that a replaced endpoint is one changed
+// element and nft never reads a map per Service. A pod sent to itself is
+// masqueraded by one rule (hairpin-pairs). Only with sessionAffinity does
+// each endpoint get a chain, which remembers its clients in a set. Filter chains,
 // which run after DNAT, reject what is still addressed to a Service: a
 // Service without endpoints, another port of a ClusterIP, an unallocated
 // address of the service range — such packets never leave the node.

@@ -2,9 +2,11 @@ package proxy
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
 	"os"
 	"os/exec"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -134,16 +136,17 @@ func TestRenderClusterIP(t *testing.T) {
 	if got := elementsOf(r); !slices.Equal(got, want) {
 		t.Fatalf("elements %q, want %q", got, want)
 	}
-	want = []string{
-		"ip saddr != 10.42.0.0/24 jump mark-for-masquerade",
-		"ip saddr { 10.42.0.5, 10.42.0.6 } jump mark-for-masquerade",
-		"meta l4proto tcp dnat ip to numgen random mod 2 map { 0 : 10.42.0.5 . 8080, 1 : 10.42.0.6 . 8080 }",
+	if svc := r.chains["svc-"+tag]; !slices.Equal(svc, []string{"ip saddr != 10.42.0.0/24 jump mark-for-masquerade"}) {
+		t.Fatalf("service chain %q, want the masquerade rule (the DNAT rule comes with the pool's slots)", svc)
 	}
-	if svc := r.chains["svc-"+tag]; !slices.Equal(svc, want) {
-		t.Fatalf("service chain %q, want %q", svc, want)
+	if p := r.pools["svc-"+tag]; p.proto != "tcp" || !slices.Equal(p.targets, []string{"10.42.0.5 . 8080", "10.42.0.6 . 8080"}) {
+		t.Fatalf("pool %+v", p)
 	}
 	if len(r.chains) != 1 {
 		t.Fatalf("chains %v, want the service's only (no affinity: no endpoint chains)", r.chains)
+	}
+	if want := []netip.Addr{netip.MustParseAddr("10.42.0.5"), netip.MustParseAddr("10.42.0.6")}; !slices.Equal(r.hairpin, want) {
+		t.Fatalf("hairpin %v, want %v", r.hairpin, want)
 	}
 }
 
@@ -196,29 +199,74 @@ func TestRenderNodePortLocalAffinityAndClash(t *testing.T) {
 }
 
 // TestTableStateIncremental checks that a change to one Service rewrites
-// only its chains and elements.
+// only its chains and elements, and that a replaced endpoint is only a
+// changed slot.
 func TestTableStateIncremental(t *testing.T) {
 	st := newTableState(ipv4)
-	tx := (&fakeNFT{}).tx()
-	st.update(tx, "default/web", renderOf(service("web", nil), slice("web", 8080, ep{ip: "10.42.0.5", node: "n1", ready: true}), nil))
-	first := tx.String()
-	if !strings.Contains(first, "add element ip plainkube service-ips { 10.96.0.20 . tcp . 80 : goto svc-") {
-		t.Fatalf("first transaction:\n%s", first)
+	web := func(eps ...ep) serviceRules {
+		return renderOf(service("web", nil), slice("web", 8080, eps...), nil)
 	}
-	// A second endpoint: only the service chain is rewritten; the map
-	// element stays.
-	tx = (&fakeNFT{}).tx()
-	st.update(tx, "default/web", renderOf(service("web", nil), slice("web", 8080, ep{ip: "10.42.0.5", node: "n1", ready: true}, ep{ip: "10.42.0.6", node: "n1", ready: true}), nil))
-	second := tx.String()
-	if strings.Contains(second, "element") || !strings.Contains(second, "flush chain ip plainkube svc-") || strings.Contains(second, "add chain") {
+	step := func(r serviceRules) string {
+		tx := (&fakeNFT{}).tx()
+		st.update(tx, "default/web", r)
+		return tx.String()
+	}
+	first := step(web(ep{ip: "10.42.0.5", node: "n1", ready: true}))
+	for _, want := range []string{
+		"add element ip plainkube service-ips { 10.96.0.20 . tcp . 80 : goto svc-",
+		"add element ip plainkube endpoint-slots-tcp { 0 : 10.42.0.5 . 8080 }",
+		"add element ip plainkube hairpin-pairs { 10.42.0.5 . 10.42.0.5 }",
+		"dnat ip to numgen random mod 1 offset 0 map @endpoint-slots-tcp",
+	} {
+		if !strings.Contains(first, want) {
+			t.Fatalf("first transaction lacks %q:\n%s", want, first)
+		}
+	}
+	// Another endpoint instead: its slot changes, nothing else.
+	second := step(web(ep{ip: "10.42.0.6", node: "n1", ready: true}))
+	want := "delete element ip plainkube endpoint-slots-tcp { 0 }\n" +
+		"add element ip plainkube endpoint-slots-tcp { 0 : 10.42.0.6 . 8080 }\n"
+	if !strings.Contains(second, want) || strings.Contains(second, "chain") || strings.Contains(second, "service-ips") ||
+		!strings.Contains(second, "add element ip plainkube hairpin-pairs { 10.42.0.6 . 10.42.0.6 }") ||
+		!strings.Contains(second, "delete element ip plainkube hairpin-pairs { 10.42.0.5 . 10.42.0.5 }") {
 		t.Fatalf("second transaction:\n%s", second)
 	}
-	// Gone: everything it added is removed.
-	tx = (&fakeNFT{}).tx()
-	st.update(tx, "default/web", serviceRules{})
-	third := tx.String()
-	if strings.Count(third, "delete chain") != 1 || !strings.Contains(third, "delete element ip plainkube service-ips") || len(st.applied) != 0 {
+	// A second endpoint: a new range of two slots, the chain's rule
+	// points there, the old slot goes; the map element stays.
+	third := step(web(ep{ip: "10.42.0.6", node: "n1", ready: true}, ep{ip: "10.42.0.7", node: "n1", ready: true}))
+	if !strings.Contains(third, "flush chain ip plainkube svc-") || !strings.Contains(third, "mod 2 offset 1 map @endpoint-slots-tcp") ||
+		!strings.Contains(third, "delete element ip plainkube endpoint-slots-tcp { 0 }") || strings.Contains(third, "service-ips") || strings.Contains(third, "add chain") {
 		t.Fatalf("third transaction:\n%s", third)
+	}
+	// Gone: everything it added is removed, and its slots are given back.
+	fourth := step(serviceRules{})
+	if strings.Count(fourth, "delete chain") != 1 || !strings.Contains(fourth, "delete element ip plainkube service-ips") ||
+		strings.Count(fourth, "delete element ip plainkube endpoint-slots-tcp") != 2 || strings.Count(fourth, "delete element ip plainkube hairpin-pairs") != 2 || len(st.applied) != 0 {
+		t.Fatalf("fourth transaction:\n%s", fourth)
+	}
+	if got := st.slots.take(2); got.base != 1 {
+		t.Fatalf("a pool of two after the Service went got slots %v, want the ones it gave back", got)
+	}
+}
+
+// TestHairpinSharedEndpoint: an address two Services send to keeps its
+// hairpin pair until the second lets go.
+func TestHairpinSharedEndpoint(t *testing.T) {
+	st := newTableState(ipv4)
+	shared := ep{ip: "10.42.0.5", node: "n1", ready: true}
+	a := renderOf(service("a", nil), slice("a", 8080, shared), nil)
+	b := renderOf(service("b", func(s *corev1.Service) { s.Spec.ClusterIP, s.Spec.ClusterIPs = "10.96.0.21", []string{"10.96.0.21"} }), slice("b", 8080, shared), nil)
+	for _, step := range []struct {
+		key     string
+		r       serviceRules
+		add, rm int
+	}{{"default/a", a, 1, 0}, {"default/b", b, 0, 0}, {"default/a", serviceRules{}, 0, 0}, {"default/b", serviceRules{}, 0, 1}} {
+		tx := (&fakeNFT{}).tx()
+		st.update(tx, step.key, step.r)
+		out := tx.String()
+		if strings.Count(out, "add element ip plainkube hairpin-pairs") != step.add || strings.Count(out, "delete element ip plainkube hairpin-pairs") != step.rm {
+			t.Fatalf("%s: want %d hairpin adds and %d deletes:\n%s", step.key, step.add, step.rm, out)
+		}
 	}
 }
 
@@ -303,7 +351,8 @@ func TestRulesLoadIntoNftables(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	if !strings.Contains(string(out), "10.96.0.20 . tcp . 80 : goto svc-") || !strings.Contains(string(out), "dnat ip to numgen random mod 2 map { 0 : 10.42.0.7 . 8080, 1 : 10.42.1.7 . 8080 }") || strings.Contains(string(out), "10.96.0.30") || strings.Contains(string(out), "10.42.1.5") {
+	if !strings.Contains(string(out), "10.96.0.20 . tcp . 80 : goto svc-") || !strings.Contains(string(out), "dnat ip to numgen random mod 2 map @endpoint-slots-tcp") || !strings.Contains(string(out), ": 10.42.0.7 . 8080") ||
+		!strings.Contains(string(out), "10.42.0.7 . 10.42.0.7") || strings.Contains(string(out), "10.96.0.30") || strings.Contains(string(out), "10.42.1.5") {
 		t.Fatalf("table after the partial sync:\n%s", out)
 	}
 }
@@ -388,7 +437,38 @@ func TestIPv6RulesLoadIntoNftables(t *testing.T) {
 		t.Fatalf("IPv6 full sync: %v\n%s", err, tx)
 	}
 	out, err := exec.Command("nft", "list", "table", "ip6", name).CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "dnat ip6 to numgen random mod 2 map { 0 : fd00:42::5 . 8080, 1 : fd00:42::6 . 8080 }") {
+	if err != nil || !strings.Contains(string(out), "dnat ip6 to numgen random mod 2 map @endpoint-slots-tcp") || !strings.Contains(string(out), "1 : fd00:42::6 . 8080") {
 		t.Fatalf("%v:\n%s", err, out)
+	}
+}
+
+// BenchmarkStatePerService reports the bytes the proxy's own state (the
+// rendered rules it keeps per Service, beside the informers' objects)
+// holds per Service of 10 endpoints, with 10,000 Services.
+func BenchmarkStatePerService(b *testing.B) {
+	const n = 10000
+	for range b.N {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		st := newTableState(ipv4)
+		tx := (&fakeNFT{}).tx()
+		services := map[string]serviceRules{}
+		for i := range n {
+			name := fmt.Sprintf("s%d", i)
+			ip := fmt.Sprintf("10.96.%d.%d", i/250, i%250+1)
+			var eps []ep
+			for k := range 10 {
+				eps = append(eps, ep{ip: fmt.Sprintf("10.42.%d.%d", k, i%250+1), node: "n1", ready: true})
+			}
+			services["default/"+name] = renderOf(service(name, func(s *corev1.Service) { s.Spec.ClusterIP, s.Spec.ClusterIPs = ip, []string{ip} }), slice(name, 8080, eps...), nil)
+		}
+		st.full(tx, testNode, services, nil)
+		tx = nil
+		services = nil
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/n, "B/Service")
+		runtime.KeepAlive(st)
 	}
 }

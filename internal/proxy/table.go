@@ -3,7 +3,9 @@ package proxy
 import (
 	"fmt"
 	"maps"
+	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -23,11 +25,110 @@ type tableState struct {
 	// blocked are Services that lost a key to another: they are
 	// recomputed when a key is released.
 	blocked map[string]bool
-	fam     family
+	// slots hands out ranges of the endpoint-slots maps' keys.
+	slots slotAllocator
+	// hairpins counts the Services each endpoint address serves: its
+	// hairpin-pairs element goes with the last.
+	hairpins map[netip.Addr]int
+	fam      family
 }
 
 func newTableState(f family) *tableState {
-	return &tableState{fam: f, applied: map[string]serviceRules{}, owners: map[string]string{}, blocked: map[string]bool{}}
+	s := &tableState{fam: f}
+	s.reset()
+	return s
+}
+
+// reset forgets what was written: the next transaction rewrites it all.
+func (s *tableState) reset() {
+	s.applied = map[string]serviceRules{}
+	s.owners = map[string]string{}
+	s.blocked = map[string]bool{}
+	s.slots = slotAllocator{}
+	s.hairpins = map[netip.Addr]int{}
+}
+
+// slotRange is n slots of an endpoint-slots map from base.
+type slotRange struct{ base, n int }
+
+// slotAllocator hands out ranges of slots: a range given back is taken
+// again by the next pool of its size, others come after the last. The
+// numbers only grow between full rewrites, which start over.
+type slotAllocator struct {
+	next int
+	free map[int][]int // size → bases
+}
+
+func (a *slotAllocator) take(n int) slotRange {
+	if bases := a.free[n]; len(bases) > 0 {
+		a.free[n] = bases[:len(bases)-1]
+		return slotRange{bases[len(bases)-1], n}
+	}
+	r := slotRange{a.next, n}
+	a.next += n
+	return r
+}
+
+func (a *slotAllocator) give(r slotRange) {
+	if a.free == nil {
+		a.free = map[int][]int{}
+	}
+	a.free[r.n] = append(a.free[r.n], r.base)
+}
+
+// place gives each pool of r slots — those it had in old if its size
+// did not change, so that a replaced endpoint is one changed element and
+// its chain stays as it is — and adds the pool's DNAT rule to its chain
+// and its endpoints to the slots' elements. It returns old's ranges r no
+// longer uses, to give back once the transaction is written.
+func (s *tableState) place(r *serviceRules, old serviceRules) (unused []slotRange) {
+	if len(r.pools) > 0 {
+		r.chains = maps.Clone(r.chains)
+		r.elements = slices.Clip(r.elements)
+		r.slots = make(map[string]slotRange, len(r.pools))
+	}
+	for _, chain := range slices.Sorted(maps.Keys(r.pools)) {
+		p := r.pools[chain]
+		at, ok := old.slots[chain]
+		if !ok || at.n != len(p.targets) {
+			at = s.slots.take(len(p.targets))
+		}
+		r.slots[chain] = at
+		r.chains[chain] = append(slices.Clip(r.chains[chain]), s.fam.dnatRule(p.proto, at))
+		for i, target := range p.targets {
+			r.elements = append(r.elements, element{container: endpointSlotsPrefix + p.proto, key: strconv.Itoa(at.base + i), value: target})
+		}
+	}
+	for chain, at := range old.slots {
+		if r.slots[chain] != at {
+			unused = append(unused, at)
+		}
+	}
+	return unused
+}
+
+// updateHairpins adds to tx the hairpin-pairs elements of the addresses
+// in cur and not in old, and removes those of old's no Service serves
+// any more.
+func (s *tableState) updateHairpins(tx *knftables.Transaction, old, cur []netip.Addr) {
+	pair := func(a netip.Addr) *knftables.Element {
+		return &knftables.Element{Set: hairpinSet, Key: []string{a.String(), a.String()}}
+	}
+	for _, a := range cur {
+		if !slices.Contains(old, a) {
+			if s.hairpins[a]++; s.hairpins[a] == 1 {
+				tx.Add(pair(a))
+			}
+		}
+	}
+	for _, a := range old {
+		if !slices.Contains(cur, a) {
+			if s.hairpins[a]--; s.hairpins[a] == 0 {
+				delete(s.hairpins, a)
+				tx.Delete(pair(a))
+			}
+		}
+	}
 }
 
 func (e element) id() string { return e.container + " " + e.key }
@@ -55,6 +156,8 @@ func (s *tableState) update(tx *knftables.Transaction, key string, r serviceRule
 	delete(s.blocked, key)
 	s.claim(key, &r)
 	old := s.applied[key]
+	unused := s.place(&r, old)
+	s.updateHairpins(tx, old.hairpin, r.hairpin)
 	// New chains and sets first, so that rules and elements may refer to
 	// them.
 	for name := range r.chains {
@@ -88,7 +191,7 @@ func (s *tableState) update(tx *knftables.Transaction, key string, r serviceRule
 			tx.Delete(knftablesElement(e))
 			if !ok {
 				delete(s.owners, e.id())
-				released = true
+				released = released || !strings.HasPrefix(e.container, endpointSlotsPrefix)
 			}
 		}
 	}
@@ -119,6 +222,9 @@ func (s *tableState) update(tx *knftables.Transaction, key string, r serviceRule
 			tx.Delete(&knftables.Set{Name: name})
 		}
 	}
+	for _, at := range unused {
+		s.slots.give(at)
+	}
 	if len(r.chains) == 0 && len(r.elements) == 0 && len(r.sets) == 0 {
 		delete(s.applied, key)
 	} else {
@@ -136,9 +242,7 @@ func (s *tableState) update(tx *knftables.Transaction, key string, r serviceRule
 // by type, as knftables.ListAll returns them). Affinity sets that stay
 // keep their contents. The state is replaced by services.
 func (s *tableState) full(tx *knftables.Transaction, node *Node, services map[string]serviceRules, existing map[string][]string) {
-	s.applied = map[string]serviceRules{}
-	s.owners = map[string]string{}
-	s.blocked = map[string]bool{}
+	s.reset()
 	tx.Add(&knftables.Table{})
 	f := s.fam
 	chains, mapsList, sets := f.skeleton()
@@ -176,6 +280,8 @@ func (s *tableState) full(tx *knftables.Transaction, node *Node, services map[st
 	for _, key := range slices.Sorted(maps.Keys(services)) {
 		r := services[key]
 		s.claim(key, &r)
+		s.place(&r, serviceRules{})
+		s.updateHairpins(tx, nil, r.hairpin)
 		for name, timeout := range r.sets {
 			tx.Add(s.fam.affinitySet(name, timeout))
 			keep["set "+name] = true
@@ -227,7 +333,7 @@ func knftablesElement(e element) *knftables.Element {
 		el.Set = e.container
 	} else {
 		el.Map = e.container
-		el.Value = []string{e.value}
+		el.Value = strings.Split(e.value, " . ")
 	}
 	return el
 }

@@ -31,6 +31,10 @@ type Handler struct {
 	// in-flight limit. A resource's own Handler always negotiates itself
 	// (API.Negotiate), if it answers with an object.
 	OwnForm bool
+	// KeepsGeneration: the spec changes this subresource's updates
+	// (API.Update) make do not bump metadata.generation, as upstream's
+	// pods/binding, which writes storage directly, does not.
+	KeepsGeneration bool
 }
 
 // Request is one request handed to a Handler.

@@ -10,6 +10,7 @@ import (
 	"plainkube.dev/plainkube/internal/admission"
 	"plainkube.dev/plainkube/internal/admission/allocator"
 	"plainkube.dev/plainkube/internal/admission/bootstrapcsr"
+	"plainkube.dev/plainkube/internal/admission/certificates"
 	"plainkube.dev/plainkube/internal/admission/defaultstorageclass"
 	"plainkube.dev/plainkube/internal/admission/defaulttolerationseconds"
 	"plainkube.dev/plainkube/internal/admission/limitranger"
@@ -20,6 +21,7 @@ import (
 	"plainkube.dev/plainkube/internal/admission/priority"
 	"plainkube.dev/plainkube/internal/admission/rbacescalation"
 	"plainkube.dev/plainkube/internal/admission/resourcequota"
+	"plainkube.dev/plainkube/internal/admission/runtimeclass"
 	saadmission "plainkube.dev/plainkube/internal/admission/serviceaccount"
 	"plainkube.dev/plainkube/internal/admission/taintnodesbycondition"
 	admwebhook "plainkube.dev/plainkube/internal/admission/webhook"
@@ -81,9 +83,12 @@ func admissionChain(d admissionDeps) admission.Chain {
 	// goes here once the pvc-protection and pv-protection controllers
 	// exist: without them nothing would remove its finalizers and no claim
 	// or volume could ever be deleted.
-	// RuntimeClass (later)
-	// CertificateApproval, CertificateSigning, CertificateSubjectRestriction:
-	// of these, bootstrap tokens' restriction to node client certificates.
+	add(runtimeclass.New(d.objects))
+	add(certificates.Approval(d.authz))
+	add(certificates.Signing(d.authz))
+	add(certificates.SubjectRestriction())
+	// Not upstream's: bootstrap tokens may only ask for node client
+	// certificates.
 	add(bootstrapcsr.New())
 	add(rbacescalation.New(d.authz, d.rbac))
 	add(policy.NewMutating(d.policies).Plugin())

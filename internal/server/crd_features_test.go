@@ -139,6 +139,27 @@ func TestCustomResourceSchemas(t *testing.T) {
 	if code, body := apply("c", `{"ports":[{"name":"a","port":3}]}`, false); code != 409 || !strings.Contains(body, `.spec.ports[name=\"a\"].port`) {
 		t.Errorf("conflicting apply: %d %s", code, body)
 	}
+
+	// Integers stay integers on every write path, so that CEL rules over
+	// integer fields see int64 (a float64 fails them with "accessor
+	// error"), as upstream's unstructured decoding keeps them.
+	if code, body := apply("a", `{"ports":[{"name":"a","port":1}],"replicas":2,"maxReplicas":5}`, false); code != 200 || !strings.Contains(body, `"replicas":2`) {
+		t.Errorf("apply of integer fields checked by a CEL rule: %d %s", code, body)
+	}
+	yamlApply := "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: ssa\nspec:\n  replicas: 3\n  maxReplicas: 4\n"
+	if code, _, body := raw(t, cfg, "PATCH", base+"/ssa?fieldManager=d&force=true", "application/apply-patch+yaml", "", yamlApply); code != 200 || !strings.Contains(body, `"replicas":3`) {
+		t.Errorf("YAML apply of integer fields checked by a CEL rule: %d %s", code, body)
+	}
+	if code, _, body := raw(t, cfg, "PATCH", base+"/ssa", "application/json-patch+json", "", `[{"op":"replace","path":"/spec/replicas","value":4}]`); code != 200 || !strings.Contains(body, `"replicas":4`) {
+		t.Errorf("JSON patch of an integer field checked by a CEL rule: %d %s", code, body)
+	}
+	code, _, body = raw(t, cfg, "GET", base+"/ssa", "", "", "")
+	if code != 200 {
+		t.Fatalf("get: %d %s", code, body)
+	}
+	if code, _, body := raw(t, cfg, "PUT", base+"/ssa", "application/json", "", strings.Replace(body, `"replicas":4`, `"replicas":1`, 1)); code != 200 || !strings.Contains(body, `"replicas":1`) {
+		t.Errorf("update of an integer field checked by a CEL rule: %d %s", code, body)
+	}
 }
 
 func TestCustomResourceSubresourcesAndPrinting(t *testing.T) {

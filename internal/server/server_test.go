@@ -372,7 +372,7 @@ func TestFinalizersAndGracefulPodDelete(t *testing.T) {
 		t.Fatal(err)
 	}
 	cm, err := cms.Get(ctx, "f", metav1.GetOptions{})
-	if err != nil || cm.DeletionTimestamp == nil {
+	if err != nil || cm.DeletionTimestamp == nil || cm.Generation != 0 {
 		t.Fatalf("object with finalizer: %v, deletionTimestamp %v", err, cm.DeletionTimestamp)
 	}
 	if _, err := cms.Patch(ctx, "f", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{}); err != nil {
@@ -391,8 +391,8 @@ func TestFinalizersAndGracefulPodDelete(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, err := pods.Get(ctx, "p", metav1.GetOptions{})
-	if err != nil || got.DeletionTimestamp == nil || *got.DeletionGracePeriodSeconds != 30 {
-		t.Fatalf("graceful delete: %v %+v", err, got.ObjectMeta)
+	if err != nil || got.DeletionTimestamp == nil || *got.DeletionGracePeriodSeconds != 30 || got.Generation != 2 {
+		t.Fatalf("graceful delete (deletionTimestamp, grace 30, generation bumped to 2): %v %+v", err, got.ObjectMeta)
 	}
 	zero := int64(0)
 	if err := pods.Delete(ctx, "p", metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
@@ -654,5 +654,48 @@ func TestFinalizerAfterGracefulDeletion(t *testing.T) {
 	}
 	if _, err := pods.Get(ctx, "f", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("pod after its finalizer went: %v", err)
+	}
+}
+
+// TestPodGeneration: as upstream since v1.34, a pod's generation starts at
+// 1, binding it to a node does not change it, a spec update and the start
+// of a graceful deletion each add one, and a status write keeps it.
+func TestPodGeneration(t *testing.T) {
+	_, cfg := startServer(t)
+	cs := clientset(t, cfg)
+	ctx := context.Background()
+	pods := cs.CoreV1().Pods("default")
+	deadline := int64(100)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "g", Generation: 100}, Spec: corev1.PodSpec{ActiveDeadlineSeconds: &deadline, Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
+	pod, err := pods.Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil || pod.Generation != 1 {
+		t.Fatalf("create: %v, generation %d, want 1", err, pod.Generation)
+	}
+	if err := pods.Bind(ctx, &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: "g"}, Target: corev1.ObjectReference{Kind: "Node", Name: "n1"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if pod, err = pods.Get(ctx, "g", metav1.GetOptions{}); err != nil || pod.Generation != 1 || pod.Spec.NodeName != "n1" {
+		t.Fatalf("after binding: %v, generation %d (want 1), node %q", err, pod.Generation, pod.Spec.NodeName)
+	}
+	*pod.Spec.ActiveDeadlineSeconds--
+	if pod, err = pods.Update(ctx, pod, metav1.UpdateOptions{}); err != nil || pod.Generation != 2 {
+		t.Fatalf("spec update: %v, generation %d, want 2", err, pod.Generation)
+	}
+	pod.Status.ObservedGeneration = 2
+	if pod, err = pods.UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil || pod.Generation != 2 || pod.Status.ObservedGeneration != 2 {
+		t.Fatalf("status update: %v, generation %d (want 2), observedGeneration %d", err, pod.Generation, pod.Status.ObservedGeneration)
+	}
+	if err := pods.Delete(ctx, "g", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if pod, err = pods.Get(ctx, "g", metav1.GetOptions{}); err != nil || pod.Generation != 3 {
+		t.Fatalf("graceful delete: %v, generation %d, want 3", err, pod.Generation)
+	}
+	// A second delete shortens nothing and adds nothing.
+	if err := pods.Delete(ctx, "g", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if pod, err = pods.Get(ctx, "g", metav1.GetOptions{}); err != nil || pod.Generation != 3 {
+		t.Fatalf("second delete: %v, generation %d, want 3", err, pod.Generation)
 	}
 }

@@ -51,3 +51,5 @@ func (v versions) Equivalents(gvr schema.GroupVersionResource, sub string) []adm
 func (v versions) Convert(ctx context.Context, obj runtime.Object, kind schema.GroupVersionKind) (runtime.Object, error) {
 	return v.api.ConvertObject(ctx, obj, kind)
 }
+
+func (v versions) Default(obj runtime.Object) { v.api.DefaultObject(obj) }

@@ -66,6 +66,9 @@ type cluster struct {
 	log     *bytes.Buffer
 	kubectl string
 	args    []string
+	// withNode: the server runs its node, whose bridges and proxy table
+	// outlive it (pods do) until `plainkube cleanup` removes them.
+	withNode bool
 }
 
 func freePort(t *testing.T) int {
@@ -95,7 +98,7 @@ func startCluster(t *testing.T, serverArgs ...string) *cluster {
 		args = append(args, "--disable-node")
 	}
 	serverArgs = args
-	c := &cluster{t: t, dataDir: t.TempDir(), port: freePort(t), kubectl: kubectlPath(t), args: serverArgs}
+	c := &cluster{t: t, dataDir: t.TempDir(), port: freePort(t), kubectl: kubectlPath(t), args: serverArgs, withNode: withNode}
 	c.start()
 	t.Cleanup(c.stop)
 	return c
@@ -140,6 +143,13 @@ func (c *cluster) stop() {
 	}
 	c.cmd = nil
 	unmountUnder(c.dataDir)
+	if c.withNode {
+		// The proxy leaves its fence table and the pod bridges behind on
+		// purpose (pods outlive a node agent); the test is done with them.
+		if out, err := exec.Command(binary, "cleanup", "--data-dir", c.dataDir).CombinedOutput(); err != nil {
+			c.t.Errorf("plainkube cleanup: %v: %s", err, out)
+		}
+	}
 }
 
 // unmountUnder detaches what a node agent left mounted under dir (the

@@ -118,8 +118,10 @@ func (e policyError) Error() string {
 }
 
 // Mutate applies every matching policy's mutations to the request's
-// object, in policy name order. A policy whose reinvocationPolicy is
-// IfNeeded runs once more when a later policy changed the object.
+// object, in policy name order. A change makes the chain's mutating phase
+// run again (admission.Reinvocable), in which a policy whose
+// reinvocationPolicy is IfNeeded runs once more if the object changed
+// after it ran.
 func (m *Mutating) Mutate(ctx context.Context, a *admission.Attributes) error {
 	if matching.IsExempt(a.Kind) || a.Object == nil {
 		return nil
@@ -132,23 +134,17 @@ func (m *Mutating) Mutate(ctx context.Context, a *admission.Attributes) error {
 	if len(policies) == 0 {
 		return nil
 	}
+	state := a.Reinvocable(MutatingName)
+	defer state.End()
 	ev := &evaluation{ctx: ctx, a: a, src: src, authz: m.validating.authz, req: matchRequest(a)}
 	var errs []policyError
-	var reinvoke []*admissionv1.MutatingAdmissionPolicy
 	for _, p := range policies {
+		if !state.ShouldCall(p.Name) {
+			continue
+		}
 		changed, perrs := m.policy(ev, p)
 		errs = append(errs, perrs...)
-		if changed {
-			// Those that may run again and ran before this change.
-			for _, q := range reinvoke {
-				_, perrs := m.policy(ev, q)
-				errs = append(errs, perrs...)
-			}
-			reinvoke = nil
-		}
-		if p.Spec.ReinvocationPolicy == admissionv1.IfNeededReinvocationPolicy {
-			reinvoke = append(reinvoke, p)
-		}
+		state.Called(p.Name, changed, p.Spec.ReinvocationPolicy == admissionv1.IfNeededReinvocationPolicy)
 	}
 	var failed []policyError
 	for _, e := range errs {

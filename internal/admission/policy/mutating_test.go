@@ -67,7 +67,7 @@ func TestMutate(t *testing.T) {
 			v := NewValidating(nil)
 			v.SetSource(sourceOf(t, tt.objs...))
 			req := deploymentRequest(admission.Create, 2, nil)
-			err := NewMutating(v).Mutate(context.Background(), req)
+			err := admission.Chain{NewMutating(v).Plugin()}.Mutate(context.Background(), req)
 			if tt.wantErr != "" {
 				if se, ok := err.(*apierrors.StatusError); !ok || se.ErrStatus.Code != 403 || se.Error() != tt.wantErr {
 					t.Fatalf("err = %v, want 403 %q", err, tt.wantErr)

@@ -25,6 +25,8 @@ type Versions interface {
 	Equivalents(gvr schema.GroupVersionResource, sub string) []Equivalent
 	// Convert converts obj to kind, returning a new object.
 	Convert(ctx context.Context, obj runtime.Object, kind schema.GroupVersionKind) (runtime.Object, error)
+	// Default applies the defaults of obj's built-in type to it.
+	Default(obj runtime.Object)
 }
 
 // Equivalent is a resource serving the same objects as another, and the

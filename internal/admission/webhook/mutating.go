@@ -20,9 +20,10 @@ import (
 )
 
 // mutate calls the mutating webhooks that match the request one after
-// another, applying each one's patch before the next is asked. If a
-// webhook changed the object after webhooks with reinvocationPolicy
-// IfNeeded had run, those run once more, in order.
+// another, applying each one's patch before the next is asked. A change
+// makes the chain's mutating phase run again (admission.Reinvocable), in
+// which only the webhooks with reinvocationPolicy IfNeeded that ran before
+// a later change are called again.
 func (w *Webhooks) mutate(ctx context.Context, a *admission.Attributes) error {
 	if exempt(a) {
 		return nil
@@ -35,14 +36,10 @@ func (w *Webhooks) mutate(ctx context.Context, a *admission.Attributes) error {
 	if len(hooks) == 0 {
 		return nil
 	}
-	m := &mutation{w: w, wiring: wr, r: newRequest(a, wr.src, wr.versions), invoked: map[string]bool{}, reinvoke: map[string]bool{}}
-	if err := m.round(ctx, hooks, 0); err != nil {
-		return err
-	}
-	if len(m.reinvoke) > 0 {
-		return m.round(ctx, hooks, 1)
-	}
-	return nil
+	state := a.Reinvocable(MutatingName)
+	defer state.End()
+	m := &mutation{w: w, wiring: wr, r: newRequest(a, wr.src, wr.versions), state: state}
+	return m.round(ctx, hooks)
 }
 
 // mutation is the state of one request's mutating webhooks.
@@ -50,13 +47,15 @@ type mutation struct {
 	w      *Webhooks
 	wiring *wiring
 	r      *request
-	// invoked are the IfNeeded webhooks called since the object last
-	// changed; reinvoke those to call again in the second round.
-	invoked, reinvoke map[string]bool
+	state  *admission.Reinvocable
 }
 
-func (m *mutation) round(ctx context.Context, hooks []*hook, round int) error {
+func (m *mutation) round(ctx context.Context, hooks []*hook) error {
 	a := m.r.a
+	round := 0
+	if a.Reinvoking() {
+		round = 1
+	}
 	for i, h := range hooks {
 		inv, err := m.r.shouldCall(ctx, h, m.w.authz)
 		if err != nil {
@@ -64,20 +63,12 @@ func (m *mutation) round(ctx context.Context, hooks []*hook, round int) error {
 		}
 		// A webhook not called in the first round is not called in the
 		// second, even if it matches now.
-		if inv == nil || round == 1 && !m.reinvoke[h.uid] {
+		if inv == nil || !m.state.ShouldCall(h.uid) {
 			continue
 		}
 		changed, err := m.call(ctx, inv)
 		a.AddAnnotation(fmt.Sprintf("mutation.webhook.admission.k8s.io/round_%d_index_%d", round, i), mutationAnnotation(h, changed))
-		if changed {
-			for uid := range m.invoked {
-				m.reinvoke[uid] = true
-			}
-			clear(m.invoked)
-		}
-		if h.reinvocationPolicy == admissionregistrationv1.IfNeededReinvocationPolicy {
-			m.invoked[h.uid] = true
-		}
+		m.state.Called(h.uid, changed, h.reinvocationPolicy == admissionregistrationv1.IfNeededReinvocationPolicy)
 		if err == nil {
 			continue
 		}
@@ -132,6 +123,10 @@ func (m *mutation) call(ctx context.Context, inv *invocation) (changed bool, err
 	next, err := decodeLike(obj, patched)
 	if err != nil {
 		return false, apierrors.NewInternalError(err)
+	}
+	if m.r.versions != nil {
+		// What the patch left out gets its default again.
+		m.r.versions.Default(next)
 	}
 	if apiequality.Semantic.DeepEqual(obj, next) {
 		return false, nil

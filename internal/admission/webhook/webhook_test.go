@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"log/slog"
 	"net"
 	"net/http"
@@ -19,6 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"plainkube.dev/plainkube/internal/admission"
@@ -202,7 +204,7 @@ func TestMutatingInOrderWithReinvocation(t *testing.T) {
 
 	cm := configMap("c", nil)
 	attrs := createConfigMap(cm)
-	if err := w.mutate(context.Background(), attrs); err != nil {
+	if err := (admission.Chain{w.Mutating()}).Mutate(context.Background(), attrs); err != nil {
 		t.Fatal(err)
 	}
 	if cm.Labels["added"] != "yes" || attrs.Object.(*corev1.ConfigMap) != cm {
@@ -213,6 +215,94 @@ func TestMutatingInOrderWithReinvocation(t *testing.T) {
 	}
 	if got := len(labeller.Requests()); got != 1 {
 		t.Errorf("labeller (reinvocation Never) called %d times", got)
+	}
+}
+
+// TestReinvocationAfterALaterPlugin: once a webhook changed the object,
+// the mutating phase runs again, and an IfNeeded webhook is called again
+// if a plugin after it changed the object — not if none did.
+func TestReinvocationAfterALaterPlugin(t *testing.T) {
+	jsonPatch := admissionv1.PatchTypeJSONPatch
+	for _, laterChange := range []bool{false, true} {
+		var mu sync.Mutex
+		var seen []string
+		observer := webhooktest.New(t, func(r *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+			var cm corev1.ConfigMap
+			json.Unmarshal(r.Object.Raw, &cm)
+			mu.Lock()
+			seen = append(seen, "stamp="+cm.Labels["stamp"])
+			mu.Unlock()
+			return &admissionv1.AdmissionResponse{Allowed: true}
+		})
+		labeller := webhooktest.New(t, func(*admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+			return &admissionv1.AdmissionResponse{Allowed: true, PatchType: &jsonPatch, Patch: labelPatch("added", "yes")}
+		})
+		a := mutatingWebhook("a.example.com", observer.URL, observer.CAPEM)
+		a.ReinvocationPolicy = ptr(admissionregistrationv1.IfNeededReinvocationPolicy)
+		var hooks []*hook
+		hooks = append(hooks, mutating("a-labeller", mutatingWebhook("b.example.com", labeller.URL, labeller.CAPEM))...)
+		hooks = append(hooks, mutating("b-observer", a)...)
+		w := plugins(&staticSource{mutating: hooks})
+		runs := 0
+		stamp := admission.Plugin{Name: "Stamp", Mutate: func(_ context.Context, a *admission.Attributes) error {
+			runs++
+			if laterChange {
+				a.Object.(*corev1.ConfigMap).Labels["stamp"] = "1"
+			}
+			return nil
+		}}
+		attrs := createConfigMap(configMap("c", nil))
+		if err := (admission.Chain{w.Mutating(), stamp}).Mutate(context.Background(), attrs); err != nil {
+			t.Fatal(err)
+		}
+		want := "stamp="
+		if laterChange {
+			want = "stamp=,stamp=1"
+		}
+		if got := strings.Join(seen, ","); got != want || runs != 2 {
+			t.Errorf("later change %v: observer saw %s, want %s; the later plugin ran %d times, want 2", laterChange, got, want, runs)
+		}
+		if got := len(labeller.Requests()); got != 1 {
+			t.Errorf("labeller (reinvocation Never) called %d times", got)
+		}
+	}
+}
+
+// defaulting is Versions that only defaults: a ConfigMap without data
+// key "k" gets "default".
+type defaulting struct{}
+
+func (defaulting) Equivalents(schema.GroupVersionResource, string) []Equivalent { return nil }
+func (defaulting) Convert(context.Context, runtime.Object, schema.GroupVersionKind) (runtime.Object, error) {
+	return nil, errors.New("no conversion")
+}
+func (defaulting) Default(obj runtime.Object) {
+	if cm, ok := obj.(*corev1.ConfigMap); ok && cm.Data["k"] == "" {
+		if cm.Data == nil {
+			cm.Data = map[string]string{}
+		}
+		cm.Data["k"] = "default"
+	}
+}
+
+// TestPatchedObjectIsDefaulted: what a webhook's patch removes gets its
+// default again.
+func TestPatchedObjectIsDefaulted(t *testing.T) {
+	jsonPatch := admissionv1.PatchTypeJSONPatch
+	remover := webhooktest.New(t, func(*admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+		return &admissionv1.AdmissionResponse{Allowed: true, PatchType: &jsonPatch, Patch: []byte(`[{"op":"remove","path":"/data/k"}]`)}
+	})
+	w := New(Options{Logger: slog.New(slog.DiscardHandler)})
+	w.start(&staticSource{mutating: mutating("remover", mutatingWebhook("r.example.com", remover.URL, remover.CAPEM)),
+		namespaces: map[string]map[string]string{"team": {}}}, nil, defaulting{})
+	cm := configMap("c", nil)
+	cm.Data["k"] = "mine"
+	attrs := createConfigMap(cm)
+	if err := (admission.Chain{w.Mutating()}).Mutate(context.Background(), attrs); err != nil {
+		t.Fatal(err)
+	}
+	if got := attrs.Object.(*corev1.ConfigMap).Data["k"]; got != "default" {
+		t.Errorf("data k after the patch removed it: %q, want the default", got)
 	}
 }
 

@@ -109,4 +109,13 @@ func TestLogTail(t *testing.T) {
 	if got := logTail(p, 80, 10); got != "\npart-end\n" {
 		t.Errorf("limited: %q", got)
 	}
+	// Output that ends without a newline (echo -n DONE; false) is a last
+	// partial record: it counts, as it is.
+	unterminated := filepath.Join(t.TempDir(), "1.log")
+	if err := os.WriteFile(unterminated, []byte("2026-01-01T00:00:00.000000000Z stdout P DONE\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := logTail(unterminated, 80, 2048); got != "DONE" {
+		t.Errorf("unterminated output: %q, want %q", got, "DONE")
+	}
 }

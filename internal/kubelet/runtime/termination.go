@@ -126,6 +126,9 @@ func logTail(path string, lines int, limit int) string {
 			msgs, cur = append(msgs, append(cur, '\n')), nil
 		}
 	}
+	if len(cur) > 0 { // the output ended without a newline
+		msgs = append(msgs, cur)
+	}
 	if len(msgs) > lines {
 		msgs = msgs[len(msgs)-lines:]
 	}

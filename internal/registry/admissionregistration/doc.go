@@ -21,10 +21,7 @@
 // (validations, messageExpressions, variables, matchConditions, audit
 // annotations, mutations) are compiled with Kubernetes' CEL environment
 // when written, and one that does not compile is refused with upstream's
-// field error.
-//
-// Not here: compiling webhooks' matchConditions' CEL expressions (only
-// their names and presence are checked).
+// field error; so are webhooks' matchConditions.
 package admissionregistration
 
 import "plainkube.dev/plainkube/internal/registry"

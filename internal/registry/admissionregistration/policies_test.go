@@ -124,3 +124,25 @@ func TestValidatePolicies(t *testing.T) {
 		})
 	}
 }
+
+// TestWebhookMatchConditionsCompile: a webhook whose matchCondition does
+// not compile is refused at write, as upstream ("compilation failed").
+func TestWebhookMatchConditionsCompile(t *testing.T) {
+	url := "https://example.com/hook"
+	config := func(expr string) *admissionv1.MutatingWebhookConfiguration {
+		c := &admissionv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "c"}, Webhooks: []admissionv1.MutatingWebhook{{
+			Name: "w.example.com", ClientConfig: admissionv1.WebhookClientConfig{URL: &url},
+			SideEffects: ptr(admissionv1.SideEffectClassNone), AdmissionReviewVersions: []string{"v1"},
+			MatchConditions: []admissionv1.MatchCondition{{Name: "m", Expression: expr}},
+		}}}
+		mutatingWebhookConfigurations().Strategy.Default(c)
+		return c
+	}
+	if errs := mutatingWebhookConfigurations().Strategy.Validate(config("object.metadata.name != 'skip-me'")); len(errs) != 0 {
+		t.Fatalf("valid condition refused: %v", errs)
+	}
+	errs := mutatingWebhookConfigurations().Strategy.Validate(config("... [] bad expression"))
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "webhooks[0].matchConditions[0].expression") || !strings.Contains(errs[0].Error(), "compilation failed") {
+		t.Fatalf("bad condition: %v", errs)
+	}
+}

@@ -132,7 +132,10 @@ func validateWebhook(w webhook, p *field.Path) field.ErrorList {
 	default:
 		errs = append(errs, validateWebhookService(cp.Child("service"), cc.Service)...)
 	}
-	return append(errs, validateMatchConditions(w.matchConditions, p.Child("matchConditions"))...)
+	if len(w.matchConditions) == 0 {
+		return errs
+	}
+	return append(errs, newCELCompiler(false).matchConditions(w.matchConditions, p.Child("matchConditions"))...)
 }
 
 func validateRule(r *admissionv1.RuleWithOperations, p *field.Path) field.ErrorList {

@@ -15,6 +15,7 @@ import (
 	"plainkube.dev/plainkube/internal/registry/events"
 	"plainkube.dev/plainkube/internal/registry/metrics"
 	"plainkube.dev/plainkube/internal/registry/networking"
+	"plainkube.dev/plainkube/internal/registry/node"
 	"plainkube.dev/plainkube/internal/registry/policy"
 	"plainkube.dev/plainkube/internal/registry/rbac"
 	"plainkube.dev/plainkube/internal/registry/reviews"
@@ -30,7 +31,7 @@ func Resources() []registry.Resource {
 		coordination.Resources(), discovery.Resources(), events.Resources(), networking.Resources(),
 		policy.Resources(), rbac.Resources(), storageapi.Resources(), scheduling.Resources(),
 		admissionregistration.Resources(), certificates.Resources(), reviews.Resources(),
-		apiextensions.Resources(), metrics.Resources(),
+		apiextensions.Resources(), metrics.Resources(), node.Resources(),
 	} {
 		out = append(out, group...)
 	}

@@ -231,7 +231,12 @@ func controllers() []controller {
 		{"certificate-controller", []ruleBuilder{
 			rule("get", "list", "watch", "delete").groups(certificatesGroup).resources("certificatesigningrequests"),
 			rule("update").groups(certificatesGroup).resources("certificatesigningrequests/status", "certificatesigningrequests/approval"),
-			rule("approve").groups(certificatesGroup).resources("signers").names("kubernetes.io/kube-apiserver-client-kubelet"),
+			// Upstream's approver approves node client requests only;
+			// plainkube's decides node serving requests too.
+			rule("approve").groups(certificatesGroup).resources("signers").names(
+				"kubernetes.io/kube-apiserver-client-kubelet",
+				"kubernetes.io/kubelet-serving",
+			),
 			rule("sign").groups(certificatesGroup).resources("signers").names(
 				"kubernetes.io/legacy-unknown",
 				"kubernetes.io/kube-apiserver-client",

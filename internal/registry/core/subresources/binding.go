@@ -16,7 +16,7 @@ import (
 // Binding serves pods/binding: the scheduler's assignment of a pod to a
 // node, once. It sets spec.nodeName, the binding's annotations and the
 // PodScheduled condition.
-var Binding = registry.Handler{Serve: serveBinding}
+var Binding = registry.Handler{Serve: serveBinding, KeepsGeneration: true}
 
 func serveBinding(rq *registry.Request) error {
 	body, err := createBody(rq)
