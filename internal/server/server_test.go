@@ -685,17 +685,24 @@ func TestPodGeneration(t *testing.T) {
 	if pod, err = pods.UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil || pod.Generation != 2 || pod.Status.ObservedGeneration != 2 {
 		t.Fatalf("status update: %v, generation %d (want 2), observedGeneration %d", err, pod.Generation, pod.Status.ObservedGeneration)
 	}
+	// Tolerations replaced by a new one: DefaultTolerationSeconds puts its
+	// two back, so the update only adds one (as upstream's conformance
+	// spec does it).
+	pod.Spec.Tolerations = []corev1.Toleration{{Key: "foo", Operator: corev1.TolerationOpEqual, Value: "bar", Effect: corev1.TaintEffectNoSchedule}}
+	if pod, err = pods.Update(ctx, pod, metav1.UpdateOptions{}); err != nil || pod.Generation != 3 || len(pod.Spec.Tolerations) != 3 {
+		t.Fatalf("tolerations update: %v, generation %d (want 3), tolerations %v", err, pod.Generation, pod.Spec.Tolerations)
+	}
 	if err := pods.Delete(ctx, "g", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if pod, err = pods.Get(ctx, "g", metav1.GetOptions{}); err != nil || pod.Generation != 3 {
-		t.Fatalf("graceful delete: %v, generation %d, want 3", err, pod.Generation)
+	if pod, err = pods.Get(ctx, "g", metav1.GetOptions{}); err != nil || pod.Generation != 4 {
+		t.Fatalf("graceful delete: %v, generation %d, want 4", err, pod.Generation)
 	}
 	// A second delete shortens nothing and adds nothing.
 	if err := pods.Delete(ctx, "g", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if pod, err = pods.Get(ctx, "g", metav1.GetOptions{}); err != nil || pod.Generation != 3 {
-		t.Fatalf("second delete: %v, generation %d, want 3", err, pod.Generation)
+	if pod, err = pods.Get(ctx, "g", metav1.GetOptions{}); err != nil || pod.Generation != 4 {
+		t.Fatalf("second delete: %v, generation %d, want 4", err, pod.Generation)
 	}
 }

@@ -12,9 +12,11 @@ import (
 // Name is the plugin's name, as upstream's.
 const Name = "DefaultTolerationSeconds"
 
-// New is the plugin: it mutates pods being created.
+// New is the plugin: it mutates pods being created or updated (an update
+// that drops the default tolerations gets them back, as upstream's, so
+// that it does not fail as a change to existing tolerations).
 func New() admission.Plugin {
-	return admission.Plugin{Name: Name, Resources: []schema.GroupResource{{Resource: "pods"}}, Operations: []admission.Operation{admission.Create}, Mutate: Mutate}
+	return admission.Plugin{Name: Name, Resources: []schema.GroupResource{{Resource: "pods"}}, Operations: []admission.Operation{admission.Create, admission.Update}, Mutate: Mutate}
 }
 
 // Seconds is how long the added tolerations last (upstream's
@@ -22,8 +24,8 @@ func New() admission.Plugin {
 // --default-unreachable-toleration-seconds).
 const Seconds int64 = 300
 
-// Mutate adds the missing default tolerations to a pod being created;
-// other objects pass unchanged.
+// Mutate adds the missing default tolerations to a pod being created or
+// updated; other objects pass unchanged.
 func Mutate(_ context.Context, a *admission.Attributes) error {
 	pod, ok := a.Object.(*corev1.Pod)
 	if !ok {
