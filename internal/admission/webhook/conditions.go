@@ -108,27 +108,7 @@ func userInfo(u *auth.User) user.Info {
 }
 
 // Authorizer lets CEL's authorizer variable ask the server's authorizer.
-func Authorizer(a auth.Authorizer) conditionAuthorizer { return authorizerAdapter{a} }
-
-type authorizerAdapter struct{ authz auth.Authorizer }
-
-func (x authorizerAdapter) Authorize(ctx context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
-	attrs := auth.Attributes{
-		Verb: a.GetVerb(), IsResource: a.IsResourceRequest(), Path: a.GetPath(), APIGroup: a.GetAPIGroup(), APIVersion: a.GetAPIVersion(),
-		Namespace: a.GetNamespace(), Resource: a.GetResource(), Subresource: a.GetSubresource(), Name: a.GetName(),
-	}
-	if u := a.GetUser(); u != nil {
-		attrs.User = &auth.User{Name: u.GetName(), UID: u.GetUID(), Groups: u.GetGroups(), Extra: u.GetExtra()}
-	}
-	d, reason, err := x.authz.Authorize(ctx, attrs)
-	switch d {
-	case auth.Allow:
-		return authorizer.DecisionAllow, reason, err
-	case auth.Deny:
-		return authorizer.DecisionDeny, reason, err
-	}
-	return authorizer.DecisionNoOpinion, reason, err
-}
+func Authorizer(a auth.Authorizer) conditionAuthorizer { return admission.UpstreamAuthorizer(a) }
 
 // noAuthorizer answers CEL's authorizer when the plugins were given none.
 type noAuthorizer struct{}
