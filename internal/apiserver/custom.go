@@ -128,7 +128,7 @@ func (s *Server) SetCustomResources(crs []*custom.Resource) {
 	s.crAdvertised, s.crAdvertisedSet = key, true
 	custom.SortByVersionPriority(advertised)
 	all := append(append([]registry.Resource(nil), s.cfg.Resources...), advertised...)
-	s.discovery.set(all)
+	s.setDiscoveryResources(all)
 	if pub, ok := s.cfg.OpenAPI.(openAPIPublisher); ok {
 		pub.SetCustomResourceSchemas(schemas)
 		pub.SetResources(all)

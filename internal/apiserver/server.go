@@ -81,9 +81,15 @@ type Server struct {
 	// (registry.Handler.OwnForm).
 	streaming map[string]bool
 	discovery *discovery
-	readyOnce sync.Once
-	ready     chan struct{}
-	inFlight  chan struct{}
+	// What discovery shows (see setDiscoveryResources and
+	// SetAggregatedAPIs), and the aggregated group-versions' routes.
+	discoMu         sync.Mutex
+	discoResources  []registry.Resource
+	discoAggregated []AggregatedAPI
+	aggregated      atomic.Pointer[map[schema.GroupVersion]*AggregatedAPI]
+	readyOnce       sync.Once
+	ready           chan struct{}
+	inFlight        chan struct{}
 
 	// Custom resources (see SetCustomResources): the served set, replaced
 	// whole under customMu, and the watch cache of each, by storage prefix.
@@ -148,6 +154,7 @@ func New(cfg Config) (*Server, error) {
 		s.stores[rs.gvr] = rs
 	}
 	s.discovery = newDiscovery(cfg.Resources)
+	s.discoResources = cfg.Resources
 	if sa := cfg.ServiceAccounts; sa != nil && sa.Objects == nil {
 		sa.Objects = s
 	}
@@ -278,7 +285,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.codecs.writeError(w, r, forbidden(attrs, reason))
 		return
 	}
-	if info.IsResource {
+	if info.IsResource || info.Version != "" {
 		if info.Verb != "watch" && !s.streaming[info.Subresource] {
 			select {
 			case s.inFlight <- struct{}{}:
@@ -288,8 +295,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		}
-		s.serveResource(w, r, info)
-		return
+		if s.serveAggregated(w, r, info) {
+			return
+		}
+		if info.IsResource {
+			s.serveResource(w, r, info)
+			return
+		}
 	}
 	s.serveNonResource(w, r, info)
 }

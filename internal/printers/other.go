@@ -1,9 +1,12 @@
 package printers
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
+
+	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
@@ -613,4 +616,29 @@ func coreEvent(e *eventsv1.Event) *corev1.Event {
 		out.Series = &corev1.EventSeries{Count: e.Series.Count, LastObservedTime: e.Series.LastObservedTime}
 	}
 	return out
+}
+
+func init() {
+	register(gvk("apiregistration.k8s.io", "v1", "APIService"), []metav1.TableColumnDefinition{
+		nameColumn(),
+		str("Service", "The reference to the service that hosts this API endpoint."),
+		str("Available", "Whether this service is available."),
+		ageColumn(),
+	}, typed(func(a *apiregistrationv1.APIService) []interface{} {
+		service := "Local"
+		if s := a.Spec.Service; s != nil {
+			service = s.Namespace + "/" + s.Name
+		}
+		available := string(apiregistrationv1.ConditionUnknown)
+		for _, c := range a.Status.Conditions {
+			if c.Type != apiregistrationv1.Available {
+				continue
+			}
+			available = string(c.Status)
+			if c.Status != apiregistrationv1.ConditionTrue && c.Reason != "" {
+				available = fmt.Sprintf("%s (%s)", c.Status, c.Reason)
+			}
+		}
+		return row(a.Name, service, available, age(a.CreationTimestamp))
+	}))
 }

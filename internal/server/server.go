@@ -91,6 +91,10 @@ type Options struct {
 	PodSecurityExemptions podsecurity.Exemptions
 	// ExtraAdmission are plugins run after all others (tests).
 	ExtraAdmission []admission.Plugin
+	// DialAggregated opens the API server's connections to aggregated API
+	// servers' endpoints (nil: a plain dialer). Tests route them to a
+	// loopback listener.
+	DialAggregated func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // Component is a part of the cluster run inside the server process until
@@ -317,6 +321,10 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		case <-ctx.Done():
 		}
 	}()
+	if err := startAggregator(ctx, s.LoopbackConfig(), api, bundle, resources, opts.DialAggregated, log); err != nil {
+		s.stop()
+		return nil, fmt.Errorf("aggregator: %w", err)
+	}
 
 	tlsConfig, err := bundle.ServerTLSConfig()
 	if err != nil {
@@ -362,6 +370,10 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if err := ensureClusterInfo(ctx, s.LoopbackConfig(), s.JoinURL, bundle.CAPEM); err != nil {
 		s.stop()
 		return nil, fmt.Errorf("cluster-info: %w", err)
+	}
+	if err := ensureExtensionAuthentication(ctx, s.LoopbackConfig(), bundle); err != nil {
+		s.stop()
+		return nil, fmt.Errorf("extension-apiserver-authentication: %w", err)
 	}
 	s.KubeconfigPath = filepath.Join(opts.DataDir, "admin.kubeconfig")
 	if err := pki.WriteKubeconfig(s.KubeconfigPath, s.URL, bundle.CAPEM, bundle.AdminCertPEM, bundle.AdminKeyPEM); err != nil {

@@ -5,6 +5,7 @@ import (
 	"plainkube.dev/plainkube/internal/registry"
 	"plainkube.dev/plainkube/internal/registry/admissionregistration"
 	"plainkube.dev/plainkube/internal/registry/apiextensions"
+	"plainkube.dev/plainkube/internal/registry/apiregistration"
 	"plainkube.dev/plainkube/internal/registry/apps"
 	"plainkube.dev/plainkube/internal/registry/autoscaling"
 	"plainkube.dev/plainkube/internal/registry/batch"
@@ -31,7 +32,7 @@ func Resources() []registry.Resource {
 		coordination.Resources(), discovery.Resources(), events.Resources(), networking.Resources(),
 		policy.Resources(), rbac.Resources(), storageapi.Resources(), scheduling.Resources(),
 		admissionregistration.Resources(), certificates.Resources(), reviews.Resources(),
-		apiextensions.Resources(), metrics.Resources(), node.Resources(),
+		apiextensions.Resources(), apiregistration.Resources(), metrics.Resources(), node.Resources(),
 	} {
 		out = append(out, group...)
 	}
