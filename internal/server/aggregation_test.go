@@ -140,9 +140,29 @@ func TestAggregation(t *testing.T) {
 	target = w.ln.Addr().String()
 	mu.Unlock()
 
-	// Built-in group-versions are local APIServices.
+	// Built-in group-versions are local APIServices, and so are the
+	// versions of a CustomResourceDefinition while it exists.
 	waitAPIService(t, agg, "v1.apps", "True", "Local")
 	waitAPIService(t, agg, "v1.", "True", "Local")
+	crd, _ := loadCertificatesExample(t)
+	createCRD(t, cfg, crd)
+	crdAPIService := crd.Spec.Versions[0].Name + "." + crd.Spec.Group
+	if a := waitAPIService(t, agg, crdAPIService, "True", "Local"); a.Labels["kube-aggregator.kubernetes.io/automanaged"] != "true" ||
+		a.Spec.GroupPriorityMinimum != 1000 || a.Spec.VersionPriority != 100 {
+		t.Errorf("a CRD's APIService: %+v", a)
+	}
+	if err := crdClient(t, cfg).ApiextensionsV1().CustomResourceDefinitions().Delete(ctx, crd.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		_, err := agg.ApiregistrationV1().APIServices().Get(ctx, crdAPIService, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the APIService of a deleted CRD remains: %v", err)
+		}
+	}
 
 	_, err = agg.ApiregistrationV1().APIServices().Create(ctx, &apiregistrationv1.APIService{ObjectMeta: metav1.ObjectMeta{Name: "v1.wrong.example.com"},
 		Spec: apiregistrationv1.APIServiceSpec{Group: "wardle.example.com", Version: "v1alpha1", GroupPriorityMinimum: 2000, VersionPriority: 200}}, metav1.CreateOptions{})
