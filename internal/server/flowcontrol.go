@@ -25,19 +25,33 @@ type apfObject interface {
 	metav1.Object
 }
 
+// apfClient is the typed client of one APF kind, objects T, lists L.
+type apfClient[T, L any] interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error)
+	List(ctx context.Context, opts metav1.ListOptions) (L, error)
+	Create(ctx context.Context, obj T, opts metav1.CreateOptions) (T, error)
+	Update(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error)
+	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
+}
+
 // apfKind holds what ensuring one kind of APF object needs.
-type apfKind[T apfObject] struct {
+type apfKind[T apfObject, L any] struct {
 	name   string
-	get    func(ctx context.Context, name string) (T, error)
-	list   func(ctx context.Context) ([]T, error)
-	create func(ctx context.Context, obj T) error
-	update func(ctx context.Context, obj T) error
-	delete func(ctx context.Context, name string) error
+	client apfClient[T, L]
+	items  func(L) []T
 	// copy returns a deep copy; specEqual reports whether a stored object
 	// has the bootstrap object's (defaulted) spec; setSpec copies it in.
 	copy      func(T) T
 	specEqual func(bootstrap, current T) bool
 	setSpec   func(into, from T)
+}
+
+func itemPointers[E any](items []E) []*E {
+	out := make([]*E, len(items))
+	for i := range items {
+		out[i] = &items[i]
+	}
+	return out
 }
 
 // ensureFlowControl creates upstream's bootstrap API Priority and Fairness
@@ -48,35 +62,11 @@ type apfKind[T apfObject] struct {
 // for auto-update that are no longer in the configuration are deleted.
 // plainkube stores this configuration but does not act on it.
 func ensureFlowControl(ctx context.Context, cs kubernetes.Interface) error {
-	fsClient := cs.FlowcontrolV1().FlowSchemas()
-	schemas := apfKind[*flowcontrolv1.FlowSchema]{
-		name: "flow schema",
-		get: func(ctx context.Context, name string) (*flowcontrolv1.FlowSchema, error) {
-			return fsClient.Get(ctx, name, metav1.GetOptions{})
-		},
-		list: func(ctx context.Context) ([]*flowcontrolv1.FlowSchema, error) {
-			l, err := fsClient.List(ctx, metav1.ListOptions{})
-			if err != nil {
-				return nil, err
-			}
-			out := make([]*flowcontrolv1.FlowSchema, len(l.Items))
-			for i := range l.Items {
-				out[i] = &l.Items[i]
-			}
-			return out, nil
-		},
-		create: func(ctx context.Context, fs *flowcontrolv1.FlowSchema) error {
-			_, err := fsClient.Create(ctx, fs, metav1.CreateOptions{FieldManager: flowControlManager})
-			return err
-		},
-		update: func(ctx context.Context, fs *flowcontrolv1.FlowSchema) error {
-			_, err := fsClient.Update(ctx, fs, metav1.UpdateOptions{FieldManager: flowControlManager})
-			return err
-		},
-		delete: func(ctx context.Context, name string) error {
-			return fsClient.Delete(ctx, name, metav1.DeleteOptions{})
-		},
-		copy: (*flowcontrolv1.FlowSchema).DeepCopy,
+	schemas := apfKind[*flowcontrolv1.FlowSchema, *flowcontrolv1.FlowSchemaList]{
+		name:   "flow schema",
+		client: cs.FlowcontrolV1().FlowSchemas(),
+		items:  func(l *flowcontrolv1.FlowSchemaList) []*flowcontrolv1.FlowSchema { return itemPointers(l.Items) },
+		copy:   (*flowcontrolv1.FlowSchema).DeepCopy,
 		specEqual: func(boot, cur *flowcontrolv1.FlowSchema) bool {
 			want := boot.DeepCopy()
 			flowcontrol.DefaultFlowSchema(want)
@@ -84,33 +74,11 @@ func ensureFlowControl(ctx context.Context, cs kubernetes.Interface) error {
 		},
 		setSpec: func(into, from *flowcontrolv1.FlowSchema) { into.Spec = *from.Spec.DeepCopy() },
 	}
-	plClient := cs.FlowcontrolV1().PriorityLevelConfigurations()
-	levels := apfKind[*flowcontrolv1.PriorityLevelConfiguration]{
-		name: "priority level",
-		get: func(ctx context.Context, name string) (*flowcontrolv1.PriorityLevelConfiguration, error) {
-			return plClient.Get(ctx, name, metav1.GetOptions{})
-		},
-		list: func(ctx context.Context) ([]*flowcontrolv1.PriorityLevelConfiguration, error) {
-			l, err := plClient.List(ctx, metav1.ListOptions{})
-			if err != nil {
-				return nil, err
-			}
-			out := make([]*flowcontrolv1.PriorityLevelConfiguration, len(l.Items))
-			for i := range l.Items {
-				out[i] = &l.Items[i]
-			}
-			return out, nil
-		},
-		create: func(ctx context.Context, pl *flowcontrolv1.PriorityLevelConfiguration) error {
-			_, err := plClient.Create(ctx, pl, metav1.CreateOptions{FieldManager: flowControlManager})
-			return err
-		},
-		update: func(ctx context.Context, pl *flowcontrolv1.PriorityLevelConfiguration) error {
-			_, err := plClient.Update(ctx, pl, metav1.UpdateOptions{FieldManager: flowControlManager})
-			return err
-		},
-		delete: func(ctx context.Context, name string) error {
-			return plClient.Delete(ctx, name, metav1.DeleteOptions{})
+	levels := apfKind[*flowcontrolv1.PriorityLevelConfiguration, *flowcontrolv1.PriorityLevelConfigurationList]{
+		name:   "priority level",
+		client: cs.FlowcontrolV1().PriorityLevelConfigurations(),
+		items: func(l *flowcontrolv1.PriorityLevelConfigurationList) []*flowcontrolv1.PriorityLevelConfiguration {
+			return itemPointers(l.Items)
 		},
 		copy: (*flowcontrolv1.PriorityLevelConfiguration).DeepCopy,
 		specEqual: func(boot, cur *flowcontrolv1.PriorityLevelConfiguration) bool {
@@ -134,7 +102,7 @@ func ensureFlowControl(ctx context.Context, cs kubernetes.Interface) error {
 	return ensureAPFObjects(ctx, schemas, apfbootstrap.MandatoryFlowSchemas, apfbootstrap.SuggestedFlowSchemas)
 }
 
-func ensureAPFObjects[T apfObject](ctx context.Context, k apfKind[T], mandatory, suggested []T) error {
+func ensureAPFObjects[T apfObject, L any](ctx context.Context, k apfKind[T, L], mandatory, suggested []T) error {
 	wanted := map[string]bool{}
 	for _, list := range []struct {
 		objs      []T
@@ -147,18 +115,18 @@ func ensureAPFObjects[T apfObject](ctx context.Context, k apfKind[T], mandatory,
 			}
 		}
 	}
-	current, err := k.list(ctx)
+	list, err := k.client.List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return fmt.Errorf("list %ss: %w", k.name, err)
 	}
-	for _, obj := range current {
+	for _, obj := range k.items(list) {
 		if wanted[obj.GetName()] {
 			continue
 		}
 		if auto, err := strconv.ParseBool(obj.GetAnnotations()[flowcontrolv1.AutoUpdateAnnotationKey]); err != nil || !auto {
 			continue
 		}
-		if err := k.delete(ctx, obj.GetName()); err != nil && !apierrors.IsNotFound(err) {
+		if err := k.client.Delete(ctx, obj.GetName(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("delete unwanted %s %s: %w", k.name, obj.GetName(), err)
 		}
 	}
@@ -167,18 +135,18 @@ func ensureAPFObjects[T apfObject](ctx context.Context, k apfKind[T], mandatory,
 
 // ensureAPFObject creates boot if missing, else brings the stored object's
 // spec and auto-update annotation to what boot's strategy wants.
-func ensureAPFObject[T apfObject](ctx context.Context, k apfKind[T], boot T, mandatory bool) error {
+func ensureAPFObject[T apfObject, L any](ctx context.Context, k apfKind[T, L], boot T, mandatory bool) error {
 	name := boot.GetName()
-	cur, err := k.get(ctx, name)
+	cur, err := k.client.Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		err = k.create(ctx, k.copy(boot))
-		if !apierrors.IsAlreadyExists(err) {
-			if err != nil {
-				return fmt.Errorf("create %s %s: %w", k.name, name, err)
-			}
+		_, err = k.client.Create(ctx, k.copy(boot), metav1.CreateOptions{FieldManager: flowControlManager})
+		if err == nil {
 			return nil
 		}
-		cur, err = k.get(ctx, name)
+		if !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create %s %s: %w", k.name, name, err)
+		}
+		cur, err = k.client.Get(ctx, name, metav1.GetOptions{})
 	}
 	if err != nil {
 		return fmt.Errorf("get %s %s: %w", k.name, name, err)
@@ -201,7 +169,7 @@ func ensureAPFObject[T apfObject](ctx context.Context, k apfKind[T], boot T, man
 	}
 	annotations[flowcontrolv1.AutoUpdateAnnotationKey] = strconv.FormatBool(autoUpdate)
 	revised.SetAnnotations(annotations)
-	if err := k.update(ctx, revised); err != nil && !apierrors.IsConflict(err) {
+	if _, err := k.client.Update(ctx, revised, metav1.UpdateOptions{FieldManager: flowControlManager}); err != nil && !apierrors.IsConflict(err) {
 		return fmt.Errorf("update %s %s: %w", k.name, name, err)
 	}
 	return nil

@@ -264,16 +264,23 @@ func nonResourceURLProblem(p string) string {
 }
 
 func validateFlowSchemaStatus(status *flowcontrolv1.FlowSchemaStatus) field.ErrorList {
+	return validateConditionTypes(status.Conditions, func(c flowcontrolv1.FlowSchemaCondition) flowcontrolv1.FlowSchemaConditionType { return c.Type })
+}
+
+// validateConditionTypes checks that a status's conditions have distinct,
+// non-empty types.
+func validateConditionTypes[C any, T ~string](conditions []C, typeOf func(C) T) field.ErrorList {
 	var errs field.ErrorList
-	conditions := field.NewPath("status", "conditions")
-	seen := map[flowcontrolv1.FlowSchemaConditionType]bool{}
-	for i, c := range status.Conditions {
-		if seen[c.Type] {
-			errs = append(errs, field.Duplicate(conditions.Index(i).Child("type"), c.Type))
+	path := field.NewPath("status", "conditions")
+	seen := map[T]bool{}
+	for i, c := range conditions {
+		t := typeOf(c)
+		if seen[t] {
+			errs = append(errs, field.Duplicate(path.Index(i).Child("type"), t))
 		}
-		seen[c.Type] = true
-		if c.Type == "" {
-			errs = append(errs, field.Required(conditions.Index(i).Child("type"), ""))
+		seen[t] = true
+		if t == "" {
+			errs = append(errs, field.Required(path.Index(i).Child("type"), ""))
 		}
 	}
 	return errs

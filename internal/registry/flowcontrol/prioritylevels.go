@@ -217,17 +217,8 @@ func validateQueuing(q *flowcontrolv1.QueuingConfiguration, path *field.Path) fi
 }
 
 func validatePriorityLevelStatus(status *flowcontrolv1.PriorityLevelConfigurationStatus) field.ErrorList {
-	var errs field.ErrorList
-	conditions := field.NewPath("status", "conditions")
-	seen := map[flowcontrolv1.PriorityLevelConfigurationConditionType]bool{}
-	for i, c := range status.Conditions {
-		if seen[c.Type] {
-			errs = append(errs, field.Duplicate(conditions.Index(i).Child("type"), c.Type))
-		}
-		seen[c.Type] = true
-		if c.Type == "" {
-			errs = append(errs, field.Required(conditions.Index(i).Child("type"), ""))
-		}
-	}
-	return errs
+	return validateConditionTypes(status.Conditions,
+		func(c flowcontrolv1.PriorityLevelConfigurationCondition) flowcontrolv1.PriorityLevelConfigurationConditionType {
+			return c.Type
+		})
 }
