@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	apfbootstrap "k8s.io/apiserver/pkg/apis/flowcontrol/bootstrap"
+	flowcontrolapply "k8s.io/client-go/applyconfigurations/flowcontrol/v1"
 	"k8s.io/utils/ptr"
 
 	"plainkube.dev/plainkube/internal/registry/flowcontrol"
@@ -131,6 +132,14 @@ func TestFlowControlAPI(t *testing.T) {
 	fs.Status.Conditions = []flowcontrolv1.FlowSchemaCondition{{Type: flowcontrolv1.FlowSchemaConditionDangling, Status: flowcontrolv1.ConditionFalse, Reason: "Found"}}
 	if fs, err = fsc.UpdateStatus(ctx, fs, metav1.UpdateOptions{}); err != nil || len(fs.Status.Conditions) != 1 {
 		t.Fatalf("update flow schema status: %v, %+v", err, fs)
+	}
+	// What every k8s.io/apiserver-based server's APF controller writes.
+	apply := flowcontrolapply.FlowSchema("batch-jobs").WithStatus(flowcontrolapply.FlowSchemaStatus().WithConditions(
+		flowcontrolapply.FlowSchemaCondition().WithType(flowcontrolv1.FlowSchemaConditionDangling).WithStatus(flowcontrolv1.ConditionTrue).
+			WithReason("NotFound").WithMessage("missing").WithLastTransitionTime(metav1.Now())))
+	fs, err = fsc.ApplyStatus(ctx, apply, metav1.ApplyOptions{FieldManager: "api-priority-and-fairness-config-consumer-v1", Force: true})
+	if err != nil || len(fs.Status.Conditions) != 1 || fs.Status.Conditions[0].Status != flowcontrolv1.ConditionTrue || fs.Spec.MatchingPrecedence != 2000 {
+		t.Fatalf("apply flow schema status: %v, %+v", err, fs)
 	}
 	fs.Status.Conditions = nil
 	fs.Spec.MatchingPrecedence = 3000
