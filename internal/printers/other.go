@@ -27,6 +27,7 @@ import (
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/duration"
 )
@@ -496,6 +497,18 @@ func registerMisc() {
 		return row(fs.Name, fs.Spec.PriorityLevelConfiguration.Name, int64(fs.Spec.MatchingPrecedence), method,
 			age(fs.CreationTimestamp), missing)
 	}))
+	// Upstream lists FlowSchemas in the order they are matched in.
+	specs[gvk("flowcontrol.apiserver.k8s.io", "v1", "FlowSchema")].Less = func(a, b runtime.Object) bool {
+		x, okx := a.(*flowcontrolv1.FlowSchema)
+		y, oky := b.(*flowcontrolv1.FlowSchema)
+		if !okx || !oky {
+			return false
+		}
+		if x.Spec.MatchingPrecedence != y.Spec.MatchingPrecedence {
+			return x.Spec.MatchingPrecedence < y.Spec.MatchingPrecedence
+		}
+		return x.Name < y.Name
+	}
 
 	queuing := flowcontrolv1.QueuingConfiguration{}.SwaggerDoc()
 	register(gvk("flowcontrol.apiserver.k8s.io", "v1", "PriorityLevelConfiguration"), []metav1.TableColumnDefinition{

@@ -118,6 +118,9 @@ type TableSpec struct {
 	// Cells returns one row's cells, in Columns order, for obj. Columns with
 	// Priority 1 are shown by kubectl only with -o wide; they are always sent.
 	Cells func(obj runtime.Object) []interface{}
+	// Less, if set, orders a list's rows (upstream lists FlowSchemas by
+	// matching precedence); nil: the list's order.
+	Less func(a, b runtime.Object) bool
 }
 
 // StoredAs names the resource whose storage another resource shares, and

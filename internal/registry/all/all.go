@@ -14,6 +14,7 @@ import (
 	"plainkube.dev/plainkube/internal/registry/core"
 	"plainkube.dev/plainkube/internal/registry/discovery"
 	"plainkube.dev/plainkube/internal/registry/events"
+	"plainkube.dev/plainkube/internal/registry/flowcontrol"
 	"plainkube.dev/plainkube/internal/registry/metrics"
 	"plainkube.dev/plainkube/internal/registry/networking"
 	"plainkube.dev/plainkube/internal/registry/node"
@@ -32,7 +33,7 @@ func Resources() []registry.Resource {
 		coordination.Resources(), discovery.Resources(), events.Resources(), networking.Resources(),
 		policy.Resources(), rbac.Resources(), storageapi.Resources(), scheduling.Resources(),
 		admissionregistration.Resources(), certificates.Resources(), reviews.Resources(),
-		apiextensions.Resources(), apiregistration.Resources(), metrics.Resources(), node.Resources(),
+		apiextensions.Resources(), apiregistration.Resources(), metrics.Resources(), node.Resources(), flowcontrol.Resources(),
 	} {
 		out = append(out, group...)
 	}
