@@ -428,7 +428,9 @@ func (s *Server) updateObject(ctx context.Context, rs *resourceStore, ns, name, 
 // what their handler made of the stored object.
 func (s *Server) prepareUpdate(ctx context.Context, rs *resourceStore, obj, old runtime.Object, subresource string, opts writeOptions) (runtime.Object, error) {
 	st := rs.res.Strategy
-	if subresource == "" && st.Default != nil {
+	// Every written body is defaulted, a /status one too, as upstream
+	// defaults what it decodes (a load balancer ingress IP gets its ipMode).
+	if st.Default != nil {
 		st.Default(obj)
 	}
 	var attrs *admission.Attributes
