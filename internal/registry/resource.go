@@ -31,8 +31,9 @@ type Resource struct {
 	// Scale maps the scale subresource onto the resource's objects; set
 	// when Subresources has "scale".
 	Scale *Scale
-	// Parts are the subresources besides "status" that write one part of
-	// the object, by name.
+	// Parts are the subresources that write one part of the object, by
+	// name; "status" needs an entry only when its Merge is not the
+	// default one.
 	Parts map[string]Part
 	// Handlers serve the subresources the resource answers itself, by name.
 	Handlers map[string]Handler
