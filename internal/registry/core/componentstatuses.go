@@ -61,8 +61,10 @@ func serveComponentStatuses(rq *registry.Request) error {
 	if err != nil {
 		return apierrors.NewBadRequest(err.Error())
 	}
-	if err := rq.API.Negotiate(); err != nil {
-		return err
+	if !rq.API.WantsTable() {
+		if err := rq.API.Negotiate(); err != nil {
+			return err
+		}
 	}
 	var checks []registry.ComponentCheck
 	for _, c := range rq.API.Components() {
