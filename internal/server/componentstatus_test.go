@@ -56,7 +56,7 @@ func TestComponentStatuses(t *testing.T) {
 	env := <-envs
 	cs := clientset(t, cfg)
 	ctx := context.Background()
-	statuses := cs.CoreV1().ComponentStatuses() //nolint:staticcheck // still served
+	statuses := cs.CoreV1().ComponentStatuses()                        //nolint:staticcheck // still served
 	get := func(name string) func() (*corev1.ComponentStatus, error) { //nolint:staticcheck // still served
 		return func() (*corev1.ComponentStatus, error) { return statuses.Get(ctx, name, metav1.GetOptions{}) } //nolint:staticcheck // still served
 	}

@@ -2,6 +2,7 @@ package storageapi
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	storagev1 "k8s.io/api/storage/v1"
@@ -87,12 +88,12 @@ func validateCSIDriverSpec(s *storagev1.CSIDriverSpec, p *field.Path) field.Erro
 	required(s.AttachRequired != nil, "attachedRequired")
 	required(s.PodInfoOnMount != nil, "podInfoOnMount")
 	required(s.StorageCapacity != nil, "storageCapacity")
-	if s.FSGroupPolicy != nil && !has(fsGroupPolicies, string(*s.FSGroupPolicy)) {
+	if s.FSGroupPolicy != nil && !slices.Contains(fsGroupPolicies, string(*s.FSGroupPolicy)) {
 		errs = append(errs, field.NotSupported(p.Child("fsGroupPolicy"), s.FSGroupPolicy, fsGroupPolicies))
 	}
 	errs = append(errs, validateTokenRequests(s.TokenRequests, p.Child("tokenRequests"))...)
 	for _, m := range s.VolumeLifecycleModes {
-		if !has(volumeLifecycleModes, string(m)) {
+		if !slices.Contains(volumeLifecycleModes, string(m)) {
 			errs = append(errs, field.NotSupported(p.Child("volumeLifecycleModes"), m, volumeLifecycleModes))
 		}
 	}
@@ -131,13 +132,4 @@ func validateTokenRequests(requests []storagev1.TokenRequest, p *field.Path) fie
 		}
 	}
 	return errs
-}
-
-func has(list []string, v string) bool {
-	for _, x := range list {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
