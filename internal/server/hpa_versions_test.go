@@ -134,7 +134,8 @@ func TestHPAServedAtV1AndV2(t *testing.T) {
 	// v1 objects are checked with the v2 rules and paths.
 	_, err = v1.Create(ctx, &autoscalingv1.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Name: "bad"},
 		Spec: autoscalingv1.HorizontalPodAutoscalerSpec{ScaleTargetRef: autoscalingv1.CrossVersionObjectReference{Kind: "Deployment"}, TargetCPUUtilizationPercentage: ptr.To(int32(0))}}, metav1.CreateOptions{})
-	invalidWith(t, "v1 HPA without a name or max", err, "spec.maxReplicas: Invalid value: 0: must be greater than 0")
+	invalidWith(t, "v1 HPA without a max", err, "spec.maxReplicas: Required value: must be set and greater than 0")
+	invalidWith(t, "v1 HPA without a target group", err, `spec.scaleTargetRef.apiVersion: Invalid value: "": apiVersion must specify API group`)
 	invalidWith(t, "v1 HPA without a target name", err, "spec.scaleTargetRef.name: Required value")
 	invalidWith(t, "v1 HPA with a 0% target", err, "spec.metrics[0].resource.target.averageUtilization: Invalid value: 0: must be greater than 0")
 

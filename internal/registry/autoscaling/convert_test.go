@@ -1,6 +1,7 @@
 package autoscaling
 
 import (
+	"strings"
 	"testing"
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
@@ -107,5 +108,42 @@ func TestV1ToV2(t *testing.T) {
 	m := metricSpecToV2(&autoscalingv1.MetricSpec{Type: autoscalingv1.ObjectMetricSourceType, Object: &autoscalingv1.ObjectMetricSource{MetricName: "m", AverageValue: q("3")}})
 	if m.Object.Target.Type != autoscalingv2.AverageValueMetricType || m.Object.Target.Value != nil || m.Object.Target.AverageValue.String() != "3" {
 		t.Errorf("object metric with an average value: %+v", m.Object.Target)
+	}
+}
+
+// TestValidationOptions: upstream v1.37's scale target and replica rules,
+// at v2 and through v1.
+func TestValidationOptions(t *testing.T) {
+	v2, v1 := horizontalPodAutoscalers(), horizontalPodAutoscalersV1()
+	h := richHPA()
+	h.Spec.ScaleTargetRef.APIVersion = "v1"
+	h.Spec.MinReplicas = ptr(int32(0)) // an Object metric: scaling to zero is allowed
+	errs := v2.Strategy.Validate(h)
+	if len(errs) != 1 || errs[0].Error() != `spec.scaleTargetRef.apiVersion: Invalid value: "v1": apiVersion must specify API group` {
+		t.Errorf("a Deployment in the core group: %v", errs)
+	}
+	// An update that keeps the apiVersion and kind may keep it.
+	if errs := v2.Strategy.ValidateUpdate(h, h.DeepCopy()); len(errs) != 0 {
+		t.Errorf("an update keeping the apiVersion: %v", errs)
+	}
+	h.Spec.ScaleTargetRef.Kind = "ReplicationController"
+	if errs := v2.Strategy.Validate(h); len(errs) != 0 {
+		t.Errorf("a ReplicationController in the core group: %v", errs)
+	}
+	h.Spec.Metrics = []autoscalingv2.MetricSpec{cpuUtilization(50)}
+	if errs := v2.Strategy.Validate(h); len(errs) != 1 || errs[0].Field != "spec.metrics" {
+		t.Errorf("scaling to zero on CPU: %v", errs)
+	}
+
+	bad := &autoscalingv1.HorizontalPodAutoscaler{Spec: autoscalingv1.HorizontalPodAutoscalerSpec{MaxReplicas: -1, MinReplicas: ptr(int32(-1)),
+		ScaleTargetRef: autoscalingv1.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}}}
+	var got []string
+	for _, e := range v1.Strategy.Validate(bad) {
+		got = append(got, e.Error())
+	}
+	want := []string{"spec.minReplicas: Invalid value: -1: must be greater than or equal to 0",
+		"spec.maxReplicas: Invalid value: -1: must be greater than or equal to 1"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("v1 errors:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

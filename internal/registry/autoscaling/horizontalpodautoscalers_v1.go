@@ -53,7 +53,9 @@ func horizontalPodAutoscalersV1() registry.Resource {
 				keepAnnotations(obj.(*autoscalingv1.HorizontalPodAutoscaler), old.(*autoscalingv1.HorizontalPodAutoscaler),
 					metricStatusesAnnotation, conditionsAnnotation)
 			},
-			Validate: func(obj runtime.Object) field.ErrorList { return v2.Strategy.Validate(toV2(obj)) },
+			Validate:           func(obj runtime.Object) field.ErrorList { return v2.Strategy.Validate(toV2(obj)) },
+			ValidateUpdateOnly: true,
+			ValidateUpdate:     func(obj, old runtime.Object) field.ErrorList { return v2.Strategy.ValidateUpdate(toV2(obj), toV2(old)) },
 			ValidateStatusUpdate: func(obj, old runtime.Object) field.ErrorList {
 				return v2.Strategy.ValidateStatusUpdate(toV2(obj), toV2(old))
 			},
