@@ -248,7 +248,7 @@ func (s *Server) createObject(ctx context.Context, rs *resourceStore, ns string,
 		m = metaOf(obj)
 	}
 	if opts.dryRun {
-		return obj, nil
+		return rs.asStored(obj), nil
 	}
 	undo, err := s.cfg.Admission.BeforeCreate(ctx, rs.gr, obj)
 	if err != nil {
@@ -269,8 +269,22 @@ func (s *Server) createObject(ctx context.Context, rs *resourceStore, ns string,
 			return nil, storageError(err, rs.gr, m.GetName())
 		}
 		m.SetResourceVersion(strconv.FormatInt(rev, 10))
-		return obj, nil
+		return rs.asStored(obj), nil
 	}
+}
+
+// asStored is obj as a read returns it: for a resource stored as another
+// kind, converted to it and back, so that a write is answered with what
+// was stored (what the conversion sets shows: an autoscaling/v1 HPA's
+// default CPU target), as upstream answers with the object it stored.
+func (rs *resourceStore) asStored(obj runtime.Object) runtime.Object {
+	sa := rs.res.StoredAs
+	if sa == nil {
+		return obj
+	}
+	out := sa.FromStorage(sa.ToStorage(obj))
+	out.GetObjectKind().SetGroupVersionKind(rs.res.Kind)
+	return out
 }
 
 func (s *Server) validateCreate(rs *resourceStore, obj runtime.Object) field.ErrorList {
@@ -393,7 +407,7 @@ func (s *Server) updateObject(ctx context.Context, rs *resourceStore, ns, name, 
 		}
 		if opts.dryRun {
 			m.SetResourceVersion(strconv.FormatInt(rev, 10))
-			return obj, nil
+			return rs.asStored(obj), nil
 		}
 		if rs.deletionComplete(obj, current) {
 			// The last finalizer is gone: the object's deletion completes.
@@ -416,7 +430,7 @@ func (s *Server) updateObject(ctx context.Context, rs *resourceStore, ns, name, 
 			return nil, storageError(err, rs.gr, name)
 		}
 		m.SetResourceVersion(strconv.FormatInt(newRev, 10))
-		return obj, nil
+		return rs.asStored(obj), nil
 	}
 }
 

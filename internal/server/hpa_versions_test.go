@@ -44,10 +44,15 @@ func TestHPAServedAtV1AndV2(t *testing.T) {
 		t.Errorf("v2 form has annotations %v", got.Annotations)
 	}
 
-	// No CPU target: the conversion's 80%.
-	if _, err := v1.Create(ctx, &autoscalingv1.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Name: "plain"},
-		Spec: autoscalingv1.HorizontalPodAutoscalerSpec{ScaleTargetRef: target, MaxReplicas: 2}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+	// No CPU target: the conversion's 80%, in the answer to the create
+	// (a dry run's too) as in later reads.
+	plain := &autoscalingv1.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Name: "plain"},
+		Spec: autoscalingv1.HorizontalPodAutoscalerSpec{ScaleTargetRef: target, MaxReplicas: 2}}
+	for _, dryRun := range [][]string{{metav1.DryRunAll}, nil} {
+		created, err := v1.Create(ctx, plain, metav1.CreateOptions{DryRun: dryRun})
+		if err != nil || created.Spec.TargetCPUUtilizationPercentage == nil || *created.Spec.TargetCPUUtilizationPercentage != 80 {
+			t.Errorf("create (dry run %v) of a v1 HPA without a target: %+v, %v", dryRun, created, err)
+		}
 	}
 	if plain, err := v1.Get(ctx, "plain", metav1.GetOptions{}); err != nil || plain.Spec.TargetCPUUtilizationPercentage == nil || *plain.Spec.TargetCPUUtilizationPercentage != 80 {
 		t.Errorf("v1 HPA without a target: %+v, %v", plain, err)
