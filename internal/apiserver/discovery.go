@@ -194,8 +194,12 @@ func aggregatedKey(path string) string { return "aggregated:" + path }
 
 // storageVersionHash is an opaque hash of the stored group/version/kind:
 // the same for the versions of a resource stored as one (as upstream's
-// autoscaling/v1 and v2 HorizontalPodAutoscalers).
+// autoscaling/v1 and v2 HorizontalPodAutoscalers), none for a resource
+// that is not stored (reviews, componentstatuses).
 func storageVersionHash(r *registry.Resource) string {
+	if r.Ephemeral {
+		return ""
+	}
 	stored := r.Kind
 	if r.StoredAs != nil {
 		stored = r.StoredAs.Kind
