@@ -240,6 +240,9 @@ func (s *Server) createObject(ctx context.Context, rs *resourceStore, ns string,
 	if errs := s.validateCreate(rs, obj); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(rs.res.Kind.GroupKind(), m.GetName(), errs)
 	}
+	if w := st.Warnings; w != nil {
+		warn(ctx, w(obj, nil))
+	}
 	if err := s.validate(ctx, attrs); err != nil {
 		return nil, err
 	}
@@ -501,6 +504,9 @@ func (s *Server) prepareUpdate(ctx context.Context, rs *resourceStore, obj, old 
 	}
 	if len(errs) > 0 {
 		return nil, apierrors.NewInvalid(rs.res.Kind.GroupKind(), m.GetName(), dedupe(errs))
+	}
+	if w := st.Warnings; w != nil && (subresource == "" || subresource == "status") {
+		warn(ctx, w(obj, old))
 	}
 	if attrs != nil {
 		attrs.Object = obj

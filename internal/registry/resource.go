@@ -95,6 +95,10 @@ type Strategy struct {
 	// PrepareForDelete marks an object whose deletion begins and waits for
 	// finalizers (a namespace's phase becomes Terminating).
 	PrepareForDelete func(obj runtime.Object)
+	// Warnings are what a create (old nil) or an update of the object
+	// tells the client besides succeeding, as upstream's WarningsOnCreate
+	// and WarningsOnUpdate: sent as Warning headers, kubectl prints them.
+	Warnings func(obj, old runtime.Object) []string
 	// SelectableFields returns the fields usable in a fieldSelector beyond
 	// metadata.name and metadata.namespace (e.g. pods' spec.nodeName).
 	SelectableFields func(obj runtime.Object) fields.Set

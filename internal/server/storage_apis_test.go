@@ -27,9 +27,20 @@ func invalidWith(t *testing.T, what string, err error, want string) {
 // subresource drops storage health (an alpha field upstream keeps off).
 func TestCSIDriversAndNodes(t *testing.T) {
 	_, cfg := startServer(t)
+	warned := &warnings{}
+	cfg.WarningHandler = warned
 	cs := clientset(t, cfg)
 	ctx := context.Background()
 	drivers := cs.StorageV1().CSIDrivers()
+
+	// Tokens without serviceAccountTokenInSecrets: upstream's warning.
+	if _, err := drivers.Create(ctx, &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: "tokens.example.com"},
+		Spec: storagev1.CSIDriverSpec{TokenRequests: []storagev1.TokenRequest{{Audience: "vault"}}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := warned.take(); len(got) != 1 || !strings.HasPrefix(got[0], "spec.serviceAccountTokenInSecrets is unset; if supported by this CSI driver") {
+		t.Errorf("warnings of a driver asking for tokens: %q", got)
+	}
 
 	d, err := drivers.Create(ctx, &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: "hostpath.csi.k8s.io"}}, metav1.CreateOptions{})
 	if err != nil {
@@ -89,6 +100,8 @@ func TestCSIDriversAndNodes(t *testing.T) {
 // VolumeAttributesClass needs parameters and keeps its driver and them.
 func TestVolumeAttachmentsCapacitiesAndClasses(t *testing.T) {
 	_, cfg := startServer(t)
+	warned := &warnings{}
+	cfg.WarningHandler = warned
 	cs := clientset(t, cfg)
 	ctx := context.Background()
 
@@ -129,6 +142,16 @@ func TestVolumeAttachmentsCapacitiesAndClasses(t *testing.T) {
 	c, err := caps.Create(ctx, &storagev1.CSIStorageCapacity{ObjectMeta: metav1.ObjectMeta{Name: "cap-1"}, StorageClassName: "standard",
 		NodeTopology: &metav1.LabelSelector{MatchLabels: map[string]string{"zone": "a"}}, Capacity: ptr.To(resource.MustParse("10Gi"))}, metav1.CreateOptions{})
 	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := caps.Create(ctx, &storagev1.CSIStorageCapacity{ObjectMeta: metav1.ObjectMeta{Name: "old-zone"}, StorageClassName: "standard",
+		NodeTopology: &metav1.LabelSelector{MatchLabels: map[string]string{"failure-domain.beta.kubernetes.io/zone": "a"}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := warned.take(); len(got) != 1 || got[0] != `nodeTopology.matchLabels.failure-domain.beta.kubernetes.io/zone: deprecated since v1.17; use "topology.kubernetes.io/zone" instead` {
+		t.Errorf("warnings of a topology with a deprecated label: %q", got)
+	}
+	if err := caps.Delete(ctx, "old-zone", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	c.Capacity = ptr.To(resource.MustParse("5Gi"))

@@ -14,6 +14,10 @@ import (
 	"plainkube.dev/plainkube/internal/registry"
 )
 
+// serviceAccountTokenInSecretsRecommended is upstream's warning to a
+// driver that asks for tokens without saying where they go.
+const serviceAccountTokenInSecretsRecommended = "spec.serviceAccountTokenInSecrets is unset; if supported by this CSI driver, set to true to prevent possible logging of tokens in volume attributes"
+
 const (
 	minTokenExpiration         = 10 * time.Minute
 	maxTokenExpirationSeconds  = 1 << 32
@@ -37,6 +41,16 @@ func csiDrivers() registry.Resource {
 			},
 			Validate: func(obj runtime.Object) field.ErrorList {
 				return validateCSIDriverSpec(&obj.(*storagev1.CSIDriver).Spec, field.NewPath("spec"))
+			},
+			Warnings: func(obj, old runtime.Object) []string {
+				d := obj.(*storagev1.CSIDriver)
+				if old != nil && equality.Semantic.DeepEqual(old.(*storagev1.CSIDriver).Spec.TokenRequests, d.Spec.TokenRequests) {
+					return nil
+				}
+				if len(d.Spec.TokenRequests) > 0 && d.Spec.ServiceAccountTokenInSecrets == nil {
+					return []string{serviceAccountTokenInSecretsRecommended}
+				}
+				return nil
 			},
 			ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
 				d, o := obj.(*storagev1.CSIDriver), old.(*storagev1.CSIDriver)

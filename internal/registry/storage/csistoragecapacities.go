@@ -25,6 +25,9 @@ func csiStorageCapacities() registry.Resource {
 				return validateCSIStorageCapacity(obj.(*storagev1.CSIStorageCapacity), false)
 			},
 			ValidateUpdateOnly: true,
+			Warnings: func(obj, _ runtime.Object) []string {
+				return nodeSelectorWarnings(obj.(*storagev1.CSIStorageCapacity).NodeTopology, field.NewPath("nodeTopology"))
+			},
 			ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
 				return validateCSIStorageCapacityUpdate(obj.(*storagev1.CSIStorageCapacity), old.(*storagev1.CSIStorageCapacity))
 			},

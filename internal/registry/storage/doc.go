@@ -12,7 +12,9 @@
 // Validation uses upstream's field paths and messages, immutable fields
 // included (a class's provisioner and parameters, a CSIDriver's
 // attachRequired and modes, a CSINode driver's registration, a
-// VolumeAttachment's spec, a CSIStorageCapacity's topology and class).
+// VolumeAttachment's spec, a CSIStorageCapacity's topology and class), and
+// upstream's warnings (deprecated node labels in a topology, a CSIDriver
+// asking for tokens without serviceAccountTokenInSecrets).
 // All functions are pure; the API server's generic handlers drive them,
 // and tables come from package printers.
 package storageapi

@@ -39,6 +39,9 @@ func storageClasses() registry.Resource {
 				}
 			},
 			Validate: func(obj runtime.Object) field.ErrorList { return validateStorageClass(obj.(*storagev1.StorageClass)) },
+			Warnings: func(obj, _ runtime.Object) []string {
+				return topologyWarnings(obj.(*storagev1.StorageClass).AllowedTopologies)
+			},
 			ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
 				return validateStorageClassUpdate(obj.(*storagev1.StorageClass), old.(*storagev1.StorageClass))
 			},
