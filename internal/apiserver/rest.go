@@ -56,6 +56,9 @@ type request struct {
 func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info requestInfo) {
 	gvr := schemaGVR(info)
 	if res, ok := s.ephemeral[gvr]; ok {
+		if res.Deprecated != "" {
+			addWarnings(w, []string{res.Deprecated})
+		}
 		if err := s.serveHandler(*res.Handler, &request{w: w, r: r, info: info}); err != nil {
 			s.codecs.writeError(w, r, err)
 		}
@@ -80,6 +83,9 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info requ
 	}
 	if rs.cr != nil && rs.cr.Ver.Warning != "" {
 		addWarnings(w, []string{rs.cr.Ver.Warning})
+	}
+	if rs.res.Deprecated != "" {
+		addWarnings(w, []string{rs.res.Deprecated})
 	}
 	if info.Subresource != "" || (info.Verb != "get" && info.Verb != "list" && info.Verb != "watch") {
 		r = withWarningSink(r, w)

@@ -40,6 +40,10 @@ type Resource struct {
 	// Handler serves every request of an Ephemeral resource that answers
 	// for itself (metrics.k8s.io); nil: the API server's reviews.
 	Handler *Handler
+	// Deprecated is the warning every request of the resource gets, as
+	// upstream's for a deprecated API ("v1 ComponentStatus is deprecated
+	// in v1.19+"); "" for none.
+	Deprecated string
 	// Verbs the main resource allows; nil means all of create, delete,
 	// deletecollection, get, list, patch, update, watch.
 	Verbs []string

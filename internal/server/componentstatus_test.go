@@ -135,7 +135,7 @@ func TestComponentStatuses(t *testing.T) {
 		t.Fatalf("kubectl get cs: %v\n%s", err, out)
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	want := [][]string{{"NAME", "STATUS", "MESSAGE", "ERROR"}, {"controller-manager", "Healthy", "ok"}, {"etcd-0", "Healthy", "ok"}, {"scheduler", "Healthy", "ok"}}
+	want := [][]string{{"Warning:", "v1", "ComponentStatus", "is", "deprecated", "in", "v1.19+"}, {"NAME", "STATUS", "MESSAGE", "ERROR"}, {"controller-manager", "Healthy", "ok"}, {"etcd-0", "Healthy", "ok"}, {"scheduler", "Healthy", "ok"}}
 	if len(lines) != len(want) {
 		t.Fatalf("kubectl get cs:\n%s", out)
 	}

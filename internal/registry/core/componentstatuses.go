@@ -39,6 +39,7 @@ func componentStatuses() registry.Resource {
 		Singular:   "componentstatus",
 		ShortNames: []string{"cs"},
 		Verbs:      []string{"get", "list"},
+		Deprecated: "v1 ComponentStatus is deprecated in v1.19+",
 		Ephemeral:  true,
 		Handler:    &registry.Handler{Serve: serveComponentStatuses},
 	}
