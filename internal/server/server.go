@@ -163,8 +163,10 @@ type Server struct {
 	listener       net.Listener
 	log            *slog.Logger
 	stopped        chan struct{}
-	cancel         context.CancelFunc
-	stopOnce       sync.Once
+	// components are the in-process components' goroutines.
+	components sync.WaitGroup
+	cancel     context.CancelFunc
+	stopOnce   sync.Once
 
 	// JoinURL, JoinToken and CAHash are what `plainkube agent` joins with
 	// (see JoinCommand).
@@ -385,11 +387,11 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		KubeletServingCACert: bundle.KubeletServingCACert, KubeletServingCAKey: bundle.KubeletServingCAKey,
 		Informers: reconcile.NewSharedInformers(ctx, informerClient)}
 	for _, run := range opts.Components {
-		go func() {
+		s.components.Go(func() {
 			if err := run(ctx, env); err != nil && ctx.Err() == nil {
 				log.Error("component failed", "err", err)
 			}
-		}()
+		})
 	}
 	go func() {
 		<-ctx.Done()
@@ -409,9 +411,24 @@ func (s *Server) ConfigAs(user *auth.User) *rest.Config { return loopback.Config
 
 func (s *Server) stop() { s.stopOnce.Do(s.shutdown) }
 
+// componentStopTimeout bounds how long a stop waits for the in-process
+// components to end.
+const componentStopTimeout = 5 * time.Second
+
 func (s *Server) shutdown() {
 	defer close(s.stopped)
 	s.cancel()
+	// The components end first, while the API still serves them: the
+	// scheduler and the controller manager give up their leader Leases,
+	// so that the next start leads at once rather than after the Leases
+	// expire.
+	done := make(chan struct{})
+	go func() { s.components.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(componentStopTimeout):
+		s.log.Warn("components still running at shutdown", "waited", componentStopTimeout)
+	}
 	if s.httpServer != nil {
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		s.httpServer.Shutdown(sctx)
