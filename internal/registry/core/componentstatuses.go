@@ -26,7 +26,6 @@ import (
 // timeout).
 const componentProbeTimeout = 20 * time.Second
 
-//nolint:staticcheck // ComponentStatus is deprecated upstream and still served.
 var componentStatusKind = corev1.SchemeGroupVersion.WithKind("ComponentStatus")
 
 // componentStatuses is /api/v1/componentstatuses: not stored, each get or
