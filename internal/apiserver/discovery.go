@@ -252,9 +252,19 @@ func remoteVersionDiscovery(a *AggregatedAPI) apidiscoveryv2.APIVersionDiscovery
 
 func aggregatedKey(path string) string { return "aggregated:" + path }
 
-// storageVersionHash is an opaque hash of the stored group/version/kind.
+// storageVersionHash is an opaque hash of the stored group/version/kind:
+// the same for the versions of a resource stored as one (as upstream's
+// autoscaling/v1 and v2 HorizontalPodAutoscalers), none for a resource
+// that is not stored (reviews, componentstatuses).
 func storageVersionHash(r *registry.Resource) string {
-	sum := sha256.Sum256([]byte(r.Kind.GroupVersion().String() + "/" + r.Kind.Kind))
+	if r.Ephemeral {
+		return ""
+	}
+	stored := r.Kind
+	if r.StoredAs != nil {
+		stored = r.StoredAs.Kind
+	}
+	sum := sha256.Sum256([]byte(stored.GroupVersion().String() + "/" + stored.Kind))
 	return fmt.Sprintf("%x", sum[:6])
 }
 

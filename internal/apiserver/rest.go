@@ -56,6 +56,9 @@ type request struct {
 func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info requestInfo) {
 	gvr := schemaGVR(info)
 	if res, ok := s.ephemeral[gvr]; ok {
+		if res.Deprecated != "" {
+			addWarnings(w, []string{res.Deprecated})
+		}
 		if err := s.serveHandler(*res.Handler, &request{w: w, r: r, info: info}); err != nil {
 			s.codecs.writeError(w, r, err)
 		}
@@ -80,6 +83,9 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info requ
 	}
 	if rs.cr != nil && rs.cr.Ver.Warning != "" {
 		addWarnings(w, []string{rs.cr.Ver.Warning})
+	}
+	if rs.res.Deprecated != "" {
+		addWarnings(w, []string{rs.res.Deprecated})
 	}
 	if info.Subresource != "" || (info.Verb != "get" && info.Verb != "list" && info.Verb != "watch") {
 		r = withWarningSink(r, w)
@@ -240,6 +246,9 @@ func (s *Server) createObject(ctx context.Context, rs *resourceStore, ns string,
 	if errs := s.validateCreate(rs, obj); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(rs.res.Kind.GroupKind(), m.GetName(), errs)
 	}
+	if w := st.Warnings; w != nil {
+		warn(ctx, w(obj, nil))
+	}
 	if err := s.validate(ctx, attrs); err != nil {
 		return nil, err
 	}
@@ -248,7 +257,7 @@ func (s *Server) createObject(ctx context.Context, rs *resourceStore, ns string,
 		m = metaOf(obj)
 	}
 	if opts.dryRun {
-		return obj, nil
+		return rs.asStored(obj), nil
 	}
 	undo, err := s.cfg.Admission.BeforeCreate(ctx, rs.gr, obj)
 	if err != nil {
@@ -269,8 +278,22 @@ func (s *Server) createObject(ctx context.Context, rs *resourceStore, ns string,
 			return nil, storageError(err, rs.gr, m.GetName())
 		}
 		m.SetResourceVersion(strconv.FormatInt(rev, 10))
-		return obj, nil
+		return rs.asStored(obj), nil
 	}
+}
+
+// asStored is obj as a read returns it: for a resource stored as another
+// kind, converted to it and back, so that a write is answered with what
+// was stored (what the conversion sets shows: an autoscaling/v1 HPA's
+// default CPU target), as upstream answers with the object it stored.
+func (rs *resourceStore) asStored(obj runtime.Object) runtime.Object {
+	sa := rs.res.StoredAs
+	if sa == nil {
+		return obj
+	}
+	out := sa.FromStorage(sa.ToStorage(obj))
+	out.GetObjectKind().SetGroupVersionKind(rs.res.Kind)
+	return out
 }
 
 func (s *Server) validateCreate(rs *resourceStore, obj runtime.Object) field.ErrorList {
@@ -393,7 +416,7 @@ func (s *Server) updateObject(ctx context.Context, rs *resourceStore, ns, name, 
 		}
 		if opts.dryRun {
 			m.SetResourceVersion(strconv.FormatInt(rev, 10))
-			return obj, nil
+			return rs.asStored(obj), nil
 		}
 		if rs.deletionComplete(obj, current) {
 			// The last finalizer is gone: the object's deletion completes.
@@ -416,7 +439,7 @@ func (s *Server) updateObject(ctx context.Context, rs *resourceStore, ns, name, 
 			return nil, storageError(err, rs.gr, name)
 		}
 		m.SetResourceVersion(strconv.FormatInt(newRev, 10))
-		return obj, nil
+		return rs.asStored(obj), nil
 	}
 }
 
@@ -489,6 +512,9 @@ func (s *Server) prepareUpdate(ctx context.Context, rs *resourceStore, obj, old 
 	}
 	if len(errs) > 0 {
 		return nil, apierrors.NewInvalid(rs.res.Kind.GroupKind(), m.GetName(), dedupe(errs))
+	}
+	if w := st.Warnings; w != nil && (subresource == "" || subresource == "status") {
+		warn(ctx, w(obj, old))
 	}
 	if attrs != nil {
 		attrs.Object = obj

@@ -53,6 +53,9 @@ type Config struct {
 	// resources are published in it, and their field managers read
 	// ObjectMeta's schema from it.
 	OpenAPI http.Handler
+	// Components are the parts of the control plane whose health
+	// /api/v1/componentstatuses reports (lent to its handler).
+	Components []registry.ComponentCheck
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
 	// MaxRequestBodyBytes caps request bodies (0: 3 MiB, upstream's limit).

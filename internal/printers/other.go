@@ -304,17 +304,9 @@ func registerStorage() {
 		return row(va.Name, va.Spec.Attacher, pv, va.Spec.NodeName, va.Status.Attached, age(va.CreationTimestamp))
 	}))
 
-	register(gvk("storage.k8s.io", "v1", "CSIStorageCapacity"), []metav1.TableColumnDefinition{
-		nameColumn(),
-		str("StorageClassName", storagev1.CSIStorageCapacity{}.SwaggerDoc()["storageClassName"]),
-		str("Capacity", storagev1.CSIStorageCapacity{}.SwaggerDoc()["capacity"]),
-	}, typed(func(c *storagev1.CSIStorageCapacity) []interface{} {
-		capacity := "<unset>"
-		if c.Capacity != nil {
-			capacity = c.Capacity.String()
-		}
-		return row(c.Name, c.StorageClassName, capacity)
-	}))
+	// Upstream serves CSIStorageCapacities with the default table (its
+	// registry does not use the CSIStorageCapacity printer).
+	specs[gvk("storage.k8s.io", "v1", "CSIStorageCapacity")] = defaultSpec
 }
 
 func isDefaultClass(annotations map[string]string, keys ...string) bool {

@@ -31,14 +31,19 @@ type Resource struct {
 	// Scale maps the scale subresource onto the resource's objects; set
 	// when Subresources has "scale".
 	Scale *Scale
-	// Parts are the subresources besides "status" that write one part of
-	// the object, by name.
+	// Parts are the subresources that write one part of the object, by
+	// name; "status" needs an entry only when its Merge is not the
+	// default one.
 	Parts map[string]Part
 	// Handlers serve the subresources the resource answers itself, by name.
 	Handlers map[string]Handler
 	// Handler serves every request of an Ephemeral resource that answers
 	// for itself (metrics.k8s.io); nil: the API server's reviews.
 	Handler *Handler
+	// Deprecated is the warning every request of the resource gets, as
+	// upstream's for a deprecated API ("v1 ComponentStatus is deprecated
+	// in v1.19+"); "" for none.
+	Deprecated string
 	// Verbs the main resource allows; nil means all of create, delete,
 	// deletecollection, get, list, patch, update, watch.
 	Verbs []string
@@ -94,6 +99,10 @@ type Strategy struct {
 	// PrepareForDelete marks an object whose deletion begins and waits for
 	// finalizers (a namespace's phase becomes Terminating).
 	PrepareForDelete func(obj runtime.Object)
+	// Warnings are what a create (old nil) or an update of the object
+	// tells the client besides succeeding, as upstream's WarningsOnCreate
+	// and WarningsOnUpdate: sent as Warning headers, kubectl prints them.
+	Warnings func(obj, old runtime.Object) []string
 	// SelectableFields returns the fields usable in a fieldSelector beyond
 	// metadata.name and metadata.namespace (e.g. pods' spec.nodeName).
 	SelectableFields func(obj runtime.Object) fields.Set
