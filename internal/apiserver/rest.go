@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/big"
 	"net/http"
+	"slices"
 	"strconv"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -102,6 +103,9 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info requ
 }
 
 func (s *Server) serveMain(rq *request) error {
+	if v := rq.rs.res.Verbs; v != nil && !slices.Contains(v, rq.info.Verb) {
+		return methodNotAllowed(rq.r.Method, rq.rs.gr)
+	}
 	switch rq.info.Verb {
 	case "get":
 		return s.handleGet(rq)
