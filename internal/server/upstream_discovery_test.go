@@ -34,7 +34,6 @@ var knownDiscoveryGaps = []string{
 	"networking.k8s.io/v1 servicecidrs: missing",
 	"resource.k8s.io/v1: not served",
 	"storagemigration.k8s.io/v1: not served",
-	"v1 bindings: missing",
 	"v1 pods/resize: missing",
 }
 
