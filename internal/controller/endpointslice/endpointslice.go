@@ -14,8 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	discoveryinformers "k8s.io/client-go/informers/discovery/v1"
-	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	"k8s.io/client-go/rest"
@@ -81,13 +79,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	svcInf := b.Informers().Core().V1().Services()
 	podInf := b.SharedInformers().Core().V1().Pods()
 	nodeInf := b.SharedInformers().Core().V1().Nodes()
-	// Only the slices this controller manages are watched.
-	sliceInf := b.Informers().InformerFor(&discoveryv1.EndpointSlice{}, func(cs kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
-		return discoveryinformers.NewFilteredEndpointSliceInformer(cs, metav1.NamespaceAll, resync,
-			cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, func(o *metav1.ListOptions) {
-				o.LabelSelector = discoveryv1.LabelManagedBy + "=" + ControllerName
-			})
-	})
+	sliceInf := endpointutil.ManagedSliceInformer(b.Informers(), ControllerName)
 	l := listers{
 		services: svcInf.Lister(),
 		pods:     podInf.Lister(),

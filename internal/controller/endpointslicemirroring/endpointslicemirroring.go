@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -12,8 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	discoveryinformers "k8s.io/client-go/informers/discovery/v1"
-	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	"k8s.io/client-go/rest"
@@ -69,15 +66,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	b := controller.NewBuilder(controller.Config{Name: Name, Component: component, Client: c.Client, Logger: c.Logger, Shared: c.Informers})
 	epInf := b.Informers().Core().V1().Endpoints()
 	svcInf := b.Informers().Core().V1().Services()
-	// Only the slices this controller manages are watched: a slice losing
-	// the managed-by label is a deletion to this informer, and the
-	// Endpoints is looked at again.
-	sliceInf := b.Informers().InformerFor(&discoveryv1.EndpointSlice{}, func(cs kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
-		return discoveryinformers.NewFilteredEndpointSliceInformer(cs, metav1.NamespaceAll, resync,
-			cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, func(o *metav1.ListOptions) {
-				o.LabelSelector = discoveryv1.LabelManagedBy + "=" + ControllerName
-			})
-	})
+	sliceInf := endpointutil.ManagedSliceInformer(b.Informers(), ControllerName)
 	l := listers{
 		endpoints: epInf.Lister(),
 		services:  svcInf.Lister(),

@@ -4,10 +4,16 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	discoveryinformers "k8s.io/client-go/informers/discovery/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 )
 
@@ -107,4 +113,17 @@ func (s *EndpointSet) Pop() *discoveryv1.Endpoint {
 		}
 	}
 	return nil
+}
+
+// ManagedSliceInformer is f's informer of the EndpointSlices labelled
+// endpointslice.kubernetes.io/managed-by=managedBy, indexed by namespace:
+// a controller writing slices watches only its own. A slice losing the
+// label is a deletion to it.
+func ManagedSliceInformer(f informers.SharedInformerFactory, managedBy string) cache.SharedIndexInformer {
+	return f.InformerFor(&discoveryv1.EndpointSlice{}, func(cs kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+		return discoveryinformers.NewFilteredEndpointSliceInformer(cs, metav1.NamespaceAll, resync,
+			cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, func(o *metav1.ListOptions) {
+				o.LabelSelector = discoveryv1.LabelManagedBy + "=" + managedBy
+			})
+	})
 }
