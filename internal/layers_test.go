@@ -31,7 +31,7 @@ var layers = []struct {
 	{name: "drivers", prefixes: []string{"pkg/testenv", "internal/bench", "internal/controller/controllertest"}, rooms: true},
 	{name: "wiring", prefixes: []string{"internal/server", "internal/node", "internal/controllermanager"}, rooms: true},
 	{name: "components", rooms: true, prefixes: []string{
-		"internal/apiserver", "internal/apiextensions", "internal/controller", "internal/scheduler",
+		"internal/apiserver", "internal/apiextensions", "internal/aggregator", "internal/controller", "internal/scheduler",
 		"internal/kubelet", "internal/proxy", "internal/dns",
 	}},
 	{name: "api server libraries", serverSide: true, prefixes: []string{
@@ -55,11 +55,11 @@ var controllerLibraries = map[string]bool{
 }
 
 // serverComponents are the components that serve the API.
-var serverComponents = map[string]bool{"internal/apiserver": true, "internal/apiextensions": true}
+var serverComponents = map[string]bool{"internal/apiserver": true, "internal/apiextensions": true, "internal/aggregator": true}
 
 // extends names the component a component plugs into: it may import that
 // one's packages as a scheduler plugin imports the scheduler framework.
-var extends = map[string]string{"internal/apiextensions": "internal/apiserver"}
+var extends = map[string]string{"internal/apiextensions": "internal/apiserver", "internal/aggregator": "internal/apiserver"}
 
 type placement struct {
 	layer int    // index into layers; smaller is higher

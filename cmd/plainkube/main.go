@@ -171,7 +171,10 @@ func runServer(args []string) error {
 		})
 	}
 	if !*disableScheduler {
-		opts.Components = append(opts.Components, schedulerComponent(scheduler.Options{Logger: log}))
+		// As upstream's kube-scheduler (--leader-elect=true): only the
+		// holder of kube-system/kube-scheduler schedules, and the Lease is
+		// what componentstatuses reports the scheduler's health by.
+		opts.Components = append(opts.Components, schedulerComponent(scheduler.Options{Logger: log, LeaderElection: &scheduler.LeaderElection{}}))
 	}
 	if !*disableNode {
 		if err := nodePreflight(*runtimeEndpoint); err != nil {

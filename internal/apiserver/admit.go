@@ -88,7 +88,11 @@ func withWarningSink(r *http.Request, w http.ResponseWriter) *http.Request {
 }
 
 func sendWarnings(ctx context.Context, a *admission.Attributes) {
-	warnings := a.Warnings()
+	warn(ctx, a.Warnings())
+}
+
+// warn sends warnings to the request's client (once each).
+func warn(ctx context.Context, warnings []string) {
 	if len(warnings) == 0 {
 		return
 	}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/runtime/serializer/json"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	"plainkube.dev/plainkube/internal/registry"
 )
 
@@ -38,6 +39,9 @@ var scheme = func() *runtime.Scheme {
 		panic(err)
 	}
 	if err := apiextensionsv1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	if err := apiregistrationv1.AddToScheme(s); err != nil {
 		panic(err)
 	}
 	if err := metav1.AddMetaToScheme(s); err != nil {

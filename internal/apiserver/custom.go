@@ -45,7 +45,7 @@ func (sc *sharedCache) stop() {
 // publish custom resources (openapi.Builder).
 type openAPIPublisher interface {
 	SetResources([]registry.Resource)
-	SetCustomResourceSchemas(map[schema.GroupVersionKind]*spec.Schema)
+	SetCustomResourceSchemas(v3, v2 map[schema.GroupVersionKind]*spec.Schema)
 	V3Schemas() (map[string]*spec.Schema, error)
 }
 
@@ -71,7 +71,7 @@ func (s *Server) SetCustomResources(crs []*custom.Resource) {
 	keep := map[string]bool{}
 	var advertised []registry.Resource
 	var sig []string
-	schemas := map[schema.GroupVersionKind]*spec.Schema{}
+	schemas, schemasV2 := map[schema.GroupVersionKind]*spec.Schema{}, map[schema.GroupVersionKind]*spec.Schema{}
 	prev := s.custom.Load()
 	for _, def := range crs {
 		prefix := "/registry/" + def.Group + "/" + def.Plural + "/"
@@ -108,6 +108,9 @@ func (s *Server) SetCustomResources(crs []*custom.Resource) {
 				if v.Schema != nil {
 					schemas[v.Resource.Kind] = v.Schema
 				}
+				if v.SchemaV2 != nil {
+					schemasV2[v.Resource.Kind] = v.SchemaV2
+				}
 			}
 		}
 	}
@@ -128,9 +131,9 @@ func (s *Server) SetCustomResources(crs []*custom.Resource) {
 	s.crAdvertised, s.crAdvertisedSet = key, true
 	custom.SortByVersionPriority(advertised)
 	all := append(append([]registry.Resource(nil), s.cfg.Resources...), advertised...)
-	s.discovery.set(all)
+	s.setDiscoveryResources(all)
 	if pub, ok := s.cfg.OpenAPI.(openAPIPublisher); ok {
-		pub.SetCustomResourceSchemas(schemas)
+		pub.SetCustomResourceSchemas(schemas, schemasV2)
 		pub.SetResources(all)
 	}
 }

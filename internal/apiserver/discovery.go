@@ -12,6 +12,7 @@ import (
 
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"plainkube.dev/plainkube/internal/registry"
 )
@@ -29,28 +30,11 @@ type discovery struct {
 
 func newDiscovery(resources []registry.Resource) *discovery {
 	d := &discovery{}
-	d.set(resources)
+	d.set(resources, nil)
 	return d
 }
 
 const aggregatedMediaType = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
-
-// groupOrder is the order upstream lists built-in groups in; others follow
-// alphabetically.
-var groupOrder = []string{"", "apiregistration.k8s.io", "apps", "events.k8s.io", "authentication.k8s.io",
-	"authorization.k8s.io", "autoscaling", "batch", "certificates.k8s.io", "networking.k8s.io", "policy",
-	"rbac.authorization.k8s.io", "storage.k8s.io", "admissionregistration.k8s.io", "apiextensions.k8s.io",
-	"scheduling.k8s.io", "coordination.k8s.io", "node.k8s.io", "discovery.k8s.io", "flowcontrol.apiserver.k8s.io",
-	"resource.k8s.io", "metrics.k8s.io"}
-
-func groupRank(g string) int {
-	for i, x := range groupOrder {
-		if x == g {
-			return i
-		}
-	}
-	return len(groupOrder)
-}
 
 // subresourceKinds gives each subresource's response kind and verbs; an
 // empty group/kind means the main resource's kind.
@@ -82,24 +66,56 @@ func verbsOf(res *registry.Resource) []string {
 	return allVerbs
 }
 
-func (d *discovery) set(resources []registry.Resource) {
-	type gv struct{ group, version string }
-	byGV := map[gv][]*registry.Resource{}
-	var gvs []gv
+// servedGV is one group-version in discovery: served here (local) or
+// by an aggregated server (remote).
+type servedGV struct {
+	group, version string
+	priority       Priority
+	local          []*registry.Resource
+	remote         *AggregatedAPI
+}
+
+// set rebuilds every document from the resources served here and the
+// aggregated group-versions; an aggregated group-version hides a local one
+// of the same name (its APIService routes it elsewhere).
+func (d *discovery) set(resources []registry.Resource, aggregated []AggregatedAPI) {
+	byGV := map[schema.GroupVersion]*servedGV{}
+	var gvs []*servedGV
+	for i := range aggregated {
+		a := &aggregated[i]
+		k := schema.GroupVersion{Group: a.Group, Version: a.Version}
+		if _, dup := byGV[k]; dup || a.Group == "" {
+			continue
+		}
+		byGV[k] = &servedGV{group: a.Group, version: a.Version, priority: a.Priority, remote: a}
+		gvs = append(gvs, byGV[k])
+	}
 	for i := range resources {
 		r := &resources[i]
-		k := gv{r.Kind.Group, r.Kind.Version}
-		if _, ok := byGV[k]; !ok {
-			gvs = append(gvs, k)
+		k := r.Kind.GroupVersion()
+		g, ok := byGV[k]
+		if !ok {
+			g = &servedGV{group: k.Group, version: k.Version, priority: priorityOf(k)}
+			byGV[k] = g
+			gvs = append(gvs, g)
 		}
-		byGV[k] = append(byGV[k], r)
+		if g.remote == nil {
+			g.local = append(g.local, r)
+		}
+	}
+	groupPriority := map[string]int32{}
+	for _, g := range gvs {
+		groupPriority[g.group] = max(groupPriority[g.group], g.priority.Group)
 	}
 	sort.SliceStable(gvs, func(i, j int) bool {
-		ri, rj := groupRank(gvs[i].group), groupRank(gvs[j].group)
-		if ri != rj {
-			return ri < rj
+		a, b := gvs[i], gvs[j]
+		if a.group != b.group {
+			if pa, pb := groupPriority[a.group], groupPriority[b.group]; pa != pb {
+				return pa > pb
+			}
+			return a.group < b.group
 		}
-		return gvs[i].group < gvs[j].group
+		return versionBefore(a.version, b.version, a.priority.Version, b.priority.Version)
 	})
 	docs := map[string][]byte{}
 	put := func(path string, v interface{}) {
@@ -114,7 +130,7 @@ func (d *discovery) set(resources []registry.Resource) {
 	groupsAgg := &apidiscoveryv2.APIGroupDiscoveryList{TypeMeta: coreAgg.TypeMeta}
 	groupIndex := map[string]int{}
 	for _, k := range gvs {
-		rs := byGV[k]
+		rs := k.local
 		sort.Slice(rs, func(i, j int) bool { return rs[i].Plural < rs[j].Plural })
 		gvString := k.version
 		if k.group != "" {
@@ -157,12 +173,18 @@ func (d *discovery) set(resources []registry.Resource) {
 			}
 			aggVersion.Resources = append(aggVersion.Resources, ar)
 		}
+		if k.remote != nil {
+			// Its own document is the aggregated server's (proxied).
+			aggVersion = remoteVersionDiscovery(k.remote)
+		}
 		if k.group == "" {
 			put("/api/"+k.version, list)
 			coreAgg.Items = append(coreAgg.Items, apidiscoveryv2.APIGroupDiscovery{Versions: []apidiscoveryv2.APIVersionDiscovery{aggVersion}})
 			continue
 		}
-		put("/apis/"+gvString, list)
+		if k.remote == nil {
+			put("/apis/"+gvString, list)
+		}
 		gvd := metav1.GroupVersionForDiscovery{GroupVersion: gvString, Version: k.version}
 		if i, ok := groupIndex[k.group]; ok {
 			groups.Groups[i].Versions = append(groups.Groups[i].Versions, gvd)
@@ -190,11 +212,59 @@ func (d *discovery) set(resources []registry.Resource) {
 	d.mu.Unlock()
 }
 
+// remoteVersionDiscovery is an aggregated group-version's entry in the
+// aggregated discovery document, from the resource list last fetched from
+// its server; stale (without resources) until one was fetched.
+func remoteVersionDiscovery(a *AggregatedAPI) apidiscoveryv2.APIVersionDiscovery {
+	v := apidiscoveryv2.APIVersionDiscovery{Version: a.Version, Freshness: apidiscoveryv2.DiscoveryFreshnessStale}
+	if a.Resources == nil {
+		return v
+	}
+	v.Freshness = apidiscoveryv2.DiscoveryFreshnessCurrent
+	index := map[string]int{}
+	for _, r := range a.Resources.APIResources {
+		if parent, sub, ok := strings.Cut(r.Name, "/"); ok {
+			i, found := index[parent]
+			if !found {
+				continue
+			}
+			kind := &metav1.GroupVersionKind{Group: r.Group, Version: r.Version, Kind: r.Kind}
+			if r.Group == "" && r.Version == "" {
+				kind = &metav1.GroupVersionKind{Group: a.Group, Version: a.Version, Kind: r.Kind}
+			}
+			v.Resources[i].Subresources = append(v.Resources[i].Subresources, apidiscoveryv2.APISubresourceDiscovery{
+				Subresource: sub, ResponseKind: kind, Verbs: r.Verbs})
+			continue
+		}
+		scope := apidiscoveryv2.ScopeCluster
+		if r.Namespaced {
+			scope = apidiscoveryv2.ScopeNamespace
+		}
+		index[r.Name] = len(v.Resources)
+		v.Resources = append(v.Resources, apidiscoveryv2.APIResourceDiscovery{
+			Resource: r.Name, SingularResource: r.SingularName, Scope: scope,
+			ResponseKind: &metav1.GroupVersionKind{Group: a.Group, Version: a.Version, Kind: r.Kind},
+			Verbs:        r.Verbs, ShortNames: r.ShortNames, Categories: r.Categories,
+		})
+	}
+	return v
+}
+
 func aggregatedKey(path string) string { return "aggregated:" + path }
 
-// storageVersionHash is an opaque hash of the stored group/version/kind.
+// storageVersionHash is an opaque hash of the stored group/version/kind:
+// the same for the versions of a resource stored as one (as upstream's
+// autoscaling/v1 and v2 HorizontalPodAutoscalers), none for a resource
+// that is not stored (reviews, componentstatuses).
 func storageVersionHash(r *registry.Resource) string {
-	sum := sha256.Sum256([]byte(r.Kind.GroupVersion().String() + "/" + r.Kind.Kind))
+	if r.Ephemeral {
+		return ""
+	}
+	stored := r.Kind
+	if r.StoredAs != nil {
+		stored = r.StoredAs.Kind
+	}
+	sum := sha256.Sum256([]byte(stored.GroupVersion().String() + "/" + stored.Kind))
 	return fmt.Sprintf("%x", sum[:6])
 }
 

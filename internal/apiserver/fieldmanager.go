@@ -6,6 +6,9 @@ import (
 	"strings"
 	"sync"
 
+	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
+	aggapplyconfiguration "k8s.io/kube-aggregator/pkg/client/applyconfiguration"
+
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	aeapplyconfiguration "k8s.io/apiextensions-apiserver/pkg/client/applyconfiguration"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -23,14 +26,16 @@ var typeConverter = sync.OnceValue(func() managedfields.TypeConverter {
 	return groupTypeConverter{
 		builtin: applyconfigurations.NewTypeConverter(scheme),
 		byGroup: map[string]managedfields.TypeConverter{
-			apiextensionsv1.GroupName: aeapplyconfiguration.NewTypeConverter(scheme),
+			apiextensionsv1.GroupName:   aeapplyconfiguration.NewTypeConverter(scheme),
+			apiregistrationv1.GroupName: aggapplyconfiguration.NewTypeConverter(scheme),
 		},
 	}
 })
 
 // groupTypeConverter sends each object to the converter of its group:
-// client-go's schema knows every built-in type but CRDs, whose schema comes
-// with apiextensions-apiserver's apply configurations.
+// client-go's schema knows every built-in type but CRDs and APIServices,
+// whose schemas come with apiextensions-apiserver's and kube-aggregator's
+// apply configurations.
 type groupTypeConverter struct {
 	builtin managedfields.TypeConverter
 	byGroup map[string]managedfields.TypeConverter

@@ -136,6 +136,8 @@ func (a *handlerAPI) Authorizer() auth.Authorizer { return a.s.cfg.Authorizer }
 
 func (a *handlerAPI) ServiceAccounts() *auth.ServiceAccountTokens { return a.s.cfg.ServiceAccounts }
 
+func (a *handlerAPI) Components() []registry.ComponentCheck { return a.s.cfg.Components }
+
 // authorizeAlso checks that the request's user may also do verb on the
 // request's resource and subresource.
 func (s *Server) authorizeAlso(rq *request, verb string) error {

@@ -174,22 +174,44 @@ func decodeContinue(s string) (*continueToken, error) {
 	if err := json.Unmarshal(b, &t); err != nil {
 		return nil, err
 	}
-	if t.APIVersion != "meta.k8s.io/v1" || t.Revision <= 0 || strings.Contains(t.StartKey, "..") {
+	// Revision -1 continues at the latest revision (the token a 410 for a
+	// compacted revision hands out).
+	if t.APIVersion != "meta.k8s.io/v1" || t.Revision <= 0 && t.Revision != latestRevision || strings.Contains(t.StartKey, "..") {
 		return nil, errors.New("invalid token")
 	}
 	return &t, nil
 }
 
-const continueTooOld = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter."
+// latestRevision in a continue token reads the next pages at the latest
+// revision: an inconsistent list, which the client chose by using the
+// token of continueExpired's error.
+const latestRevision = -1
+
+const inconsistentContinue = "The provided continue parameter is too old to display a consistent list result. " +
+	"You can start a new list without the continue parameter, or use the continue token in this response to retrieve " +
+	"the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that " +
+	"were created, modified, or deleted between the time the first chunk was returned and now may show up in the list."
+
+// continueExpired is the 410 of a continued list whose revision was
+// compacted: its Status carries a token that continues from the same key at
+// the latest revision, as upstream's.
+func continueExpired(tok *continueToken) error {
+	err := apierrors.NewResourceExpired(inconsistentContinue)
+	err.ErrStatus.ListMeta.Continue = encodeContinue(latestRevision, tok.StartKey)
+	return err
+}
+
+// revision is the storage revision a continued list reads at (0: latest).
+func (t *continueToken) revision() int64 { return max(t.Revision, 0) }
 
 // snapshot reads the keys under prefix as the list options ask: from the
 // watch cache for resourceVersion "", "0" and NotOlderThan (after waiting for
 // it to catch up), from storage for Exact and continued lists.
 func (s *Server) snapshot(ctx context.Context, rs *resourceStore, prefix string, lo *listOptions) ([]storage.KeyValue, int64, error) {
 	if lo.cont != nil {
-		res, err := rs.store.List(ctx, prefix, storage.ListOptions{Revision: lo.cont.Revision, StartKey: rs.prefix + lo.cont.StartKey})
+		res, err := rs.store.List(ctx, prefix, storage.ListOptions{Revision: lo.cont.revision(), StartKey: rs.prefix + lo.cont.StartKey})
 		if errors.Is(err, storage.ErrCompacted) {
-			return nil, 0, apierrors.NewResourceExpired(continueTooOld)
+			return nil, 0, continueExpired(lo.cont)
 		}
 		if err != nil {
 			return nil, 0, storageError(err, rs.gr, "")
@@ -302,9 +324,9 @@ func (s *Server) handleList(rq *request) error {
 // nextPage serves a continued, unfiltered list: one page read from storage
 // at the first page's revision, starting at the token's key.
 func (s *Server) nextPage(ctx context.Context, rs *resourceStore, prefix string, lo *listOptions) ([]runtime.Object, *metav1.ListMeta, error) {
-	res, err := rs.store.List(ctx, prefix, storage.ListOptions{Revision: lo.cont.Revision, StartKey: rs.prefix + lo.cont.StartKey, Limit: lo.limit})
+	res, err := rs.store.List(ctx, prefix, storage.ListOptions{Revision: lo.cont.revision(), StartKey: rs.prefix + lo.cont.StartKey, Limit: lo.limit})
 	if errors.Is(err, storage.ErrCompacted) {
-		return nil, nil, apierrors.NewResourceExpired(continueTooOld)
+		return nil, nil, continueExpired(lo.cont)
 	}
 	if err != nil {
 		return nil, nil, storageError(err, rs.gr, "")

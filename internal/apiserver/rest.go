@@ -1,12 +1,15 @@
 package apiserver
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"io"
 	"math/big"
 	"net/http"
+	"slices"
 	"strconv"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,6 +22,7 @@ import (
 
 	"plainkube.dev/plainkube/internal/admission"
 	"plainkube.dev/plainkube/internal/apiserver/custom"
+	"plainkube.dev/plainkube/internal/registry"
 	"plainkube.dev/plainkube/internal/storage"
 )
 
@@ -55,7 +59,18 @@ type request struct {
 
 func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info requestInfo) {
 	gvr := schemaGVR(info)
+	if res, ok := s.ephemeral[gvr]; ok && res.CreateAs != nil {
+		var err error
+		if r, info, err = s.createAs(r, info, res); err != nil {
+			s.codecs.writeError(w, r, err)
+			return
+		}
+		gvr = schemaGVR(info)
+	}
 	if res, ok := s.ephemeral[gvr]; ok {
+		if res.Deprecated != "" {
+			addWarnings(w, []string{res.Deprecated})
+		}
 		if err := s.serveHandler(*res.Handler, &request{w: w, r: r, info: info}); err != nil {
 			s.codecs.writeError(w, r, err)
 		}
@@ -81,6 +96,9 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info requ
 	if rs.cr != nil && rs.cr.Ver.Warning != "" {
 		addWarnings(w, []string{rs.cr.Ver.Warning})
 	}
+	if rs.res.Deprecated != "" {
+		addWarnings(w, []string{rs.res.Deprecated})
+	}
 	if info.Subresource != "" || (info.Verb != "get" && info.Verb != "list" && info.Verb != "watch") {
 		r = withWarningSink(r, w)
 	}
@@ -95,7 +113,34 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info requ
 	}
 }
 
+// createAs turns a create of a CreateAs resource into the create of the
+// subresource it stands for, of the object its body names.
+func (s *Server) createAs(r *http.Request, info requestInfo, res *registry.Resource) (*http.Request, requestInfo, error) {
+	if info.Verb != "create" || info.Name != "" {
+		return r, info, methodNotAllowed(r.Method, schemaGVR(info).GroupResource())
+	}
+	data, err := s.readBody(r)
+	if err != nil {
+		return r, info, err
+	}
+	obj, _, err := s.decodeBody(r, data, res.Kind, nil, validationIgnore)
+	if err != nil {
+		return r, info, err
+	}
+	name := metaOf(obj).GetName()
+	if name == "" {
+		return r, info, apierrors.NewBadRequest("name is required")
+	}
+	info.Resource, info.Name, info.Subresource = res.CreateAs.Resource, name, res.CreateAs.Subresource
+	r = r.Clone(r.Context())
+	r.Body = io.NopCloser(bytes.NewReader(data))
+	return r, info, nil
+}
+
 func (s *Server) serveMain(rq *request) error {
+	if v := rq.rs.res.Verbs; v != nil && !slices.Contains(v, rq.info.Verb) {
+		return methodNotAllowed(rq.r.Method, rq.rs.gr)
+	}
 	switch rq.info.Verb {
 	case "get":
 		return s.handleGet(rq)
@@ -240,6 +285,9 @@ func (s *Server) createObject(ctx context.Context, rs *resourceStore, ns string,
 	if errs := s.validateCreate(rs, obj); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(rs.res.Kind.GroupKind(), m.GetName(), errs)
 	}
+	if w := st.Warnings; w != nil {
+		warn(ctx, w(obj, nil))
+	}
 	if err := s.validate(ctx, attrs); err != nil {
 		return nil, err
 	}
@@ -248,7 +296,7 @@ func (s *Server) createObject(ctx context.Context, rs *resourceStore, ns string,
 		m = metaOf(obj)
 	}
 	if opts.dryRun {
-		return obj, nil
+		return rs.asStored(obj), nil
 	}
 	undo, err := s.cfg.Admission.BeforeCreate(ctx, rs.gr, obj)
 	if err != nil {
@@ -269,8 +317,22 @@ func (s *Server) createObject(ctx context.Context, rs *resourceStore, ns string,
 			return nil, storageError(err, rs.gr, m.GetName())
 		}
 		m.SetResourceVersion(strconv.FormatInt(rev, 10))
-		return obj, nil
+		return rs.asStored(obj), nil
 	}
+}
+
+// asStored is obj as a read returns it: for a resource stored as another
+// kind, converted to it and back, so that a write is answered with what
+// was stored (what the conversion sets shows: an autoscaling/v1 HPA's
+// default CPU target), as upstream answers with the object it stored.
+func (rs *resourceStore) asStored(obj runtime.Object) runtime.Object {
+	sa := rs.res.StoredAs
+	if sa == nil {
+		return obj
+	}
+	out := sa.FromStorage(sa.ToStorage(obj))
+	out.GetObjectKind().SetGroupVersionKind(rs.res.Kind)
+	return out
 }
 
 func (s *Server) validateCreate(rs *resourceStore, obj runtime.Object) field.ErrorList {
@@ -393,7 +455,7 @@ func (s *Server) updateObject(ctx context.Context, rs *resourceStore, ns, name, 
 		}
 		if opts.dryRun {
 			m.SetResourceVersion(strconv.FormatInt(rev, 10))
-			return obj, nil
+			return rs.asStored(obj), nil
 		}
 		if rs.deletionComplete(obj, current) {
 			// The last finalizer is gone: the object's deletion completes.
@@ -416,7 +478,7 @@ func (s *Server) updateObject(ctx context.Context, rs *resourceStore, ns, name, 
 			return nil, storageError(err, rs.gr, name)
 		}
 		m.SetResourceVersion(strconv.FormatInt(newRev, 10))
-		return obj, nil
+		return rs.asStored(obj), nil
 	}
 }
 
@@ -428,7 +490,9 @@ func (s *Server) updateObject(ctx context.Context, rs *resourceStore, ns, name, 
 // what their handler made of the stored object.
 func (s *Server) prepareUpdate(ctx context.Context, rs *resourceStore, obj, old runtime.Object, subresource string, opts writeOptions) (runtime.Object, error) {
 	st := rs.res.Strategy
-	if subresource == "" && st.Default != nil {
+	// Every written body is defaulted, a /status one too, as upstream
+	// defaults what it decodes (a load balancer ingress IP gets its ipMode).
+	if st.Default != nil {
 		st.Default(obj)
 	}
 	var attrs *admission.Attributes
@@ -487,6 +551,9 @@ func (s *Server) prepareUpdate(ctx context.Context, rs *resourceStore, obj, old 
 	}
 	if len(errs) > 0 {
 		return nil, apierrors.NewInvalid(rs.res.Kind.GroupKind(), m.GetName(), dedupe(errs))
+	}
+	if w := st.Warnings; w != nil && (subresource == "" || subresource == "status") {
+		warn(ctx, w(obj, old))
 	}
 	if attrs != nil {
 		attrs.Object = obj

@@ -53,6 +53,9 @@ type Config struct {
 	// resources are published in it, and their field managers read
 	// ObjectMeta's schema from it.
 	OpenAPI http.Handler
+	// Components are the parts of the control plane whose health
+	// /api/v1/componentstatuses reports (lent to its handler).
+	Components []registry.ComponentCheck
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
 	// MaxRequestBodyBytes caps request bodies (0: 3 MiB, upstream's limit).
@@ -81,9 +84,15 @@ type Server struct {
 	// (registry.Handler.OwnForm).
 	streaming map[string]bool
 	discovery *discovery
-	readyOnce sync.Once
-	ready     chan struct{}
-	inFlight  chan struct{}
+	// What discovery shows (see setDiscoveryResources and
+	// SetAggregatedAPIs), and the aggregated group-versions' routes.
+	discoMu         sync.Mutex
+	discoResources  []registry.Resource
+	discoAggregated []AggregatedAPI
+	aggregated      atomic.Pointer[map[schema.GroupVersion]*AggregatedAPI]
+	readyOnce       sync.Once
+	ready           chan struct{}
+	inFlight        chan struct{}
 
 	// Custom resources (see SetCustomResources): the served set, replaced
 	// whole under customMu, and the watch cache of each, by storage prefix.
@@ -132,8 +141,8 @@ func New(cfg Config) (*Server, error) {
 			}
 		}
 		if res.Ephemeral {
-			if res.Handler == nil {
-				return nil, fmt.Errorf("resource %s is not stored and has no Handler", res.Kind.GroupVersion().WithResource(res.Plural))
+			if res.Handler == nil && res.CreateAs == nil {
+				return nil, fmt.Errorf("resource %s is not stored and has no Handler nor CreateAs", res.Kind.GroupVersion().WithResource(res.Plural))
 			}
 			s.ephemeral[res.Kind.GroupVersion().WithResource(res.Plural)] = res
 			continue
@@ -148,6 +157,7 @@ func New(cfg Config) (*Server, error) {
 		s.stores[rs.gvr] = rs
 	}
 	s.discovery = newDiscovery(cfg.Resources)
+	s.discoResources = cfg.Resources
 	if sa := cfg.ServiceAccounts; sa != nil && sa.Objects == nil {
 		sa.Objects = s
 	}
@@ -278,7 +288,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.codecs.writeError(w, r, forbidden(attrs, reason))
 		return
 	}
-	if info.IsResource {
+	if info.IsResource || info.Version != "" {
 		if info.Verb != "watch" && !s.streaming[info.Subresource] {
 			select {
 			case s.inFlight <- struct{}{}:
@@ -288,8 +298,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		}
-		s.serveResource(w, r, info)
-		return
+		if s.serveAggregated(w, r, info) {
+			return
+		}
+		if info.IsResource {
+			s.serveResource(w, r, info)
+			return
+		}
 	}
 	s.serveNonResource(w, r, info)
 }

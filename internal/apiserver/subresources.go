@@ -77,11 +77,13 @@ func (rs *resourceStore) hasSubresource(sub string) bool {
 // part is how a write to sub changes the object: "status" as upstream's
 // status strategies allow, the others as the resource declares.
 func (rs *resourceStore) part(sub string) (registry.Part, bool) {
+	if p, ok := rs.res.Parts[sub]; ok {
+		return p, true
+	}
 	if sub == "status" {
 		return registry.Part{}, true
 	}
-	p, ok := rs.res.Parts[sub]
-	return p, ok
+	return registry.Part{}, false
 }
 
 // ---- scale ----

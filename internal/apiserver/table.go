@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"bytes"
+	"sort"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -66,8 +67,20 @@ func (s *Server) toTable(rq *request, obj runtime.Object, withColumns bool) (*me
 		if lm, err := meta.ListAccessor(obj); err == nil {
 			table.ResourceVersion, table.Continue, table.RemainingItemCount = lm.GetResourceVersion(), lm.GetContinue(), lm.GetRemainingItemCount()
 		}
-		if err := meta.EachListItem(obj, addRow); err != nil {
+		var items []runtime.Object
+		if err := meta.EachListItem(obj, func(item runtime.Object) error {
+			items = append(items, item)
+			return nil
+		}); err != nil {
 			return nil, err
+		}
+		if spec.Less != nil {
+			sort.SliceStable(items, func(i, j int) bool { return spec.Less(items[i], items[j]) })
+		}
+		for _, item := range items {
+			if err := addRow(item); err != nil {
+				return nil, err
+			}
 		}
 	} else {
 		if m, err := meta.Accessor(obj); err == nil {

@@ -27,18 +27,18 @@ import (
 type Builder struct {
 	scheme *runtime.Scheme
 
-	mu     sync.Mutex
-	cur    *state
-	custom map[schema.GroupVersionKind]*spec.Schema
+	mu               sync.Mutex
+	cur              *state
+	custom, customV2 map[schema.GroupVersionKind]*spec.Schema
 }
 
 // state is one generation of documents: a resource set and what was built
 // from it. A new state replaces the old one whenever the set changes, so a
 // request holds a consistent view without locks.
 type state struct {
-	resources []registry.Resource
-	custom    map[schema.GroupVersionKind]*spec.Schema
-	modified  time.Time
+	resources        []registry.Resource
+	custom, customV2 map[schema.GroupVersionKind]*spec.Schema
+	modified         time.Time
 
 	v3Once sync.Once
 	v3     *v3Set
@@ -84,19 +84,20 @@ func New(resources []registry.Resource, scheme *runtime.Scheme) *Builder {
 func (b *Builder) SetResources(resources []registry.Resource) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.cur = &state{resources: slices.Clone(resources), custom: b.custom, modified: time.Now()}
+	b.cur = &state{resources: slices.Clone(resources), custom: b.custom, customV2: b.customV2, modified: time.Now()}
 }
 
-// SetCustomResourceSchemas sets the structural schemas (OpenAPI v3, as in
-// a CustomResourceDefinition's openAPIV3Schema) of kinds the scheme does
-// not know. They are published in the v3 documents; the v2 document keeps
-// a schema that accepts any fields, as Swagger 2.0 cannot say everything a
-// structural schema can.
-func (b *Builder) SetCustomResourceSchemas(schemas map[schema.GroupVersionKind]*spec.Schema) {
+// SetCustomResourceSchemas sets the schemas of kinds the scheme does not
+// know: v3 the structural schemas (as in a CustomResourceDefinition's
+// openAPIV3Schema), published in the v3 documents with the standard
+// fields added; v2 their whole Swagger 2.0 definitions (as upstream's CRD
+// OpenAPI builder makes them), published in the v2 document as given.
+// A kind with none accepts any fields.
+func (b *Builder) SetCustomResourceSchemas(v3, v2 map[schema.GroupVersionKind]*spec.Schema) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.custom = maps.Clone(schemas)
-	b.cur = &state{resources: b.cur.resources, custom: b.custom, modified: time.Now()}
+	b.custom, b.customV2 = maps.Clone(v3), maps.Clone(v2)
+	b.cur = &state{resources: b.cur.resources, custom: b.custom, customV2: b.customV2, modified: time.Now()}
 }
 
 func (b *Builder) state() *state {
@@ -283,6 +284,23 @@ func (g *generator) defineCustom(gvk schema.GroupVersionKind, given *spec.Schema
 	listMeta := g.define(reflect.TypeFor[metav1.ListMeta]())
 	str := spec.Schema{SchemaProps: spec.SchemaProps{Type: []string{"string"}}}
 
+	if _, ok := g.defs[kind]; !ok && given != nil && !g.v3 {
+		// A whole v2 definition: only its metadata reference is ours to
+		// make (so that ObjectMeta's definition goes with it). Without
+		// metadata (a kind that keeps unknown fields) it stays a bare
+		// object, which kubectl does not check fields against.
+		s := *DeepCopySchema(given)
+		g.current = kind
+		g.deps[kind] = map[string]bool{}
+		if m, ok := s.Properties["metadata"]; ok {
+			s.Properties["metadata"] = g.refField(objectMeta, m.Description)
+		}
+		if s.Extensions == nil {
+			s.Extensions = spec.Extensions{}
+		}
+		s.Extensions[extGVK] = gvkExtension([]schema.GroupVersionKind{gvk})
+		g.defs[kind] = &s
+	}
 	if _, ok := g.defs[kind]; !ok {
 		var s spec.Schema
 		if given != nil && g.v3 {
@@ -470,7 +488,7 @@ func allRoots(m *model) []string {
 // versions, as JSON and as protobuf.
 func (st *state) buildV2(scheme *runtime.Scheme) (*v2Doc, error) {
 	st.v2Once.Do(func() {
-		m, err := buildModel(scheme, st.resources, nil, false)
+		m, err := buildModel(scheme, st.resources, st.customV2, false)
 		if err != nil {
 			st.v2Err = err
 			return

@@ -657,15 +657,33 @@ func TestSetResourcesAndCustomResources(t *testing.T) {
 	checkRefs(t, raw, "#/components/schemas/", doc.Components.Schemas)
 
 	// A structural schema from the CRD replaces the permissive one.
+	// So does a whole v2 definition in the v2 document.
 	b.SetCustomResourceSchemas(map[schema.GroupVersionKind]*spec.Schema{widgetGVK: {SchemaProps: spec.SchemaProps{
 		Type:       []string{"object"},
 		Properties: map[string]spec.Schema{"spec": {SchemaProps: spec.SchemaProps{Type: []string{"object"}, Description: "the widget"}}},
+	}}}, map[schema.GroupVersionKind]*spec.Schema{widgetGVK: {SchemaProps: spec.SchemaProps{
+		Type: []string{"object"},
+		Properties: map[string]spec.Schema{
+			"spec":     {SchemaProps: spec.SchemaProps{Type: []string{"object"}, Description: "the widget, v2"}},
+			"metadata": {SchemaProps: spec.SchemaProps{Ref: spec.MustCreateRef("#/definitions/elsewhere"), Description: "its metadata"}},
+		},
 	}}})
 	doc = fetchV3(t, b, "apis/example.com/v1")
 	w = doc.Components.Schemas["com.example.v1.Widget"]
 	if w.Properties["spec"].Description != "the widget" || w.Properties["metadata"].AllOf == nil {
 		t.Errorf("Widget with a given schema = %+v", w)
 	}
+	v2 := &spec.Swagger{}
+	if err := json.Unmarshal(get(t, b, "/openapi/v2", nil).Body.Bytes(), v2); err != nil {
+		t.Fatal(err)
+	}
+	w2 := v2.Definitions["com.example.v1.Widget"]
+	metaRef := w2.Properties["metadata"].Ref
+	if w2.Properties["spec"].Description != "the widget, v2" || metaRef.String() != "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta" {
+		t.Errorf("v2 Widget with a given definition = %+v", w2)
+	}
+	raw, _ = json.Marshal(v2)
+	checkRefs(t, raw, "#/definitions/", v2.Definitions)
 	// v2 still parses with a custom kind in it.
 	rec := get(t, b, "/openapi/v2", map[string]string{"Accept": mtV2Protobuf})
 	d := &openapi_v2.Document{}

@@ -4,6 +4,7 @@ import (
 	"crypto"
 	"crypto/tls"
 	"crypto/x509"
+	"crypto/x509/pkix"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -23,6 +24,13 @@ const (
 	// (upstream's --cluster-signing-kubelet-serving-cert-file/key-file).
 	kubeletServingCACertFile = "kubelet-serving-ca.crt"
 	kubeletServingCAKeyFile  = "kubelet-serving-ca.key"
+	// The front-proxy CA signs the API server's front-proxy client
+	// certificate only: aggregated API servers trust it (and nothing else)
+	// for the X-Remote-* headers naming the user it proxies for.
+	frontProxyCACertFile     = "front-proxy-ca.crt"
+	frontProxyCAKeyFile      = "front-proxy-ca.key"
+	frontProxyClientCertFile = "front-proxy-client.crt"
+	frontProxyClientKeyFile  = "front-proxy-client.key"
 	servingCertFile          = "apiserver.crt"
 	servingKeyFile           = "apiserver.key"
 	adminCertFile            = "admin.crt"
@@ -37,8 +45,13 @@ const (
 	// KubeletServingCACommonName names the kubelet-serving CA.
 	KubeletServingCACommonName = "plainkube-kubelet-serving-ca"
 	ServingCommonName          = "kube-apiserver"
-	AdminUser                  = "kubernetes-admin"
-	AdminGroup                 = "system:masters"
+	// FrontProxyCACommonName names the front-proxy CA; FrontProxyClientName
+	// is its one client certificate's CN (upstream's
+	// requestheader-allowed-names).
+	FrontProxyCACommonName = "plainkube-front-proxy-ca"
+	FrontProxyClientName   = "front-proxy-client"
+	AdminUser              = "kubernetes-admin"
+	AdminGroup             = "system:masters"
 )
 
 // Validity periods. Leaf certificates with less than RenewBefore left are
@@ -65,6 +78,15 @@ type Bundle struct {
 	KubeletServingCACert *x509.Certificate
 	KubeletServingCAKey  crypto.Signer
 	KubeletServingCAPEM  []byte
+
+	// The front-proxy CA (certificate, key, PEM) and the client
+	// certificate and key (PEM) it signed, which the API server presents to
+	// aggregated API servers (upstream's --requestheader-client-ca-file and
+	// --proxy-client-cert-file/--proxy-client-key-file).
+	FrontProxyCACert                                *x509.Certificate
+	FrontProxyCAKey                                 crypto.Signer
+	FrontProxyCAPEM                                 []byte
+	FrontProxyClientCertPEM, FrontProxyClientKeyPEM []byte
 
 	// The API server's serving certificate and key (PEM).
 	ServingCertPEM, ServingKeyPEM []byte
@@ -95,9 +117,11 @@ var (
 )
 
 // LoadOrCreate loads dir/{ca.crt,ca.key,kubelet-serving-ca.crt,
-// kubelet-serving-ca.key,apiserver.crt,apiserver.key,admin.crt,admin.key,
-// sa.key,sa.pub} and creates what is missing (a directory made before the
-// kubelet-serving CA existed gets one at its next start).
+// kubelet-serving-ca.key,front-proxy-ca.crt,front-proxy-ca.key,
+// front-proxy-client.crt,front-proxy-client.key,apiserver.crt,
+// apiserver.key,admin.crt,admin.key,sa.key,sa.pub} and creates what is
+// missing (a directory made before the kubelet-serving or front-proxy CA
+// existed gets one at its next start).
 //
 // The serving certificate's SANs are DNS localhost, kubernetes,
 // kubernetes.default, kubernetes.default.svc,
@@ -130,6 +154,23 @@ func LoadOrCreate(dir string, opts Options) (*Bundle, error) {
 	}
 	if b.KubeletServingCACert, b.KubeletServingCAKey, b.KubeletServingCAPEM, err = loadOrCreateCA(dir,
 		kubeletServingCACertFile, kubeletServingCAKeyFile, KubeletServingCACommonName, b.clock()); err != nil {
+		return nil, err
+	}
+
+	if b.FrontProxyCACert, b.FrontProxyCAKey, b.FrontProxyCAPEM, err = loadOrCreateCA(dir,
+		frontProxyCACertFile, frontProxyCAKeyFile, FrontProxyCACommonName, b.clock()); err != nil {
+		return nil, err
+	}
+	b.FrontProxyClientCertPEM, b.FrontProxyClientKeyPEM, err = b.loadOrIssueLeafWith(b.FrontProxyCACert, dir, frontProxyClientCertFile, frontProxyClientKeyFile,
+		func(c *x509.Certificate) bool { return c.Subject.CommonName == FrontProxyClientName },
+		func() ([]byte, []byte, error) {
+			return b.issueWith(b.FrontProxyCACert, b.FrontProxyCAKey, &x509.Certificate{
+				Subject:     pkix.Name{CommonName: FrontProxyClientName},
+				KeyUsage:    x509.KeyUsageDigitalSignature,
+				ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+			})
+		})
+	if err != nil {
 		return nil, err
 	}
 
@@ -213,6 +254,11 @@ func loadOrCreateCA(dir, certFile, keyFile, cn string, now time.Time) (*x509.Cer
 // are a valid pair issued by the CA for at least RenewBefore more and ok
 // accepts the certificate; otherwise it issues new ones and writes them.
 func (b *Bundle) loadOrIssueLeaf(dir, certFile, keyFile string, ok func(*x509.Certificate) bool, issue func() ([]byte, []byte, error)) ([]byte, []byte, error) {
+	return b.loadOrIssueLeafWith(b.CACert, dir, certFile, keyFile, ok, issue)
+}
+
+// loadOrIssueLeafWith is loadOrIssueLeaf for a certificate signed by ca.
+func (b *Bundle) loadOrIssueLeafWith(ca *x509.Certificate, dir, certFile, keyFile string, ok func(*x509.Certificate) bool, issue func() ([]byte, []byte, error)) ([]byte, []byte, error) {
 	certPath, keyPath := filepath.Join(dir, certFile), filepath.Join(dir, keyFile)
 	certPEM, certErr := os.ReadFile(certPath)
 	keyPEM, keyErr := os.ReadFile(keyPath)
@@ -221,7 +267,7 @@ func (b *Bundle) loadOrIssueLeaf(dir, certFile, keyFile string, ok func(*x509.Ce
 			return nil, nil, fmt.Errorf("pki: %w", err)
 		}
 	}
-	if certErr == nil && keyErr == nil && b.usable(certPEM, keyPEM, ok) {
+	if certErr == nil && keyErr == nil && b.usable(ca, certPEM, keyPEM, ok) {
 		return certPEM, keyPEM, nil
 	}
 	certPEM, keyPEM, err := issue()
@@ -239,7 +285,7 @@ func (b *Bundle) loadOrIssueLeaf(dir, certFile, keyFile string, ok func(*x509.Ce
 
 // usable reports whether certPEM/keyPEM is a matching pair, signed by the
 // CA, valid now and for RenewBefore more, and accepted by ok.
-func (b *Bundle) usable(certPEM, keyPEM []byte, ok func(*x509.Certificate) bool) bool {
+func (b *Bundle) usable(ca *x509.Certificate, certPEM, keyPEM []byte, ok func(*x509.Certificate) bool) bool {
 	pair, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
 		return false
@@ -253,7 +299,7 @@ func (b *Bundle) usable(certPEM, keyPEM []byte, ok func(*x509.Certificate) bool)
 		return false
 	}
 	roots := x509.NewCertPool()
-	roots.AddCert(b.CACert)
+	roots.AddCert(ca)
 	if _, err := c.Verify(x509.VerifyOptions{
 		Roots:       roots,
 		CurrentTime: now,

@@ -1,9 +1,12 @@
 package printers
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
+
+	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
@@ -24,6 +27,7 @@ import (
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/duration"
 )
@@ -300,17 +304,9 @@ func registerStorage() {
 		return row(va.Name, va.Spec.Attacher, pv, va.Spec.NodeName, va.Status.Attached, age(va.CreationTimestamp))
 	}))
 
-	register(gvk("storage.k8s.io", "v1", "CSIStorageCapacity"), []metav1.TableColumnDefinition{
-		nameColumn(),
-		str("StorageClassName", storagev1.CSIStorageCapacity{}.SwaggerDoc()["storageClassName"]),
-		str("Capacity", storagev1.CSIStorageCapacity{}.SwaggerDoc()["capacity"]),
-	}, typed(func(c *storagev1.CSIStorageCapacity) []interface{} {
-		capacity := "<unset>"
-		if c.Capacity != nil {
-			capacity = c.Capacity.String()
-		}
-		return row(c.Name, c.StorageClassName, capacity)
-	}))
+	// Upstream serves CSIStorageCapacities with the default table (its
+	// registry does not use the CSIStorageCapacity printer).
+	specs[gvk("storage.k8s.io", "v1", "CSIStorageCapacity")] = defaultSpec
 }
 
 func isDefaultClass(annotations map[string]string, keys ...string) bool {
@@ -493,6 +489,18 @@ func registerMisc() {
 		return row(fs.Name, fs.Spec.PriorityLevelConfiguration.Name, int64(fs.Spec.MatchingPrecedence), method,
 			age(fs.CreationTimestamp), missing)
 	}))
+	// Upstream lists FlowSchemas in the order they are matched in.
+	specs[gvk("flowcontrol.apiserver.k8s.io", "v1", "FlowSchema")].Less = func(a, b runtime.Object) bool {
+		x, okx := a.(*flowcontrolv1.FlowSchema)
+		y, oky := b.(*flowcontrolv1.FlowSchema)
+		if !okx || !oky {
+			return false
+		}
+		if x.Spec.MatchingPrecedence != y.Spec.MatchingPrecedence {
+			return x.Spec.MatchingPrecedence < y.Spec.MatchingPrecedence
+		}
+		return x.Name < y.Name
+	}
 
 	queuing := flowcontrolv1.QueuingConfiguration{}.SwaggerDoc()
 	register(gvk("flowcontrol.apiserver.k8s.io", "v1", "PriorityLevelConfiguration"), []metav1.TableColumnDefinition{
@@ -613,4 +621,29 @@ func coreEvent(e *eventsv1.Event) *corev1.Event {
 		out.Series = &corev1.EventSeries{Count: e.Series.Count, LastObservedTime: e.Series.LastObservedTime}
 	}
 	return out
+}
+
+func init() {
+	register(gvk("apiregistration.k8s.io", "v1", "APIService"), []metav1.TableColumnDefinition{
+		nameColumn(),
+		str("Service", "The reference to the service that hosts this API endpoint."),
+		str("Available", "Whether this service is available."),
+		ageColumn(),
+	}, typed(func(a *apiregistrationv1.APIService) []interface{} {
+		service := "Local"
+		if s := a.Spec.Service; s != nil {
+			service = s.Namespace + "/" + s.Name
+		}
+		available := string(apiregistrationv1.ConditionUnknown)
+		for _, c := range a.Status.Conditions {
+			if c.Type != apiregistrationv1.Available {
+				continue
+			}
+			available = string(c.Status)
+			if c.Status != apiregistrationv1.ConditionTrue && c.Reason != "" {
+				available = fmt.Sprintf("%s (%s)", c.Status, c.Reason)
+			}
+		}
+		return row(a.Name, service, available, age(a.CreationTimestamp))
+	}))
 }

@@ -24,7 +24,7 @@ var specs = map[schema.GroupVersionKind]*registry.TableSpec{}
 
 // For returns the table of gvk, or nil when this package has none for it (the
 // caller then uses Default). Kinds that upstream prints with the default table
-// (Role, ClusterRole, LimitRange) return Default(). The returned spec is
+// (Role, ClusterRole, LimitRange, CSIStorageCapacity) return Default(). The returned spec is
 // shared: do not modify it.
 func For(gvk schema.GroupVersionKind) *registry.TableSpec {
 	return specs[gvk]

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -130,6 +131,20 @@ type API interface {
 	// ServiceAccounts issues service-account tokens; nil when the server
 	// has no signing key.
 	ServiceAccounts() *auth.ServiceAccountTokens
+	// Components are the parts of the control plane whose health the
+	// server reports (/api/v1/componentstatuses).
+	Components() []ComponentCheck
+}
+
+// ComponentCheck is one part of the control plane whose health the API
+// server reports as a ComponentStatus: the scheduler, the controller
+// manager, each etcd member.
+type ComponentCheck struct {
+	Name string
+	// Probe looks at the component now, as upstream's probes do: healthy
+	// (ConditionTrue, with a message such as "ok"), unhealthy
+	// (ConditionFalse, with what was seen and the error met) or unknown.
+	Probe func(ctx context.Context, api API) (status corev1.ConditionStatus, message string, err error)
 }
 
 // NewStatusError is an API error of any code and reason, for answers

@@ -31,14 +31,19 @@ type Resource struct {
 	// Scale maps the scale subresource onto the resource's objects; set
 	// when Subresources has "scale".
 	Scale *Scale
-	// Parts are the subresources besides "status" that write one part of
-	// the object, by name.
+	// Parts are the subresources that write one part of the object, by
+	// name; "status" needs an entry only when its Merge is not the
+	// default one.
 	Parts map[string]Part
 	// Handlers serve the subresources the resource answers itself, by name.
 	Handlers map[string]Handler
 	// Handler serves every request of an Ephemeral resource that answers
 	// for itself (metrics.k8s.io); nil: the API server's reviews.
 	Handler *Handler
+	// Deprecated is the warning every request of the resource gets, as
+	// upstream's for a deprecated API ("v1 ComponentStatus is deprecated
+	// in v1.19+"); "" for none.
+	Deprecated string
 	// Verbs the main resource allows; nil means all of create, delete,
 	// deletecollection, get, list, patch, update, watch.
 	Verbs []string
@@ -46,6 +51,11 @@ type Resource struct {
 	// both APIs then show the same objects (events.k8s.io/v1 events are
 	// core/v1 events in storage, as upstream).
 	StoredAs *StoredAs
+	// CreateAs makes an Ephemeral, create-only resource the other door to
+	// a subresource of the same group-version: a create of it is a create
+	// of that subresource of the object the body's metadata.name names
+	// (core/v1 bindings are pods/binding, as upstream).
+	CreateAs *SubresourceRef
 	// Ephemeral resources are not stored: the API server answers a create
 	// of access and token reviews itself, and the rest with their Handler
 	// (metrics.k8s.io, from the node agents' usage summaries).
@@ -56,6 +66,9 @@ type Resource struct {
 	// Strategy supplies the per-resource rules; nil fields mean "nothing to do".
 	Strategy Strategy
 }
+
+// SubresourceRef names a subresource of a resource (its plural).
+type SubresourceRef struct{ Resource, Subresource string }
 
 // Strategy holds the rules one resource adds to the generic handling (which
 // already validates ObjectMeta, keeps status out of main-resource writes and
@@ -94,6 +107,10 @@ type Strategy struct {
 	// PrepareForDelete marks an object whose deletion begins and waits for
 	// finalizers (a namespace's phase becomes Terminating).
 	PrepareForDelete func(obj runtime.Object)
+	// Warnings are what a create (old nil) or an update of the object
+	// tells the client besides succeeding, as upstream's WarningsOnCreate
+	// and WarningsOnUpdate: sent as Warning headers, kubectl prints them.
+	Warnings func(obj, old runtime.Object) []string
 	// SelectableFields returns the fields usable in a fieldSelector beyond
 	// metadata.name and metadata.namespace (e.g. pods' spec.nodeName).
 	SelectableFields func(obj runtime.Object) fields.Set
@@ -118,6 +135,9 @@ type TableSpec struct {
 	// Cells returns one row's cells, in Columns order, for obj. Columns with
 	// Priority 1 are shown by kubectl only with -o wide; they are always sent.
 	Cells func(obj runtime.Object) []interface{}
+	// Less, if set, orders a list's rows (upstream lists FlowSchemas by
+	// matching precedence); nil: the list's order.
+	Less func(a, b runtime.Object) bool
 }
 
 // StoredAs names the resource whose storage another resource shares, and

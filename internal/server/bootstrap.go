@@ -24,7 +24,8 @@ var SystemNamespaces = []string{"default", "kube-system", "kube-public", "kube-n
 // namespaces, the built-in PriorityClasses (system-node-critical and
 // system-cluster-critical), the `kubernetes` Service in default, whose
 // endpoints point at this API server, and (clusterDNS not "") the kube-dns Service in
-// kube-system at that address. It is idempotent.
+// kube-system at that address, and upstream's API Priority and Fairness
+// configuration (see ensureFlowControl). It is idempotent.
 func bootstrap(ctx context.Context, cfg *rest.Config, serviceIP, hostIP string, port int, clusterDNS string) error {
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
@@ -41,6 +42,9 @@ func bootstrap(ctx context.Context, cfg *rest.Config, serviceIP, hostIP string, 
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("priority class %s: %w", pc.Name, err)
 		}
+	}
+	if err := ensureFlowControl(ctx, cs); err != nil {
+		return err
 	}
 	labels := map[string]string{"component": "apiserver", "provider": "kubernetes"}
 	svc := &corev1.Service{

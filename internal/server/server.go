@@ -19,6 +19,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -41,7 +42,9 @@ import (
 	"plainkube.dev/plainkube/internal/openapi"
 	"plainkube.dev/plainkube/internal/pki"
 	"plainkube.dev/plainkube/internal/reconcile"
+	"plainkube.dev/plainkube/internal/registry"
 	"plainkube.dev/plainkube/internal/registry/all"
+	"plainkube.dev/plainkube/internal/registry/core"
 	"plainkube.dev/plainkube/internal/storage"
 	"plainkube.dev/plainkube/internal/storage/etcd"
 	"plainkube.dev/plainkube/internal/storage/memory"
@@ -91,6 +94,10 @@ type Options struct {
 	PodSecurityExemptions podsecurity.Exemptions
 	// ExtraAdmission are plugins run after all others (tests).
 	ExtraAdmission []admission.Plugin
+	// DialAggregated opens the API server's connections to aggregated API
+	// servers' endpoints (nil: a plain dialer). Tests route them to a
+	// loopback listener.
+	DialAggregated func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // Component is a part of the cluster run inside the server process until
@@ -160,8 +167,10 @@ type Server struct {
 	listener       net.Listener
 	log            *slog.Logger
 	stopped        chan struct{}
-	cancel         context.CancelFunc
-	stopOnce       sync.Once
+	// components are the in-process components' goroutines.
+	components sync.WaitGroup
+	cancel     context.CancelFunc
+	stopOnce   sync.Once
 
 	// JoinURL, JoinToken and CAHash are what `plainkube agent` joins with
 	// (see JoinCommand).
@@ -198,6 +207,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	s := &Server{PKI: bundle, log: log, stopped: make(chan struct{}), cancel: cancel}
+	var etcdStore *etcd.Store
 	switch {
 	case opts.InMemory:
 		m := memory.New(memory.Options{})
@@ -207,13 +217,14 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		if err != nil {
 			return nil, fmt.Errorf("etcd %v: %w", opts.EtcdServers, err)
 		}
-		s.store, s.closeStore = st, st.Close
+		s.store, s.closeStore, etcdStore = st, st.Close, st
 	default:
 		e, err := etcd.StartEmbedded(filepath.Join(opts.DataDir, "etcd"))
 		if err != nil {
 			return nil, fmt.Errorf("embedded etcd: %w", err)
 		}
-		s.store, s.closeStore = e.Store(), e.Close
+		etcdStore = e.Store()
+		s.store, s.closeStore = etcdStore, e.Close
 	}
 	alloc = allocator.New(s.store, cidr, allocator.DefaultNodePorts)
 
@@ -255,6 +266,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		Version: apiserver.VersionInfo{Major: version.Major, Minor: version.Minor, GitVersion: version.GitVersion(),
 			GitCommit: version.GitCommit, GoVersion: runtime.Version(), Platform: version.Platform()},
 		KubeletClient: kubeletClient,
+		Components:    componentChecks(etcdStore),
 		OpenAPI:       openapi.New(resources, scheme),
 		Logger:        log,
 	})
@@ -317,6 +329,10 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		case <-ctx.Done():
 		}
 	}()
+	if err := startAggregator(ctx, s.LoopbackConfig(), api, bundle, resources, opts.DialAggregated, log); err != nil {
+		s.stop()
+		return nil, fmt.Errorf("aggregator: %w", err)
+	}
 
 	tlsConfig, err := bundle.ServerTLSConfig()
 	if err != nil {
@@ -363,6 +379,10 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		s.stop()
 		return nil, fmt.Errorf("cluster-info: %w", err)
 	}
+	if err := ensureExtensionAuthentication(ctx, s.LoopbackConfig(), bundle); err != nil {
+		s.stop()
+		return nil, fmt.Errorf("extension-apiserver-authentication: %w", err)
+	}
 	s.KubeconfigPath = filepath.Join(opts.DataDir, "admin.kubeconfig")
 	if err := pki.WriteKubeconfig(s.KubeconfigPath, s.URL, bundle.CAPEM, bundle.AdminCertPEM, bundle.AdminKeyPEM); err != nil {
 		s.stop()
@@ -379,11 +399,11 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		KubeletServingCACert: bundle.KubeletServingCACert, KubeletServingCAKey: bundle.KubeletServingCAKey,
 		Informers: reconcile.NewSharedInformers(ctx, informerClient)}
 	for _, run := range opts.Components {
-		go func() {
+		s.components.Go(func() {
 			if err := run(ctx, env); err != nil && ctx.Err() == nil {
 				log.Error("component failed", "err", err)
 			}
-		}()
+		})
 	}
 	go func() {
 		<-ctx.Done()
@@ -403,9 +423,24 @@ func (s *Server) ConfigAs(user *auth.User) *rest.Config { return loopback.Config
 
 func (s *Server) stop() { s.stopOnce.Do(s.shutdown) }
 
+// componentStopTimeout bounds how long a stop waits for the in-process
+// components to end.
+const componentStopTimeout = 5 * time.Second
+
 func (s *Server) shutdown() {
 	defer close(s.stopped)
 	s.cancel()
+	// The components end first, while the API still serves them: the
+	// scheduler and the controller manager give up their leader Leases,
+	// so that the next start leads at once rather than after the Leases
+	// expire.
+	done := make(chan struct{})
+	go func() { s.components.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(componentStopTimeout):
+		s.log.Warn("components still running at shutdown", "waited", componentStopTimeout)
+	}
 	if s.httpServer != nil {
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		s.httpServer.Shutdown(sctx)
@@ -511,4 +546,28 @@ func ClusterDNSAddress(flag string, serviceCIDR netip.Prefix) (string, error) {
 		return "", fmt.Errorf("--cluster-dns %q: not an address in the service range %s", flag, serviceCIDR)
 	}
 	return a.String(), nil
+}
+
+// componentChecks are the components whose health the API server reports
+// (/api/v1/componentstatuses), under upstream's names: the scheduler and
+// the controller manager by their leader Leases, wherever they run, and
+// each member of etcd (none when the store is in memory).
+func componentChecks(st *etcd.Store) []registry.ComponentCheck {
+	checks := []registry.ComponentCheck{
+		{Name: "scheduler", Probe: core.LeaseProbe(metav1.NamespaceSystem, "kube-scheduler")},
+		{Name: "controller-manager", Probe: core.LeaseProbe(metav1.NamespaceSystem, "kube-controller-manager")},
+	}
+	if st == nil {
+		return checks
+	}
+	for i, ep := range st.Endpoints() {
+		checks = append(checks, registry.ComponentCheck{Name: fmt.Sprintf("etcd-%d", i),
+			Probe: func(ctx context.Context, _ registry.API) (corev1.ConditionStatus, string, error) {
+				if err := st.Probe(ctx, ep); err != nil {
+					return corev1.ConditionFalse, "", fmt.Errorf("error getting data from etcd: %w", err)
+				}
+				return corev1.ConditionTrue, "ok", nil
+			}})
+	}
+	return checks
 }

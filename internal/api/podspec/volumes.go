@@ -434,10 +434,10 @@ func ValidateAzureDisk(a *corev1.AzureDiskVolumeSource, fldPath *field.Path) fie
 
 // ValidateCSIDriverName checks a CSI driver name.
 func ValidateCSIDriverName(driver string, fldPath *field.Path) field.ErrorList {
-	var errs field.ErrorList
 	if driver == "" {
-		errs = append(errs, field.Required(fldPath, ""))
+		return field.ErrorList{field.Required(fldPath, "")}
 	}
+	var errs field.ErrorList
 	if len(driver) > 63 {
 		errs = append(errs, field.TooLong(fldPath, "", 63))
 	}

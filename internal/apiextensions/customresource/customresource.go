@@ -7,6 +7,10 @@ import (
 	"sort"
 	"strings"
 
+	"k8s.io/apiextensions-apiserver/pkg/controller/openapi/builder"
+	openapiutil "k8s.io/kube-openapi/pkg/util"
+	"k8s.io/kube-openapi/pkg/validation/spec"
+
 	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -191,6 +195,7 @@ func newVersion(crd *apiextensionsv1.CustomResourceDefinition, v *apiextensionsv
 	if ver.structural != nil {
 		out.Schema = ver.structural.ToKubeOpenAPI()
 	}
+	out.SchemaV2 = openAPIV2Definition(crd, v.Name, gvk)
 	if v.Deprecated {
 		if v.DeprecationWarning != nil {
 			out.Warning = *v.DeprecationWarning
@@ -427,4 +432,21 @@ func defaultDeprecationWarning(deprecated string, spec apiextensionsv1.CustomRes
 	}
 	sort.Slice(newer, func(i, j int) bool { return utilversion.CompareKubeAwareVersionStrings(newer[i], newer[j]) > 0 })
 	return msg + fmt.Sprintf("; use %s/%s %s", spec.Group, newer[0], spec.Names.Kind)
+}
+
+// openAPIV2Definition is the kind's definition in /openapi/v2 as upstream
+// publishes it: built by apiextensions-apiserver's OpenAPI builder, which
+// turns the structural schema into what Swagger 2.0 and kubectl's
+// client-side validation understand (a kind that keeps unknown fields is a
+// bare object). Nil if it cannot be built.
+func openAPIV2Definition(crd *apiextensionsv1.CustomResourceDefinition, version string, gvk schema.GroupVersionKind) *spec.Schema {
+	sw, err := builder.BuildOpenAPIV2(crd, version, builder.Options{V2: true, IncludeSelectableFields: true})
+	if err != nil {
+		return nil
+	}
+	d, ok := sw.Definitions[openapiutil.ToRESTFriendlyName(gvk.Group+"/"+gvk.Version+"/"+gvk.Kind)]
+	if !ok {
+		return nil
+	}
+	return &d
 }

@@ -59,6 +59,9 @@ type Version struct {
 	// Schema is the version's OpenAPI v3 schema (nil: any fields); it is
 	// published and drives server-side apply.
 	Schema *spec.Schema
+	// SchemaV2 is the kind's whole Swagger 2.0 definition, published in
+	// /openapi/v2 (nil: any fields).
+	SchemaV2 *spec.Schema
 	// Warning is sent with every request of a deprecated version.
 	Warning string
 }

@@ -1,10 +1,13 @@
 package all
 
 import (
+	"k8s.io/apimachinery/pkg/runtime"
+
 	"plainkube.dev/plainkube/internal/printers"
 	"plainkube.dev/plainkube/internal/registry"
 	"plainkube.dev/plainkube/internal/registry/admissionregistration"
 	"plainkube.dev/plainkube/internal/registry/apiextensions"
+	"plainkube.dev/plainkube/internal/registry/apiregistration"
 	"plainkube.dev/plainkube/internal/registry/apps"
 	"plainkube.dev/plainkube/internal/registry/autoscaling"
 	"plainkube.dev/plainkube/internal/registry/batch"
@@ -13,6 +16,7 @@ import (
 	"plainkube.dev/plainkube/internal/registry/core"
 	"plainkube.dev/plainkube/internal/registry/discovery"
 	"plainkube.dev/plainkube/internal/registry/events"
+	"plainkube.dev/plainkube/internal/registry/flowcontrol"
 	"plainkube.dev/plainkube/internal/registry/metrics"
 	"plainkube.dev/plainkube/internal/registry/networking"
 	"plainkube.dev/plainkube/internal/registry/node"
@@ -31,18 +35,29 @@ func Resources() []registry.Resource {
 		coordination.Resources(), discovery.Resources(), events.Resources(), networking.Resources(),
 		policy.Resources(), rbac.Resources(), storageapi.Resources(), scheduling.Resources(),
 		admissionregistration.Resources(), certificates.Resources(), reviews.Resources(),
-		apiextensions.Resources(), metrics.Resources(), node.Resources(),
+		apiextensions.Resources(), apiregistration.Resources(), metrics.Resources(), node.Resources(), flowcontrol.Resources(),
 	} {
 		out = append(out, group...)
 	}
 	for i := range out {
 		if out[i].Strategy.Table == nil && !out[i].Ephemeral {
-			if t := printers.For(out[i].Kind); t != nil {
-				out[i].Strategy.Table = t
-			} else {
-				out[i].Strategy.Table = printers.Default()
-			}
+			out[i].Strategy.Table = tableOf(&out[i])
 		}
 	}
 	return out
+}
+
+// tableOf is the printer of r's kind; for a resource stored as another
+// kind without a printer of its own, the stored kind's (autoscaling/v1
+// HPAs print as v2's, as upstream prints both from one internal type).
+func tableOf(r *registry.Resource) *registry.TableSpec {
+	if t := printers.For(r.Kind); t != nil {
+		return t
+	}
+	if sa := r.StoredAs; sa != nil {
+		if t := printers.For(sa.Kind); t != nil {
+			return &registry.TableSpec{Columns: t.Columns, Cells: func(obj runtime.Object) []interface{} { return t.Cells(sa.ToStorage(obj)) }}
+		}
+	}
+	return printers.Default()
 }

@@ -2,6 +2,7 @@ package autoscaling
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -9,6 +10,7 @@ import (
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/api/validation/path"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -21,6 +23,9 @@ const (
 	defaultCPUUtilization = 80
 	maxPeriodSeconds      = 1800
 	maxStabilizationSecs  = 3600
+	// minReplicasLowerBound is 0: upstream v1.37's HPAScaleToZero is on
+	// (and an HPA at 0 needs an Object or External metric).
+	minReplicasLowerBound = 0
 )
 
 func horizontalPodAutoscalers() registry.Resource {
@@ -39,8 +44,13 @@ func horizontalPodAutoscalers() registry.Resource {
 				obj.(*autoscalingv2.HorizontalPodAutoscaler).Status = autoscalingv2.HorizontalPodAutoscalerStatus{}
 			},
 			Validate: func(obj runtime.Object) field.ErrorList {
-				// Scale to zero (minReplicas 0) is alpha upstream and off.
-				return validateHPASpec(&obj.(*autoscalingv2.HorizontalPodAutoscaler).Spec, field.NewPath("spec"), 1)
+				return validateHPASpec(&obj.(*autoscalingv2.HorizontalPodAutoscaler).Spec, field.NewPath("spec"), validationOptions(obj.(*autoscalingv2.HorizontalPodAutoscaler), nil))
+			},
+			// An update may keep an apiVersion that a create could not have.
+			ValidateUpdateOnly: true,
+			ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
+				h := obj.(*autoscalingv2.HorizontalPodAutoscaler)
+				return validateHPASpec(&h.Spec, field.NewPath("spec"), validationOptions(h, old.(*autoscalingv2.HorizontalPodAutoscaler)))
 			},
 			ValidateStatusUpdate: func(obj, _ runtime.Object) field.ErrorList {
 				s := &obj.(*autoscalingv2.HorizontalPodAutoscaler).Status
@@ -118,23 +128,79 @@ func fillScalingRules(given, def *autoscalingv2.HPAScalingRules) *autoscalingv2.
 	return def
 }
 
-func validateHPASpec(s *autoscalingv2.HorizontalPodAutoscalerSpec, p *field.Path, minReplicasLowerBound int32) field.ErrorList {
+// refOptions say what apiVersion a reference may have.
+type refOptions struct {
+	// allowInvalidAPIVersion: any (an update that keeps it).
+	allowInvalidAPIVersion bool
+	// allowEmptyGroup: one of the core group ("v1").
+	allowEmptyGroup bool
+}
+
+// hpaOptions are the rules that depend on the object and the stored one.
+type hpaOptions struct {
+	scaleTargetRef refOptions
+	objectMetrics  refOptions
+}
+
+// validationOptions are upstream v1.37's: a scale target names its API
+// group (a ReplicationController need not), unless an update keeps its
+// apiVersion and kind; an Object metric's object may be of the core group,
+// and an update of an HPA whose Object metrics were already invalid may
+// keep them.
+func validationOptions(h, old *autoscalingv2.HorizontalPodAutoscaler) hpaOptions {
+	opts := hpaOptions{objectMetrics: refOptions{allowEmptyGroup: true}}
+	ref := h.Spec.ScaleTargetRef
+	switch {
+	case old != nil && old.Spec.ScaleTargetRef.APIVersion == ref.APIVersion && old.Spec.ScaleTargetRef.Kind == ref.Kind:
+		opts.scaleTargetRef.allowInvalidAPIVersion = true
+	case ref.Kind == "ReplicationController":
+		opts.scaleTargetRef.allowEmptyGroup = true
+	}
+	if old != nil {
+		for _, m := range old.Spec.Metrics {
+			if m.Type == autoscalingv2.ObjectMetricSourceType && m.Object != nil && validateAPIVersion(m.Object.DescribedObject, opts.objectMetrics) != nil {
+				opts.objectMetrics.allowInvalidAPIVersion = true
+				break
+			}
+		}
+	}
+	return opts
+}
+
+func validateAPIVersion(ref autoscalingv2.CrossVersionObjectReference, opts refOptions) error {
+	if opts.allowInvalidAPIVersion {
+		return nil
+	}
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil {
+		return err
+	}
+	if !opts.allowEmptyGroup && gv.Group == "" {
+		return errors.New("apiVersion must specify API group")
+	}
+	return nil
+}
+
+func validateHPASpec(s *autoscalingv2.HorizontalPodAutoscalerSpec, p *field.Path, opts hpaOptions) field.ErrorList {
 	var errs field.ErrorList
 	if s.MinReplicas != nil && *s.MinReplicas < minReplicasLowerBound {
 		errs = append(errs, field.Invalid(p.Child("minReplicas"), *s.MinReplicas, fmt.Sprintf("must be greater than or equal to %d", minReplicasLowerBound)))
 	}
-	if s.MaxReplicas < 1 {
-		errs = append(errs, field.Invalid(p.Child("maxReplicas"), s.MaxReplicas, "must be greater than 0"))
+	switch {
+	case s.MaxReplicas == 0:
+		errs = append(errs, field.Required(p.Child("maxReplicas"), "must be set and greater than 0"))
+	case s.MaxReplicas < 0:
+		errs = append(errs, field.Invalid(p.Child("maxReplicas"), s.MaxReplicas, "must be greater than or equal to 1"))
 	}
 	if s.MinReplicas != nil && s.MaxReplicas < *s.MinReplicas {
 		errs = append(errs, field.Invalid(p.Child("maxReplicas"), s.MaxReplicas, "must be greater than or equal to `minReplicas`"))
 	}
-	errs = append(errs, validateObjectReference(s.ScaleTargetRef, p.Child("scaleTargetRef"))...)
+	errs = append(errs, validateObjectReference(s.ScaleTargetRef, p.Child("scaleTargetRef"), opts.scaleTargetRef)...)
 
 	mp := p.Child("metrics")
 	hasObjectOrExternal := false
 	for i := range s.Metrics {
-		errs = append(errs, validateMetricSpec(&s.Metrics[i], mp.Index(i))...)
+		errs = append(errs, validateMetricSpec(&s.Metrics[i], mp.Index(i), opts.objectMetrics)...)
 		if t := s.Metrics[i].Type; t == autoscalingv2.ObjectMetricSourceType || t == autoscalingv2.ExternalMetricSourceType {
 			hasObjectOrExternal = true
 		}
@@ -150,7 +216,7 @@ func validateHPASpec(s *autoscalingv2.HorizontalPodAutoscalerSpec, p *field.Path
 	return errs
 }
 
-func validateObjectReference(ref autoscalingv2.CrossVersionObjectReference, p *field.Path) field.ErrorList {
+func validateObjectReference(ref autoscalingv2.CrossVersionObjectReference, p *field.Path, opts refOptions) field.ErrorList {
 	var errs field.ErrorList
 	if ref.Kind == "" {
 		errs = append(errs, field.Required(p.Child("kind"), ""))
@@ -165,6 +231,9 @@ func validateObjectReference(ref autoscalingv2.CrossVersionObjectReference, p *f
 		for _, msg := range path.IsValidPathSegmentName(ref.Name) {
 			errs = append(errs, field.Invalid(p.Child("name"), ref.Name, msg))
 		}
+	}
+	if err := validateAPIVersion(ref, opts); err != nil {
+		errs = append(errs, field.Invalid(p.Child("apiVersion"), ref.APIVersion, err.Error()))
 	}
 	return errs
 }
@@ -229,7 +298,7 @@ var metricSourceTypes = []string{
 	string(autoscalingv2.ResourceMetricSourceType),
 }
 
-func validateMetricSpec(m *autoscalingv2.MetricSpec, p *field.Path) field.ErrorList {
+func validateMetricSpec(m *autoscalingv2.MetricSpec, p *field.Path, objectRefs refOptions) field.ErrorList {
 	var errs field.ErrorList
 	if m.Type == "" {
 		errs = append(errs, field.Required(p.Child("type"), "must specify a metric source type"))
@@ -247,7 +316,7 @@ func validateMetricSpec(m *autoscalingv2.MetricSpec, p *field.Path) field.ErrorL
 		}
 	}
 	if m.Object != nil {
-		add("object", func() field.ErrorList { return validateObjectSource(m.Object, p.Child("object")) })
+		add("object", func() field.ErrorList { return validateObjectSource(m.Object, p.Child("object"), objectRefs) })
 	}
 	if m.External != nil {
 		add("external", func() field.ErrorList { return validateExternalSource(m.External, p.Child("external")) })
@@ -293,8 +362,8 @@ func validateMetricSpec(m *autoscalingv2.MetricSpec, p *field.Path) field.ErrorL
 	return errs
 }
 
-func validateObjectSource(s *autoscalingv2.ObjectMetricSource, p *field.Path) field.ErrorList {
-	errs := validateObjectReference(s.DescribedObject, p.Child("describedObject"))
+func validateObjectSource(s *autoscalingv2.ObjectMetricSource, p *field.Path, refs refOptions) field.ErrorList {
+	errs := validateObjectReference(s.DescribedObject, p.Child("describedObject"), refs)
 	errs = append(errs, validateMetricIdentifier(s.Metric, p.Child("metric"))...)
 	errs = append(errs, validateMetricTarget(s.Target, p.Child("target"))...)
 	if s.Target.Value == nil && s.Target.AverageValue == nil {

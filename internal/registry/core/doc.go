@@ -2,7 +2,10 @@
 // group (the legacy /api/v1 endpoints): namespaces, pods, services,
 // endpoints, configmaps, secrets, serviceaccounts, nodes, events,
 // limitranges, resourcequotas, persistentvolumes, persistentvolumeclaims,
-// replicationcontrollers and podtemplates.
+// replicationcontrollers and podtemplates; and componentstatuses, which
+// are not stored: each read looks at the components the API server was
+// given (the scheduler and controller manager through their leader
+// Leases, LeaseProbe; the etcd members), as upstream answers them.
 //
 // Each resource's Strategy follows upstream Kubernetes v1.37: the v1
 // defaults, the fields the server owns on create and update, name rules,
@@ -14,7 +17,8 @@
 // decoded body, PrepareForCreate/PrepareForUpdate before validation, then
 // Validate (on create and on every main-resource update) and ValidateUpdate
 // or ValidateStatusUpdate. Everything here is pure: no I/O, no clock except
-// where upstream stamps a time (a PV's lastPhaseTransitionTime).
+// where upstream stamps a time (a PV's lastPhaseTransitionTime), and except
+// the componentstatuses handler, which probes.
 package core
 
 import "plainkube.dev/plainkube/internal/registry"
@@ -37,5 +41,7 @@ func Resources() []registry.Resource {
 		persistentVolumeClaims(),
 		replicationControllers(),
 		podTemplates(),
+		componentStatuses(),
+		bindings(),
 	}
 }

@@ -40,7 +40,7 @@ func persistentVolumes() registry.Resource {
 			},
 			Validate: validated(func(obj runtime.Object) field.ErrorList {
 				pv := obj.(*corev1.PersistentVolume)
-				return validatePersistentVolumeSpec(&pv.Spec, pv.Name, field.NewPath("spec"))
+				return validatePersistentVolumeSpec(&pv.Spec, pv.Name, false, field.NewPath("spec"))
 			}),
 			ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
 				return validatePersistentVolumeUpdate(obj.(*corev1.PersistentVolume), old.(*corev1.PersistentVolume))
@@ -92,38 +92,65 @@ func defaultPersistentVolume(pv *corev1.PersistentVolume) {
 	}
 }
 
-func validatePersistentVolumeSpec(spec *corev1.PersistentVolumeSpec, pvName string, fldPath *field.Path) field.ErrorList {
+// ValidateInlinePersistentVolumeSpec checks a PersistentVolumeSpec given
+// inline (a VolumeAttachment's source.inlineVolumeSpec) with upstream's
+// rules for one: a CSI volume without capacity, claim or node affinity.
+func ValidateInlinePersistentVolumeSpec(spec *corev1.PersistentVolumeSpec, fldPath *field.Path) field.ErrorList {
+	return validatePersistentVolumeSpec(spec, "", true, fldPath)
+}
+
+func validatePersistentVolumeSpec(spec *corev1.PersistentVolumeSpec, pvName string, inline bool, fldPath *field.Path) field.ErrorList {
 	var errs field.ErrorList
+	if inline {
+		if spec.ClaimRef != nil {
+			errs = append(errs, field.Forbidden(fldPath.Child("claimRef"), "may not be specified in the context of inline volumes"))
+		}
+		if len(spec.Capacity) != 0 {
+			errs = append(errs, field.Forbidden(fldPath.Child("capacity"), "may not be specified in the context of inline volumes"))
+		}
+		if spec.CSI == nil {
+			errs = append(errs, field.Required(fldPath.Child("csi"), "has to be specified in the context of inline volumes"))
+		}
+	}
 	if len(spec.AccessModes) == 0 {
 		errs = append(errs, field.Required(fldPath.Child("accessModes"), ""))
 	}
 	errs = append(errs, podspec.ValidateAccessModes(spec.AccessModes, fldPath.Child("accessModes"))...)
 
-	capPath := fldPath.Child("capacity")
-	if len(spec.Capacity) == 0 {
-		errs = append(errs, field.Required(capPath, ""))
-	}
-	if _, ok := spec.Capacity[corev1.ResourceStorage]; !ok || len(spec.Capacity) > 1 {
-		errs = append(errs, field.NotSupported(capPath, spec.Capacity, []corev1.ResourceName{corev1.ResourceStorage}))
-	}
-	for r, q := range spec.Capacity {
-		if q.Value() < 0 {
-			errs = append(errs, field.Invalid(capPath.Key(string(r)), q.Value(), "must be a valid resource quantity"))
+	if !inline {
+		capPath := fldPath.Child("capacity")
+		if len(spec.Capacity) == 0 {
+			errs = append(errs, field.Required(capPath, ""))
 		}
-		errs = append(errs, podspec.ValidatePositiveQuantityValue(q, capPath.Key(string(r)))...)
+		if _, ok := spec.Capacity[corev1.ResourceStorage]; !ok || len(spec.Capacity) > 1 {
+			errs = append(errs, field.NotSupported(capPath, spec.Capacity, []corev1.ResourceName{corev1.ResourceStorage}))
+		}
+		for r, q := range spec.Capacity {
+			if q.Value() < 0 {
+				errs = append(errs, field.Invalid(capPath.Key(string(r)), q.Value(), "must be a valid resource quantity"))
+			}
+			errs = append(errs, podspec.ValidatePositiveQuantityValue(q, capPath.Key(string(r)))...)
+		}
 	}
 	if p := spec.PersistentVolumeReclaimPolicy; p != "" {
 		valid := []corev1.PersistentVolumeReclaimPolicy{corev1.PersistentVolumeReclaimDelete, corev1.PersistentVolumeReclaimRecycle, corev1.PersistentVolumeReclaimRetain}
-		if !contains(valid, p) {
+		switch {
+		case inline && p != corev1.PersistentVolumeReclaimRetain:
+			errs = append(errs, field.Forbidden(fldPath.Child("persistentVolumeReclaimPolicy"), "may only be "+string(corev1.PersistentVolumeReclaimRetain)+" in the context of inline volumes"))
+		case !inline && !contains(valid, p):
 			errs = append(errs, field.NotSupported(fldPath.Child("persistentVolumeReclaimPolicy"), p, valid))
 		}
 	}
 	nodeAffinitySet := false
 	if na := spec.NodeAffinity; na != nil {
-		nodeAffinitySet = true
-		if na.Required != nil {
+		switch {
+		case inline:
+			errs = append(errs, field.Forbidden(fldPath.Child("nodeAffinity"), "may not be specified in the context of inline volumes"))
+		case na.Required != nil:
+			nodeAffinitySet = true
 			errs = append(errs, podspec.ValidateNodeSelector(na.Required, false, fldPath.Child("nodeAffinity", "required"))...)
-		} else {
+		default:
+			nodeAffinitySet = true
 			errs = append(errs, field.Required(fldPath.Child("nodeAffinity", "required"), "must specify required node constraints"))
 		}
 	}

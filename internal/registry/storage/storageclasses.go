@@ -39,6 +39,9 @@ func storageClasses() registry.Resource {
 				}
 			},
 			Validate: func(obj runtime.Object) field.ErrorList { return validateStorageClass(obj.(*storagev1.StorageClass)) },
+			Warnings: func(obj, _ runtime.Object) []string {
+				return topologyWarnings(obj.(*storagev1.StorageClass).AllowedTopologies)
+			},
 			ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
 				return validateStorageClassUpdate(obj.(*storagev1.StorageClass), old.(*storagev1.StorageClass))
 			},
@@ -52,32 +55,8 @@ var (
 )
 
 func validateStorageClass(sc *storagev1.StorageClass) field.ErrorList {
-	var errs field.ErrorList
-	pp := field.NewPath("provisioner")
-	if sc.Provisioner == "" {
-		errs = append(errs, field.Required(pp, sc.Provisioner))
-	} else {
-		lower := strings.ToLower(sc.Provisioner)
-		for _, msg := range validation.IsQualifiedName(lower) {
-			errs = append(errs, field.Invalid(pp, lower, msg))
-		}
-	}
-
-	params := field.NewPath("parameters")
-	if len(sc.Parameters) > maxProvisionerParameterLen {
-		errs = append(errs, field.TooLong(params, "Provisioner Parameters exceeded max allowed", maxProvisionerParameterLen))
-	} else {
-		size := 0
-		for k, v := range sc.Parameters {
-			if k == "" {
-				errs = append(errs, field.Invalid(params, k, "field can not be empty."))
-			}
-			size += len(k) + len(v)
-		}
-		if size > maxProvisionerParameterSize {
-			errs = append(errs, field.TooLong(params, "", maxProvisionerParameterSize))
-		}
-	}
+	errs := validateProvisioner(sc.Provisioner, field.NewPath("provisioner"))
+	errs = append(errs, validateParameters(sc.Parameters, true, field.NewPath("parameters"))...)
 
 	if rp := sc.ReclaimPolicy; rp != nil && *rp != "" && *rp != corev1.PersistentVolumeReclaimDelete && *rp != corev1.PersistentVolumeReclaimRetain {
 		errs = append(errs, field.NotSupported(field.NewPath("reclaimPolicy"), rp, reclaimPolicies))
@@ -90,6 +69,43 @@ func validateStorageClass(sc *storagev1.StorageClass) field.ErrorList {
 		errs = append(errs, field.NotSupported(bp, sc.VolumeBindingMode, bindingModes))
 	}
 	return append(errs, validateAllowedTopologies(sc.AllowedTopologies, field.NewPath("allowedTopologies"))...)
+}
+
+// validateProvisioner checks a provisioner's or driver's name: required,
+// and a qualified name once lowercased.
+func validateProvisioner(name string, p *field.Path) field.ErrorList {
+	if name == "" {
+		return field.ErrorList{field.Required(p, name)}
+	}
+	var errs field.ErrorList
+	lower := strings.ToLower(name)
+	for _, msg := range validation.IsQualifiedName(lower) {
+		errs = append(errs, field.Invalid(p, lower, msg))
+	}
+	return errs
+}
+
+// validateParameters bounds a class's parameters in number and size; a
+// class that must have some says so when it has none.
+func validateParameters(params map[string]string, allowEmpty bool, p *field.Path) field.ErrorList {
+	if len(params) > maxProvisionerParameterLen {
+		return field.ErrorList{field.TooLong(p, "", maxProvisionerParameterLen)}
+	}
+	var errs field.ErrorList
+	size := 0
+	for k, v := range params {
+		if k == "" {
+			errs = append(errs, field.Invalid(p, k, "field can not be empty."))
+		}
+		size += len(k) + len(v)
+	}
+	if size > maxProvisionerParameterSize {
+		errs = append(errs, field.TooLong(p, "", maxProvisionerParameterSize))
+	}
+	if !allowEmpty && len(params) == 0 {
+		errs = append(errs, field.Required(p, "must contain at least one key/value pair"))
+	}
+	return errs
 }
 
 // validateAllowedTopologies: each term's requirements have a label key, a
@@ -130,23 +146,8 @@ func validateAllowedTopologies(terms []corev1.TopologySelectorTerm, p *field.Pat
 }
 
 func validateStorageClassUpdate(sc, old *storagev1.StorageClass) field.ErrorList {
-	var errs field.ErrorList
-	if !equality.Semantic.DeepEqual(old.Parameters, sc.Parameters) {
-		errs = append(errs, field.Forbidden(field.NewPath("parameters"), "updates to parameters are forbidden."))
-	}
-	if sc.Provisioner != old.Provisioner {
-		errs = append(errs, field.Forbidden(field.NewPath("provisioner"), "updates to provisioner are forbidden."))
-	}
-	if deref(sc.ReclaimPolicy) != deref(old.ReclaimPolicy) {
-		errs = append(errs, field.Forbidden(field.NewPath("reclaimPolicy"), "updates to reclaimPolicy are forbidden."))
-	}
+	errs := apivalidation.ValidateImmutableField(sc.Parameters, old.Parameters, field.NewPath("parameters"))
+	errs = append(errs, apivalidation.ValidateImmutableField(sc.Provisioner, old.Provisioner, field.NewPath("provisioner"))...)
+	errs = append(errs, apivalidation.ValidateImmutableField(sc.ReclaimPolicy, old.ReclaimPolicy, field.NewPath("reclaimPolicy"))...)
 	return append(errs, apivalidation.ValidateImmutableField(sc.VolumeBindingMode, old.VolumeBindingMode, field.NewPath("volumeBindingMode"))...)
-}
-
-func deref[T any](p *T) T {
-	var zero T
-	if p != nil {
-		return *p
-	}
-	return zero
 }

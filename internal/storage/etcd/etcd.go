@@ -246,3 +246,13 @@ func convert(err error) error {
 	}
 	return err
 }
+
+// Endpoints are the member URLs the store's client was given.
+func (s *Store) Endpoints() []string { return s.client.Endpoints() }
+
+// Probe checks that the member at endpoint answers (its status), as the
+// API server's health checks of etcd do: nil, or what went wrong.
+func (s *Store) Probe(ctx context.Context, endpoint string) error {
+	_, err := s.client.Maintenance.Status(ctx, endpoint)
+	return err
+}

@@ -9,13 +9,15 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/httpstream/wsstream"
 
 	"plainkube.dev/plainkube/internal/api/nodeutil"
 	"plainkube.dev/plainkube/internal/registry"
 )
 
 // Log serves pods/log by proxying to the node agent that runs the pod (its
-// /containerLogs endpoint), streaming the answer as it comes.
+// /containerLogs endpoint), streaming the answer as it comes, as plain text
+// or, to a WebSocket client, as WebSocket messages.
 var Log = registry.Handler{Serve: servePodLog, OwnForm: true}
 
 // podLogParams are the pods/log query parameters passed on to the node.
@@ -73,6 +75,13 @@ func servePodLog(rq *registry.Request) error {
 			return registry.NewStatusError(code, "NotFound", strings.TrimSpace(string(msg)))
 		}
 		return registry.NewStatusError(code, "BadRequest", strings.TrimSpace(string(msg)))
+	}
+	if wsstream.IsWebSocketRequest(rq.R) {
+		// As upstream: the log as WebSocket messages (binary.k8s.io, or
+		// base64.binary.k8s.io for clients that read text frames), the
+		// connection closed at its end.
+		wsstream.NewReader(resp.Body, true, wsstream.NewDefaultReaderProtocols()).Copy(rq.W, rq.R)
+		return nil
 	}
 	rq.W.Header().Set("Content-Type", "text/plain")
 	rq.W.WriteHeader(http.StatusOK)
