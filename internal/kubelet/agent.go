@@ -68,6 +68,8 @@ type Agent struct {
 	static    *static.Pods // nil without Options.ManifestsDir
 	usage     usageState
 	metrics   *kubeletserver.Metrics
+	// admitted are the pods admitted to run here (admit.go).
+	admitted admissions
 }
 
 // New makes an agent that talks to the API server at cfg. Nothing starts
@@ -276,6 +278,11 @@ func (a *Agent) syncPod(ctx context.Context, key types.NamespacedName) (res reco
 	}
 	if pod.Status.Phase == corev1.PodPending || pod.Status.Phase == "" {
 		a.metrics.PodSeen(pod.UID)
+	}
+	if pod.DeletionTimestamp == nil {
+		if ok, err := a.admit(ctx, pod); !ok || err != nil {
+			return reconcile.Result{}, err
+		}
 	}
 	if vres, wait := a.syncVolumes(ctx, pod); wait {
 		return vres, nil

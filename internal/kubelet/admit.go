@@ -1,0 +1,123 @@
+package kubelet
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// The node's admission of a pod, as upstream's kubelet admits a pod before
+// it runs it: a pod whose host ports another pod on the node already holds
+// is rejected (phase Failed, reason NodePorts), so that its controller
+// makes another elsewhere instead of it never starting.
+const (
+	reasonNodePorts  = "NodePorts"
+	messageNodePorts = "Predicate NodePorts failed: node(s) didn't have free ports for the requested pod ports"
+)
+
+// admissions remembers the pods this agent admitted.
+type admissions struct {
+	mu  sync.Mutex
+	set map[types.UID]bool
+}
+
+func (s *admissions) has(uid types.UID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.set[uid]
+}
+
+func (s *admissions) add(uid types.UID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.set == nil {
+		s.set = map[types.UID]bool{}
+	}
+	s.set[uid] = true
+}
+
+// admit decides once whether pod may run here; false: it was rejected (its
+// status says why), or the rejection could not be written yet (err).
+func (a *Agent) admit(ctx context.Context, pod *corev1.Pod) (bool, error) {
+	if a.admitted.has(pod.UID) || pod.Status.StartTime != nil || terminal(pod.Status.Phase) {
+		a.admitted.add(pod.UID)
+		return !terminal(pod.Status.Phase), nil
+	}
+	others, err := a.pods.List(labels.Everything())
+	if err != nil {
+		return false, err
+	}
+	var held []*corev1.Pod
+	for _, o := range others {
+		if o.UID != pod.UID && !terminal(o.Status.Phase) && o.DeletionTimestamp == nil && (a.admitted.has(o.UID) || o.Status.StartTime != nil) {
+			held = append(held, o)
+		}
+	}
+	if !hostPortsConflict(pod, held) {
+		a.admitted.add(pod.UID)
+		return true, nil
+	}
+	a.log.Info("rejecting pod", "pod", pod.Namespace+"/"+pod.Name, "reason", reasonNodePorts)
+	if a.events != nil {
+		a.events.Record(pod, "", corev1.EventTypeWarning, reasonNodePorts, "%s", messageNodePorts)
+	}
+	upd := pod.DeepCopy()
+	upd.Status.Phase, upd.Status.Reason, upd.Status.Message = corev1.PodFailed, reasonNodePorts, "Pod was rejected: "+messageNodePorts
+	if _, err := a.cs.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, upd, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return false, fmt.Errorf("rejecting pod: %w", err)
+	}
+	return false, nil
+}
+
+// hostPortsConflict reports whether pod asks for a host port (protocol,
+// port, address) one of held holds; an empty or 0.0.0.0 address holds the
+// port on every address.
+func hostPortsConflict(pod *corev1.Pod, held []*corev1.Pod) bool {
+	type port struct {
+		proto corev1.Protocol
+		ip    string
+		port  int32
+	}
+	ports := func(p *corev1.Pod) []port {
+		var out []port
+		for _, cs := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
+			for _, c := range cs {
+				for _, cp := range c.Ports {
+					if cp.HostPort <= 0 {
+						continue
+					}
+					proto := cp.Protocol
+					if proto == "" {
+						proto = corev1.ProtocolTCP
+					}
+					ip := cp.HostIP
+					if ip == "" {
+						ip = "0.0.0.0"
+					}
+					out = append(out, port{proto, ip, cp.HostPort})
+				}
+			}
+		}
+		return out
+	}
+	want := ports(pod)
+	if len(want) == 0 {
+		return false
+	}
+	for _, o := range held {
+		for _, h := range ports(o) {
+			for _, w := range want {
+				if h.proto == w.proto && h.port == w.port && (h.ip == w.ip || h.ip == "0.0.0.0" || w.ip == "0.0.0.0") {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
