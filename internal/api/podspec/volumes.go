@@ -198,7 +198,7 @@ func volumeSourceKinds(s *corev1.VolumeSource, fldPath *field.Path, volName stri
 			errs = append(errs, field.Required(p.Child("volumeClaimTemplate"), ""))
 		} else {
 			tp := p.Child("volumeClaimTemplate")
-			errs = append(errs, validateTemplateObjectMeta(&s.Ephemeral.VolumeClaimTemplate.ObjectMeta, tp.Child("metadata"))...)
+			errs = append(errs, ValidateTemplateObjectMeta(&s.Ephemeral.VolumeClaimTemplate.ObjectMeta, tp.Child("metadata"))...)
 			errs = append(errs, ValidatePersistentVolumeClaimSpec(&s.Ephemeral.VolumeClaimTemplate.Spec, tp.Child("spec"))...)
 		}
 		if podMeta != nil && podMeta.Name != "" && volName != "" {
@@ -687,9 +687,9 @@ func validateLocalNonReservedPath(p string, fldPath *field.Path) field.ErrorList
 	return errs
 }
 
-// validateTemplateObjectMeta checks the metadata of an embedded template
+// ValidateTemplateObjectMeta checks the metadata of an embedded template
 // that may carry only labels and annotations.
-func validateTemplateObjectMeta(m *metav1.ObjectMeta, fldPath *field.Path) field.ErrorList {
+func ValidateTemplateObjectMeta(m *metav1.ObjectMeta, fldPath *field.Path) field.ErrorList {
 	errs := apivalidation.ValidateAnnotations(m.Annotations, fldPath.Child("annotations"))
 	errs = append(errs, metavalidation.ValidateLabels(m.Labels, fldPath.Child("labels"))...)
 	rest := m.DeepCopy()
