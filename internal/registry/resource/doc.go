@@ -12,7 +12,10 @@
 // (k8s.io/dynamic-resource-allocation/cel), a claim's and a template's
 // immutable spec, a slice's immutable driver, pool and node, and a claim's
 // status (reservations only of an allocated claim, an allocation that
-// never changes once set). Nothing in plainkube acts on these objects yet:
+// never changes once set). As upstream, the fields of DRA features that
+// v1.37 leaves off (consumable capacity, partitionable devices, binding
+// conditions, node-allocatable resources, list attributes) are dropped
+// from writes unless the stored object already uses them. Nothing in plainkube acts on these objects yet:
 // the API server stores and serves them, no scheduler plugin allocates
 // claims and no node driver prepares devices.
 package resource

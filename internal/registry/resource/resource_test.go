@@ -302,3 +302,35 @@ func TestDeviceTaintRuleRules(t *testing.T) {
 	}
 	expectErrors(t, "nine conditions", r.Strategy.ValidateStatusUpdate(withStatus, rule), "status.conditions: Too many: 9: must have at most 8 items")
 }
+
+// TestDisabledFeatureFields: fields of the DRA features upstream v1.37
+// leaves off are dropped from a new slice, and kept on an update of a
+// slice that already uses them.
+func TestDisabledFeatureFields(t *testing.T) {
+	r := resourceNamed(t, "resourceslices")
+	s := sliceOn("node-1", resourcev1.Device{Name: "d", BindingConditions: []string{"ready"}, BindsToNode: ptr.To(true),
+		AllowMultipleAllocations: ptr.To(true), ConsumesCounters: []resourcev1.DeviceCounterConsumption{{CounterSet: "mem"}},
+		Attributes: map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{"ids": {IntValues: []int64{1, 2}}}})
+	r.Strategy.PrepareForCreate(t.Context(), s)
+	d := s.Spec.Devices[0]
+	if d.BindingConditions != nil || d.BindsToNode != nil || d.AllowMultipleAllocations != nil || d.ConsumesCounters != nil || d.Attributes["ids"].IntValues != nil {
+		t.Errorf("a new slice kept fields of disabled features: %+v", d)
+	}
+
+	stored := sliceOn("node-1", resourcev1.Device{Name: "d", BindingConditions: []string{"ready"}, BindingFailureConditions: []string{"failed"}})
+	updated := stored.DeepCopy()
+	updated.Spec.Devices[0].BindingConditions = []string{"ready", "attached"}
+	r.Strategy.PrepareForUpdate(t.Context(), updated, stored)
+	if got := updated.Spec.Devices[0].BindingConditions; len(got) != 2 {
+		t.Errorf("binding conditions of a slice that uses them: %v", got)
+	}
+
+	claims := resourceNamed(t, "resourceclaims")
+	c := &resourcev1.ResourceClaim{Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{
+		Requests:    []resourcev1.DeviceRequest{exactRequest("a", "c")},
+		Constraints: []resourcev1.DeviceConstraint{{DistinctAttribute: ptr.To(resourcev1.FullyQualifiedName("example.com/x"))}}}}}
+	claims.Strategy.PrepareForCreate(t.Context(), c)
+	if c.Spec.Devices.Constraints[0].DistinctAttribute != nil {
+		t.Error("a new claim kept distinctAttribute (consumable capacity is off)")
+	}
+}

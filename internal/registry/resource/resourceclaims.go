@@ -28,7 +28,9 @@ func resourceClaims() registry.Resource {
 		Strategy: registry.Strategy{
 			Default: func(obj runtime.Object) { defaultDeviceClaim(&obj.(*resourcev1.ResourceClaim).Spec.Devices) },
 			PrepareForCreate: func(_ context.Context, obj runtime.Object) {
-				obj.(*resourcev1.ResourceClaim).Status = resourcev1.ResourceClaimStatus{}
+				c := obj.(*resourcev1.ResourceClaim)
+				c.Status = resourcev1.ResourceClaimStatus{}
+				dropDisabledClaimFields(&c.Spec.Devices)
 			},
 			Validate: func(obj runtime.Object) field.ErrorList {
 				return validateDeviceClaim(&obj.(*resourcev1.ResourceClaim).Spec.Devices, field.NewPath("spec", "devices"))
@@ -58,6 +60,9 @@ func resourceClaimTemplates() registry.Resource {
 			Default: func(obj runtime.Object) {
 				defaultDeviceClaim(&obj.(*resourcev1.ResourceClaimTemplate).Spec.Spec.Devices)
 			},
+			PrepareForCreate: func(_ context.Context, obj runtime.Object) {
+				dropDisabledClaimFields(&obj.(*resourcev1.ResourceClaimTemplate).Spec.Spec.Devices)
+			},
 			Validate: func(obj runtime.Object) field.ErrorList {
 				s := &obj.(*resourcev1.ResourceClaimTemplate).Spec
 				sp := field.NewPath("spec")
@@ -74,13 +79,15 @@ func resourceClaimTemplates() registry.Resource {
 }
 
 // mergeClaimStatus is what a /status write may change (the status,
-// annotations, finalizers and owners); the statuses of devices that the
-// write deallocates go with their allocation, as upstream drops them.
+// annotations, finalizers and owners), without the fields of features
+// upstream leaves off; the statuses of devices that the write deallocates
+// go with their allocation, as upstream drops them.
 func mergeClaimStatus(obj, old runtime.Object) runtime.Object {
 	c, o := obj.(*resourcev1.ResourceClaim), old.(*resourcev1.ResourceClaim)
 	out := o.DeepCopy()
 	out.Status = *c.Status.DeepCopy()
 	out.Annotations, out.Finalizers, out.OwnerReferences = c.Annotations, c.Finalizers, c.OwnerReferences
+	dropDisabledClaimStatusFields(&out.Status, &o.Status)
 	gone := map[string]bool{}
 	if o.Status.Allocation != nil {
 		for _, r := range o.Status.Allocation.Devices.Results {

@@ -1,6 +1,7 @@
 package resource
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -24,6 +25,12 @@ func resourceSlices() registry.Resource {
 		TracksGeneration: true,
 		Strategy: registry.Strategy{
 			Default: func(obj runtime.Object) { defaultTaints(obj.(*resourcev1.ResourceSlice).Spec.Devices) },
+			PrepareForCreate: func(_ context.Context, obj runtime.Object) {
+				dropDisabledSliceFields(&obj.(*resourcev1.ResourceSlice).Spec, nil)
+			},
+			PrepareForUpdate: func(_ context.Context, obj, old runtime.Object) {
+				dropDisabledSliceFields(&obj.(*resourcev1.ResourceSlice).Spec, &old.(*resourcev1.ResourceSlice).Spec)
+			},
 			Validate: func(obj runtime.Object) field.ErrorList {
 				return validateResourceSliceSpec(&obj.(*resourcev1.ResourceSlice).Spec, nil)
 			},
