@@ -78,21 +78,10 @@ func eachUnique[T any, K comparable](items []T, max int, p *field.Path, key func
 	return errs
 }
 
-func dnsLabel(value string, p *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	for _, msg := range validation.IsDNS1123Label(value) {
-		errs = append(errs, field.Invalid(p, value, msg))
-	}
-	return errs
-}
-
-func dnsSubdomain(value string, p *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	for _, msg := range validation.IsDNS1123Subdomain(value) {
-		errs = append(errs, field.Invalid(p, value, msg))
-	}
-	return errs
-}
+var (
+	dnsLabel     = podspec.ValidateDNS1123Label
+	dnsSubdomain = podspec.ValidateDNS1123Subdomain
+)
 
 func labelValue(value string, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
