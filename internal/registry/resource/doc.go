@@ -7,9 +7,10 @@
 // Defaults are upstream v1.37's (a request's allocationMode ExactCount
 // with count 1, a taint's timeAdded now). Validation follows upstream's
 // rules, field paths and messages: names and required fields, the size
-// limits of requests, selectors, devices and the like, CEL selector
-// expressions that must compile in the DRA environment
-// (k8s.io/dynamic-resource-allocation/cel), a claim's and a template's
+// limits of requests, selectors, devices and the like, CEL selector and
+// derived-attribute expressions that must compile in the DRA environment
+// (k8s.io/dynamic-resource-allocation/cel) within upstream's cost limits,
+// derived attributes that a constraint uses, a claim's and a template's
 // immutable spec, a slice's immutable driver, pool and node, and a claim's
 // status (reservations only of an allocated claim, an allocation that
 // never changes once set). As upstream, the fields of DRA features that

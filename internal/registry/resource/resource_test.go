@@ -334,3 +334,23 @@ func TestDisabledFeatureFields(t *testing.T) {
 		t.Error("a new claim kept distinctAttribute (consumable capacity is off)")
 	}
 }
+
+// TestDerivedAttributes: a request's derived attribute must be named by a
+// constraint on it and computed by an expression that compiles.
+func TestDerivedAttributes(t *testing.T) {
+	r := resourceNamed(t, "resourceclaims")
+	claim := &resourcev1.ResourceClaim{Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{
+		Requests: []resourcev1.DeviceRequest{{Name: "gpu", Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: "c",
+			DerivedAttributes: []resourcev1.DeviceDerivedAttribute{
+				{Name: "example.com/numa", Expression: `device.attributes["example.com"].numa`},
+				{Name: "example.com/unused", Expression: `"x"`},
+				{Name: "example.com/broken", Expression: `noSuchVar`},
+			}}}},
+		Constraints: []resourcev1.DeviceConstraint{{MatchAttribute: ptr.To(resourcev1.FullyQualifiedName("example.com/numa"))},
+			{Requests: []string{"gpu"}, MatchAttribute: ptr.To(resourcev1.FullyQualifiedName("example.com/broken"))}},
+	}}}
+	r.Strategy.Default(claim)
+	expectErrors(t, "derived attributes", r.Strategy.Validate(claim),
+		`spec.devices.requests[0].exactly.derivedAttributes[1].name: Invalid value: "example.com/unused": must be referenced by at least one matchAttribute or distinctAttribute constraint targeting this request`,
+		`spec.devices.requests[0].exactly.derivedAttributes[2].expression: Invalid value: "noSuchVar": compilation failed: ERROR: <input>:1:1: undeclared reference to 'noSuchVar'`)
+}

@@ -183,10 +183,41 @@ func (r requestNames) validateRefs(refs []string, p *field.Path) field.ErrorList
 	return eachUnique(refs, resourcev1.DeviceRequestsMaxSize, p, strKey, r.validateRef)
 }
 
+// claimCheck carries what the checks of one claim's requests share: the
+// attributes its constraints name, by the request (or "request/subrequest",
+// or "" for all requests) they apply to, and the cost of its derived
+// attribute expressions so far.
+type claimCheck struct {
+	constrained map[string]map[string]bool
+	derivedCost uint64
+}
+
 func validateDeviceClaim(d *resourcev1.DeviceClaim, p *field.Path) field.ErrorList {
 	names := requestsOf(d)
+	check := &claimCheck{constrained: map[string]map[string]bool{}}
+	for _, c := range d.Constraints {
+		var attr string
+		switch {
+		case c.MatchAttribute != nil:
+			attr = string(*c.MatchAttribute)
+		case c.DistinctAttribute != nil:
+			attr = string(*c.DistinctAttribute)
+		default:
+			continue
+		}
+		targets := c.Requests
+		if len(targets) == 0 {
+			targets = []string{""}
+		}
+		for _, r := range targets {
+			if check.constrained[r] == nil {
+				check.constrained[r] = map[string]bool{}
+			}
+			check.constrained[r][attr] = true
+		}
+	}
 	errs := eachUnique(d.Requests, resourcev1.DeviceRequestsMaxSize, p.Child("requests"),
-		func(r resourcev1.DeviceRequest) string { return r.Name }, validateDeviceRequest)
+		func(r resourcev1.DeviceRequest) string { return r.Name }, check.validateDeviceRequest)
 	errs = append(errs, eachItem(d.Constraints, maxDeviceConstraints, p.Child("constraints"),
 		func(c resourcev1.DeviceConstraint, p *field.Path) field.ErrorList {
 			errs := names.validateRefs(c.Requests, p.Child("requests"))
@@ -205,10 +236,13 @@ func validateDeviceClaim(d *resourcev1.DeviceClaim, p *field.Path) field.ErrorLi
 			errs := names.validateRefs(c.Requests, p.Child("requests"))
 			return append(errs, validateDeviceConfiguration(c.DeviceConfiguration, false, p)...)
 		})...)
+	if check.derivedCost > resourcev1.DeviceClaimDerivedAttributeCELMaxCost {
+		errs = append(errs, field.Forbidden(p, "too complex, total cost of derived attribute CEL expressions in the claim exceeds cost limit"))
+	}
 	return errs
 }
 
-func validateDeviceRequest(r resourcev1.DeviceRequest, p *field.Path) field.ErrorList {
+func (c *claimCheck) validateDeviceRequest(r resourcev1.DeviceRequest, p *field.Path) field.ErrorList {
 	errs := dnsLabel(r.Name, p.Child("name"))
 	switch {
 	case r.Exactly == nil && len(r.FirstAvailable) == 0:
@@ -219,6 +253,7 @@ func validateDeviceRequest(r resourcev1.DeviceRequest, p *field.Path) field.Erro
 		e, ep := r.Exactly, p.Child("exactly")
 		errs = append(errs, validateDeviceClassRef(e.DeviceClassName, ep.Child("deviceClassName"))...)
 		errs = append(errs, validateSelectors(e.Selectors, false, ep.Child("selectors"))...)
+		errs = append(errs, c.validateDerivedAttributes(e.DerivedAttributes, r.Name, ep.Child("derivedAttributes"))...)
 		errs = append(errs, validateAllocationMode(e.AllocationMode, e.Count, ep)...)
 		errs = append(errs, validateTolerations(e.Tolerations, ep.Child("tolerations"))...)
 	default:
@@ -228,11 +263,43 @@ func validateDeviceRequest(r resourcev1.DeviceRequest, p *field.Path) field.Erro
 				errs := dnsLabel(s.Name, sp.Child("name"))
 				errs = append(errs, validateDeviceClassRef(s.DeviceClassName, sp.Child("deviceClassName"))...)
 				errs = append(errs, validateSelectors(s.Selectors, false, sp.Child("selectors"))...)
+				errs = append(errs, c.validateDerivedAttributes(s.DerivedAttributes, r.Name+"/"+s.Name, sp.Child("derivedAttributes"))...)
 				errs = append(errs, validateAllocationMode(s.AllocationMode, s.Count, sp)...)
 				return append(errs, validateTolerations(s.Tolerations, sp.Child("tolerations"))...)
 			})...)
 	}
 	return errs
+}
+
+// validateDerivedAttributes: at most 32 distinct, fully qualified names,
+// each used by a constraint on the request (a subrequest's: on it or its
+// request), each computed by a CEL expression within the cost limit.
+func (c *claimCheck) validateDerivedAttributes(attrs []resourcev1.DeviceDerivedAttribute, request string, p *field.Path) field.ErrorList {
+	parent, _, _ := strings.Cut(request, "/")
+	used := func(name string) bool {
+		return c.constrained[""][name] || c.constrained[request][name] || c.constrained[parent][name]
+	}
+	return eachUnique(attrs, maxDerivedAttributes, p,
+		func(a resourcev1.DeviceDerivedAttribute) string { return string(a.Name) },
+		func(a resourcev1.DeviceDerivedAttribute, ap *field.Path) field.ErrorList {
+			var errs field.ErrorList
+			np := ap.Child("name")
+			if a.Name == "" {
+				errs = append(errs, field.Required(np, ""))
+			} else {
+				errs = append(errs, validateFullyQualifiedName(string(a.Name), np)...)
+				if !used(string(a.Name)) {
+					errs = append(errs, field.Invalid(np, a.Name, "must be referenced by at least one matchAttribute or distinctAttribute constraint targeting this request"))
+				}
+			}
+			xp := ap.Child("expression")
+			if a.Expression == "" {
+				return append(errs, field.Required(xp, ""))
+			}
+			cost, cerrs := compileCEL(a.Expression, true, xp)
+			c.derivedCost += cost
+			return append(errs, cerrs...)
+		})
 }
 
 var allocationModes = []resourcev1.DeviceAllocationMode{resourcev1.DeviceAllocationModeAll, resourcev1.DeviceAllocationModeExactCount}

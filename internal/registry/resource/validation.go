@@ -29,6 +29,7 @@ const (
 	maxDeviceConfigs          = 32 // a class's or a claim's config entries
 	maxDeviceConstraints      = 32
 	maxFirstAvailable         = 8
+	maxDerivedAttributes      = 32 // per request or subrequest
 	maxAllocatedDeviceDataLen = 10 * 1024
 	maxInterfaceNameLen       = 256
 	maxHardwareAddressLen     = 128
@@ -169,34 +170,45 @@ func validateFullyQualifiedName(name string, p *field.Path) field.ErrorList {
 }
 
 // validateCELSelector compiles a selector expression in upstream's DRA
-// environment (with its v1.37 default features: consumable capacity and
-// list attributes off). stored: the expression was accepted before and is
-// not compiled again, as upstream's ratcheting.
+// environment. stored: the expression was accepted before and is not
+// compiled again, as upstream's ratcheting.
 func validateCELSelector(expression string, stored bool, p *field.Path) field.ErrorList {
 	if stored {
 		return nil
 	}
+	_, errs := compileCEL(expression, false, p)
+	return errs
+}
+
+// compileCEL compiles a selector or (derived) a derived attribute's
+// expression with upstream v1.37's default features (consumable capacity
+// and list attributes off) and returns its estimated cost.
+func compileCEL(expression string, derived bool, p *field.Path) (uint64, field.ErrorList) {
 	if len(expression) > resourcev1.CELSelectorExpressionMaxLength {
-		return field.ErrorList{field.TooLong(p, "", resourcev1.CELSelectorExpressionMaxLength)}
+		return 0, field.ErrorList{field.TooLong(p, "", resourcev1.CELSelectorExpressionMaxLength)}
 	}
 	env := environment.NewExpressions
-	result := dracel.GetCompiler(dracel.Features{}).CompileCELExpression(expression, dracel.Options{EnvType: &env})
+	result := dracel.GetCompiler(dracel.Features{}).CompileCELExpression(expression, dracel.Options{EnvType: &env, DerivedAttribute: derived})
 	if result.Error != nil {
 		var celErr *apiservercel.Error
 		if errors.As(result.Error, &celErr) {
 			switch celErr.Type {
 			case apiservercel.ErrorTypeRequired:
-				return field.ErrorList{field.Required(p, celErr.Detail)}
+				return 0, field.ErrorList{field.Required(p, celErr.Detail)}
 			case apiservercel.ErrorTypeInvalid:
-				return field.ErrorList{field.Invalid(p, expression, celErr.Detail)}
+				return 0, field.ErrorList{field.Invalid(p, expression, celErr.Detail)}
 			}
 		}
-		return field.ErrorList{field.InternalError(p, result.Error)}
+		return 0, field.ErrorList{field.InternalError(p, result.Error)}
 	}
-	if result.MaxCost > resourcev1.CELSelectorExpressionMaxCost {
-		return field.ErrorList{field.Forbidden(p, "too complex, exceeds cost limit")}
+	limit := uint64(resourcev1.CELSelectorExpressionMaxCost)
+	if derived {
+		limit = min(limit, resourcev1.DeviceClaimDerivedAttributeCELMaxCost)
 	}
-	return nil
+	if result.MaxCost > limit {
+		return result.MaxCost, field.ErrorList{field.Forbidden(p, "too complex, exceeds cost limit")}
+	}
+	return result.MaxCost, nil
 }
 
 func validateSelectors(selectors []resourcev1.DeviceSelector, stored bool, p *field.Path) field.ErrorList {
