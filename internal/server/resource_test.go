@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -101,11 +102,37 @@ func TestResourceClaimLifecycle(t *testing.T) {
 	if _, err := claims.UpdateStatus(ctx, moved, metav1.UpdateOptions{}); !apierrors.IsInvalid(err) {
 		t.Errorf("changing an allocation: %v, want 422", err)
 	}
+	plain := &resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: "plain"}, Spec: claim.Spec}
+	granted, err := claims.Create(ctx, plain, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	granted.Status.Allocation = &resourcev1.AllocationResult{Devices: resourcev1.DeviceAllocationResult{
+		Results: []resourcev1.DeviceRequestAllocationResult{{Request: "gpu", Driver: "gpu.example.com", Pool: "node-1", Device: "gpu-0", AdminAccess: ptr.To(true)}}}}
+	if _, err := claims.UpdateStatus(ctx, granted, metav1.UpdateOptions{}); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "status.allocation.devices.results[0].adminAccess: Forbidden") {
+		t.Errorf("granting admin access in an unlabelled namespace: %v, want 422", err)
+	}
 	if err := claims.Delete(ctx, claim.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := claims.Get(ctx, claim.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("get after delete: %v, want 404", err)
+	}
+
+	// Admin access to devices only in a namespace labelled for it.
+	admin := &resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: "admin"}, Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{
+		Requests: []resourcev1.DeviceRequest{{Name: "all", Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: class.Name,
+			AllocationMode: resourcev1.DeviceAllocationModeAll, AdminAccess: ptr.To(true)}}}}}}
+	_, err = claims.Create(ctx, admin, metav1.CreateOptions{})
+	if want := "spec.devices.requests[0].adminAccess: Forbidden: admin access to devices requires the `resource.kubernetes.io/admin-access: true` label on the containing namespace"; !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), want) {
+		t.Errorf("admin access in an unlabelled namespace: %v, want 422 %q", err, want)
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "dra-admin", Labels: map[string]string{"resource.kubernetes.io/admin-access": "true"}}}
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rapi.ResourceClaims(ns.Name).Create(ctx, admin, metav1.CreateOptions{}); err != nil {
+		t.Errorf("admin access in a labelled namespace: %v", err)
 	}
 
 	for _, node := range []string{"node-1", "node-2"} {
