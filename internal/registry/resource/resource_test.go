@@ -250,6 +250,11 @@ func TestResourceSliceRules(t *testing.T) {
 		"spec.devices[1]: Invalid value: null: `nodeName`, `nodeSelector` and `allNodes` can only be set if `perDeviceNodeSelection` is set to true in the ResourceSlice spec",
 		`spec.devices[1]: Duplicate value: "d"`)
 
+	typed := sliceOn("node-1", resourcev1.Device{Name: "d"})
+	typed.Spec.PartitionTypeAttribute = ptr.To(resourcev1.FullyQualifiedName("gpu.example.com/profile"))
+	expectErrors(t, "partition type without counters", r.Strategy.Validate(typed),
+		`spec.partitionTypeAttribute: Invalid value: "gpu.example.com/profile": may only be set on a slice which declares devices that consume counters`)
+
 	none := sliceOn("x")
 	none.Spec.NodeName = nil
 	expectErrors(t, "no node selection", r.Strategy.Validate(none),

@@ -150,12 +150,50 @@ func validateResourceSliceSpec(s, old *resourcev1.ResourceSliceSpec) field.Error
 			return validateCounters(c.Name, "name", c.Counters, resourcev1.ResourceSliceMaxCountersPerCounterSet, cp)
 		})...)
 
+	if s.PartitionTypeAttribute != nil {
+		errs = append(errs, validatePartitionTypeAttribute(s, p)...)
+	}
+
 	ops := map[resourcev1.SkipNodeOperation]bool{}
 	for _, op := range s.SkipNodeOperations {
 		ops[op] = true
 	}
 	if ops[resourcev1.SkipNodeOperationNodePrepareResources] && !ops[resourcev1.SkipNodeOperationNodeUnprepareResources] && !ops[resourcev1.SkipNodeOperationAll] {
 		errs = append(errs, field.Invalid(p.Child("skipNodeOperations"), s.SkipNodeOperations, "NodePrepareResources cannot be skipped unless NodeUnprepareResources is also skipped"))
+	}
+	return errs
+}
+
+// validatePartitionTypeAttribute: the attribute names a partition type
+// only in a slice whose devices consume counters, and each such device
+// carries it as a string (under its full name, or bare when it is in the
+// driver's domain).
+func validatePartitionTypeAttribute(s *resourcev1.ResourceSliceSpec, p *field.Path) field.ErrorList {
+	name := string(*s.PartitionTypeAttribute)
+	ap := p.Child("partitionTypeAttribute")
+	if !slices.ContainsFunc(s.Devices, func(d resourcev1.Device) bool { return len(d.ConsumesCounters) > 0 }) {
+		return field.ErrorList{field.Invalid(ap, name, "may only be set on a slice which declares devices that consume counters")}
+	}
+	if errs := validateFullyQualifiedName(name, ap); len(errs) > 0 {
+		return errs
+	}
+	bare, _ := strings.CutPrefix(name, s.Driver+"/")
+	var errs field.ErrorList
+	for i, d := range s.Devices {
+		if len(d.ConsumesCounters) == 0 {
+			continue
+		}
+		attrPath := p.Child("devices").Index(i).Child("attributes").Key(name)
+		a, ok := d.Attributes[resourcev1.QualifiedName(name)]
+		if !ok && bare != "" {
+			a, ok = d.Attributes[resourcev1.QualifiedName(bare)]
+		}
+		switch {
+		case !ok:
+			errs = append(errs, field.Required(attrPath, "device consumes counters and `partitionTypeAttribute` names this attribute, so it must be set"))
+		case a.StringValue == nil:
+			errs = append(errs, field.Invalid(attrPath, a, "must be a string value because `partitionTypeAttribute` names this attribute"))
+		}
 	}
 	return errs
 }
