@@ -568,6 +568,23 @@ func registerMisc() {
 		}
 		return row(s.Name, node, s.Spec.Driver, s.Spec.Pool.Name, age(s.CreationTimestamp))
 	}))
+	// The selector is not printed (it can be long); the taint is.
+	taintDoc := resourcev1.DeviceTaint{}.SwaggerDoc()
+	register(gvk("resource.k8s.io", "v1", "DeviceTaintRule"), []metav1.TableColumnDefinition{
+		nameColumn(),
+		str("Key", taintDoc["key"]),
+		str("Value", taintDoc["value"]),
+		str("Effect", taintDoc["effect"]),
+		str("TimeAdded", taintDoc["timeAdded"]),
+		ageColumn(),
+	}, typed(func(r *resourcev1.DeviceTaintRule) []interface{} {
+		t := r.Spec.Taint
+		added := ""
+		if t.TimeAdded != nil {
+			added = age(*t.TimeAdded)
+		}
+		return row(r.Name, t.Key, t.Value, string(t.Effect), added, age(r.CreationTimestamp))
+	}))
 }
 
 // csrCondition is the CONDITION cell: Denied, Approved or Pending, then

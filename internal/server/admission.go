@@ -13,6 +13,7 @@ import (
 	"plainkube.dev/plainkube/internal/admission/certificates"
 	"plainkube.dev/plainkube/internal/admission/defaultstorageclass"
 	"plainkube.dev/plainkube/internal/admission/defaulttolerationseconds"
+	"plainkube.dev/plainkube/internal/admission/draadminaccess"
 	"plainkube.dev/plainkube/internal/admission/limitranger"
 	"plainkube.dev/plainkube/internal/admission/namespacelifecycle"
 	"plainkube.dev/plainkube/internal/admission/noderestriction"
@@ -84,6 +85,7 @@ func admissionChain(d admissionDeps) admission.Chain {
 	// exist: without them nothing would remove its finalizers and no claim
 	// or volume could ever be deleted.
 	add(runtimeclass.New(d.objects))
+	add(draadminaccess.New(d.objects))
 	add(certificates.Approval(d.authz))
 	add(certificates.Signing(d.authz))
 	add(certificates.SubjectRestriction())

@@ -32,7 +32,6 @@ var knownDiscoveryGaps = []string{
 	"networking.k8s.io/v1 ipaddresses: missing",
 	"networking.k8s.io/v1 servicecidrs/status: missing",
 	"networking.k8s.io/v1 servicecidrs: missing",
-	"resource.k8s.io/v1: not served",
 	"storagemigration.k8s.io/v1: not served",
 	"v1 pods/resize: missing",
 }

@@ -171,7 +171,7 @@ func validateContainerCommon(c *corev1.Container, vols map[string]corev1.VolumeS
 	if c.Name == "" {
 		allErrs = append(allErrs, field.Required(p.Child("name"), ""))
 	} else {
-		allErrs = append(allErrs, validateDNS1123Label(c.Name, p.Child("name"))...)
+		allErrs = append(allErrs, ValidateDNS1123Label(c.Name, p.Child("name"))...)
 	}
 	if c.Image == "" {
 		allErrs = append(allErrs, field.Required(p.Child("image"), ""))

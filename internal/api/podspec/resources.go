@@ -232,7 +232,7 @@ func validateResourceClaimNames(claims []corev1.ResourceClaim, podClaims sets.Se
 		}
 		key := c.Name
 		if c.Request != "" {
-			allErrs = append(allErrs, validateDNS1123Label(c.Request, p.Child("request"))...)
+			allErrs = append(allErrs, ValidateDNS1123Label(c.Request, p.Child("request"))...)
 			key += "/" + c.Request
 		}
 		if seen.Has(key) || (c.Request != "" && seen.Has(c.Name)) {

@@ -260,10 +260,10 @@ func validatePodSpec(spec *corev1.PodSpec, meta *metav1.ObjectMeta, fldPath *fie
 		}
 	}
 	if spec.Hostname != "" {
-		allErrs = append(allErrs, validateDNS1123Label(spec.Hostname, fldPath.Child("hostname"))...)
+		allErrs = append(allErrs, ValidateDNS1123Label(spec.Hostname, fldPath.Child("hostname"))...)
 	}
 	if spec.Subdomain != "" {
-		allErrs = append(allErrs, validateDNS1123Label(spec.Subdomain, fldPath.Child("subdomain"))...)
+		allErrs = append(allErrs, ValidateDNS1123Label(spec.Subdomain, fldPath.Child("subdomain"))...)
 	}
 	if len(spec.Tolerations) > 0 {
 		allErrs = append(allErrs, ValidateTolerations(spec.Tolerations, fldPath.Child("tolerations"))...)
@@ -271,7 +271,7 @@ func validatePodSpec(spec *corev1.PodSpec, meta *metav1.ObjectMeta, fldPath *fie
 	for i, ha := range spec.HostAliases {
 		allErrs = append(allErrs, validation.IsValidIP(fldPath.Child("hostAliases").Index(i).Child("ip"), ha.IP)...)
 		for j, h := range ha.Hostnames {
-			allErrs = append(allErrs, validateDNS1123Subdomain(h, fldPath.Child("hostAliases").Index(i).Child("hostnames").Index(j))...)
+			allErrs = append(allErrs, ValidateDNS1123Subdomain(h, fldPath.Child("hostAliases").Index(i).Child("hostnames").Index(j))...)
 		}
 	}
 	if spec.PriorityClassName != "" {
@@ -368,7 +368,7 @@ func validatePodResourceClaims(claims []corev1.PodResourceClaim, fldPath *field.
 		case names.Has(c.Name):
 			allErrs = append(allErrs, field.Duplicate(p.Child("name"), c.Name))
 		default:
-			allErrs = append(allErrs, validateDNS1123Label(c.Name, p.Child("name"))...)
+			allErrs = append(allErrs, ValidateDNS1123Label(c.Name, p.Child("name"))...)
 			names.Insert(c.Name)
 		}
 		if c.ResourceClaimName != nil && c.ResourceClaimTemplateName != nil {
@@ -464,7 +464,8 @@ func validateWindowsPod(spec *corev1.PodSpec, fldPath *field.Path) field.ErrorLi
 	return allErrs
 }
 
-func validateDNS1123Label(v string, fldPath *field.Path) field.ErrorList {
+// ValidateDNS1123Label reports v when it is not a DNS label, with upstream's messages.
+func ValidateDNS1123Label(v string, fldPath *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
 	for _, msg := range validation.IsDNS1123Label(v) {
 		allErrs = append(allErrs, field.Invalid(fldPath, v, msg))
@@ -472,7 +473,8 @@ func validateDNS1123Label(v string, fldPath *field.Path) field.ErrorList {
 	return allErrs
 }
 
-func validateDNS1123Subdomain(v string, fldPath *field.Path) field.ErrorList {
+// ValidateDNS1123Subdomain reports v when it is not a DNS subdomain, with upstream's messages.
+func ValidateDNS1123Subdomain(v string, fldPath *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
 	for _, msg := range validation.IsDNS1123Subdomain(v) {
 		allErrs = append(allErrs, field.Invalid(fldPath, v, msg))

@@ -163,10 +163,10 @@ func volumeSourceKinds(s *corev1.VolumeSource, fldPath *field.Path, volName stri
 		if s.StorageOS.VolumeName == "" {
 			errs = append(errs, field.Required(p.Child("volumeName"), ""))
 		} else {
-			errs = append(errs, validateDNS1123Label(s.StorageOS.VolumeName, p.Child("volumeName"))...)
+			errs = append(errs, ValidateDNS1123Label(s.StorageOS.VolumeName, p.Child("volumeName"))...)
 		}
 		if s.StorageOS.VolumeNamespace != "" {
-			errs = append(errs, validateDNS1123Label(s.StorageOS.VolumeNamespace, p.Child("volumeNamespace"))...)
+			errs = append(errs, ValidateDNS1123Label(s.StorageOS.VolumeNamespace, p.Child("volumeNamespace"))...)
 		}
 		if s.StorageOS.SecretRef != nil && s.StorageOS.SecretRef.Name == "" {
 			errs = append(errs, field.Required(p.Child("secretRef", "name"), ""))
@@ -198,7 +198,7 @@ func volumeSourceKinds(s *corev1.VolumeSource, fldPath *field.Path, volName stri
 			errs = append(errs, field.Required(p.Child("volumeClaimTemplate"), ""))
 		} else {
 			tp := p.Child("volumeClaimTemplate")
-			errs = append(errs, validateTemplateObjectMeta(&s.Ephemeral.VolumeClaimTemplate.ObjectMeta, tp.Child("metadata"))...)
+			errs = append(errs, ValidateTemplateObjectMeta(&s.Ephemeral.VolumeClaimTemplate.ObjectMeta, tp.Child("metadata"))...)
 			errs = append(errs, ValidatePersistentVolumeClaimSpec(&s.Ephemeral.VolumeClaimTemplate.Spec, tp.Child("spec"))...)
 		}
 		if podMeta != nil && podMeta.Name != "" && volName != "" {
@@ -239,7 +239,7 @@ func validateVolumes(volumes []corev1.Volume, podMeta *metav1.ObjectMeta, fldPat
 		if v.Name == "" {
 			el = append(el, field.Required(namePath, ""))
 		} else {
-			el = append(el, validateDNS1123Label(v.Name, namePath)...)
+			el = append(el, ValidateDNS1123Label(v.Name, namePath)...)
 		}
 		if names.Has(v.Name) {
 			el = append(el, field.Duplicate(namePath, v.Name))
@@ -687,9 +687,9 @@ func validateLocalNonReservedPath(p string, fldPath *field.Path) field.ErrorList
 	return errs
 }
 
-// validateTemplateObjectMeta checks the metadata of an embedded template
+// ValidateTemplateObjectMeta checks the metadata of an embedded template
 // that may carry only labels and annotations.
-func validateTemplateObjectMeta(m *metav1.ObjectMeta, fldPath *field.Path) field.ErrorList {
+func ValidateTemplateObjectMeta(m *metav1.ObjectMeta, fldPath *field.Path) field.ErrorList {
 	errs := apivalidation.ValidateAnnotations(m.Annotations, fldPath.Child("annotations"))
 	errs = append(errs, metavalidation.ValidateLabels(m.Labels, fldPath.Child("labels"))...)
 	rest := m.DeepCopy()

@@ -22,6 +22,7 @@ import (
 	"plainkube.dev/plainkube/internal/registry/node"
 	"plainkube.dev/plainkube/internal/registry/policy"
 	"plainkube.dev/plainkube/internal/registry/rbac"
+	resourceapi "plainkube.dev/plainkube/internal/registry/resource"
 	"plainkube.dev/plainkube/internal/registry/reviews"
 	"plainkube.dev/plainkube/internal/registry/scheduling"
 	storageapi "plainkube.dev/plainkube/internal/registry/storage"
@@ -36,6 +37,7 @@ func Resources() []registry.Resource {
 		policy.Resources(), rbac.Resources(), storageapi.Resources(), scheduling.Resources(),
 		admissionregistration.Resources(), certificates.Resources(), reviews.Resources(),
 		apiextensions.Resources(), apiregistration.Resources(), metrics.Resources(), node.Resources(), flowcontrol.Resources(),
+		resourceapi.Resources(),
 	} {
 		out = append(out, group...)
 	}
