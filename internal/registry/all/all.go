@@ -25,6 +25,7 @@ import (
 	"plainkube.dev/plainkube/internal/registry/reviews"
 	"plainkube.dev/plainkube/internal/registry/scheduling"
 	storageapi "plainkube.dev/plainkube/internal/registry/storage"
+	"plainkube.dev/plainkube/internal/registry/storagemigration"
 )
 
 // Resources returns a fresh list of every built-in resource.
@@ -36,6 +37,7 @@ func Resources() []registry.Resource {
 		policy.Resources(), rbac.Resources(), storageapi.Resources(), scheduling.Resources(),
 		admissionregistration.Resources(), certificates.Resources(), reviews.Resources(),
 		apiextensions.Resources(), apiregistration.Resources(), metrics.Resources(), node.Resources(), flowcontrol.Resources(),
+		storagemigration.Resources(),
 	} {
 		out = append(out, group...)
 	}
