@@ -69,6 +69,8 @@ func (a *Authorizer) Authorize(_ context.Context, at auth.Attributes) (auth.Deci
 			return nodeObject(node, at)
 		case pods:
 			return a.pod(node, at)
+		case podCertificateRequests:
+			return podCertificateRequest(node, at)
 		}
 	}
 	for i := range a.rules {
@@ -93,6 +95,8 @@ var (
 	csiNodes          = groupResource{"storage.k8s.io", "csinodes"}
 	volumeAttachments = groupResource{"storage.k8s.io", "volumeattachments"}
 	resourceClaims    = groupResource{"resource.k8s.io", "resourceclaims"}
+
+	podCertificateRequests = groupResource{"certificates.k8s.io", "podcertificaterequests"}
 )
 
 func noRelationship(node string) (auth.Decision, string, error) {
@@ -248,6 +252,27 @@ func (a *Authorizer) pod(node string, at auth.Attributes) (auth.Decision, string
 		}
 	}
 	return auth.NoOpinion, "", nil
+}
+
+// podCertificateRequest: a node creates requests (NodeRestriction narrows
+// them to its own pods), gets them, and lists or watches those naming it
+// (fieldSelector spec.nodeName=<itself>); never their status. Upstream
+// narrows get to the node's own requests through its graph; here the
+// graph does not track requests, so a get is allowed for any.
+func podCertificateRequest(node string, at auth.Attributes) (auth.Decision, string, error) {
+	if at.Subresource != "" {
+		return auth.NoOpinion, "nodes may not access the status subresource of PodCertificateRequests", nil
+	}
+	switch at.Verb {
+	case "create", "get":
+		return auth.Allow, "", nil
+	case "list", "watch":
+		if selects(at.FieldSelector, "spec.nodeName", node) {
+			return auth.Allow, "", nil
+		}
+		return auth.NoOpinion, "can only list/watch podcertificaterequests with nodeName field selector", nil
+	}
+	return auth.NoOpinion, fmt.Sprintf("nodes may not %s podcertificaterequests", at.Verb), nil
 }
 
 // selects reports whether the field selector requires field=value.

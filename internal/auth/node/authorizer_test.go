@@ -52,6 +52,11 @@ func TestNodeAuthorizer(t *testing.T) {
 		at.FieldSelector = selector
 		return at
 	}
+	pcrList := func(selector string) auth.Attributes {
+		at := res("list", "certificates.k8s.io", "podcertificaterequests", "", "", "")
+		at.FieldSelector = selector
+		return at
+	}
 	for _, tc := range []struct {
 		at     auth.Attributes
 		allow  bool
@@ -82,6 +87,11 @@ func TestNodeAuthorizer(t *testing.T) {
 		{list("pods", "", "spec.nodeName=n1"), true, ""},
 		{list("pods", "", "spec.nodeName=n2"), false, "can only list/watch pods with spec.nodeName field selector"},
 		{list("pods", "", ""), false, "can only list/watch pods with spec.nodeName field selector"},
+		{res("create", "certificates.k8s.io", "podcertificaterequests", "", "ns", ""), true, ""},
+		{res("update", "certificates.k8s.io", "podcertificaterequests", "status", "ns", "r"), false, "nodes may not access the status subresource of PodCertificateRequests"},
+		{res("delete", "certificates.k8s.io", "podcertificaterequests", "", "ns", "r"), false, "nodes may not delete podcertificaterequests"},
+		{pcrList("spec.nodeName=n1"), true, ""},
+		{pcrList("spec.nodeName=n2"), false, "can only list/watch podcertificaterequests with nodeName field selector"},
 		{res("update", "", "pods", "status", "ns", "web"), true, ""},
 		{res("get", "", "nodes", "", "", "n1"), true, ""},
 		{res("get", "", "nodes", "", "", "n2"), false, "node 'n1' cannot read 'n2', only its own Node object"},

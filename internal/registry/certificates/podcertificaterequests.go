@@ -21,6 +21,7 @@ import (
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -72,6 +73,10 @@ func podCertificateRequests() registry.Resource {
 			},
 			ValidateStatusUpdate: func(obj, old runtime.Object) field.ErrorList {
 				return validatePCRStatusUpdate(obj.(*certificatesv1.PodCertificateRequest), old.(*certificatesv1.PodCertificateRequest), time.Now())
+			},
+			SelectableFields: func(obj runtime.Object) fields.Set {
+				s := &obj.(*certificatesv1.PodCertificateRequest).Spec
+				return fields.Set{"spec.signerName": s.SignerName, "spec.podName": s.PodName, "spec.nodeName": string(s.NodeName)}
 			},
 		},
 	}
