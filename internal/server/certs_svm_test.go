@@ -16,6 +16,7 @@ import (
 	"time"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	storagemigrationv1 "k8s.io/api/storagemigration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -326,5 +327,63 @@ func TestStorageVersionMigrations(t *testing.T) {
 	}
 	if _, err := svms.Get(ctx, svm.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("a deleted migration: %v", err)
+	}
+}
+
+// TestPodCertificateRequestsFromNodes: a node creates a request for its
+// own pod, for a signer the pod mounts certificates of, and reads back
+// the requests naming it (get, and list with spec.nodeName); a request
+// for another node's pod is refused with upstream's message.
+func TestPodCertificateRequestsFromNodes(t *testing.T) {
+	_, cfg := startServer(t)
+	admin := clientset(t, cfg)
+	ctx := context.Background()
+	node, err := admin.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa, err := admin.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "app"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	podOn := func(name, nodeName string) *corev1.Pod {
+		pod := simplePod(name)
+		pod.Spec.NodeName, pod.Spec.ServiceAccountName = nodeName, "app"
+		pod.Spec.Volumes = []corev1.Volume{{Name: "certs", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+			Sources: []corev1.VolumeProjection{{PodCertificate: &corev1.PodCertificateProjection{SignerName: "example.com/one", KeyType: "ECDSAP256"}}}}}}}
+		pod, err := admin.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pod
+	}
+	web, far := podOn("web", "n1"), podOn("far", "n2")
+	stub, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{}, testECKey(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	request := func(name string, pod *corev1.Pod) *certificatesv1.PodCertificateRequest {
+		return &certificatesv1.PodCertificateRequest{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: certificatesv1.PodCertificateRequestSpec{
+			SignerName: "example.com/one", PodName: pod.Name, PodUID: pod.UID, ServiceAccountName: "app", ServiceAccountUID: sa.UID,
+			NodeName: "n1", NodeUID: node.UID, MaxExpirationSeconds: ptr.To[int32](86400), StubPKCS10Request: stub}}
+	}
+	kubelet := impersonating(t, cfg, "system:node:n1", "system:nodes").CertificatesV1().PodCertificateRequests("default")
+	if _, err := kubelet.Create(ctx, request("web-cert", web), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = kubelet.Create(ctx, request("far-cert", far), metav1.CreateOptions{})
+	want := `podcertificaterequests.certificates.k8s.io "far-cert" is forbidden: pod "default/far" is not running on node "n1" named in the PodCertificateRequest`
+	if !apierrors.IsForbidden(err) || err.Error() != want {
+		t.Fatalf("a request for another node's pod: %v, want %q", err, want)
+	}
+	// The authorizer's graph learns of the request from its informer.
+	if err := untilNotForbidden(func() error { _, err := kubelet.Get(ctx, "web-cert", metav1.GetOptions{}); return err }); err != nil {
+		t.Fatalf("the node reading its request: %v", err)
+	}
+	if list, err := kubelet.List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=n1"}); err != nil || len(list.Items) != 1 {
+		t.Fatalf("the node listing its requests: %v %v", list, err)
+	}
+	if _, err := kubelet.List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+		t.Fatalf("the node listing every request: %v", err)
 	}
 }
