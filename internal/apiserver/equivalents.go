@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"plainkube.dev/plainkube/internal/apiserver/custom"
 )
 
 // EquivalentResource is a resource serving the same stored objects as
@@ -109,12 +110,14 @@ func (s *Server) ConvertObject(_ context.Context, obj runtime.Object, kind schem
 	return nil, fmt.Errorf("cannot convert %v to %v", from, kind)
 }
 
-// DefaultObject applies the defaults of the built-in resource whose
-// objects are of obj's kind, as the server does to an object it is
-// given (a webhook's patched object is defaulted again, as upstream's).
-// Other objects are left as they are.
+// DefaultObject applies the defaults of the resource whose objects are of
+// obj's kind, as the server does to an object it is given (a webhook's
+// patched object is defaulted again, as upstream's); a custom object is
+// also pruned of the fields its schema does not declare. Other objects are
+// left as they are.
 func (s *Server) DefaultObject(obj runtime.Object) {
-	if _, ok := obj.(*unstructured.Unstructured); ok {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		s.defaultCustom(u)
 		return
 	}
 	kinds, _, err := s.codecs.scheme.ObjectKinds(obj)
@@ -126,5 +129,27 @@ func (s *Server) DefaultObject(obj runtime.Object) {
 			rs.res.Strategy.Default(obj)
 			return
 		}
+	}
+}
+
+// defaultCustom prunes and defaults a custom object as its version's
+// schema says, as when it is decoded.
+func (s *Server) defaultCustom(u *unstructured.Unstructured) {
+	st := s.custom.Load()
+	if st == nil {
+		return
+	}
+	gvk := u.GroupVersionKind()
+	for _, rs := range st.stores {
+		if rs.cr.Ver.Resource.Kind != gvk {
+			continue
+		}
+		if rs.cr.Ver.Coerce != nil {
+			rs.cr.Ver.Coerce(u, custom.CoerceOptions{})
+		}
+		if d := rs.res.Strategy.Default; d != nil {
+			d(u)
+		}
+		return
 	}
 }

@@ -1,12 +1,15 @@
 package apiserver
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"io"
 	"math/big"
 	"net/http"
+	"slices"
 	"strconv"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,6 +22,7 @@ import (
 
 	"plainkube.dev/plainkube/internal/admission"
 	"plainkube.dev/plainkube/internal/apiserver/custom"
+	"plainkube.dev/plainkube/internal/registry"
 	"plainkube.dev/plainkube/internal/storage"
 )
 
@@ -55,6 +59,14 @@ type request struct {
 
 func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info requestInfo) {
 	gvr := schemaGVR(info)
+	if res, ok := s.ephemeral[gvr]; ok && res.CreateAs != nil {
+		var err error
+		if r, info, err = s.createAs(r, info, res); err != nil {
+			s.codecs.writeError(w, r, err)
+			return
+		}
+		gvr = schemaGVR(info)
+	}
 	if res, ok := s.ephemeral[gvr]; ok {
 		if res.Deprecated != "" {
 			addWarnings(w, []string{res.Deprecated})
@@ -101,7 +113,34 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info requ
 	}
 }
 
+// createAs turns a create of a CreateAs resource into the create of the
+// subresource it stands for, of the object its body names.
+func (s *Server) createAs(r *http.Request, info requestInfo, res *registry.Resource) (*http.Request, requestInfo, error) {
+	if info.Verb != "create" || info.Name != "" {
+		return r, info, methodNotAllowed(r.Method, schemaGVR(info).GroupResource())
+	}
+	data, err := s.readBody(r)
+	if err != nil {
+		return r, info, err
+	}
+	obj, _, err := s.decodeBody(r, data, res.Kind, nil, validationIgnore)
+	if err != nil {
+		return r, info, err
+	}
+	name := metaOf(obj).GetName()
+	if name == "" {
+		return r, info, apierrors.NewBadRequest("name is required")
+	}
+	info.Resource, info.Name, info.Subresource = res.CreateAs.Resource, name, res.CreateAs.Subresource
+	r = r.Clone(r.Context())
+	r.Body = io.NopCloser(bytes.NewReader(data))
+	return r, info, nil
+}
+
 func (s *Server) serveMain(rq *request) error {
+	if v := rq.rs.res.Verbs; v != nil && !slices.Contains(v, rq.info.Verb) {
+		return methodNotAllowed(rq.r.Method, rq.rs.gr)
+	}
 	switch rq.info.Verb {
 	case "get":
 		return s.handleGet(rq)

@@ -141,8 +141,8 @@ func New(cfg Config) (*Server, error) {
 			}
 		}
 		if res.Ephemeral {
-			if res.Handler == nil {
-				return nil, fmt.Errorf("resource %s is not stored and has no Handler", res.Kind.GroupVersion().WithResource(res.Plural))
+			if res.Handler == nil && res.CreateAs == nil {
+				return nil, fmt.Errorf("resource %s is not stored and has no Handler nor CreateAs", res.Kind.GroupVersion().WithResource(res.Plural))
 			}
 			s.ephemeral[res.Kind.GroupVersion().WithResource(res.Plural)] = res
 			continue

@@ -16,6 +16,7 @@ import (
 	"plainkube.dev/plainkube/internal/controller/deployment"
 	"plainkube.dev/plainkube/internal/controller/endpoints"
 	"plainkube.dev/plainkube/internal/controller/endpointslice"
+	"plainkube.dev/plainkube/internal/controller/endpointslicemirroring"
 	"plainkube.dev/plainkube/internal/controller/garbagecollector"
 	"plainkube.dev/plainkube/internal/controller/job"
 	"plainkube.dev/plainkube/internal/controller/namespace"
@@ -65,6 +66,7 @@ var Registry = []Registration{
 	{garbagecollector.Name, "garbage-collector-controller", "generic-garbage-collector", plain(garbagecollector.New), true},
 	{namespace.Name, "namespace-controller", "namespace-controller", plain(namespace.New), true},
 	{endpointslice.Name, "endpointslice-controller", "endpointslice-controller", sharing(endpointslice.New), true},
+	{endpointslicemirroring.Name, "endpointslice-mirroring-controller", "endpointslicemirroring-controller", sharing(endpointslicemirroring.New), true},
 	{endpoints.Name, "endpoints-controller", "endpoint-controller", sharing(endpoints.New), true},
 	{serviceaccount.Name, "serviceaccount-controller", "service-account-controller", sharing(serviceaccount.New), true},
 	{nodelifecycle.Name, "node-lifecycle-controller", "node-controller", newNodeLifecycle, true},

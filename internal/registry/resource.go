@@ -51,6 +51,11 @@ type Resource struct {
 	// both APIs then show the same objects (events.k8s.io/v1 events are
 	// core/v1 events in storage, as upstream).
 	StoredAs *StoredAs
+	// CreateAs makes an Ephemeral, create-only resource the other door to
+	// a subresource of the same group-version: a create of it is a create
+	// of that subresource of the object the body's metadata.name names
+	// (core/v1 bindings are pods/binding, as upstream).
+	CreateAs *SubresourceRef
 	// Ephemeral resources are not stored: the API server answers a create
 	// of access and token reviews itself, and the rest with their Handler
 	// (metrics.k8s.io, from the node agents' usage summaries).
@@ -61,6 +66,9 @@ type Resource struct {
 	// Strategy supplies the per-resource rules; nil fields mean "nothing to do".
 	Strategy Strategy
 }
+
+// SubresourceRef names a subresource of a resource (its plural).
+type SubresourceRef struct{ Resource, Subresource string }
 
 // Strategy holds the rules one resource adds to the generic handling (which
 // already validates ObjectMeta, keeps status out of main-resource writes and

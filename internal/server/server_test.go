@@ -706,3 +706,30 @@ func TestPodGeneration(t *testing.T) {
 		t.Fatalf("second delete: %v, generation %d, want 4", err, pod.Generation)
 	}
 }
+
+// TestBindingsResource: a Binding created in a namespace's bindings binds
+// the pod it names (upstream's older door to pods/binding); other verbs
+// answer 405.
+func TestBindingsResource(t *testing.T) {
+	_, cfg := startServer(t)
+	cs := clientset(t, cfg)
+	ctx := context.Background()
+	if _, err := cs.CoreV1().Pods("default").Create(ctx, simplePod("b"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rest := cs.CoreV1().RESTClient()
+	binding := `{"apiVersion":"v1","kind":"Binding","metadata":{"name":"b"},"target":{"kind":"Node","name":"n1"}}`
+	if err := rest.Post().Namespace("default").Resource("bindings").Body([]byte(binding)).Do(ctx).Error(); err != nil {
+		t.Fatalf("create binding: %v", err)
+	}
+	pod, err := cs.CoreV1().Pods("default").Get(ctx, "b", metav1.GetOptions{})
+	if err != nil || pod.Spec.NodeName != "n1" {
+		t.Fatalf("pod after the binding: %v, node %q", err, pod.Spec.NodeName)
+	}
+	if err := rest.Post().Namespace("default").Resource("bindings").Body([]byte(binding)).Do(ctx).Error(); !apierrors.IsConflict(err) {
+		t.Errorf("binding a bound pod again: %v, want 409", err)
+	}
+	if err := rest.Get().Namespace("default").Resource("bindings").Do(ctx).Error(); statusCode(err) != http.StatusMethodNotAllowed {
+		t.Errorf("list bindings: %v, want 405", err)
+	}
+}

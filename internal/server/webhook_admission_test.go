@@ -297,7 +297,8 @@ func TestAdmissionWebhooks(t *testing.T) {
 // TestAdmissionWebhookEquivalentVersions: a mutating webhook whose rule
 // names v1 of a custom resource is called, with matchPolicy Equivalent,
 // for a write in v2: it sees the object in v1 (requestKind v2), and its
-// patch lands on the v2 object stored.
+// patch lands on the v2 object stored, pruned of what the schema does not
+// declare.
 func TestAdmissionWebhookEquivalentVersions(t *testing.T) {
 	_, cfg := startServer(t)
 	cs := clientset(t, cfg)
@@ -317,7 +318,7 @@ func TestAdmissionWebhookEquivalentVersions(t *testing.T) {
 	})
 	pt := admissionv1.PatchTypeJSONPatch
 	hook := webhooktest.New(t, func(r *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
-		return &admissionv1.AdmissionResponse{Allowed: true, PatchType: &pt, Patch: []byte(`[{"op":"add","path":"/metadata/labels","value":{"seen-as":"` + r.Kind.Version + `"}}]`)}
+		return &admissionv1.AdmissionResponse{Allowed: true, PatchType: &pt, Patch: []byte(`[{"op":"add","path":"/metadata/labels","value":{"seen-as":"` + r.Kind.Version + `"}},{"op":"add","path":"/undeclared","value":"x"}]`)}
 	})
 	rule := []admissionregistrationv1.RuleWithOperations{{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
 		Rule: admissionregistrationv1.Rule{APIGroups: []string{"example.com"}, APIVersions: []string{"v1"}, Resources: []string{"widgets"}}}}
@@ -355,5 +356,9 @@ func TestAdmissionWebhookEquivalentVersions(t *testing.T) {
 	}
 	if created.GetAPIVersion() != "example.com/v2" || created.GetLabels()["seen-as"] != "v1" {
 		t.Errorf("stored %v", created.Object)
+	}
+	// A field the schema does not declare, added by the webhook, is pruned.
+	if _, ok := created.Object["undeclared"]; ok {
+		t.Errorf("a webhook's undeclared field was stored: %v", created.Object)
 	}
 }

@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"plainkube.dev/plainkube/internal/controller/endpointutil"
 )
 
 func testService(mut ...func(*corev1.Service)) *corev1.Service {
@@ -178,14 +180,14 @@ func TestRepack(t *testing.T) {
 		"10.0.0.1 | 10.0.0.3 | b=90",
 		"10.0.0.1,10.0.0.2 |  | a=80",
 	}
-	got := render(Repack(in))
+	got := render(endpointutil.Repack(in))
 	slices.Sort(got)
 	if !slices.Equal(got, want) {
 		t.Errorf("got  %q\nwant %q", got, want)
 	}
 	// The same endpoints in another order pack the same.
 	slices.Reverse(in)
-	if again := render(Repack(in)); !slices.Equal(again, render(Repack(slices.Clone(in)))) {
+	if again := render(endpointutil.Repack(in)); !slices.Equal(again, render(endpointutil.Repack(slices.Clone(in)))) {
 		t.Error("repack is not deterministic")
 	}
 }

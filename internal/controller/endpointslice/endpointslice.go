@@ -14,8 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	discoveryinformers "k8s.io/client-go/informers/discovery/v1"
-	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	"k8s.io/client-go/rest"
@@ -46,7 +44,7 @@ type Controller struct {
 	// MaxEndpointsPerSlice caps the endpoints in one slice; set before Run.
 	MaxEndpointsPerSlice int
 
-	tracker  *sliceTracker
+	tracker  *endpointutil.SliceTracker
 	triggers *endpointutil.TriggerTimeTracker
 }
 
@@ -61,7 +59,7 @@ func New(cfg *rest.Config) (*Controller, error) {
 	return &Controller{
 		Base:                 base,
 		MaxEndpointsPerSlice: DefaultMaxEndpointsPerSlice,
-		tracker:              newSliceTracker(),
+		tracker:              endpointutil.NewSliceTracker(),
 		triggers:             endpointutil.NewTriggerTimeTracker(),
 	}, nil
 }
@@ -81,13 +79,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	svcInf := b.Informers().Core().V1().Services()
 	podInf := b.SharedInformers().Core().V1().Pods()
 	nodeInf := b.SharedInformers().Core().V1().Nodes()
-	// Only the slices this controller manages are watched.
-	sliceInf := b.Informers().InformerFor(&discoveryv1.EndpointSlice{}, func(cs kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
-		return discoveryinformers.NewFilteredEndpointSliceInformer(cs, metav1.NamespaceAll, resync,
-			cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, func(o *metav1.ListOptions) {
-				o.LabelSelector = discoveryv1.LabelManagedBy + "=" + ControllerName
-			})
-	})
+	sliceInf := endpointutil.ManagedSliceInformer(b.Informers(), ControllerName)
 	l := listers{
 		services: svcInf.Lister(),
 		pods:     podInf.Lister(),
@@ -119,7 +111,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		}).
 		Watches(sliceInf, controller.Added|controller.Updated, c.sliceChanged(b.Queue().AddAfter)).
 		Watches(sliceInf, controller.Deleted, func(_, obj any) []string {
-			if s, ok := obj.(*discoveryv1.EndpointSlice); ok && !c.tracker.handleDeletion(s) {
+			if s, ok := obj.(*discoveryv1.EndpointSlice); ok && !c.tracker.HandleDeletion(s) {
 				enqueueSliceService(b.Queue().AddAfter, s)
 			}
 			return nil
@@ -152,7 +144,7 @@ func (c *Controller) sliceChanged(addAfter func(string, time.Duration)) func(old
 				return nil
 			}
 		}
-		if c.tracker.shouldSync(s) {
+		if c.tracker.ShouldSync(s) {
 			enqueueSliceService(addAfter, s)
 		}
 		return nil
@@ -190,7 +182,7 @@ func (c *Controller) reconcile(ctx context.Context, log *slog.Logger, l listers,
 		// The garbage collector removes the slices through their owner
 		// reference.
 		c.triggers.Forget(ns, name)
-		c.tracker.forgetService(nn)
+		c.tracker.ForgetService(nn)
 		return reconcile.Result{}, nil
 	}
 	if err != nil {
@@ -217,7 +209,7 @@ func (c *Controller) reconcile(ctx context.Context, log *slog.Logger, l listers,
 			existing = append(existing, s)
 		}
 	}
-	if c.tracker.stale(nn, existing) {
+	if c.tracker.Stale(nn, existing) {
 		return reconcile.Result{Requeue: true}, nil
 	}
 	trigger := c.triggers.Compute(svc, pods)
@@ -260,7 +252,7 @@ func (c *Controller) apply(ctx context.Context, svc *corev1.Service, p Plan, tri
 				}
 				return fmt.Errorf("creating EndpointSlice for Service %s/%s: %w", svc.Namespace, svc.Name, err)
 			}
-			c.tracker.written(created)
+			c.tracker.Written(created)
 		}
 	}
 	for _, s := range p.Update {
@@ -269,14 +261,14 @@ func (c *Controller) apply(ctx context.Context, svc *corev1.Service, p Plan, tri
 		if err != nil {
 			return fmt.Errorf("updating EndpointSlice %s for Service %s/%s: %w", s.Name, svc.Namespace, svc.Name, err)
 		}
-		c.tracker.written(updated)
+		c.tracker.Written(updated)
 	}
 	for _, s := range p.Delete {
 		err := api.Delete(ctx, s.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &s.UID}})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("deleting EndpointSlice %s for Service %s/%s: %w", s.Name, svc.Namespace, svc.Name, err)
 		}
-		c.tracker.deleted(s)
+		c.tracker.Deleted(s)
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 
 	"plainkube.dev/plainkube/internal/controller/controllertest"
 )
@@ -115,7 +116,7 @@ func endpointsOf(cs kubernetes.Interface, ns, svc string) ([]string, []discovery
 				return "0"
 			}
 			out = append(out, fmt.Sprintf("%s=%s:%s(%s%s%s)@%s", e.TargetRef.Name, strings.Join(e.Addresses, "+"), strings.Join(ports, "+"),
-				flag(e.Conditions.Ready), flag(e.Conditions.Serving), flag(e.Conditions.Terminating), deref(e.Zone, "")))
+				flag(e.Conditions.Ready), flag(e.Conditions.Serving), flag(e.Conditions.Terminating), ptr.Deref(e.Zone, "")))
 		}
 	}
 	slices.Sort(out)

@@ -2,7 +2,6 @@ package endpointslice
 
 import (
 	"cmp"
-	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -13,7 +12,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -135,14 +133,14 @@ func planAddressType(svc *corev1.Service, pods []*corev1.Pod, nodes NodeLookup, 
 	existingByPorts := map[string][]*discoveryv1.EndpointSlice{}
 	for _, s := range existing {
 		if ownedBy(s, svc) {
-			k := portsKey(s.Ports)
+			k := endpointutil.PortsKey(s.Ports)
 			existingByPorts[k] = append(existingByPorts[k], s)
 		} else {
 			p.Delete = append(p.Delete, s)
 		}
 	}
 
-	desired := map[string]*endpointSet{}
+	desired := map[string]*endpointutil.EndpointSet{}
 	desiredPorts := map[string][]discoveryv1.EndpointPort{}
 	var keys []string
 	for _, pod := range pods {
@@ -150,7 +148,7 @@ func planAddressType(svc *corev1.Service, pods []*corev1.Pod, nodes NodeLookup, 
 			continue
 		}
 		ports := EndpointPorts(svc, pod)
-		k := portsKey(ports)
+		k := endpointutil.PortsKey(ports)
 		zone, exists := nodes(pod.Spec.NodeName)
 		if !exists && !svc.Spec.PublishNotReadyAddresses {
 			missing = append(missing, pod.Spec.NodeName)
@@ -161,11 +159,11 @@ func planAddressType(svc *corev1.Service, pods []*corev1.Pod, nodes NodeLookup, 
 			continue
 		}
 		if desired[k] == nil {
-			desired[k] = newEndpointSet()
+			desired[k] = endpointutil.NewEndpointSet()
 			desiredPorts[k] = ports
 			keys = append(keys, k)
 		}
-		desired[k].insert(ep)
+		desired[k].Insert(ep)
 	}
 
 	for _, k := range keys {
@@ -211,7 +209,7 @@ func planAddressType(svc *corev1.Service, pods []*corev1.Pod, nodes NodeLookup, 
 
 // planPorts is upstream's reconcileByPortMapping for the slices of one
 // port set.
-func planPorts(svc *corev1.Service, existing []*discoveryv1.EndpointSlice, want *endpointSet, ports []discoveryv1.EndpointPort, at discoveryv1.AddressType, max int) (p Plan) {
+func planPorts(svc *corev1.Service, existing []*discoveryv1.EndpointSlice, want *endpointutil.EndpointSet, ports []discoveryv1.EndpointPort, at discoveryv1.AddressType, max int) (p Plan) {
 	var unchanged, toUpdate []*discoveryv1.EndpointSlice
 
 	// 1. Keep the endpoints still wanted, in the slice that has them.
@@ -219,15 +217,15 @@ func planPorts(svc *corev1.Service, existing []*discoveryv1.EndpointSlice, want 
 		var kept []discoveryv1.Endpoint
 		changed := false
 		for i := range s.Endpoints {
-			got := want.get(&s.Endpoints[i])
+			got := want.Get(&s.Endpoints[i])
 			if got == nil {
 				continue
 			}
 			kept = append(kept, *got)
-			if !endpointsEqualBeyondKey(got, &s.Endpoints[i]) {
+			if !endpointutil.EndpointsEqualBeyondKey(got, &s.Endpoints[i]) {
 				changed = true
 			}
-			want.remove(&s.Endpoints[i])
+			want.Remove(&s.Endpoints[i])
 		}
 		labels, labelsChanged := sliceLabels(s, svc)
 		switch {
@@ -250,24 +248,24 @@ func planPorts(svc *corev1.Service, existing []*discoveryv1.EndpointSlice, want 
 	}
 
 	// 2. Fill the slices being updated anyway, fullest first.
-	if want.len() > 0 && len(toUpdate) > 0 {
+	if want.Len() > 0 && len(toUpdate) > 0 {
 		byFullness := slices.Clone(toUpdate)
 		slices.SortStableFunc(byFullness, func(a, b *discoveryv1.EndpointSlice) int {
 			return cmp.Compare(len(b.Endpoints), len(a.Endpoints))
 		})
 		for _, s := range byFullness {
-			for want.len() > 0 && len(s.Endpoints) < max {
-				s.Endpoints = append(s.Endpoints, *want.pop())
+			for want.Len() > 0 && len(s.Endpoints) < max {
+				s.Endpoints = append(s.Endpoints, *want.Pop())
 			}
 		}
 	}
 
 	// 3. Put the rest into the unchanged slice they fit best, else into new
 	// slices.
-	for want.len() > 0 {
+	for want.Len() > 0 {
 		var fill *discoveryv1.EndpointSlice
-		if want.len() < max && len(unchanged) > 0 {
-			if i := sliceToFill(unchanged, want.len(), max); i >= 0 {
+		if want.Len() < max && len(unchanged) > 0 {
+			if i := sliceToFill(unchanged, want.Len(), max); i >= 0 {
 				fill = unchanged[i].DeepCopy()
 				unchanged = slices.Delete(unchanged, i, i+1)
 			}
@@ -275,8 +273,8 @@ func planPorts(svc *corev1.Service, existing []*discoveryv1.EndpointSlice, want 
 		if fill == nil {
 			fill = newSlice(svc, ports, at)
 		}
-		for want.len() > 0 && len(fill.Endpoints) < max {
-			fill.Endpoints = append(fill.Endpoints, *want.pop())
+		for want.Len() > 0 && len(fill.Endpoints) < max {
+			fill.Endpoints = append(fill.Endpoints, *want.Pop())
 		}
 		if fill.Name != "" {
 			toUpdate = append(toUpdate, fill)
@@ -360,7 +358,7 @@ func PodToEndpoint(pod *corev1.Pod, zone string, svc *corev1.Service, at discove
 func newSlice(svc *corev1.Service, ports []discoveryv1.EndpointPort, at discoveryv1.AddressType) *discoveryv1.EndpointSlice {
 	s := &discoveryv1.EndpointSlice{
 		ObjectMeta: metav1.ObjectMeta{
-			GenerateName:    slicePrefix(svc.Name),
+			GenerateName:    endpointutil.SlicePrefix(svc.Name),
 			Namespace:       svc.Namespace,
 			OwnerReferences: []metav1.OwnerReference{ownerRef(svc)},
 		},
@@ -375,16 +373,6 @@ func newSlice(svc *corev1.Service, ports []discoveryv1.EndpointPort, at discover
 func ownerRef(svc *corev1.Service) metav1.OwnerReference {
 	yes := true
 	return metav1.OwnerReference{APIVersion: "v1", Kind: "Service", Name: svc.Name, UID: svc.UID, Controller: &yes, BlockOwnerDeletion: &yes}
-}
-
-// slicePrefix is "<svc>-", or the bare name if the dash would make it too
-// long.
-func slicePrefix(name string) string {
-	prefix := name + "-"
-	if len(apivalidation.NameIsDNSSubdomain(prefix, true)) != 0 {
-		prefix = name
-	}
-	return prefix
 }
 
 func ownedBy(s *discoveryv1.EndpointSlice, svc *corev1.Service) bool {
@@ -443,102 +431,6 @@ func isPlaceholderFor(s, p *discoveryv1.EndpointSlice) bool {
 	return true
 }
 
-// portsKey identifies a set of endpoint ports regardless of order.
-func portsKey(ports []discoveryv1.EndpointPort) string {
-	parts := make([]string, 0, len(ports))
-	for _, p := range ports {
-		parts = append(parts, fmt.Sprintf("%s/%s/%d/%s", deref(p.Name, ""), deref(p.Protocol, corev1.ProtocolTCP), deref(p.Port, 0), deref(p.AppProtocol, "")))
-	}
-	slices.Sort(parts)
-	return strings.Join(parts, ",")
-}
-
-// endpointKey identifies an endpoint as upstream's hash does: its
-// addresses, hostname and target pod. Everything else may be updated in
-// place.
-func endpointKey(ep *discoveryv1.Endpoint) string {
-	addrs := slices.Sorted(slices.Values(ep.Addresses))
-	var ns, name string
-	if ep.TargetRef != nil {
-		ns, name = ep.TargetRef.Namespace, ep.TargetRef.Name
-	}
-	return strings.Join(addrs, ",") + "|" + deref(ep.Hostname, "") + "|" + ns + "/" + name
-}
-
-// endpointsEqualBeyondKey compares what endpointKey leaves out, ignoring
-// the target's resourceVersion.
-func endpointsEqualBeyondKey(a, b *discoveryv1.Endpoint) bool {
-	if !ptrEqual(a.NodeName, b.NodeName) || !ptrEqual(a.Zone, b.Zone) ||
-		!ptrEqual(a.Conditions.Ready, b.Conditions.Ready) ||
-		!ptrEqual(a.Conditions.Serving, b.Conditions.Serving) ||
-		!ptrEqual(a.Conditions.Terminating, b.Conditions.Terminating) {
-		return false
-	}
-	if (a.TargetRef == nil) != (b.TargetRef == nil) {
-		return false
-	}
-	if a.TargetRef != nil {
-		ra, rb := *a.TargetRef, *b.TargetRef
-		ra.ResourceVersion, rb.ResourceVersion = "", ""
-		if ra != rb {
-			return false
-		}
-	}
-	return true
-}
-
-func ptrEqual[T comparable](a, b *T) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return *a == *b
-}
-
-func deref[T any](p *T, def T) T {
-	if p == nil {
-		return def
-	}
-	return *p
-}
-
 func sortedByName(in []*discoveryv1.EndpointSlice) []*discoveryv1.EndpointSlice {
 	return slices.SortedFunc(slices.Values(in), func(a, b *discoveryv1.EndpointSlice) int { return cmp.Compare(a.Name, b.Name) })
-}
-
-// endpointSet is an insertion-ordered set of endpoints keyed by
-// endpointKey, so that plans are deterministic.
-type endpointSet struct {
-	order []string
-	items map[string]*discoveryv1.Endpoint
-}
-
-func newEndpointSet() *endpointSet { return &endpointSet{items: map[string]*discoveryv1.Endpoint{}} }
-
-func (s *endpointSet) insert(ep discoveryv1.Endpoint) {
-	k := endpointKey(&ep)
-	if _, ok := s.items[k]; !ok {
-		s.order = append(s.order, k)
-	}
-	s.items[k] = &ep
-}
-
-func (s *endpointSet) get(ep *discoveryv1.Endpoint) *discoveryv1.Endpoint {
-	return s.items[endpointKey(ep)]
-}
-
-func (s *endpointSet) remove(ep *discoveryv1.Endpoint) { delete(s.items, endpointKey(ep)) }
-
-func (s *endpointSet) len() int { return len(s.items) }
-
-// pop removes and returns the earliest inserted endpoint still present.
-func (s *endpointSet) pop() *discoveryv1.Endpoint {
-	for len(s.order) > 0 {
-		k := s.order[0]
-		s.order = s.order[1:]
-		if ep, ok := s.items[k]; ok {
-			delete(s.items, k)
-			return ep
-		}
-	}
-	return nil
 }

@@ -159,9 +159,20 @@ func (d *deleter) deleteAllContent(ctx context.Context, ns *corev1.Namespace) (i
 	}
 	sort.Slice(ordered, func(i, j int) bool { return ordered[i].String() < ordered[j].String() })
 
+	// Pods go first, and the rest only once they are gone (upstream's
+	// OrderedNamespaceDeletion): a pod keeps its ConfigMaps, Secrets and
+	// claims while it shuts down.
+	pods := schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+	if i := slices.Index(ordered, pods); i > 0 {
+		ordered = append(append([]schema.GroupVersionResource{pods}, ordered[:i]...), ordered[i+1:]...)
+	}
+
 	var estimate int64
 	totals := contentTotals{remainingByResource: map[schema.GroupVersionResource]int{}, remainingByFinalizer: map[string]int{}}
 	for _, gvr := range ordered {
+		if gvr != pods && totals.remainingByResource[pods] > 0 {
+			break
+		}
 		res, err := d.deleteAllContentFor(ctx, gvr, ns.Name, ns.DeletionTimestamp.Time)
 		if err != nil {
 			errs = append(errs, err)

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 
 	"plainkube.dev/plainkube/internal/controller/controllertest"
 )
@@ -149,4 +150,45 @@ func TestNamespaceWaitsForFinalizers(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "the namespace to be removed", namespaceGone(cs, "held"))
+}
+
+// TestNamespacePodsGoFirst: the rest of a namespace's content waits until
+// its pods are gone (upstream's OrderedNamespaceDeletion), so a pod held
+// by a finalizer keeps its ConfigMap.
+func TestNamespacePodsGoFirst(t *testing.T) {
+	cs := startController(t)
+	ctx := context.Background()
+	createNamespace(t, cs, "ordered")
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Finalizers: []string{"example.com/hold"}},
+		Spec: corev1.PodSpec{TerminationGracePeriodSeconds: ptr.To[int64](0), Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
+	if _, err := cs.CoreV1().Pods("ordered").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CoreV1().ConfigMaps("ordered").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.CoreV1().Namespaces().Delete(ctx, "ordered", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the pod being deleted", func() (bool, error) {
+		p, err := cs.CoreV1().Pods("ordered").Get(ctx, "p", metav1.GetOptions{})
+		return err == nil && p.DeletionTimestamp != nil, err
+	})
+	time.Sleep(300 * time.Millisecond) // passes of the controller
+	if _, err := cs.CoreV1().ConfigMaps("ordered").Get(ctx, "cm", metav1.GetOptions{}); err != nil {
+		t.Fatalf("the ConfigMap while the pod remains: %v", err)
+	}
+	p, err := cs.CoreV1().Pods("ordered").Get(ctx, "p", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Finalizers = nil
+	if _, err := cs.CoreV1().Pods("ordered").Update(ctx, p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the pod to go", func() (bool, error) {
+		_, err := cs.CoreV1().Pods("ordered").Get(ctx, "p", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	eventually(t, "the namespace to go", namespaceGone(cs, "ordered"))
 }

@@ -16,6 +16,7 @@ func mutatingAdmissionPolicies() registry.Resource {
 		Kind:             admissionv1.SchemeGroupVersion.WithKind("MutatingAdmissionPolicy"),
 		Plural:           "mutatingadmissionpolicies",
 		Singular:         "mutatingadmissionpolicy",
+		Categories:       []string{"api-extensions"},
 		TracksGeneration: true,
 		Strategy: registry.Strategy{
 			Default: func(obj runtime.Object) {
@@ -77,6 +78,7 @@ func mutatingAdmissionPolicyBindings() registry.Resource {
 		Kind:             admissionv1.SchemeGroupVersion.WithKind("MutatingAdmissionPolicyBinding"),
 		Plural:           "mutatingadmissionpolicybindings",
 		Singular:         "mutatingadmissionpolicybinding",
+		Categories:       []string{"api-extensions"},
 		TracksGeneration: true,
 		Strategy: registry.Strategy{
 			Default: func(obj runtime.Object) {

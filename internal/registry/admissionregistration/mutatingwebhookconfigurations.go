@@ -13,6 +13,7 @@ func mutatingWebhookConfigurations() registry.Resource {
 		Kind:             admissionv1.SchemeGroupVersion.WithKind("MutatingWebhookConfiguration"),
 		Plural:           "mutatingwebhookconfigurations",
 		Singular:         "mutatingwebhookconfiguration",
+		Categories:       []string{"api-extensions"},
 		TracksGeneration: true,
 		Strategy: registry.Strategy{
 			Default: func(obj runtime.Object) {

@@ -16,6 +16,7 @@ func validatingAdmissionPolicies() registry.Resource {
 		Kind:             admissionv1.SchemeGroupVersion.WithKind("ValidatingAdmissionPolicy"),
 		Plural:           "validatingadmissionpolicies",
 		Singular:         "validatingadmissionpolicy",
+		Categories:       []string{"api-extensions"},
 		Subresources:     []string{"status"},
 		TracksGeneration: true,
 		Strategy: registry.Strategy{

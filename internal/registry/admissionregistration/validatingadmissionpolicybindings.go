@@ -13,6 +13,7 @@ func validatingAdmissionPolicyBindings() registry.Resource {
 		Kind:             admissionv1.SchemeGroupVersion.WithKind("ValidatingAdmissionPolicyBinding"),
 		Plural:           "validatingadmissionpolicybindings",
 		Singular:         "validatingadmissionpolicybinding",
+		Categories:       []string{"api-extensions"},
 		TracksGeneration: true,
 		Strategy: registry.Strategy{
 			Default: func(obj runtime.Object) {

@@ -13,6 +13,7 @@ func validatingWebhookConfigurations() registry.Resource {
 		Kind:             admissionv1.SchemeGroupVersion.WithKind("ValidatingWebhookConfiguration"),
 		Plural:           "validatingwebhookconfigurations",
 		Singular:         "validatingwebhookconfiguration",
+		Categories:       []string{"api-extensions"},
 		TracksGeneration: true,
 		Strategy: registry.Strategy{
 			Default: func(obj runtime.Object) {

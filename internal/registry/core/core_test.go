@@ -136,6 +136,7 @@ func TestResources(t *testing.T) {
 		"replicationcontrollers": {"ReplicationController", "replicationcontroller", []string{"rc"}, []string{"all"}, true, []string{"status", "scale"}, true},
 		"podtemplates":           {"PodTemplate", "podtemplate", nil, nil, true, nil, false},
 		"componentstatuses":      {"ComponentStatus", "componentstatus", []string{"cs"}, nil, false, nil, false},
+		"bindings":               {"Binding", "binding", nil, nil, true, nil, false},
 	}
 	got := Resources()
 	if len(got) != len(want) {

@@ -42,5 +42,6 @@ func Resources() []registry.Resource {
 		replicationControllers(),
 		podTemplates(),
 		componentStatuses(),
+		bindings(),
 	}
 }

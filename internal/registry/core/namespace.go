@@ -14,11 +14,13 @@ import (
 
 func namespaces() registry.Resource {
 	return registry.Resource{
-		Kind:         corev1.SchemeGroupVersion.WithKind("Namespace"),
-		Plural:       "namespaces",
-		Singular:     "namespace",
-		ShortNames:   []string{"ns"},
-		Namespaced:   false,
+		Kind:       corev1.SchemeGroupVersion.WithKind("Namespace"),
+		Plural:     "namespaces",
+		Singular:   "namespace",
+		ShortNames: []string{"ns"},
+		Namespaced: false,
+		// No deletecollection, as upstream: namespaces go one at a time.
+		Verbs:        []string{"create", "delete", "get", "list", "patch", "update", "watch"},
 		Subresources: []string{"status", "finalize"},
 		Parts: map[string]registry.Part{"finalize": {UpdateOnly: true, Merge: func(obj, old runtime.Object) runtime.Object {
 			out := old.DeepCopyObject().(*corev1.Namespace)
