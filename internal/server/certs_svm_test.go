@@ -10,7 +10,6 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"math/big"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -70,46 +69,6 @@ func untilNotForbidden(f func() error) error {
 		return !apierrors.IsForbidden(err), nil
 	})
 	return err
-}
-
-// TestCertificatesDiscovery: certificates.k8s.io/v1 and
-// storagemigration.k8s.io/v1 list upstream's resources, with upstream's
-// scope, verbs and short names.
-func TestCertificatesDiscovery(t *testing.T) {
-	_, cfg := startServer(t)
-	cs := clientset(t, cfg)
-	all := []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
-	sub := []string{"get", "patch", "update"}
-	type res struct {
-		namespaced bool
-		verbs      []string
-		shortNames []string
-	}
-	for gv, want := range map[string]map[string]res{
-		"certificates.k8s.io/v1": {
-			"certificatesigningrequests": {false, all, []string{"csr"}}, "certificatesigningrequests/approval": {false, sub, nil},
-			"certificatesigningrequests/status": {false, sub, nil}, "clustertrustbundles": {false, all, nil},
-			"podcertificaterequests": {true, all, nil}, "podcertificaterequests/status": {true, sub, nil},
-		},
-		"storagemigration.k8s.io/v1": {
-			"storageversionmigrations": {false, all, nil}, "storageversionmigrations/status": {false, sub, nil},
-		},
-	} {
-		list, err := cs.Discovery().ServerResourcesForGroupVersion(gv)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(list.APIResources) != len(want) {
-			t.Errorf("%s: %d resources, want %d", gv, len(list.APIResources), len(want))
-		}
-		for _, r := range list.APIResources {
-			w, ok := want[r.Name]
-			verbs := slices.Sorted(slices.Values(r.Verbs))
-			if !ok || r.Namespaced != w.namespaced || !slices.Equal(verbs, w.verbs) || !slices.Equal(r.ShortNames, w.shortNames) || len(r.Categories) != 0 {
-				t.Errorf("%s %s: namespaced %v, verbs %v, short names %v, categories %v; want %+v", gv, r.Name, r.Namespaced, verbs, r.ShortNames, r.Categories, w)
-			}
-		}
-	}
 }
 
 // TestClusterTrustBundles: CRUD of certificates.k8s.io/v1
