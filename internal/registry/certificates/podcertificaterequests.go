@@ -1,6 +1,7 @@
 package certificates
 
 import (
+	"context"
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/ed25519"
@@ -13,8 +14,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"context"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	"k8s.io/apimachinery/pkg/api/equality"

@@ -23,8 +23,8 @@ func testKey(t *testing.T) *ecdsa.PrivateKey {
 	return key
 }
 
-// testCert is a PEM certificate for pub, self-signed by signer when
-// parent is nil, valid from notBefore to notAfter.
+// testCert is a PEM certificate for pub signed by signer (issuer and
+// subject alike), valid from notBefore to notAfter.
 func testCert(t *testing.T, pub crypto.PublicKey, signer crypto.Signer, isCA bool, notBefore, notAfter time.Time) string {
 	t.Helper()
 	tmpl := &x509.Certificate{

@@ -6,6 +6,5 @@
 // status.resourceVersion is set once; the Succeeded and Failed
 // conditions exclude each other and, once True, stay True. plainkube
 // runs no storage version migration controller: the objects are stored
-// and validated, nothing migrates. (plainkube stores every object in the
-// one version it serves, so there is nothing to rewrite.)
+// and validated, nothing rewrites the stored objects they name.
 package storagemigration
