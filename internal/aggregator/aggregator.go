@@ -16,7 +16,6 @@ import (
 	crdlisters "k8s.io/apiextensions-apiserver/pkg/client/listers/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/informers"
@@ -228,8 +227,8 @@ func (c *Controller) reconcile(ctx context.Context, key string) (reconcile.Resul
 		return reconcile.Result{}, c.setAvailable(ctx, a, localAvailable())
 	}
 	p := c.proxyFor(a)
-	cond, resources := c.check(ctx, a, p)
-	c.install(a, p, cond.Status == apiregistrationv1.ConditionTrue, resources)
+	cond, docs := c.check(ctx, a, p)
+	c.install(a, p, cond.Status == apiregistrationv1.ConditionTrue, docs)
 	if err := c.setAvailable(ctx, a, cond); err != nil {
 		return reconcile.Result{}, err
 	}
@@ -252,7 +251,7 @@ func (c *Controller) proxyFor(a *apiregistrationv1.APIService) *proxy {
 
 // install serves a's group-version through p (or answers 503 while it is
 // not available), and tells the API server when that changed.
-func (c *Controller) install(a *apiregistrationv1.APIService, p *proxy, available bool, resources *metav1.APIResourceList) {
+func (c *Controller) install(a *apiregistrationv1.APIService, p *proxy, available bool, docs backendDocs) {
 	next := served{spec: *a.Spec.DeepCopy(), proxy: p, api: apiserver.AggregatedAPI{
 		Group: a.Spec.Group, Version: a.Spec.Version,
 		Priority: apiserver.Priority{Group: a.Spec.GroupPriorityMinimum, Version: a.Spec.VersionPriority},
@@ -262,11 +261,11 @@ func (c *Controller) install(a *apiregistrationv1.APIService, p *proxy, availabl
 	}
 	c.mu.Lock()
 	prev, had := c.served[a.Name]
-	if resources == nil && had && available {
-		resources = prev.api.Resources // a check that could not read it keeps the last one
+	if docs.resources == nil && had && available {
+		docs.resources = prev.api.Resources // a check that could not read it keeps the last one
 	}
-	next.api.Resources = resources
-	if had && prev.proxy == next.proxy && (prev.api.Handler == nil) == (next.api.Handler == nil) &&
+	next.api.Resources, next.api.OpenAPIV3URL = docs.resources, docs.openAPIV3
+	if had && prev.proxy == next.proxy && (prev.api.Handler == nil) == (next.api.Handler == nil) && prev.api.OpenAPIV3URL == next.api.OpenAPIV3URL &&
 		prev.api.Priority == next.api.Priority && equality.Semantic.DeepEqual(prev.api.Resources, next.api.Resources) {
 		c.mu.Unlock()
 		return

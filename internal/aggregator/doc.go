@@ -25,6 +25,8 @@
 //     X-Remote-Extra-* (the request-header authentication the extension
 //     server reads from kube-system/extension-apiserver-authentication).
 //
-// Not done: the aggregated servers' OpenAPI documents are not merged into
-// the server's /openapi (kubectl explain of an aggregated kind fails).
+// The check also reads where the server serves the group-version's OpenAPI
+// v3 document; the API server lists it in its /openapi/v3 index and proxies
+// it. Not done: aggregated servers' OpenAPI v2 is not merged into
+// /openapi/v2.
 package aggregator

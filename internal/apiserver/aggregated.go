@@ -3,6 +3,7 @@ package apiserver
 import (
 	"net/http"
 	"slices"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,6 +26,16 @@ type AggregatedAPI struct {
 	// last fetched, shown in the aggregated discovery document; nil: not
 	// fetched yet (listed as stale).
 	Resources *metav1.APIResourceList
+	// OpenAPIV3URL is where the server serves the group-version's OpenAPI v3
+	// document (its /openapi/v3 index's serverRelativeURL); it is listed
+	// in this server's index and proxied ("": none).
+	OpenAPIV3URL string
+}
+
+// aggregatedOpenAPI is what the OpenAPI handler offers for aggregated
+// group-versions' documents (openapi.Builder).
+type aggregatedOpenAPI interface {
+	SetAggregatedV3(docs map[string]string)
 }
 
 // SetAggregatedAPIs replaces the set of aggregated group-versions: their
@@ -43,6 +54,15 @@ func (s *Server) SetAggregatedAPIs(apis []AggregatedAPI) {
 	s.discoMu.Lock()
 	defer s.discoMu.Unlock()
 	s.aggregated.Store(&routes)
+	if o, ok := s.cfg.OpenAPI.(aggregatedOpenAPI); ok {
+		docs := map[string]string{}
+		for gv, a := range routes {
+			if a.Handler != nil && a.OpenAPIV3URL != "" {
+				docs["apis/"+gv.Group+"/"+gv.Version] = a.OpenAPIV3URL
+			}
+		}
+		o.SetAggregatedV3(docs)
+	}
 	s.discoAggregated = slices.Clone(apis)
 	s.discovery.set(s.discoResources, s.discoAggregated)
 }
@@ -56,17 +76,21 @@ func (s *Server) setDiscoveryResources(resources []registry.Resource) {
 	s.discovery.set(s.discoResources, s.discoAggregated)
 }
 
-// serveAggregated proxies a request for an aggregated group-version;
-// false: the request is not for one.
+// serveAggregated proxies a request for an aggregated group-version (its
+// API, or its OpenAPI v3 document); false: the request is not for one.
 func (s *Server) serveAggregated(w http.ResponseWriter, r *http.Request, info requestInfo) bool {
-	if info.APIPrefix != "apis" || info.Version == "" {
+	gv := schema.GroupVersion{Group: info.Group, Version: info.Version}
+	if doc, ok := strings.CutPrefix(r.URL.Path, "/openapi/v3/apis/"); ok {
+		g, v, _ := strings.Cut(strings.TrimSuffix(doc, "/"), "/")
+		gv = schema.GroupVersion{Group: g, Version: v}
+	} else if info.APIPrefix != "apis" || info.Version == "" {
 		return false
 	}
 	routes := s.aggregated.Load()
 	if routes == nil {
 		return false
 	}
-	a, ok := (*routes)[schema.GroupVersion{Group: info.Group, Version: info.Version}]
+	a, ok := (*routes)[gv]
 	if !ok {
 		return false
 	}

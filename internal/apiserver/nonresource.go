@@ -56,6 +56,9 @@ func (s *Server) serveNonResource(w http.ResponseWriter, r *http.Request, info r
 			return
 		}
 	case strings.HasPrefix(path, "/openapi/"):
+		if s.serveAggregated(w, r, info) {
+			return
+		}
 		if s.cfg.OpenAPI != nil {
 			s.cfg.OpenAPI.ServeHTTP(w, r)
 			return

@@ -30,6 +30,7 @@ type Builder struct {
 	mu               sync.Mutex
 	cur              *state
 	custom, customV2 map[schema.GroupVersionKind]*spec.Schema
+	aggregated       map[string]string
 }
 
 // state is one generation of documents: a resource set and what was built
@@ -38,7 +39,10 @@ type Builder struct {
 type state struct {
 	resources        []registry.Resource
 	custom, customV2 map[schema.GroupVersionKind]*spec.Schema
-	modified         time.Time
+	// aggregated are the v3 documents other servers serve (aggregated
+	// group-versions): index key (apis/<group>/<version>) to their URL.
+	aggregated map[string]string
+	modified   time.Time
 
 	v3Once sync.Once
 	v3     *v3Set
@@ -84,7 +88,7 @@ func New(resources []registry.Resource, scheme *runtime.Scheme) *Builder {
 func (b *Builder) SetResources(resources []registry.Resource) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.cur = &state{resources: slices.Clone(resources), custom: b.custom, customV2: b.customV2, modified: time.Now()}
+	b.cur = &state{resources: slices.Clone(resources), custom: b.custom, customV2: b.customV2, aggregated: b.aggregated, modified: time.Now()}
 }
 
 // SetCustomResourceSchemas sets the schemas of kinds the scheme does not
@@ -97,7 +101,21 @@ func (b *Builder) SetCustomResourceSchemas(v3, v2 map[schema.GroupVersionKind]*s
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.custom, b.customV2 = maps.Clone(v3), maps.Clone(v2)
-	b.cur = &state{resources: b.cur.resources, custom: b.custom, customV2: b.customV2, modified: time.Now()}
+	b.cur = &state{resources: b.cur.resources, custom: b.custom, customV2: b.customV2, aggregated: b.aggregated, modified: time.Now()}
+}
+
+// SetAggregatedV3 lists, in the /openapi/v3 index, the documents of
+// group-versions another server serves (API aggregation), by index key
+// (apis/<group>/<version>) and URL on this server (which proxies it). Their
+// keys take the place of this server's own documents of the same name.
+func (b *Builder) SetAggregatedV3(docs map[string]string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if maps.Equal(b.aggregated, docs) {
+		return
+	}
+	b.aggregated = maps.Clone(docs)
+	b.cur = &state{resources: b.cur.resources, custom: b.custom, customV2: b.customV2, aggregated: b.aggregated, modified: time.Now()}
 }
 
 func (b *Builder) state() *state {
@@ -408,6 +426,9 @@ func (st *state) buildV3(scheme *runtime.Scheme) (*v3Set, error) {
 		}
 		for name := range m.gen.closure(allRoots(m)) {
 			set.schemas[name] = m.gen.defs[name]
+		}
+		for key, url := range st.aggregated {
+			index[key] = map[string]string{"serverRelativeURL": url}
 		}
 		data, err := json.Marshal(map[string]any{"paths": index})
 		if err != nil {

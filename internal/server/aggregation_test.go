@@ -66,6 +66,10 @@ func startWardle(t *testing.T, servingCert tls.Certificate, frontProxyCA []byte,
 					{Name: "flunders", SingularName: "flunder", Namespaced: true, Kind: "Flunder", Verbs: []string{"get", "list"}},
 					{Name: "flunders/status", Namespaced: true, Kind: "Flunder", Verbs: []string{"get"}},
 				}})
+		case "/openapi/v3":
+			rw.Write([]byte(`{"paths":{"apis/wardle.example.com/v1alpha1":{"serverRelativeURL":"/openapi/v3/apis/wardle.example.com/v1alpha1?hash=W1"}}}`))
+		case "/openapi/v3/apis/wardle.example.com/v1alpha1":
+			rw.Write([]byte(`{"openapi":"3.0.0","info":{"title":"wardle","version":"v1"},"paths":{},"components":{"schemas":{"com.example.wardle.v1alpha1.Flunder":{"type":"object"}}}}`))
 		case "/apis/wardle.example.com/v1alpha1/namespaces/default/flunders":
 			rw.Write([]byte(`{"apiVersion":"wardle.example.com/v1alpha1","kind":"FlunderList","metadata":{},"items":[]}`))
 		default:
@@ -246,6 +250,16 @@ func TestAggregation(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("discovery lacks wardle.example.com/v1alpha1 flunders")
+	}
+
+	// Its OpenAPI v3 document is listed in the server's index and proxied.
+	index, err := cs.Discovery().RESTClient().Get().AbsPath("/openapi/v3").DoRaw(ctx)
+	if err != nil || !strings.Contains(string(index), `"apis/wardle.example.com/v1alpha1":{"serverRelativeURL":"/openapi/v3/apis/wardle.example.com/v1alpha1?hash=W1"}`) {
+		t.Errorf("/openapi/v3 index: %v %s", err, index)
+	}
+	doc, err := cs.Discovery().RESTClient().Get().AbsPath("/openapi/v3/apis/wardle.example.com/v1alpha1").Param("hash", "W1").DoRaw(ctx)
+	if err != nil || !strings.Contains(string(doc), "com.example.wardle.v1alpha1.Flunder") {
+		t.Errorf("the aggregated OpenAPI v3 document: %v %s", err, doc)
 	}
 
 	// A wrong CA bundle fails the discovery check.

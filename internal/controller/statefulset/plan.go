@@ -150,7 +150,22 @@ func plan(in State) Plan {
 		}
 	}
 
-	// Scale down, highest ordinal first.
+	// Scale down, highest ordinal first. OrderedReady waits while a
+	// condemned pod is unhealthy, unless it is the first unhealthy pod (the
+	// lowest of the replicas, else of the condemned): an unhealthy set does
+	// not shrink past its broken pods.
+	var firstUnhealthy *corev1.Pod
+	for _, p := range replicas {
+		if p != nil && !healthy(p, &in) {
+			firstUnhealthy = p
+			break
+		}
+	}
+	for i := len(condemned) - 1; i >= 0 && firstUnhealthy == nil; i-- {
+		if !healthy(condemned[i], &in) {
+			firstUnhealthy = condemned[i]
+		}
+	}
 	for _, p := range condemned {
 		ord, _ := Ordinal(in.SetName, p.Name)
 		if terminating(p) {
@@ -158,6 +173,9 @@ func plan(in State) Plan {
 				return acts
 			}
 			continue
+		}
+		if monotonic && !healthy(p, &in) && p != firstUnhealthy {
+			return acts
 		}
 		acts = append(acts, Action{Type: Delete, Ordinal: ord, Pod: p})
 		if monotonic {
