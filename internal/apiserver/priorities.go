@@ -38,6 +38,7 @@ var builtinPriorities = map[schema.GroupVersion]Priority{
 	{Group: "discovery.k8s.io", Version: "v1"}:             {16200, 15},
 	{Group: "resource.k8s.io", Version: "v1"}:              {16200, 21},
 	{Group: "flowcontrol.apiserver.k8s.io", Version: "v1"}: {16100, 21},
+	{Group: "storagemigration.k8s.io", Version: "v1"}:      {15800, 15},
 	// metrics.k8s.io is served by an aggregated metrics-server upstream,
 	// registered at these priorities.
 	{Group: "metrics.k8s.io", Version: "v1beta1"}: {100, 100},

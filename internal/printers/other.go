@@ -26,7 +26,9 @@ import (
 	resourcev1 "k8s.io/api/resource/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	storagemigrationv1 "k8s.io/api/storagemigration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/duration"
@@ -464,6 +466,55 @@ func registerMisc() {
 			requested = duration.HumanDuration(time.Duration(*s) * time.Second)
 		}
 		return row(csr.Name, age(csr.CreationTimestamp), orNone(csr.Spec.SignerName), csr.Spec.Username, requested, csrCondition(csr))
+	}))
+
+	register(gvk("certificates.k8s.io", "v1", "ClusterTrustBundle"), []metav1.TableColumnDefinition{
+		nameColumn(),
+		str("SignerName", certificatesv1.ClusterTrustBundleSpec{}.SwaggerDoc()["signerName"]),
+	}, typed(func(ctb *certificatesv1.ClusterTrustBundle) []interface{} {
+		return row(ctb.Name, orNone(ctb.Spec.SignerName))
+	}))
+
+	pcrSpec := certificatesv1.PodCertificateRequestSpec{}.SwaggerDoc()
+	register(gvk("certificates.k8s.io", "v1", "PodCertificateRequest"), []metav1.TableColumnDefinition{
+		nameColumn(),
+		str("PodName", pcrSpec["podName"]),
+		str("ServiceAccountName", pcrSpec["serviceAccountName"]),
+		str("NodeName", pcrSpec["nodeName"]),
+		str("SignerName", pcrSpec["signerName"]),
+		str("State", "Is the request Pending, Issued, Denied, or Failed?"),
+		str("UnverifiedUserAnnotations", pcrSpec["unverifiedUserAnnotations"]),
+	}, typed(func(pcr *certificatesv1.PodCertificateRequest) []interface{} {
+		// Issued, Denied and Failed exclude each other.
+		state := "Pending"
+		for _, c := range pcr.Status.Conditions {
+			switch c.Type {
+			case certificatesv1.PodCertificateRequestConditionTypeIssued, certificatesv1.PodCertificateRequestConditionTypeDenied,
+				certificatesv1.PodCertificateRequestConditionTypeFailed:
+				state = c.Type
+			}
+		}
+		return row(pcr.Name, pcr.Spec.PodName, pcr.Spec.ServiceAccountName, string(pcr.Spec.NodeName), pcr.Spec.SignerName, state,
+			labels.FormatLabels(pcr.Spec.UnverifiedUserAnnotations))
+	}))
+
+	// Upstream's Name column here has no "name" format.
+	register(gvk("storagemigration.k8s.io", "v1", "StorageVersionMigration"), []metav1.TableColumnDefinition{
+		str("Name", metaDoc["name"]),
+		str("Resource", "GroupResource to migrate"),
+		str("Status", "Status of the migration"),
+	}, typed(func(svm *storagemigrationv1.StorageVersionMigration) []interface{} {
+		status := "Unknown"
+		for _, c := range svm.Status.Conditions {
+			if c.Status != metav1.ConditionTrue {
+				continue
+			}
+			switch storagemigrationv1.MigrationConditionType(c.Type) {
+			case storagemigrationv1.MigrationRunning, storagemigrationv1.MigrationFailed, storagemigrationv1.MigrationSucceeded:
+				status = c.Type
+			}
+		}
+		return row(svm.Name, svm.Spec.Resource.String(), status)
 	}))
 
 	fsDoc := flowcontrolv1.FlowSchemaSpec{}.SwaggerDoc()

@@ -88,6 +88,8 @@ func admissionChain(d admissionDeps) admission.Chain {
 	add(draadminaccess.New(d.objects))
 	add(certificates.Approval(d.authz))
 	add(certificates.Signing(d.authz))
+	add(certificates.PodCertificateSigning(d.authz))
+	add(certificates.Attest(d.authz))
 	add(certificates.SubjectRestriction())
 	// Not upstream's: bootstrap tokens may only ask for node client
 	// certificates.

@@ -53,17 +53,7 @@ func TestCertificateAdmission(t *testing.T) {
 	ctx := context.Background()
 	const signer = "example.com/one"
 
-	grant := func(name string, rules ...rbacv1.PolicyRule) {
-		t.Helper()
-		if _, err := admin.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := admin.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
-			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
-			Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "alice"}}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	grant := func(name string, rules ...rbacv1.PolicyRule) { t.Helper(); grantAlice(t, admin, name, rules...) }
 	grant("csr-writer", rbacv1.PolicyRule{Verbs: []string{"get", "update"}, APIGroups: []string{certificatesv1.GroupName},
 		Resources: []string{"certificatesigningrequests", "certificatesigningrequests/approval", "certificatesigningrequests/status"}})
 	alice := impersonating(t, cfg, "alice")

@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"fmt"
 	"testing"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
@@ -143,6 +144,74 @@ func TestSubjectRestriction(t *testing.T) {
 			t.Errorf("%s: %v", tt.signer, err)
 		case tt.wantErr != "" && (err == nil || len(err.Error()) < len(tt.wantErr) || err.Error()[:len(tt.wantErr)] != tt.wantErr):
 			t.Errorf("%s: %v, want %q", tt.signer, err, tt.wantErr)
+		}
+	}
+}
+
+func TestAttest(t *testing.T) {
+	p := Attest(signerGrants{"attester attest": {"example.com/one"}, "wild attest": {"example.com/*"}})
+	ctb := func(signer string, owners ...metav1.OwnerReference) *certificatesv1.ClusterTrustBundle {
+		return &certificatesv1.ClusterTrustBundle{ObjectMeta: metav1.ObjectMeta{Name: "b", OwnerReferences: owners},
+			Spec: certificatesv1.ClusterTrustBundleSpec{SignerName: signer, TrustBundle: "pem"}}
+	}
+	attrs := func(op admission.Operation, user string, obj, old *certificatesv1.ClusterTrustBundle) *admission.Attributes {
+		a := &admission.Attributes{Operation: op, Name: "b", User: &auth.User{Name: user}, Object: obj,
+			Resource: certificatesv1.SchemeGroupVersion.WithResource("clustertrustbundles")}
+		if old != nil {
+			a.OldObject = old
+		}
+		return a
+	}
+	changed := ctb("example.com/one")
+	changed.Spec.TrustBundle = "other pem"
+	for _, tt := range []struct {
+		name string
+		a    *admission.Attributes
+		want string
+	}{
+		{"no signer", attrs(admission.Create, "nobody", ctb(""), nil), ""},
+		{"attester", attrs(admission.Create, "attester", ctb("example.com/one"), nil), ""},
+		{"wildcard", attrs(admission.Create, "wild", ctb("example.com/two"), nil), ""},
+		{"stranger", attrs(admission.Create, "nobody", ctb("example.com/one"), nil),
+			`clustertrustbundles.certificates.k8s.io "b" is forbidden: user not permitted to attest for signerName "example.com/one"`},
+		{"stranger changing the bundle", attrs(admission.Update, "nobody", changed, ctb("example.com/one")),
+			`clustertrustbundles.certificates.k8s.io "b" is forbidden: user not permitted to attest for signerName "example.com/one"`},
+		{"garbage collector's fields only", attrs(admission.Update, "nobody", ctb("example.com/one", metav1.OwnerReference{Name: "o"}), ctb("example.com/one")), ""},
+	} {
+		if !p.Handles(tt.a) {
+			t.Fatalf("%s: not handled", tt.name)
+		}
+		err := p.Validate(context.Background(), tt.a)
+		if got := fmt.Sprint(err); (tt.want == "" && err != nil) || (tt.want != "" && (got != tt.want || !apierrors.IsForbidden(err))) {
+			t.Errorf("%s: %v, want %q", tt.name, err, tt.want)
+		}
+	}
+}
+
+func TestPodCertificateSigning(t *testing.T) {
+	p := PodCertificateSigning(grants)
+	pcr := func(conditions ...metav1.Condition) *certificatesv1.PodCertificateRequest {
+		return &certificatesv1.PodCertificateRequest{ObjectMeta: metav1.ObjectMeta{Name: "req", Namespace: "ns"},
+			Spec: certificatesv1.PodCertificateRequestSpec{SignerName: "example.com/one"}, Status: certificatesv1.PodCertificateRequestStatus{Conditions: conditions}}
+	}
+	denied := pcr(metav1.Condition{Type: "Denied", Status: metav1.ConditionTrue})
+	for _, tt := range []struct {
+		user     string
+		obj, old *certificatesv1.PodCertificateRequest
+		want     string
+	}{
+		{"signer", denied, pcr(), ""},
+		{"approver", pcr(), pcr(), ""}, // the status does not change
+		{"approver", denied, pcr(), `PodCertificateRequest.certificates.k8s.io "req" is invalid: spec.signerName: Forbidden: User "approver" is not permitted to "sign" for signer "example.com/one"`},
+	} {
+		a := &admission.Attributes{Operation: admission.Update, Subresource: "status", Name: "req", Namespace: "ns", User: &auth.User{Name: tt.user},
+			Resource: certificatesv1.SchemeGroupVersion.WithResource("podcertificaterequests"), Object: tt.obj, OldObject: tt.old}
+		if !p.Handles(a) {
+			t.Fatal("/status updates not handled")
+		}
+		err := p.Validate(context.Background(), a)
+		if got := fmt.Sprint(err); (tt.want == "" && err != nil) || (tt.want != "" && (got != tt.want || !apierrors.IsInvalid(err))) {
+			t.Errorf("%s: %v, want %q", tt.user, err, tt.want)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"sort"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"plainkube.dev/plainkube/internal/admission"
@@ -40,6 +42,7 @@ var (
 	csiNodes        = schema.GroupResource{Group: storagev1.GroupName, Resource: "csinodes"}
 	resourceSlices  = schema.GroupResource{Group: resourcev1.GroupName, Resource: "resourceslices"}
 	csrs            = schema.GroupResource{Group: certificatesv1.GroupName, Resource: "certificatesigningrequests"}
+	pcrs            = schema.GroupResource{Group: certificatesv1.GroupName, Resource: "podcertificaterequests"}
 )
 
 // The objects the plugin reads (the API server's storage).
@@ -49,6 +52,7 @@ var (
 	claimsV1     = corev1.SchemeGroupVersion.WithResource("persistentvolumeclaims")
 	volumesV1    = corev1.SchemeGroupVersion.WithResource("persistentvolumes")
 	csiDriversV1 = storagev1.SchemeGroupVersion.WithResource("csidrivers")
+	accountsV1   = corev1.SchemeGroupVersion.WithResource("serviceaccounts")
 )
 
 // Plugin is upstream's NodeRestriction: what a node identity
@@ -56,7 +60,7 @@ var (
 // Node, Lease and CSINode, its own pods (mirror pods it creates, their
 // status, evictions, deletes), tokens bound to its pods, the capacity and
 // conditions in claims' status, ResourceSlices and certificate requests of
-// its own.
+// its own, and PodCertificateRequests for its own pods (created only).
 // It also keeps every mirror pod clear of service accounts, secrets and
 // token projections (upstream's ServiceAccount rule for mirror pods, run
 // here whether or not the default plugins are on).
@@ -71,7 +75,7 @@ func New(objects admission.Objects, authz auth.Authorizer) admission.Plugin {
 	p := &Plugin{objects: objects, authz: authz}
 	return admission.Plugin{
 		Name:         Name,
-		Resources:    []schema.GroupResource{pods, nodes, claims, serviceAccounts, leases, csiNodes, resourceSlices, csrs},
+		Resources:    []schema.GroupResource{pods, nodes, claims, serviceAccounts, leases, csiNodes, resourceSlices, csrs, pcrs},
 		Operations:   []admission.Operation{admission.Create, admission.Update, admission.Delete},
 		Subresources: []string{"*"},
 		Mutate:       p.admit,
@@ -135,6 +139,8 @@ func (p *Plugin) admit(ctx context.Context, a *admission.Attributes) error {
 		return admitResourceSlice(node, a)
 	case csrs:
 		return admitCSR(node, a)
+	case pcrs:
+		return p.admitPodCertificateRequest(ctx, node, a)
 	}
 	return nil
 }
@@ -780,4 +786,118 @@ func admitCSR(node string, a *admission.Attributes) error {
 		return forbiddenf(a, "can only create a node CSR with CN=system:node:%s", node)
 	}
 	return nil
+}
+
+// retryable is how upstream answers a check that may fail only because
+// its caches lag (a UID that does not match yet): a plain error, which
+// its API server sends as a 500 of no reason.
+func retryable(format string, args ...any) error {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusInternalServerError,
+		Reason: metav1.StatusReasonUnknown, Message: fmt.Sprintf(format, args...)}}
+}
+
+// admitPodCertificateRequest: a node only creates requests, for a pod
+// bound to it, naming that pod, its service account and the node itself
+// with their UIDs, and for a signer the pod mounts a podCertificate
+// volume of (or that the node is authorized to request for the account).
+func (p *Plugin) admitPodCertificateRequest(ctx context.Context, node string, a *admission.Attributes) error {
+	if a.Operation != admission.Create {
+		return forbiddenf(a, "unexpected operation %v", a.Operation)
+	}
+	if a.Subresource != "" {
+		return forbiddenf(a, "unexpected subresource %v", a.Subresource)
+	}
+	req, ok := a.Object.(*certificatesv1.PodCertificateRequest)
+	if !ok {
+		return unexpectedType(a, a.Object)
+	}
+	spec := &req.Spec
+	if string(spec.NodeName) != node {
+		return forbiddenf(a, "PodCertificateRequest.Spec.NodeName=%q, which is not the requesting node %q", spec.NodeName, node)
+	}
+	obj, err := p.objects.Get(ctx, nodesV1, "", node)
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return retryable("while retrieving node %q named in the PodCertificateRequest: %v", node, err)
+		}
+		return forbiddenf(a, "while retrieving node %q named in the PodCertificateRequest: %v", node, err)
+	}
+	if n, ok := obj.(*corev1.Node); !ok || n.UID != spec.NodeUID {
+		var uid any
+		if ok {
+			uid = n.UID
+		}
+		return retryable("PodCertificateRequest for pod %q names node UID %q, inconsistent with the running node (%q)", a.Namespace+"/"+spec.PodName, spec.NodeUID, uid)
+	}
+	podName := a.Namespace + "/" + spec.PodName
+	pod, err := p.getPod(ctx, a, spec.PodName)
+	if apierrors.IsNotFound(err) {
+		return retryable("while retrieving pod %q named in the PodCertificateRequest: %v", podName, err)
+	}
+	if err != nil {
+		return err
+	}
+	switch {
+	case spec.PodUID != pod.UID:
+		return retryable("PodCertificateRequest for pod %q contains pod UID (%q) which differs from running pod %q", podName, spec.PodUID, string(pod.UID))
+	case pod.Spec.NodeName != node:
+		return forbiddenf(a, "pod %q is not running on node %q named in the PodCertificateRequest", podName, spec.NodeName)
+	case hasKey(pod.Annotations, corev1.MirrorPodAnnotationKey):
+		return forbiddenf(a, "pod %q is a mirror pod", podName)
+	case spec.ServiceAccountName != pod.Spec.ServiceAccountName:
+		return forbiddenf(a, "PodCertificateRequest for pod %q contains serviceAccountName (%q) that differs from running pod (%q)", podName, spec.ServiceAccountName, pod.Spec.ServiceAccountName)
+	}
+	accountName := a.Namespace + "/" + spec.ServiceAccountName
+	obj, err = p.objects.Get(ctx, accountsV1, a.Namespace, spec.ServiceAccountName)
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return retryable("while retrieving service account %q named in the PodCertificateRequest: %v", accountName, err)
+		}
+		return forbiddenf(a, "while retrieving service account %q named in the PodCertificateRequest: %v", accountName, err)
+	}
+	if sa, ok := obj.(*corev1.ServiceAccount); !ok || sa.UID != spec.ServiceAccountUID {
+		var uid any
+		if ok {
+			uid = sa.UID
+		}
+		return retryable("PodCertificateRequest for pod %q names service account UID %q, which differs from the running service account (%q)", podName, spec.ServiceAccountUID, uid)
+	}
+	if podMountsCertificatesOf(pod, spec.SignerName) {
+		return nil
+	}
+	// RBAC names cannot hold "/": the signer is named as in
+	// ClusterTrustBundle names, with ":".
+	decision, _, err := p.authz.Authorize(ctx, auth.Attributes{
+		User: a.User, Verb: "request-serviceaccounts-podcertificate-signer", IsResource: true,
+		APIGroup: a.Resource.Group, APIVersion: a.Resource.Version, Resource: strings.ReplaceAll(spec.SignerName, "/", ":"),
+		Namespace: a.Namespace, Name: spec.ServiceAccountName,
+	})
+	switch {
+	case decision == auth.Allow:
+		return nil
+	case err != nil:
+		return forbiddenf(a, "error authorizing %s to request podcertificaterequests for signer %q: %v", a.User.Name, spec.SignerName, err)
+	}
+	return forbiddenf(a, "pod %q does not mount a podCertificate projected volume for signer %q", podName, spec.SignerName)
+}
+
+func hasKey(m map[string]string, key string) bool {
+	_, ok := m[key]
+	return ok
+}
+
+// podMountsCertificatesOf: a projected volume of pod has a podCertificate
+// source of signer.
+func podMountsCertificatesOf(pod *corev1.Pod, signer string) bool {
+	for _, v := range pod.Spec.Volumes {
+		if v.Projected == nil {
+			continue
+		}
+		for _, src := range v.Projected.Sources {
+			if src.PodCertificate != nil && src.PodCertificate.SignerName == signer {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -18,7 +18,8 @@ const NodeLeaseNamespace = "kube-node-lease"
 // Authorizer is upstream's Node authorizer: it decides for node
 // identities (system:node:<name> in system:nodes) only. What a node may
 // reach through its pods (Secrets, ConfigMaps, claims, volumes, tokens of
-// ServiceAccounts) it may read only while a pod of it uses them (Graph);
+// ServiceAccounts) it may read only while a pod of it uses them (Graph),
+// and the PodCertificateRequests naming it;
 // its own Node, Lease and CSINode by name; pods it may list and watch only
 // with the fieldSelector spec.nodeName=<itself>; everything else as the
 // rules (upstream's system:node role) allow. Writes it allows broadly
@@ -69,6 +70,8 @@ func (a *Authorizer) Authorize(_ context.Context, at auth.Attributes) (auth.Deci
 			return nodeObject(node, at)
 		case pods:
 			return a.pod(node, at)
+		case podCertificateRequests:
+			return a.podCertificateRequest(node, at)
 		}
 	}
 	for i := range a.rules {
@@ -93,6 +96,8 @@ var (
 	csiNodes          = groupResource{"storage.k8s.io", "csinodes"}
 	volumeAttachments = groupResource{"storage.k8s.io", "volumeattachments"}
 	resourceClaims    = groupResource{"resource.k8s.io", "resourceclaims"}
+
+	podCertificateRequests = groupResource{"certificates.k8s.io", "podcertificaterequests"}
 )
 
 func noRelationship(node string) (auth.Decision, string, error) {
@@ -248,6 +253,27 @@ func (a *Authorizer) pod(node string, at auth.Attributes) (auth.Decision, string
 		}
 	}
 	return auth.NoOpinion, "", nil
+}
+
+// podCertificateRequest: a node creates requests (NodeRestriction narrows
+// them to its own pods), gets those naming it, and lists or watches them
+// (fieldSelector spec.nodeName=<itself>); never their status.
+func (a *Authorizer) podCertificateRequest(node string, at auth.Attributes) (auth.Decision, string, error) {
+	if at.Subresource != "" {
+		return auth.NoOpinion, "nodes may not access the status subresource of PodCertificateRequests", nil
+	}
+	switch at.Verb {
+	case "create":
+		return auth.Allow, "", nil
+	case "get":
+		return related(node, at, func() bool { return a.graph.podCertificateRequestOf(node, at.Namespace, at.Name) })
+	case "list", "watch":
+		if selects(at.FieldSelector, "spec.nodeName", node) {
+			return auth.Allow, "", nil
+		}
+		return auth.NoOpinion, "can only list/watch podcertificaterequests with nodeName field selector", nil
+	}
+	return auth.NoOpinion, fmt.Sprintf("nodes may not %s podcertificaterequests", at.Verb), nil
 }
 
 // selects reports whether the field selector requires field=value.

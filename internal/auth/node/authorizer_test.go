@@ -42,6 +42,8 @@ func TestNodeAuthorizer(t *testing.T) {
 			Driver: "d", NodePublishSecretRef: &corev1.SecretReference{Namespace: "csi", Name: "csi-creds"}}}}})
 	g.SetVolume(&corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-free"}})
 
+	g.SetPodCertificateRequest("ns", "mine", "n1")
+	g.SetPodCertificateRequest("ns", "theirs", "n2")
 	a := New(g, bootstrap.NodeRules())
 	n1 := auth.NodeUser("n1")
 	res := func(verb, group, resource, sub, ns, name string) auth.Attributes {
@@ -49,6 +51,11 @@ func TestNodeAuthorizer(t *testing.T) {
 	}
 	list := func(resource, ns, selector string) auth.Attributes {
 		at := res("list", "", resource, "", ns, "")
+		at.FieldSelector = selector
+		return at
+	}
+	pcrList := func(selector string) auth.Attributes {
+		at := res("list", "certificates.k8s.io", "podcertificaterequests", "", "", "")
 		at.FieldSelector = selector
 		return at
 	}
@@ -82,6 +89,13 @@ func TestNodeAuthorizer(t *testing.T) {
 		{list("pods", "", "spec.nodeName=n1"), true, ""},
 		{list("pods", "", "spec.nodeName=n2"), false, "can only list/watch pods with spec.nodeName field selector"},
 		{list("pods", "", ""), false, "can only list/watch pods with spec.nodeName field selector"},
+		{res("create", "certificates.k8s.io", "podcertificaterequests", "", "ns", ""), true, ""},
+		{res("update", "certificates.k8s.io", "podcertificaterequests", "status", "ns", "r"), false, "nodes may not access the status subresource of PodCertificateRequests"},
+		{res("delete", "certificates.k8s.io", "podcertificaterequests", "", "ns", "r"), false, "nodes may not delete podcertificaterequests"},
+		{res("get", "certificates.k8s.io", "podcertificaterequests", "", "ns", "mine"), true, ""},
+		{res("get", "certificates.k8s.io", "podcertificaterequests", "", "ns", "theirs"), false, "no relationship found between node 'n1' and this object"},
+		{pcrList("spec.nodeName=n1"), true, ""},
+		{pcrList("spec.nodeName=n2"), false, "can only list/watch podcertificaterequests with nodeName field selector"},
 		{res("update", "", "pods", "status", "ns", "web"), true, ""},
 		{res("get", "", "nodes", "", "", "n1"), true, ""},
 		{res("get", "", "nodes", "", "", "n2"), false, "node 'n1' cannot read 'n2', only its own Node object"},
@@ -144,6 +158,8 @@ func BenchmarkNodeAuthorizer(b *testing.B) {
 				{Name: "c", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "kube-root-ca.crt"}}}}},
 		}))
 	}
+	g.SetPodCertificateRequest("ns", "mine", "n1")
+	g.SetPodCertificateRequest("ns", "theirs", "n2")
 	a := New(g, bootstrap.NodeRules())
 	at := auth.Attributes{User: auth.NodeUser("n7"), Verb: "get", IsResource: true, Resource: "secrets", Namespace: "ns7", Name: "s7"}
 	other := auth.Attributes{User: auth.NodeUser("n7"), Verb: "create", IsResource: true, APIGroup: "", Resource: "events", Namespace: "ns7"}

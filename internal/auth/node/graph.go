@@ -47,7 +47,7 @@ type volumeEntry struct {
 // the node to the pod's Secrets, ConfigMaps, PersistentVolumeClaims,
 // ServiceAccount and ResourceClaims; a PersistentVolume bound to one of
 // those claims, and the Secrets that volume names, are related to the
-// node too. Every question is a few map lookups under a read lock.
+// node too; so is a PodCertificateRequest naming the node. Every question is a few map lookups under a read lock.
 //
 // The graph is fed by the informers of the API server (Populate); its
 // methods are also its test surface.
@@ -60,12 +60,38 @@ type Graph struct {
 	// naming a Secret.
 	volumes   map[string]volumeEntry
 	volumesOf map[object]map[string]bool
+	// podCertificateRequests holds the node each request names.
+	podCertificateRequests map[podKey]string
 }
 
 // NewGraph returns an empty graph.
 func NewGraph() *Graph {
 	return &Graph{pods: map[podKey]podEntry{}, uses: map[object]map[string]int{},
-		volumes: map[string]volumeEntry{}, volumesOf: map[object]map[string]bool{}}
+		volumes: map[string]volumeEntry{}, volumesOf: map[object]map[string]bool{}, podCertificateRequests: map[podKey]string{}}
+}
+
+// SetPodCertificateRequest records that the request namespace/name names
+// node (spec.nodeName, which never changes).
+func (g *Graph) SetPodCertificateRequest(namespace, name, node string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.podCertificateRequests[podKey{namespace, name}] = node
+}
+
+// DeletePodCertificateRequest forgets the request namespace/name.
+func (g *Graph) DeletePodCertificateRequest(namespace, name string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	delete(g.podCertificateRequests, podKey{namespace, name})
+}
+
+// podCertificateRequestOf reports whether the request namespace/name
+// names node.
+func (g *Graph) podCertificateRequestOf(node, namespace, name string) bool {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	n, ok := g.podCertificateRequests[podKey{namespace, name}]
+	return ok && n == node
 }
 
 // SetPod records pod as it is now: bound to a node, it relates that node

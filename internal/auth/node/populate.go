@@ -1,6 +1,7 @@
 package node
 
 import (
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
@@ -9,7 +10,7 @@ import (
 )
 
 // Populate keeps g up to date from the informers of f (pods and
-// PersistentVolumes) and returns what reports that both have synced. The
+// PersistentVolumes, PodCertificateRequests) and returns what reports that both have synced. The
 // caller starts f.
 func Populate(g *Graph, f informers.SharedInformerFactory) (synced func() bool, err error) {
 	podInf := f.Core().V1().Pods().Informer()
@@ -39,7 +40,25 @@ func Populate(g *Graph, f informers.SharedInformerFactory) (synced func() bool, 
 	}); err != nil {
 		return nil, err
 	}
-	return func() bool { return podInf.HasSynced() && pvInf.HasSynced() }, nil
+	pcrInf := f.Certificates().V1().PodCertificateRequests().Informer()
+	if _, err := pcrInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { setPodCertificateRequest(g, obj) },
+		UpdateFunc: func(_, obj any) { setPodCertificateRequest(g, obj) },
+		DeleteFunc: func(obj any) {
+			if r, ok := reconcile.DeletedObject[*certificatesv1.PodCertificateRequest](obj); ok {
+				g.DeletePodCertificateRequest(r.Namespace, r.Name)
+			}
+		},
+	}); err != nil {
+		return nil, err
+	}
+	return func() bool { return podInf.HasSynced() && pvInf.HasSynced() && pcrInf.HasSynced() }, nil
+}
+
+func setPodCertificateRequest(g *Graph, obj any) {
+	if r, ok := obj.(*certificatesv1.PodCertificateRequest); ok {
+		g.SetPodCertificateRequest(r.Namespace, r.Name, string(r.Spec.NodeName))
+	}
 }
 
 func setPod(g *Graph, obj any) {

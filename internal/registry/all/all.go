@@ -26,6 +26,7 @@ import (
 	"plainkube.dev/plainkube/internal/registry/reviews"
 	"plainkube.dev/plainkube/internal/registry/scheduling"
 	storageapi "plainkube.dev/plainkube/internal/registry/storage"
+	"plainkube.dev/plainkube/internal/registry/storagemigration"
 )
 
 // Resources returns a fresh list of every built-in resource.
@@ -37,7 +38,11 @@ func Resources() []registry.Resource {
 		policy.Resources(), rbac.Resources(), storageapi.Resources(), scheduling.Resources(),
 		admissionregistration.Resources(), certificates.Resources(), reviews.Resources(),
 		apiextensions.Resources(), apiregistration.Resources(), metrics.Resources(), node.Resources(), flowcontrol.Resources(),
+<<<<<<< HEAD
 		resourceapi.Resources(),
+=======
+		storagemigration.Resources(),
+>>>>>>> certs-svm-api
 	} {
 		out = append(out, group...)
 	}
