@@ -38,11 +38,8 @@ func Resources() []registry.Resource {
 		policy.Resources(), rbac.Resources(), storageapi.Resources(), scheduling.Resources(),
 		admissionregistration.Resources(), certificates.Resources(), reviews.Resources(),
 		apiextensions.Resources(), apiregistration.Resources(), metrics.Resources(), node.Resources(), flowcontrol.Resources(),
-<<<<<<< HEAD
 		resourceapi.Resources(),
-=======
 		storagemigration.Resources(),
->>>>>>> certs-svm-api
 	} {
 		out = append(out, group...)
 	}
