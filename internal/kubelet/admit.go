@@ -21,33 +21,52 @@ const (
 	messageNodePorts = "Predicate NodePorts failed: node(s) didn't have free ports for the requested pod ports"
 )
 
-// admissions remembers the pods this agent admitted.
+// admissions remembers the agent's decision on each pod: true admitted,
+// false rejected.
 type admissions struct {
 	mu  sync.Mutex
 	set map[types.UID]bool
 }
 
-func (s *admissions) has(uid types.UID) bool {
+func (s *admissions) get(uid types.UID) (admitted, decided bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.set[uid]
+	admitted, decided = s.set[uid]
+	return admitted, decided
 }
 
-func (s *admissions) add(uid types.UID) {
+func (s *admissions) has(uid types.UID) bool {
+	admitted, _ := s.get(uid)
+	return admitted
+}
+
+func (s *admissions) decide(uid types.UID, admitted bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.set == nil {
 		s.set = map[types.UID]bool{}
 	}
-	s.set[uid] = true
+	s.set[uid] = admitted
+}
+
+// forget drops the decision on a pod that is gone.
+func (s *admissions) forget(uid types.UID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.set, uid)
 }
 
 // admit decides once whether pod may run here; false: it was rejected (its
-// status says why), or the rejection could not be written yet (err).
+// status says why; nothing of it runs), or the rejection could not be
+// written yet (err). A pod the agent already started, or one that has
+// finished, needs no decision.
 func (a *Agent) admit(ctx context.Context, pod *corev1.Pod) (bool, error) {
-	if a.admitted.has(pod.UID) || pod.Status.StartTime != nil || terminal(pod.Status.Phase) {
-		a.admitted.add(pod.UID)
-		return !terminal(pod.Status.Phase), nil
+	if admitted, decided := a.admitted.get(pod.UID); decided {
+		return admitted, nil
+	}
+	if pod.Status.StartTime != nil || terminal(pod.Status.Phase) {
+		a.admitted.decide(pod.UID, true)
+		return true, nil
 	}
 	others, err := a.pods.List(labels.Everything())
 	if err != nil {
@@ -60,7 +79,7 @@ func (a *Agent) admit(ctx context.Context, pod *corev1.Pod) (bool, error) {
 		}
 	}
 	if !hostPortsConflict(pod, held) {
-		a.admitted.add(pod.UID)
+		a.admitted.decide(pod.UID, true)
 		return true, nil
 	}
 	a.log.Info("rejecting pod", "pod", pod.Namespace+"/"+pod.Name, "reason", reasonNodePorts)
@@ -72,6 +91,7 @@ func (a *Agent) admit(ctx context.Context, pod *corev1.Pod) (bool, error) {
 	if _, err := a.cs.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, upd, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return false, fmt.Errorf("rejecting pod: %w", err)
 	}
+	a.admitted.decide(pod.UID, false)
 	return false, nil
 }
 

@@ -326,6 +326,7 @@ func (a *Agent) syncPod(ctx context.Context, key types.NamespacedName) (res reco
 // forgetPod drops what the agent keeps of a pod that has stopped for good:
 // its probes, volumes and files.
 func (a *Agent) forgetPod(uid types.UID) error {
+	a.admitted.forget(uid)
 	a.probes.Forget(uid)
 	a.metrics.Forget(uid)
 	if err := a.vols.Cleanup(uid); err != nil {
