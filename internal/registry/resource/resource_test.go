@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"plainkube.dev/plainkube/internal/registry/registrytest"
+
 	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -15,34 +17,7 @@ import (
 	"plainkube.dev/plainkube/internal/registry"
 )
 
-func resourceNamed(t *testing.T, plural string) registry.Resource {
-	t.Helper()
-	for _, r := range Resources() {
-		if r.Plural == plural {
-			return r
-		}
-	}
-	t.Fatalf("no resource %s", plural)
-	return registry.Resource{}
-}
-
 // expectErrors compares errs with want, in order, each by prefix.
-func expectErrors(t *testing.T, what string, errs field.ErrorList, want ...string) {
-	t.Helper()
-	var got []string
-	for _, e := range errs {
-		got = append(got, e.Error())
-	}
-	if len(got) != len(want) {
-		t.Fatalf("%s: errors %q, want %q", what, got, want)
-	}
-	for i := range want {
-		if !strings.HasPrefix(got[i], want[i]) {
-			t.Errorf("%s: error %d = %q, want prefix %q", what, i, got[i], want[i])
-		}
-	}
-}
-
 // TestDiscoveryNames: names, scopes and subresources as upstream's
 // published discovery of resource.k8s.io/v1 (no short names, no categories).
 func TestDiscoveryNames(t *testing.T) {
@@ -358,4 +333,14 @@ func TestDerivedAttributes(t *testing.T) {
 	expectErrors(t, "derived attributes", r.Strategy.Validate(claim),
 		`spec.devices.requests[0].exactly.derivedAttributes[1].name: Invalid value: "example.com/unused": must be referenced by at least one matchAttribute or distinctAttribute constraint targeting this request`,
 		`spec.devices.requests[0].exactly.derivedAttributes[2].expression: Invalid value: "noSuchVar": compilation failed: ERROR: <input>:1:1: undeclared reference to 'noSuchVar'`)
+}
+
+func resourceNamed(t *testing.T, plural string) registry.Resource {
+	t.Helper()
+	return registrytest.Named(t, Resources(), plural)
+}
+
+func expectErrors(t *testing.T, what string, errs field.ErrorList, want ...string) {
+	t.Helper()
+	registrytest.ExpectErrorPrefixes(t, what, errs, want...)
 }

@@ -5,39 +5,14 @@ import (
 	"strings"
 	"testing"
 
+	"plainkube.dev/plainkube/internal/registry/registrytest"
+
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
 	"plainkube.dev/plainkube/internal/registry"
 )
-
-func resource(t *testing.T, plural string) registry.Resource {
-	t.Helper()
-	for _, r := range Resources() {
-		if r.Plural == plural {
-			return r
-		}
-	}
-	t.Fatalf("no resource %s", plural)
-	return registry.Resource{}
-}
-
-func expectErrors(t *testing.T, what string, errs field.ErrorList, want ...string) {
-	t.Helper()
-	var got []string
-	for _, e := range errs {
-		got = append(got, e.Error())
-	}
-	if len(got) != len(want) {
-		t.Fatalf("%s: errors %q, want %q", what, got, want)
-	}
-	for i := range want {
-		if !strings.HasPrefix(got[i], want[i]) {
-			t.Errorf("%s: error %d = %q, want prefix %q", what, i, got[i], want[i])
-		}
-	}
-}
 
 // TestDiscoveryNames: names, scopes and subresources as upstream's
 // discovery lists them.
@@ -121,4 +96,14 @@ func TestCSIStorageCapacityRules(t *testing.T) {
 	r := resource(t, "csistoragecapacities")
 	c := &storagev1.CSIStorageCapacity{StorageClassName: "Bad"}
 	expectErrors(t, "bad class", r.Strategy.Validate(c), `storageClassName: Invalid value: "Bad": a lowercase RFC 1123 subdomain`)
+}
+
+func resource(t *testing.T, plural string) registry.Resource {
+	t.Helper()
+	return registrytest.Named(t, Resources(), plural)
+}
+
+func expectErrors(t *testing.T, what string, errs field.ErrorList, want ...string) {
+	t.Helper()
+	registrytest.ExpectErrorPrefixes(t, what, errs, want...)
 }
