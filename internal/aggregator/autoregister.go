@@ -53,7 +53,7 @@ func (c *Controller) autoregister(ctx context.Context) error {
 	for _, crd := range crds {
 		for _, v := range crd.Spec.Versions {
 			if v.Served {
-				add(schema.GroupVersion{Group: crd.Spec.Group, Version: v.Name}, apiserver.Priority{Group: 1000, Version: 100}, managedSynced)
+				add(schema.GroupVersion{Group: crd.Spec.Group, Version: v.Name}, apiserver.CustomResourcePriority, managedSynced)
 			}
 		}
 	}

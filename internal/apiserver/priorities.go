@@ -44,10 +44,10 @@ var builtinPriorities = map[schema.GroupVersion]Priority{
 	{Group: "metrics.k8s.io", Version: "v1beta1"}: {100, 100},
 }
 
-// customResourcePriority is what upstream gives every served version of a
+// CustomResourcePriority is what upstream gives every served version of a
 // CustomResourceDefinition: below every built-in group, versions in
 // Kubernetes version order.
-var customResourcePriority = Priority{1000, 100}
+var CustomResourcePriority = Priority{1000, 100}
 
 // BuiltinPriority is the priority upstream gives the built-in
 // group-version gv; false: gv is not one of upstream's.
@@ -62,7 +62,7 @@ func priorityOf(gv schema.GroupVersion) Priority {
 	if p, ok := builtinPriorities[gv]; ok {
 		return p
 	}
-	return customResourcePriority
+	return CustomResourcePriority
 }
 
 // versionBefore orders two versions of one group.
