@@ -112,7 +112,7 @@ spec:
 		time.Sleep(200 * time.Millisecond)
 	}
 
-	if out := c.must("exec", "on-joined", "--", "echo", "exec-on-the-joined-node"); strings.TrimSpace(out) != "exec-on-the-joined-node" {
+	if out := c.mustStdout("exec", "on-joined", "--", "echo", "exec-on-the-joined-node"); strings.TrimSpace(out) != "exec-on-the-joined-node" {
 		t.Fatalf("kubectl exec on the joined node: %q", out)
 	}
 	// Its serving certificate is the kubelet-serving CA's, which the API

@@ -208,6 +208,23 @@ func (c *cluster) must(args ...string) string {
 	return out
 }
 
+// mustStdout runs kubectl and returns its standard output alone, failing the
+// test on error: kubectl's own client warnings (stderr) are not the answer.
+func (c *cluster) mustStdout(args ...string) string {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, c.kubectl, args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.kubeconfig(), "HOME="+c.dataDir)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		c.t.Fatalf("kubectl %s: %v\n%s%s", strings.Join(args, " "), err, out, stderr.String())
+	}
+	return string(out)
+}
+
 // eventually runs kubectl until its output contains all of wants, for up to
 // two minutes.
 func (c *cluster) eventually(wants []string, args ...string) string {

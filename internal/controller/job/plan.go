@@ -172,18 +172,20 @@ func managedElsewhere(j *batchv1.Job) bool {
 }
 
 // orphanedWithFinalizer: p carries the tracking finalizer but no job will
-// take it off — it has no controller, or it is being deleted (or gone)
-// while its job (owner, nil when the reference resolves to none) is gone
-// or finished. Such pods go to the orphan queue.
+// take it off — it has no controller, its job (owner, nil when the
+// reference resolves to none) is gone, or it is being deleted (or gone)
+// while its job has finished. Such pods go to the orphan queue. A pod first
+// seen after its job's deletion event counts too: the deletion's own sweep
+// of the job's pods cannot have found it.
 func orphanedWithFinalizer(p *corev1.Pod, gone bool, owner *batchv1.Job) bool {
 	if !hasTrackingFinalizer(p) {
 		return false
 	}
-	if metav1.GetControllerOfNoCopy(p) == nil {
+	if metav1.GetControllerOfNoCopy(p) == nil || owner == nil {
 		return true
 	}
 	if !gone && p.DeletionTimestamp == nil {
 		return false
 	}
-	return owner == nil || isFinished(owner)
+	return isFinished(owner)
 }

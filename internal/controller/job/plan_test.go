@@ -703,7 +703,7 @@ func TestOrphanedWithFinalizer(t *testing.T) {
 		{"no controller", testPod("p", corev1.PodRunning), false, nil, true},
 		{"no controller, no finalizer", testPod("p", corev1.PodRunning, noFinalizer), false, nil, false},
 		{"a running job's pod", testPod("p", corev1.PodRunning, owned), false, job, false},
-		{"a pod whose job is gone, still running", testPod("p", corev1.PodRunning, owned), false, nil, false},
+		{"a pod whose job is gone, still running", testPod("p", corev1.PodRunning, owned), false, nil, true},
 		{"a pod being deleted, its job gone", testPod("p", corev1.PodRunning, owned, deleting), false, nil, true},
 		{"a pod deleted, its job finished", testPod("p", corev1.PodSucceeded, owned), true, done, true},
 		{"a pod deleted, its job running", testPod("p", corev1.PodSucceeded, owned), true, job, false},
