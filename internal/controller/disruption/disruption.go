@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery/cached/memory"
@@ -121,7 +122,10 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	b.For(pdbInf.Informer(), pdbKind).
 		Watches(podInf.Informer(), controller.AllEvents, l.podBudget).
 		Watches(podInf.Informer(), controller.Added|controller.Updated, l.podStale).
-		WaitsFor(rcInf.Informer(), rsInf.Informer(), depInf.Informer(), ssInf.Informer()).
+		Watches(rcInf.Informer(), controller.Updated, l.scaleChanged).
+		Watches(rsInf.Informer(), controller.Updated, l.scaleChanged).
+		Watches(depInf.Informer(), controller.Updated, l.scaleChanged).
+		Watches(ssInf.Informer(), controller.Updated, l.scaleChanged).
 		Process(l.stale, 1, l.syncStale)
 	return b.Run(ctx, workers, func(rec record.EventRecorder) reconcile.ReconcileFunc[string] {
 		l.rec = rec
@@ -145,6 +149,45 @@ func (l *loop) podBudget(_, obj any) []string {
 			"Pod %q/%q matches multiple PodDisruptionBudgets.  Chose %q arbitrarily.", pod.Namespace, pod.Name, pdbs[0].Name)
 	}
 	return []string{pdbs[0].Namespace + "/" + pdbs[0].Name}
+}
+
+// scaleChanged: a controller's desired replicas changed, which the
+// budgets of its namespace with a rule relative to the scale count on (the
+// next pod event would show it too, but a scale-down may bring none).
+func (l *loop) scaleChanged(old, cur any) []string {
+	if replicasOf(old) == replicasOf(cur) {
+		return nil
+	}
+	m, err := apimeta.Accessor(cur)
+	if err != nil {
+		return nil
+	}
+	pdbs, err := l.pdbs.PodDisruptionBudgets(m.GetNamespace()).List(labels.Everything())
+	if err != nil {
+		return nil
+	}
+	var keys []string
+	for _, pdb := range pdbs {
+		if needsScale(&pdb.Spec) {
+			keys = append(keys, pdb.Namespace+"/"+pdb.Name)
+		}
+	}
+	return keys
+}
+
+// replicasOf is the desired replicas of a controller (-1: not one).
+func replicasOf(obj any) int32 {
+	switch o := obj.(type) {
+	case *corev1.ReplicationController:
+		return replicas(o.Spec.Replicas)
+	case *appsv1.ReplicaSet:
+		return replicas(o.Spec.Replicas)
+	case *appsv1.Deployment:
+		return replicas(o.Spec.Replicas)
+	case *appsv1.StatefulSet:
+		return replicas(o.Spec.Replicas)
+	}
+	return -1
 }
 
 // podStale puts a pod with a stale DisruptionTarget condition in the

@@ -4,7 +4,8 @@
 // to allow or refuse an eviction.
 //
 // An event on a budget, or on a pod its selector matches, names the budget
-// to look at. A reconcile reads the budget and its pods from the informer
+// to look at (a change of a controller's replicas, every budget of its
+// namespace whose rule is relative to the scale). A reconcile reads the budget and its pods from the informer
 // caches and, when the budget's rule needs it (maxUnavailable, or
 // minAvailable as a percentage), the scale of the pods' controllers,
 // found through their controller references as upstream's finders do:
