@@ -9,12 +9,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	policyv1beta1 "k8s.io/api/policy/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 )
 
@@ -294,6 +296,22 @@ func TestEvictionHonoursDisruptionBudgets(t *testing.T) {
 		}
 		if err := h.evict("a", nil); err != nil {
 			t.Fatalf("AlwaysAllow: %v", err)
+		}
+	})
+
+	t.Run("protobuf and policy/v1beta1 bodies are read", func(t *testing.T) {
+		f := fixture(t)
+		f.pod("p", corev1.PodRunning, true)
+		f.budget("pdb", 2, 2, 0)
+		pcfg := rest.CopyConfig(cfg)
+		pcfg.ContentType = "application/vnd.kubernetes.protobuf"
+		err := clientset(t, pcfg).CoreV1().Pods(f.ns).EvictV1(context.Background(), &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: f.ns}})
+		if !apierrors.HasStatusCause(err, policyv1.DisruptionBudgetCause) {
+			t.Errorf("protobuf: %v, want the budget's refusal", err)
+		}
+		err = cs.CoreV1().Pods(f.ns).EvictV1beta1(context.Background(), &policyv1beta1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: f.ns}})
+		if !apierrors.HasStatusCause(err, policyv1.DisruptionBudgetCause) {
+			t.Errorf("v1beta1: %v, want the budget's refusal", err)
 		}
 	})
 

@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	policyv1beta1 "k8s.io/api/policy/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -55,13 +56,9 @@ func serveEviction(rq *registry.Request) error {
 	if err != nil {
 		return err
 	}
-	obj, err := rq.API.DecodeJSON(body, policyv1.SchemeGroupVersion.WithKind("Eviction"), &policyv1.Eviction{})
+	ev, err := decodeEviction(rq, body)
 	if err != nil {
-		return badRequest("error decoding Eviction: %v", err)
-	}
-	ev, ok := obj.(*policyv1.Eviction)
-	if !ok {
-		return badRequest("expected an Eviction body")
+		return err
 	}
 	if ev.Name != rq.Name {
 		return badRequest("name in URL does not match name in Eviction object")
@@ -83,6 +80,25 @@ func serveEviction(rq *registry.Request) error {
 	}
 	rq.API.WriteObject(http.StatusCreated, created())
 	return nil
+}
+
+// decodeEviction reads a policy/v1 Eviction, or a policy/v1beta1 one (the
+// same fields), in the request's Content-Type.
+func decodeEviction(rq *registry.Request, body []byte) (*policyv1.Eviction, error) {
+	obj, err := rq.API.Decode(body, policyv1.SchemeGroupVersion.WithKind("Eviction"), &policyv1.Eviction{})
+	if err != nil {
+		old, oldErr := rq.API.Decode(body, policyv1beta1.SchemeGroupVersion.WithKind("Eviction"), &policyv1beta1.Eviction{})
+		ev, ok := old.(*policyv1beta1.Eviction)
+		if oldErr != nil || !ok {
+			return nil, err
+		}
+		return &policyv1.Eviction{ObjectMeta: ev.ObjectMeta, DeleteOptions: ev.DeleteOptions}, nil
+	}
+	ev, ok := obj.(*policyv1.Eviction)
+	if !ok {
+		return nil, badRequest("expected an Eviction body")
+	}
+	return ev, nil
 }
 
 // propagateDryRun makes the request's dryRun and the Eviction's
