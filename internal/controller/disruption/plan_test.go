@@ -45,7 +45,7 @@ func budget(min, maxUnavailable *intstr.IntOrString, mutate ...func(*policyv1.Po
 	return pdb
 }
 
-func num(n int) *intstr.IntOrString   { v := intstr.FromInt32(int32(n)); return &v }
+func num(n int) *intstr.IntOrString    { v := intstr.FromInt32(int32(n)); return &v }
 func pct(s string) *intstr.IntOrString { v := intstr.FromString(s); return &v }
 
 func disrupted(entries map[string]time.Time) func(*policyv1.PodDisruptionBudget) {
@@ -69,13 +69,13 @@ func current(expected, desired, healthy, allowed int32) func(*policyv1.PodDisrup
 func TestPlan(t *testing.T) {
 	three := pods(readyPod("a"), readyPod("b"), readyPod("c"))
 	type want struct {
-		write                                bool
+		write                               bool
 		expected, desired, healthy, allowed int32
-		reason                               string // of DisruptionAllowed
-		message                              string // a substring of its message
-		disrupted                            []string
-		recheck                              time.Duration
-		events                               []string // reasons
+		reason                              string // of DisruptionAllowed
+		message                             string // a substring of its message
+		disrupted                           []string
+		recheck                             time.Duration
+		events                              []string // reasons
 	}
 	for _, tt := range []struct {
 		name string

@@ -143,7 +143,7 @@ func (e *evictor) evict() error {
 	// unless the caller gave a resourceVersion.
 	var pod *corev1.Pod
 	deleted := false
-	err := retryOn(func(err error) bool { return apierrors.IsConflict(err) && rvUnset(e.opts) }, func() error {
+	err := retryOn(e.ctx, func(err error) bool { return apierrors.IsConflict(err) && rvUnset(e.opts) }, func() error {
 		var err error
 		if pod, err = e.pod(); err != nil {
 			return err
@@ -207,7 +207,7 @@ func (e *evictor) evict() error {
 // after a write that lost a race.
 func (e *evictor) spend(pod *corev1.Pod, pdb *policyv1.PodDisruptionBudget) error {
 	refresh := false
-	return retryOn(apierrors.IsConflict, func() error {
+	return retryOn(e.ctx, apierrors.IsConflict, func() error {
 		if refresh {
 			obj, err := e.rq.API.Get(e.ctx, pdbsGVR, pod.Namespace, pdb.Name)
 			if err != nil {
@@ -358,11 +358,15 @@ func withResourceVersion(o *metav1.DeleteOptions, rv string) *metav1.DeleteOptio
 
 // retryOn runs fn until it succeeds, fails with an error retry does not
 // want retried, or has run evictionRetries times (its last error).
-func retryOn(retry func(error) bool, fn func() error) error {
+func retryOn(ctx context.Context, retry func(error) bool, fn func() error) error {
 	var err error
 	for i := range evictionRetries {
 		if i > 0 {
-			time.Sleep(evictionRetryDelay)
+			select {
+			case <-ctx.Done():
+				return err
+			case <-time.After(evictionRetryDelay):
+			}
 		}
 		if err = fn(); err == nil || !retry(err) {
 			return err
