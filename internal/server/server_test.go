@@ -808,3 +808,47 @@ func TestBindingsResource(t *testing.T) {
 		t.Errorf("list bindings: %v, want 405", err)
 	}
 }
+
+// TestServiceCIDRDeletion: a ServiceCIDR whose addresses a Service holds
+// stays, Terminating, until the Service goes.
+func TestServiceCIDRDeletion(t *testing.T) {
+	_, cfg := startServer(t)
+	cs := clientset(t, cfg)
+	ctx := context.Background()
+	cidrs := cs.NetworkingV1().ServiceCIDRs()
+	if _, err := cidrs.Create(ctx, &networkingv1.ServiceCIDR{ObjectMeta: metav1.ObjectMeta{Name: "extra"},
+		Spec: networkingv1.ServiceCIDRSpec{CIDRs: []string{"10.200.0.0/24"}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	poll := func(what string, timeout time.Duration, cond func(sc *networkingv1.ServiceCIDR, err error) bool) {
+		t.Helper()
+		if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+			return cond(cidrs.Get(ctx, "extra", metav1.GetOptions{})), nil
+		}); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	poll("finalizer and Ready", 10*time.Second, func(sc *networkingv1.ServiceCIDR, err error) bool {
+		return err == nil && slices.Contains(sc.Finalizers, "networking.k8s.io/service-cidr-finalizer") && meta.IsStatusConditionTrue(sc.Status.Conditions, "Ready")
+	})
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "held"}, Spec: corev1.ServiceSpec{ClusterIP: "10.200.0.20", Ports: []corev1.ServicePort{{Port: 80}}}}
+	if _, err := cs.CoreV1().Services("default").Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cidrs.Delete(ctx, "extra", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	poll("Terminating while the Service holds an address", 10*time.Second, func(sc *networkingv1.ServiceCIDR, err error) bool {
+		c := meta.FindStatusCondition(sc.Status.Conditions, "Ready")
+		return err == nil && c != nil && c.Status == metav1.ConditionFalse && c.Reason == "Terminating"
+	})
+	// A range being deleted hands out no more addresses.
+	if _, err := cs.CoreV1().Services("default").Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "late"},
+		Spec: corev1.ServiceSpec{ClusterIP: "10.200.0.21", Ports: []corev1.ServicePort{{Port: 80}}}}, metav1.CreateOptions{}); !apierrors.IsInvalid(err) {
+		t.Fatalf("an address of a ServiceCIDR being deleted: %v", err)
+	}
+	if err := cs.CoreV1().Services("default").Delete(ctx, "held", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	poll("gone once no address is left", 30*time.Second, func(_ *networkingv1.ServiceCIDR, err error) bool { return apierrors.IsNotFound(err) })
+}
