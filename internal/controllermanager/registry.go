@@ -28,6 +28,7 @@ import (
 	"plainkube.dev/plainkube/internal/controller/resourcequota"
 	"plainkube.dev/plainkube/internal/controller/rootcacert"
 	"plainkube.dev/plainkube/internal/controller/serviceaccount"
+	"plainkube.dev/plainkube/internal/controller/servicecidr"
 	"plainkube.dev/plainkube/internal/controller/servicelb"
 	"plainkube.dev/plainkube/internal/controller/statefulset"
 	"plainkube.dev/plainkube/internal/reconcile"
@@ -81,6 +82,7 @@ var Registry = []Registration{
 	{clusterroleaggregation.Name, "clusterrole-aggregation-controller", "clusterrole-aggregation-controller", plain(clusterroleaggregation.New), true},
 	{resourcequota.Name, "resourcequota-controller", "resourcequota-controller", sharing(resourcequota.New), true},
 	{disruption.Name, "disruption-controller", "disruption-controller", sharing(disruption.New), true},
+	{servicecidr.Name, "service-cidr-controller", "service-cidrs-controller", sharing(servicecidr.New), true},
 }
 
 // ValidateControllers checks a --controllers list: each item is "*", a
