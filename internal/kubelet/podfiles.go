@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -54,12 +55,18 @@ func (a *Agent) removePodFiles(uid types.UID) error {
 	return os.RemoveAll(a.podFilesDir(uid))
 }
 
-// removeOrphanPodFiles removes the files of pods that are not live.
+// removeOrphanPodFiles removes the files of pods that are not live and
+// that have not changed for a minute: a pod that came after the caller's
+// list of live pods may be writing its first files.
 func (a *Agent) removeOrphanPodFiles(live map[types.UID]bool) {
 	entries, _ := os.ReadDir(filepath.Join(a.opts.DataDir, "pod-files"))
 	for _, e := range entries {
-		if !live[types.UID(e.Name())] {
-			_ = a.removePodFiles(types.UID(e.Name()))
+		if live[types.UID(e.Name())] {
+			continue
 		}
+		if fi, err := e.Info(); err != nil || time.Since(fi.ModTime()) < time.Minute {
+			continue
+		}
+		_ = a.removePodFiles(types.UID(e.Name()))
 	}
 }

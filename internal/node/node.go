@@ -24,8 +24,9 @@ import (
 // Options configure a node.
 type Options struct {
 	// Agent configures the node agent. Its ClusterDNS, when empty, is the
-	// kube-dns Service's address (when the cluster has one and the DNS
-	// answerer runs).
+	// kube-dns Service's address (when the cluster has one), whether or not
+	// this node runs an answerer: without one, its pods' queries go to
+	// another node's.
 	Agent kubelet.Options
 	// ServiceCIDRs are the cluster's Service ranges (default
 	// 10.96.0.0/12).
@@ -68,7 +69,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if nodeIP == "" {
 		nodeIP = kubelet.HostIPv4()
 	}
-	if !opts.DisableDNS && len(opts.Agent.ClusterDNS) == 0 {
+	if len(opts.Agent.ClusterDNS) == 0 {
 		if ip := lookupClusterDNS(ctx, cs, log); ip != "" {
 			opts.Agent.ClusterDNS = []string{ip}
 		}

@@ -189,7 +189,9 @@ func (r *Runtime) ImageUser(ctx context.Context, image string) (user ImageUser, 
 
 // RemoveOrphans stops and removes the sandboxes of pods not in live (no
 // longer bound to this node: deleted without a graceful stop, or rebound
-// elsewhere). An error means it could not list them.
+// elsewhere), once a minute old: a pod that came after the caller's list
+// of live pods may be starting its sandbox. An error means it could not
+// list them.
 func (r *Runtime) RemoveOrphans(ctx context.Context, live map[types.UID]bool) error {
 	sbs, err := r.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{})
 	if err != nil {
@@ -197,7 +199,7 @@ func (r *Runtime) RemoveOrphans(ctx context.Context, live map[types.UID]bool) er
 	}
 	for _, sb := range sbs {
 		uid := sb.Labels[labelPodUID]
-		if uid == "" || live[types.UID(uid)] {
+		if uid == "" || live[types.UID(uid)] || time.Since(unixNano(sb.CreatedAt)) < time.Minute {
 			continue
 		}
 		r.log.Info("removing sandbox of a pod that is gone", "sandbox", ShortID(sb.Id), "pod", sb.Metadata.Namespace+"/"+sb.Metadata.Name)
