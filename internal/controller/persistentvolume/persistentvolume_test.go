@@ -161,4 +161,3 @@ func waitEvent(t *testing.T, cs kubernetes.Interface, claim, reason string) {
 		return err == nil && len(l.Items) > 0, err
 	})
 }
-
