@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"plainkube.dev/plainkube/internal/api/localpath"
 )
 
 // Annotations the binder reads and writes, as upstream's.
@@ -15,7 +17,7 @@ const (
 	AnnBindCompleted          = "pv.kubernetes.io/bind-completed"
 	AnnBoundByController      = "pv.kubernetes.io/bound-by-controller"
 	AnnSelectedNode           = "volume.kubernetes.io/selected-node"
-	AnnDynamicallyProvisioned = "pv.kubernetes.io/provisioned-by"
+	AnnDynamicallyProvisioned = localpath.ProvisionedByAnnotation
 	AnnStorageProvisioner     = "volume.kubernetes.io/storage-provisioner"
 	AnnBetaStorageProvisioner = "volume.beta.kubernetes.io/storage-provisioner"
 	// annBetaStorageClass is the class before spec.storageClassName.

@@ -2,6 +2,7 @@ package persistentvolume
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -315,7 +316,7 @@ func setClaimStatus(claim *corev1.PersistentVolumeClaim, p corev1.PersistentVolu
 		}
 		return changed
 	}
-	if !sameModes(claim.Status.AccessModes, pv.Spec.AccessModes) {
+	if !slices.Equal(claim.Status.AccessModes, pv.Spec.AccessModes) {
 		claim.Status.AccessModes, changed = pv.Spec.AccessModes, true
 	}
 	want, has := pv.Spec.Capacity[corev1.ResourceStorage]
@@ -326,18 +327,6 @@ func setClaimStatus(claim *corev1.PersistentVolumeClaim, p corev1.PersistentVolu
 		claim.Status.Capacity[corev1.ResourceStorage], changed = want, true
 	}
 	return changed
-}
-
-func sameModes(a, b []corev1.PersistentVolumeAccessMode) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // provisionerAnnotated is claim with the storage-provisioner annotations

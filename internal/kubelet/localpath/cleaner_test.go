@@ -2,8 +2,6 @@ package localpath
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,20 +17,14 @@ import (
 
 	"plainkube.dev/plainkube/internal/api/localpath"
 	"plainkube.dev/plainkube/internal/auth"
-	"plainkube.dev/plainkube/internal/server"
+	"plainkube.dev/plainkube/internal/controller/controllertest"
 )
 
 // TestCleaner runs the cleaner as node n1 against a real API server: the
 // Node authorizer and NodeRestriction decide what it may do.
 func TestCleaner(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	s, err := server.Start(ctx, server.Options{DataDir: t.TempDir(), BindAddress: "127.0.0.1", Port: 0, InMemory: true,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		cancel()
-		t.Fatalf("start server: %v", err)
-	}
-	t.Cleanup(func() { cancel(); s.Wait() })
+	ctx := context.Background()
+	s := controllertest.NewServer(t)
 	admin, err := kubernetes.NewForConfig(s.LoopbackConfig())
 	if err != nil {
 		t.Fatal(err)
@@ -106,7 +98,7 @@ func TestCleaner(t *testing.T) {
 		t.Errorf("a node updates another node's volume: %v", err)
 	}
 
-	c := &Cleaner{Client: nodeClient, Node: "n1", Dir: dir, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	c := &Cleaner{Client: nodeClient, Node: "n1", Dir: dir, Log: controllertest.Logger(t)}
 	done := make(chan error, 1)
 	runCtx, stop := context.WithCancel(ctx)
 	go func() { done <- c.Run(runCtx) }()
