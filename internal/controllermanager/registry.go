@@ -15,6 +15,7 @@ import (
 	"plainkube.dev/plainkube/internal/controller/cronjob"
 	"plainkube.dev/plainkube/internal/controller/daemonset"
 	"plainkube.dev/plainkube/internal/controller/deployment"
+	"plainkube.dev/plainkube/internal/controller/disruption"
 	"plainkube.dev/plainkube/internal/controller/endpoints"
 	"plainkube.dev/plainkube/internal/controller/endpointslice"
 	"plainkube.dev/plainkube/internal/controller/endpointslicemirroring"
@@ -32,6 +33,7 @@ import (
 	"plainkube.dev/plainkube/internal/controller/resourcequota"
 	"plainkube.dev/plainkube/internal/controller/rootcacert"
 	"plainkube.dev/plainkube/internal/controller/serviceaccount"
+	"plainkube.dev/plainkube/internal/controller/servicecidr"
 	"plainkube.dev/plainkube/internal/controller/servicelb"
 	"plainkube.dev/plainkube/internal/controller/statefulset"
 	"plainkube.dev/plainkube/internal/reconcile"
@@ -84,6 +86,8 @@ var Registry = []Registration{
 	{rootcacert.Name, "root-ca-certificate-publisher-controller", "root-ca-cert-publisher", newRootCACert, true},
 	{clusterroleaggregation.Name, "clusterrole-aggregation-controller", "clusterrole-aggregation-controller", plain(clusterroleaggregation.New), true},
 	{resourcequota.Name, "resourcequota-controller", "resourcequota-controller", sharing(resourcequota.New), true},
+	{disruption.Name, "disruption-controller", "disruption-controller", sharing(disruption.New), true},
+	{servicecidr.Name, "service-cidr-controller", "service-cidrs-controller", sharing(servicecidr.New), true},
 	{persistentvolume.Name, "persistentvolume-binder-controller", "persistent-volume-binder", sharing(persistentvolume.New), true},
 	{pvcprotection.Name, "persistentvolumeclaim-protection-controller", "pvc-protection-controller", sharing(pvcprotection.New), true},
 	{pvprotection.Name, "persistentvolume-protection-controller", "pv-protection-controller", sharing(pvprotection.New), true},
