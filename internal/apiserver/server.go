@@ -277,6 +277,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if info.IsResource && (attrs.Verb == "list" || attrs.Verb == "watch" || attrs.Verb == "deletecollection") {
 		attrs.FieldSelector = r.URL.Query().Get("fieldSelector")
+		attrs.LabelSelector = r.URL.Query().Get("labelSelector")
 		if attrs.Name == "" && attrs.Verb != "deletecollection" && attrs.FieldSelector != "" {
 			attrs.Name = selectedName(attrs.FieldSelector)
 		}

@@ -20,6 +20,11 @@ type Attributes struct {
 	// selector, unparsed: the Node authorizer allows a node's list of
 	// pods only with spec.nodeName=<node>.
 	FieldSelector string
+	// LabelSelector is a list's, watch's or deletecollection's label
+	// selector, unparsed (upstream's authorizer attributes carry it too):
+	// the Node authorizer allows a node's list of PersistentVolumes only
+	// with plainkube.dev/local-path-node=<node>.
+	LabelSelector string
 }
 
 // Decision is an authorizer's answer.

@@ -7,6 +7,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"plainkube.dev/plainkube/internal/auth/rbac/bootstrap"
 	"plainkube.dev/plainkube/internal/controller/certificates/csrapproving"
 	"plainkube.dev/plainkube/internal/controller/certificates/csrcleaner"
 	"plainkube.dev/plainkube/internal/controller/certificates/csrsigning"
@@ -20,10 +21,14 @@ import (
 	"plainkube.dev/plainkube/internal/controller/endpointslicemirroring"
 	"plainkube.dev/plainkube/internal/controller/garbagecollector"
 	"plainkube.dev/plainkube/internal/controller/job"
+	"plainkube.dev/plainkube/internal/controller/localpath"
 	"plainkube.dev/plainkube/internal/controller/namespace"
 	"plainkube.dev/plainkube/internal/controller/nodeipam"
 	"plainkube.dev/plainkube/internal/controller/nodelifecycle"
+	"plainkube.dev/plainkube/internal/controller/persistentvolume"
 	"plainkube.dev/plainkube/internal/controller/podgc"
+	"plainkube.dev/plainkube/internal/controller/pvcprotection"
+	"plainkube.dev/plainkube/internal/controller/pvprotection"
 	"plainkube.dev/plainkube/internal/controller/replicaset"
 	"plainkube.dev/plainkube/internal/controller/resourcequota"
 	"plainkube.dev/plainkube/internal/controller/rootcacert"
@@ -83,6 +88,10 @@ var Registry = []Registration{
 	{resourcequota.Name, "resourcequota-controller", "resourcequota-controller", sharing(resourcequota.New), true},
 	{disruption.Name, "disruption-controller", "disruption-controller", sharing(disruption.New), true},
 	{servicecidr.Name, "service-cidr-controller", "service-cidrs-controller", sharing(servicecidr.New), true},
+	{persistentvolume.Name, "persistentvolume-binder-controller", "persistent-volume-binder", sharing(persistentvolume.New), true},
+	{pvcprotection.Name, "persistentvolumeclaim-protection-controller", "pvc-protection-controller", sharing(pvcprotection.New), true},
+	{pvprotection.Name, "persistentvolume-protection-controller", "pv-protection-controller", sharing(pvprotection.New), true},
+	{localpath.Name, "local-path-provisioner-controller", bootstrap.LocalPathServiceAccount, sharing(localpath.New), true},
 }
 
 // ValidateControllers checks a --controllers list: each item is "*", a

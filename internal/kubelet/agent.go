@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -32,6 +33,7 @@ import (
 	"plainkube.dev/plainkube/internal/image/pause"
 	"plainkube.dev/plainkube/internal/kubelet/containerd"
 	"plainkube.dev/plainkube/internal/kubelet/events"
+	"plainkube.dev/plainkube/internal/kubelet/localpath"
 	"plainkube.dev/plainkube/internal/kubelet/network"
 	"plainkube.dev/plainkube/internal/kubelet/probes"
 	"plainkube.dev/plainkube/internal/kubelet/runtime"
@@ -145,6 +147,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.net = network.NewPodNetwork(a.rt.CNIConfDir(), filepath.Join(a.opts.DataDir, "cni", "ipam"))
 	a.events = events.Start(ctx, a.cs, a.opts.NodeName)
 	a.probes = probes.NewRunner(a.cri, a.events, a.log)
+	if err := os.MkdirAll(a.localPathDir(), 0o700); err != nil {
+		return fmt.Errorf("local-path folder: %w", err)
+	}
 	a.vols = volumes.NewManager(volumes.Config{Dir: filepath.Join(a.opts.DataDir, "volumes"), Client: a.cs,
 		ResyncInterval: a.opts.VolumeResyncInterval, Allocatable: a.allocatable(), Events: a.events, Logger: a.log})
 	q := reconcile.NewQueue[types.NamespacedName]("kubelet-pods")
@@ -219,6 +224,12 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.apiSynced.Store(true)
 
 	wg.Go(func() { a.heartbeat(ctx) })
+	wg.Go(func() {
+		c := &localpath.Cleaner{Client: a.cs, Node: a.opts.NodeName, Dir: a.localPathDir(), Log: a.log}
+		if err := c.Run(ctx); err != nil && ctx.Err() == nil {
+			a.log.Error("local-path volume cleanup stopped", "err", err)
+		}
+	})
 	wg.Go(func() { a.awaitPodCIDR(ctx) })
 	wg.Go(func() { a.relist(ctx, q) })
 	<-ctx.Done()

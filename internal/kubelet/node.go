@@ -8,6 +8,7 @@ import (
 	"maps"
 	"net"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"sort"
@@ -25,6 +26,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"plainkube.dev/plainkube/internal/api/localpath"
 	"plainkube.dev/plainkube/internal/kubelet/nodestatus"
 	"plainkube.dev/plainkube/internal/version"
 )
@@ -155,9 +157,12 @@ func (a *Agent) node(now time.Time) *corev1.Node {
 	}
 	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:        o.NodeName,
-			Labels:      labels,
-			Annotations: map[string]string{"volumes.kubernetes.io/controller-managed-attach-detach": "true"},
+			Name:   o.NodeName,
+			Labels: labels,
+			Annotations: map[string]string{
+				"volumes.kubernetes.io/controller-managed-attach-detach": "true",
+				localpath.NodeDirAnnotation:                              a.localPathDir(),
+			},
 		},
 		Spec: spec,
 		Status: corev1.NodeStatus{
@@ -170,6 +175,10 @@ func (a *Agent) node(now time.Time) *corev1.Node {
 		},
 	}
 }
+
+// localPathDir is the folder of the node's local-path volumes, published
+// as its Node's plainkube.dev/local-path-dir annotation.
+func (a *Agent) localPathDir() string { return filepath.Join(a.opts.DataDir, "storage") }
 
 // Upstream's limits on the images a Node's status lists.
 const (

@@ -24,6 +24,7 @@ import (
 	"plainkube.dev/plainkube/internal/admission/resourcequota"
 	"plainkube.dev/plainkube/internal/admission/runtimeclass"
 	saadmission "plainkube.dev/plainkube/internal/admission/serviceaccount"
+	"plainkube.dev/plainkube/internal/admission/storageobjectinuseprotection"
 	"plainkube.dev/plainkube/internal/admission/taintnodesbycondition"
 	admwebhook "plainkube.dev/plainkube/internal/admission/webhook"
 	"plainkube.dev/plainkube/internal/apiserver"
@@ -49,7 +50,8 @@ type admissionDeps struct {
 	policies *policy.Validating
 	// controllerDefaults turns on the default plugins that need a
 	// controller to finish their work (Options.DefaultAdmission):
-	// ServiceAccount, TaintNodesByCondition, DefaultTolerationSeconds.
+	// ServiceAccount, TaintNodesByCondition, DefaultTolerationSeconds,
+	// StorageObjectInUseProtection.
 	controllerDefaults bool
 	// extra plugins run last (Options.ExtraAdmission, for tests).
 	extra []admission.Plugin
@@ -80,10 +82,11 @@ func admissionChain(d admissionDeps) admission.Chain {
 		add(defaulttolerationseconds.New())
 	}
 	add(defaultstorageclass.New(d.objects))
-	// StorageObjectInUseProtection (package storageobjectinuseprotection)
-	// goes here once the pvc-protection and pv-protection controllers
-	// exist: without them nothing would remove its finalizers and no claim
-	// or volume could ever be deleted.
+	if d.controllerDefaults {
+		// The pvc-protection and pv-protection controllers remove its
+		// finalizers: without them no claim or volume could be deleted.
+		add(storageobjectinuseprotection.New())
+	}
 	add(runtimeclass.New(d.objects))
 	add(draadminaccess.New(d.objects))
 	add(certificates.Approval(d.authz))

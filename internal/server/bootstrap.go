@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
+	"plainkube.dev/plainkube/internal/api/localpath"
 	"plainkube.dev/plainkube/internal/registry/scheduling"
 )
 
@@ -148,4 +149,19 @@ func createOrUpdate(ctx context.Context, create, update func() error) error {
 		return update()
 	}
 	return err
+}
+
+// ensureLocalPathClass creates the built-in default StorageClass
+// local-path (the local-path provisioner's) if it is absent: one changed
+// by hand stays as it is, one deleted comes back at the next start.
+func ensureLocalPathClass(ctx context.Context, cfg *rest.Config) error {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	_, err = cs.StorageV1().StorageClasses().Create(ctx, localpath.StorageClass(), metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("storage class %s: %w", localpath.StorageClassName, err)
+	}
+	return nil
 }

@@ -85,8 +85,12 @@ type Options struct {
 	// account), TaintNodesByCondition (new nodes are not-ready until the
 	// node lifecycle controller sees them Ready) and
 	// DefaultTolerationSeconds (300 s tolerations of not-ready and
-	// unreachable nodes). The plainkube binary turns them on; in-process
-	// tests that run no such controllers leave them off.
+	// unreachable nodes) and StorageObjectInUseProtection (the
+	// pvc-protection and pv-protection finalizers). With them, the server
+	// also creates the default StorageClass local-path at start if it is
+	// absent (package localpath's provisioner serves it). The plainkube
+	// binary turns them on; in-process tests that run no such controllers
+	// leave them off.
 	DefaultAdmission bool
 	// PodSecurityExemptions are the users, namespaces and runtime classes
 	// the PodSecurity plugin leaves alone (upstream's admission
@@ -368,6 +372,12 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if err := bootstrap(ctx, s.LoopbackConfig(), firstIP.String(), advertise, port, clusterDNS); err != nil {
 		s.stop()
 		return nil, fmt.Errorf("bootstrap: %w", err)
+	}
+	if opts.DefaultAdmission {
+		if err := ensureLocalPathClass(ctx, s.LoopbackConfig()); err != nil {
+			s.stop()
+			return nil, fmt.Errorf("bootstrap: %w", err)
+		}
 	}
 	s.JoinURL = "https://" + net.JoinHostPort(advertiseHost(opts.BindAddress, advertise), strconv.Itoa(port))
 	s.CAHash = pki.CertHash(bundle.CACert)

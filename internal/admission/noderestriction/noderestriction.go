@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"plainkube.dev/plainkube/internal/admission"
+	"plainkube.dev/plainkube/internal/api/localpath"
 	"plainkube.dev/plainkube/internal/auth"
 	"plainkube.dev/plainkube/internal/registry/core"
 )
@@ -37,6 +38,7 @@ var (
 	pods            = schema.GroupResource{Resource: "pods"}
 	nodes           = schema.GroupResource{Resource: "nodes"}
 	claims          = schema.GroupResource{Resource: "persistentvolumeclaims"}
+	volumes         = schema.GroupResource{Resource: "persistentvolumes"}
 	serviceAccounts = schema.GroupResource{Resource: "serviceaccounts"}
 	leases          = schema.GroupResource{Group: coordinationv1.GroupName, Resource: "leases"}
 	csiNodes        = schema.GroupResource{Group: storagev1.GroupName, Resource: "csinodes"}
@@ -60,7 +62,9 @@ var (
 // Node, Lease and CSINode, its own pods (mirror pods it creates, their
 // status, evictions, deletes), tokens bound to its pods, the capacity and
 // conditions in claims' status, ResourceSlices and certificate requests of
-// its own, and PodCertificateRequests for its own pods (created only).
+// its own, and PodCertificateRequests for its own pods (created only);
+// not upstream's, the cleanup finalizer of the local-path volumes whose
+// folder it holds (removed only).
 // It also keeps every mirror pod clear of service accounts, secrets and
 // token projections (upstream's ServiceAccount rule for mirror pods, run
 // here whether or not the default plugins are on).
@@ -75,7 +79,7 @@ func New(objects admission.Objects, authz auth.Authorizer) admission.Plugin {
 	p := &Plugin{objects: objects, authz: authz}
 	return admission.Plugin{
 		Name:         Name,
-		Resources:    []schema.GroupResource{pods, nodes, claims, serviceAccounts, leases, csiNodes, resourceSlices, csrs, pcrs},
+		Resources:    []schema.GroupResource{pods, nodes, claims, volumes, serviceAccounts, leases, csiNodes, resourceSlices, csrs, pcrs},
 		Operations:   []admission.Operation{admission.Create, admission.Update, admission.Delete},
 		Subresources: []string{"*"},
 		Mutate:       p.admit,
@@ -129,6 +133,8 @@ func (p *Plugin) admit(ctx context.Context, a *admission.Attributes) error {
 			return forbiddenf(a, "may only update PVC status")
 		}
 		return admitClaimStatus(node, a)
+	case volumes:
+		return admitVolume(node, a)
 	case serviceAccounts:
 		return p.admitServiceAccount(ctx, node, a)
 	case leases:
@@ -433,6 +439,37 @@ func admitClaimStatus(node string, a *admission.Attributes) error {
 	}
 	if !equality.Semantic.DeepEqual(old, claim) {
 		return forbiddenf(a, "node %q is not allowed to update fields other than status.quantity and status.conditions: %s", node, claimDiff(old, claim))
+	}
+	return nil
+}
+
+// admitVolume: a node changes a PersistentVolume only to remove the
+// local-path cleanup finalizer of a volume whose folder it holds (package
+// localpath), once it has removed the folder.
+func admitVolume(node string, a *admission.Attributes) error {
+	if a.Operation != admission.Update || a.Subresource != "" {
+		return forbiddenf(a, "node %q may only update persistentvolumes to remove the %s finalizer", node, localpath.CleanupFinalizer)
+	}
+	old, ok := a.OldObject.(*corev1.PersistentVolume)
+	if !ok {
+		return unexpectedType(a, a.OldObject)
+	}
+	pv, ok := a.Object.(*corev1.PersistentVolume)
+	if !ok {
+		return unexpectedType(a, a.Object)
+	}
+	if old.Labels[localpath.NodeLabel] != node || old.Annotations[localpath.ProvisionedByAnnotation] != localpath.Provisioner {
+		return forbiddenf(a, "node %q may only update the local-path volumes of its own folder", node)
+	}
+	want := slices.DeleteFunc(slices.Clone(old.Finalizers), func(f string) bool { return f == localpath.CleanupFinalizer })
+	old, pv = old.DeepCopy(), pv.DeepCopy()
+	for _, v := range []*corev1.PersistentVolume{old, pv} {
+		v.ResourceVersion = ""
+		v.ManagedFields = nil
+	}
+	old.Finalizers = want
+	if !equality.Semantic.DeepEqual(old, pv) { // (nil and empty lists are equal)
+		return forbiddenf(a, "node %q may only remove the %s finalizer of a persistentvolume", node, localpath.CleanupFinalizer)
 	}
 	return nil
 }

@@ -26,6 +26,7 @@ import (
 
 	"plainkube.dev/plainkube/internal/admission"
 	"plainkube.dev/plainkube/internal/admission/admissiontest"
+	"plainkube.dev/plainkube/internal/api/localpath"
 	"plainkube.dev/plainkube/internal/auth"
 )
 
@@ -65,6 +66,15 @@ func TestAdmit(t *testing.T) {
 		podsV1:  {podOn("on-n1", "n1"), podOn("on-n2", "n2")},
 	}
 	p := New(objects, audiences{"allowed"})
+	localPathVolume := func(node string, finalizers ...string) *corev1.PersistentVolume {
+		return &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pvc-1", Finalizers: finalizers, ResourceVersion: "3",
+			Labels: map[string]string{localpath.NodeLabel: node}, Annotations: map[string]string{localpath.ProvisionedByAnnotation: localpath.Provisioner}},
+			Spec: corev1.PersistentVolumeSpec{PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/d/pvc-1"}}}}
+	}
+	pathChanged := func(pv *corev1.PersistentVolume) *corev1.PersistentVolume {
+		pv.Spec.HostPath.Path = "/etc"
+		return pv
+	}
 
 	controller := true
 	mirror := func(mut func(*corev1.Pod)) *corev1.Pod {
@@ -243,6 +253,21 @@ func TestAdmit(t *testing.T) {
 			Object: claimRelabelled, OldObject: claim}, want: `node "n1" is not allowed to update fields other than status.quantity and status.conditions`},
 		{name: "claim itself", a: &admission.Attributes{Operation: admission.Update, Resource: gvr(claims, "v1"), Namespace: "ns", Name: "data",
 			Object: claimResized, OldObject: claim}, want: "may only update PVC status"},
+		{name: "remove the cleanup finalizer", a: &admission.Attributes{Operation: admission.Update, Resource: gvr(volumes, "v1"), Name: "pvc-1",
+			Object: localPathVolume("n1", "kubernetes.io/pv-protection"), OldObject: localPathVolume("n1", "kubernetes.io/pv-protection", localpath.CleanupFinalizer)}},
+		{name: "remove the last finalizer", a: &admission.Attributes{Operation: admission.Update, Resource: gvr(volumes, "v1"), Name: "pvc-1",
+			Object: localPathVolume("n1"), OldObject: localPathVolume("n1", localpath.CleanupFinalizer)}},
+		{name: "remove another finalizer", a: &admission.Attributes{Operation: admission.Update, Resource: gvr(volumes, "v1"), Name: "pvc-1",
+			Object: localPathVolume("n1", localpath.CleanupFinalizer), OldObject: localPathVolume("n1", "kubernetes.io/pv-protection", localpath.CleanupFinalizer)},
+			want: `node "n1" may only remove the plainkube.dev/local-path-cleanup finalizer of a persistentvolume`},
+		{name: "change a volume's spec", a: &admission.Attributes{Operation: admission.Update, Resource: gvr(volumes, "v1"), Name: "pvc-1",
+			Object: pathChanged(localPathVolume("n1")), OldObject: localPathVolume("n1", localpath.CleanupFinalizer)},
+			want: `node "n1" may only remove the plainkube.dev/local-path-cleanup finalizer of a persistentvolume`},
+		{name: "another node's volume", a: &admission.Attributes{Operation: admission.Update, Resource: gvr(volumes, "v1"), Name: "pvc-1",
+			Object: localPathVolume("n2"), OldObject: localPathVolume("n2", localpath.CleanupFinalizer)},
+			want: `node "n1" may only update the local-path volumes of its own folder`},
+		{name: "delete a volume", a: &admission.Attributes{Operation: admission.Delete, Resource: gvr(volumes, "v1"), Name: "pvc-1", OldObject: localPathVolume("n1")},
+			want: `node "n1" may only update persistentvolumes to remove the plainkube.dev/local-path-cleanup finalizer`},
 		{name: "own slice", a: &admission.Attributes{Operation: admission.Create, Resource: gvr(resourceSlices, "v1"), Object: sliceOn("n1")}},
 		{name: "another node's slice", a: &admission.Attributes{Operation: admission.Delete, Resource: gvr(resourceSlices, "v1"), Name: "s", OldObject: sliceOn("n2")},
 			want: "can only delete ResourceSlice with the same NodeName as the requesting node"},

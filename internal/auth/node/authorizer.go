@@ -7,7 +7,10 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 
+	"plainkube.dev/plainkube/internal/api/localpath"
 	"plainkube.dev/plainkube/internal/auth"
 	"plainkube.dev/plainkube/internal/auth/rbac"
 )
@@ -21,7 +24,10 @@ const NodeLeaseNamespace = "kube-node-lease"
 // ServiceAccounts) it may read only while a pod of it uses them (Graph),
 // and the PodCertificateRequests naming it;
 // its own Node, Lease and CSINode by name; pods it may list and watch only
-// with the fieldSelector spec.nodeName=<itself>; everything else as the
+// with the fieldSelector spec.nodeName=<itself>; the local-path volumes
+// whose folder it holds it may list and watch only with the labelSelector
+// plainkube.dev/local-path-node=<itself>, and update (to remove their
+// cleanup finalizer: NodeRestriction allows nothing else); everything else as the
 // rules (upstream's system:node role) allow. Writes it allows broadly
 // (Node, pod status, mirror pods) are narrowed to the node's own objects
 // by the NodeRestriction admission plugin, as upstream's are. Denials are
@@ -54,7 +60,7 @@ func (a *Authorizer) Authorize(_ context.Context, at auth.Attributes) (auth.Deci
 			}
 			return a.get(node, at, func() bool { return a.graph.related(node, object{claimKind, at.Namespace, at.Name}) })
 		case volumes:
-			return a.get(node, at, func() bool { return a.graph.volumeRelated(node, at.Name) })
+			return a.volume(node, at)
 		case resourceClaims:
 			return a.get(node, at, func() bool { return a.graph.related(node, object{resourceClaimKind, at.Namespace, at.Name}) })
 		case volumeAttachments:
@@ -148,6 +154,30 @@ func (a *Authorizer) statusUpdate(node string, k kind, at auth.Attributes) (auth
 		return auth.NoOpinion, "can only get/update/patch this type", nil
 	}
 	return related(node, at, func() bool { return a.graph.related(node, object{k, at.Namespace, at.Name}) })
+}
+
+// volume: a get of a PersistentVolume bound to a claim of the node's pods;
+// and, for the local-path volumes whose folder is on the node, gets, lists
+// and watches with the labelSelector plainkube.dev/local-path-node=<node>
+// and updates (NodeRestriction lets them remove the cleanup finalizer
+// only).
+func (a *Authorizer) volume(node string, at auth.Attributes) (auth.Decision, string, error) {
+	if at.Subresource == "" {
+		switch at.Verb {
+		case "list", "watch":
+			if labelSelects(at.LabelSelector, localpath.NodeLabel, node) {
+				return auth.Allow, "", nil
+			}
+			return auth.NoOpinion, fmt.Sprintf("can only list/watch persistentvolumes with the label selector %s=%s", localpath.NodeLabel, node), nil
+		case "update", "patch":
+			return related(node, at, func() bool { return a.graph.localPathOn(node, at.Name) })
+		case "get":
+			if a.graph.localPathOn(node, at.Name) {
+				return auth.Allow, "", nil
+			}
+		}
+	}
+	return a.get(node, at, func() bool { return a.graph.volumeRelated(node, at.Name) })
 }
 
 // serviceAccount: a get of, or a token for, a ServiceAccount of the
@@ -287,6 +317,25 @@ func selects(selector, field, value string) bool {
 	}
 	for _, r := range s.Requirements() {
 		if r.Field == field && (r.Operator == "=" || r.Operator == "==") && r.Value == value {
+			return true
+		}
+	}
+	return false
+}
+
+// labelSelects reports whether the label selector requires key=value.
+func labelSelects(selector, key, value string) bool {
+	if selector == "" {
+		return false
+	}
+	s, err := labels.Parse(selector)
+	if err != nil {
+		return false
+	}
+	reqs, _ := s.Requirements()
+	for _, r := range reqs {
+		if r.Key() == key && (r.Operator() == selection.Equals || r.Operator() == selection.DoubleEquals ||
+			(r.Operator() == selection.In && r.Values().Len() == 1)) && r.Values().Has(value) {
 			return true
 		}
 	}

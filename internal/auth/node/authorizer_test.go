@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"plainkube.dev/plainkube/internal/api/localpath"
 	"plainkube.dev/plainkube/internal/auth"
 	"plainkube.dev/plainkube/internal/auth/rbac/bootstrap"
 )
@@ -41,6 +42,13 @@ func TestNodeAuthorizer(t *testing.T) {
 		PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
 			Driver: "d", NodePublishSecretRef: &corev1.SecretReference{Namespace: "csi", Name: "csi-creds"}}}}})
 	g.SetVolume(&corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-free"}})
+	localPathVolume := func(name, node string, provisioner string) *corev1.PersistentVolume {
+		return &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{localpath.NodeLabel: node},
+			Annotations: map[string]string{localpath.ProvisionedByAnnotation: provisioner}}}
+	}
+	g.SetVolume(localPathVolume("pvc-mine", "n1", localpath.Provisioner))
+	g.SetVolume(localPathVolume("pvc-theirs", "n2", localpath.Provisioner))
+	g.SetVolume(localPathVolume("pvc-forged", "n1", "example.com/other")) // labelled, not the provisioner's
 
 	g.SetPodCertificateRequest("ns", "mine", "n1")
 	g.SetPodCertificateRequest("ns", "theirs", "n2")
@@ -52,6 +60,11 @@ func TestNodeAuthorizer(t *testing.T) {
 	list := func(resource, ns, selector string) auth.Attributes {
 		at := res("list", "", resource, "", ns, "")
 		at.FieldSelector = selector
+		return at
+	}
+	pvList := func(verb, selector string) auth.Attributes {
+		at := res(verb, "", "persistentvolumes", "", "", "")
+		at.LabelSelector = selector
 		return at
 	}
 	pcrList := func(selector string) auth.Attributes {
@@ -81,6 +94,21 @@ func TestNodeAuthorizer(t *testing.T) {
 		{res("update", "", "persistentvolumeclaims", "", "ns", "data"), false, "can only get individual resources of this type"},
 		{res("get", "", "persistentvolumes", "", "", "pv-data"), true, ""},
 		{res("get", "", "persistentvolumes", "", "", "pv-free"), false, "no relationship found between node 'n1' and this object"},
+		// The local-path volumes whose folder is on the node.
+		{pvList("list", localpath.NodeLabel+"=n1"), true, ""},
+		{pvList("watch", localpath.NodeLabel+" in (n1)"), true, ""},
+		{pvList("watch", localpath.NodeLabel+"=n2"), false, "can only list/watch persistentvolumes with the label selector plainkube.dev/local-path-node=n1"},
+		{pvList("list", localpath.NodeLabel+" in (n1,n2)"), false, "can only list/watch persistentvolumes with the label selector plainkube.dev/local-path-node=n1"},
+		{pvList("list", localpath.NodeLabel+"!=n1"), false, "can only list/watch persistentvolumes with the label selector plainkube.dev/local-path-node=n1"},
+		{pvList("list", ""), false, "can only list/watch persistentvolumes with the label selector plainkube.dev/local-path-node=n1"},
+		{res("update", "", "persistentvolumes", "", "", "pvc-mine"), true, ""},
+		{res("patch", "", "persistentvolumes", "", "", "pvc-mine"), true, ""},
+		{res("get", "", "persistentvolumes", "", "", "pvc-mine"), true, ""},
+		{res("update", "", "persistentvolumes", "", "", "pvc-theirs"), false, "no relationship found between node 'n1' and this object"},
+		{res("update", "", "persistentvolumes", "", "", "pvc-forged"), false, "no relationship found between node 'n1' and this object"},
+		{res("update", "", "persistentvolumes", "status", "", "pvc-mine"), false, "can only get individual resources of this type"},
+		{res("delete", "", "persistentvolumes", "", "", "pvc-mine"), false, "can only get individual resources of this type"},
+		{res("update", "", "persistentvolumes", "", "", "pv-data"), false, "no relationship found between node 'n1' and this object"},
 		{res("create", "", "serviceaccounts", "token", "ns", "web-sa"), true, ""},
 		{res("create", "", "serviceaccounts", "token", "ns", "default"), false, "no relationship found between node 'n1' and this object"},
 		{res("get", "", "serviceaccounts", "", "ns", "web-sa"), true, ""},
@@ -112,7 +140,7 @@ func TestNodeAuthorizer(t *testing.T) {
 		{res("create", "certificates.k8s.io", "certificatesigningrequests", "", "", ""), true, ""},
 		{res("delete", "apps", "deployments", "", "ns", "x"), false, ""},
 	} {
-		t.Run(fmt.Sprintf("%s %s/%s %s/%s %s", tc.at.Verb, tc.at.Resource, tc.at.Subresource, tc.at.Namespace, tc.at.Name, tc.at.FieldSelector), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s %s/%s %s/%s %s %s", tc.at.Verb, tc.at.Resource, tc.at.Subresource, tc.at.Namespace, tc.at.Name, tc.at.FieldSelector, tc.at.LabelSelector), func(t *testing.T) {
 			d, reason, err := a.Authorize(context.Background(), tc.at)
 			if err != nil || (d == auth.Allow) != tc.allow || reason != tc.reason {
 				t.Errorf("got %v %q %v, want allow=%v %q", d, reason, err, tc.allow, tc.reason)

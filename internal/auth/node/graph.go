@@ -5,6 +5,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"plainkube.dev/plainkube/internal/api/localpath"
+
 	"plainkube.dev/plainkube/internal/api/podutil"
 )
 
@@ -36,10 +38,12 @@ type podEntry struct {
 }
 
 // volumeEntry is what the graph keeps of a PersistentVolume: the claim
-// it is bound to and the Secrets it names.
+// it is bound to, the Secrets it names, and the node whose local-path
+// folder it is (package localpath).
 type volumeEntry struct {
-	claim   object // zero if unbound
-	secrets []object
+	claim     object // zero if unbound
+	secrets   []object
+	localPath string // "" if none
 }
 
 // Graph is the relation between nodes and the objects their pods use, as
@@ -167,8 +171,9 @@ func podObjects(pod *corev1.Pod) []object {
 	return out
 }
 
-// SetVolume records a PersistentVolume: the claim it is bound to, and the
-// Secrets it names.
+// SetVolume records a PersistentVolume: the claim it is bound to, the
+// Secrets it names, and the node of its local-path folder (the
+// provisioner's volumes labelled plainkube.dev/local-path-node).
 func (g *Graph) SetVolume(pv *corev1.PersistentVolume) {
 	var e volumeEntry
 	if c := pv.Spec.ClaimRef; c != nil && c.Name != "" {
@@ -176,6 +181,9 @@ func (g *Graph) SetVolume(pv *corev1.PersistentVolume) {
 	}
 	for _, s := range volumeSecrets(pv) {
 		e.secrets = append(e.secrets, object{secretKind, s.Namespace, s.Name})
+	}
+	if pv.Annotations[localpath.ProvisionedByAnnotation] == localpath.Provisioner {
+		e.localPath = pv.Labels[localpath.NodeLabel]
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -283,6 +291,14 @@ func (g *Graph) volumeRelated(node, name string) bool {
 	defer g.mu.RUnlock()
 	c := g.volumes[name].claim
 	return c.name != "" && g.usedByLocked(c, node)
+}
+
+// localPathOn reports whether the PersistentVolume name is a local-path
+// volume whose folder is on node.
+func (g *Graph) localPathOn(node, name string) bool {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return name != "" && g.volumes[name].localPath == node
 }
 
 // podOn reports whether the pod namespace/name is bound to node.

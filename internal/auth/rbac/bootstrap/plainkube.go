@@ -13,6 +13,10 @@ import (
 // ServiceLB controller runs as.
 const ServiceLBServiceAccount = "service-lb-controller"
 
+// LocalPathServiceAccount is the kube-system ServiceAccount plainkube's
+// local-path provisioner runs as.
+const LocalPathServiceAccount = "local-path-provisioner"
+
 const (
 	plainkubeControllerPrefix = "plainkube:controller:"
 	nodeProxier               = "plainkube:node-proxier"
@@ -25,6 +29,9 @@ const (
 //   - the ServiceLB controller's role (upstream's cloud service
 //     controller's rules: it reads Services and Nodes and writes Service
 //     status), bound to its ServiceAccount;
+//   - the local-path provisioner's role: it reads claims, StorageClasses
+//     and Nodes, creates PersistentVolumes, and updates those whose node
+//     is gone (to remove their cleanup finalizer);
 //   - a plainkube node runs its service proxy and its DNS answerer under
 //     the node's own credentials, so system:nodes are bound to
 //     plainkube:node-proxier (what kube-proxy's system:node-proxier holds,
@@ -34,12 +41,20 @@ const (
 //     kube-system.
 func Plainkube() Policy {
 	serviceLB := plainkubeControllerPrefix + ServiceLBServiceAccount
+	localPath := plainkubeControllerPrefix + LocalPathServiceAccount
 	return Policy{
 		ClusterRoles: []rbacv1.ClusterRole{
 			clusterRole(serviceLB,
 				rule(read...).groups(coreGroup).resources("services"),
 				rule("patch", "update").groups(coreGroup).resources("services/status"),
 				rule("list", "watch").groups(coreGroup).resources("nodes"),
+				eventsRule(),
+			),
+			clusterRole(localPath,
+				rule(read...).groups(coreGroup).resources("persistentvolumeclaims"),
+				rule("get", "list", "watch", "create", "update").groups(coreGroup).resources("persistentvolumes"),
+				rule(read...).groups(storageGroup).resources("storageclasses"),
+				rule("get", "list", "watch").groups(coreGroup).resources("nodes"),
 				eventsRule(),
 			),
 			clusterRole(nodeProxier,
@@ -54,6 +69,7 @@ func Plainkube() Policy {
 		},
 		ClusterRoleBindings: []rbacv1.ClusterRoleBinding{
 			clusterRoleBinding(serviceLB, serviceAccountSubject(kubeSystem, ServiceLBServiceAccount)),
+			clusterRoleBinding(localPath, serviceAccountSubject(kubeSystem, LocalPathServiceAccount)),
 			clusterRoleBinding(nodeDNS, groupSubject(groupNodes)),
 			clusterRoleBinding(nodeProxier, groupSubject(groupNodes)),
 		},

@@ -1,0 +1,80 @@
+package pvcprotection
+
+import (
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Finalizer is the claim's protection finalizer, as upstream's.
+const Finalizer = "kubernetes.io/pvc-protection"
+
+// Action is what to do with a claim's finalizer.
+type Action int
+
+const (
+	None Action = iota
+	// Add the finalizer: the claim lacks it and is not being deleted.
+	Add
+	// Remove the finalizer: the claim is being deleted and no pod uses it.
+	Remove
+	// Check the API server's pods: the cache shows none using the claim.
+	Check
+)
+
+// plan decides for a claim given whether a pod in the cache uses it.
+func plan(claim *corev1.PersistentVolumeClaim, usedInCache bool) Action {
+	has := slices.Contains(claim.Finalizers, Finalizer)
+	switch {
+	case claim.DeletionTimestamp == nil && !has:
+		return Add
+	case claim.DeletionTimestamp != nil && has && !usedInCache:
+		return Check
+	}
+	return None
+}
+
+// podUses reports whether pod keeps claim from being deleted, as
+// upstream's rule: the pod is scheduled and names the claim directly, or
+// through an ephemeral volume whose claim it owns and it has not shut
+// down.
+func podUses(pod *corev1.Pod, claim *corev1.PersistentVolumeClaim) bool {
+	if pod.Namespace != claim.Namespace || pod.Spec.NodeName == "" {
+		return false
+	}
+	for _, v := range pod.Spec.Volumes {
+		if v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == claim.Name {
+			return true
+		}
+		if v.Ephemeral != nil && pod.Name+"-"+v.Name == claim.Name && !shutDown(pod) && ownedBy(claim, pod) {
+			return true
+		}
+	}
+	return false
+}
+
+// shutDown: the node agent is done with the pod (deleted with grace 0),
+// or it was force-deleted.
+func shutDown(pod *corev1.Pod) bool {
+	return pod.DeletionTimestamp != nil && pod.DeletionGracePeriodSeconds != nil && *pod.DeletionGracePeriodSeconds == 0
+}
+
+func ownedBy(claim *corev1.PersistentVolumeClaim, pod *corev1.Pod) bool {
+	ref := metav1.GetControllerOfNoCopy(claim)
+	return ref != nil && ref.UID == pod.UID
+}
+
+// claimsOf are the names of the claims a pod names.
+func claimsOf(pod *corev1.Pod) []string {
+	var out []string
+	for _, v := range pod.Spec.Volumes {
+		switch {
+		case v.PersistentVolumeClaim != nil:
+			out = append(out, v.PersistentVolumeClaim.ClaimName)
+		case v.Ephemeral != nil:
+			out = append(out, pod.Name+"-"+v.Name)
+		}
+	}
+	return out
+}
