@@ -1,0 +1,184 @@
+package scheduler
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"plainkube.dev/plainkube/internal/scheduler/internal/st"
+)
+
+// The PV controller's and the local-path provisioner's parts, played by
+// the test: bind a claim to a volume as the controller would.
+func (e *env) completeBinding(claimName, pvName string) {
+	e.t.Helper()
+	c, err := e.cs.CoreV1().PersistentVolumeClaims("default").Get(e.ctx, claimName, metav1.GetOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	c.Spec.VolumeName = pvName
+	metav1.SetMetaDataAnnotation(&c.ObjectMeta, "pv.kubernetes.io/bind-completed", "yes")
+	if _, err := e.cs.CoreV1().PersistentVolumeClaims("default").Update(e.ctx, c, metav1.UpdateOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *env) storageClass(name, provisioner string, mode storagev1.VolumeBindingMode) {
+	e.t.Helper()
+	sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Provisioner: provisioner, VolumeBindingMode: &mode}
+	if _, err := e.cs.StorageV1().StorageClasses().Create(e.ctx, sc, metav1.CreateOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *env) claim(name, class, size string) {
+	e.t.Helper()
+	c := &v1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: v1.PersistentVolumeClaimSpec{
+			StorageClassName: ptr.To(class),
+			AccessModes:      []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
+			Resources:        v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: resource.MustParse(size)}},
+		},
+	}
+	if _, err := e.cs.CoreV1().PersistentVolumeClaims("default").Create(e.ctx, c, metav1.CreateOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// localVolume makes an Available local volume on node.
+func (e *env) localVolume(name, class, size, node string) {
+	e.t.Helper()
+	pv := &v1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: v1.PersistentVolumeSpec{
+			StorageClassName:       class,
+			Capacity:               v1.ResourceList{v1.ResourceStorage: resource.MustParse(size)},
+			AccessModes:            []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
+			PersistentVolumeSource: v1.PersistentVolumeSource{Local: &v1.LocalVolumeSource{Path: "/mnt/" + name}},
+			NodeAffinity: &v1.VolumeNodeAffinity{Required: &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{
+				MatchExpressions: []v1.NodeSelectorRequirement{{Key: v1.LabelHostname, Operator: v1.NodeSelectorOpIn, Values: []string{node}}},
+			}}}},
+		},
+	}
+	created, err := e.cs.CoreV1().PersistentVolumes().Create(e.ctx, pv, metav1.CreateOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	created.Status.Phase = v1.VolumeAvailable
+	if _, err := e.cs.CoreV1().PersistentVolumes().UpdateStatus(e.ctx, created, metav1.UpdateOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func podWithClaims(name string, claims ...string) *v1.Pod {
+	p := st.Pod(name).Obj()
+	for _, c := range claims {
+		p.Spec.Volumes = append(p.Spec.Volumes, v1.Volume{Name: c, VolumeSource: v1.VolumeSource{
+			PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: c}}})
+	}
+	return p
+}
+
+// TestVolumeBinding: pods go where their claims' volumes are, the
+// scheduler binds WaitForFirstConsumer claims (a static volume's claimRef,
+// or selected-node for the provisioner) before the pod, and says why a
+// pod cannot go anywhere as upstream does.
+func TestVolumeBinding(t *testing.T) {
+	e := newEnv(t)
+	for _, n := range []string{"n1", "n2"} {
+		e.node(st.Node(n).Capacity("4", "8Gi").Label(v1.LabelHostname, n).Obj())
+	}
+	e.storageClass("local", "kubernetes.io/no-provisioner", storagev1.VolumeBindingWaitForFirstConsumer)
+	e.storageClass("dynamic", "example.com/local", storagev1.VolumeBindingWaitForFirstConsumer)
+	e.storageClass("now", "example.com/now", storagev1.VolumeBindingImmediate)
+	e.startScheduler(Options{})
+
+	// A missing claim.
+	e.pod(podWithClaims("no-claim", "missing"))
+	if msg := e.unschedulable("no-claim"); !strings.Contains(msg, `persistentvolumeclaim "missing" not found`) {
+		t.Errorf("missing claim: %q", msg)
+	}
+
+	// An unbound claim of immediate binding.
+	e.claim("imm", "now", "1Gi")
+	e.pod(podWithClaims("immediate", "imm"))
+	if msg := e.unschedulable("immediate"); !strings.Contains(msg, "pod has unbound immediate PersistentVolumeClaims") {
+		t.Errorf("immediate claim: %q", msg)
+	}
+
+	// A static local volume on n2: the pod goes there once the claim is
+	// bound to it; the scheduler wrote the claimRef and waits for the PV
+	// controller (the test) to complete the binding.
+	e.localVolume("pv-small", "local", "1Gi", "n2")
+	e.localVolume("pv-big", "local", "10Gi", "n1")
+	e.claim("data", "local", "500Mi")
+	e.pod(podWithClaims("static", "data"))
+	e.waitFor("pv-small's claimRef", 10*time.Second, func() (bool, error) {
+		pv, err := e.cs.CoreV1().PersistentVolumes().Get(e.ctx, "pv-small", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return pv.Spec.ClaimRef != nil && pv.Spec.ClaimRef.Name == "data" && pv.Spec.ClaimRef.UID != "" &&
+			pv.Annotations["pv.kubernetes.io/bound-by-controller"] == "yes", nil
+	})
+	time.Sleep(300 * time.Millisecond)
+	if p, _ := e.cs.CoreV1().Pods("default").Get(e.ctx, "static", metav1.GetOptions{}); p.Spec.NodeName != "" {
+		t.Fatalf("pod bound to %s before its claim", p.Spec.NodeName)
+	}
+	e.completeBinding("data", "pv-small")
+	if got := e.bound("static"); got != "n2" {
+		t.Errorf("static volume: pod on %s, want n2", got)
+	}
+
+	// A bound volume whose node is not schedulable any more.
+	e.localVolume("pv-n3", "local", "1Gi", "n3")
+	e.claim("gone", "local", "1Gi")
+	c, _ := e.cs.CoreV1().PersistentVolumeClaims("default").Get(e.ctx, "gone", metav1.GetOptions{})
+	pv, _ := e.cs.CoreV1().PersistentVolumes().Get(e.ctx, "pv-n3", metav1.GetOptions{})
+	pv.Spec.ClaimRef = &v1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: "default", Name: "gone", UID: c.UID}
+	if _, err := e.cs.CoreV1().PersistentVolumes().Update(e.ctx, pv, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.completeBinding("gone", "pv-n3")
+	e.pod(podWithClaims("conflict", "gone"))
+	if msg := e.unschedulable("conflict"); !strings.Contains(msg, "2 node(s) didn't match PersistentVolume's node affinity") {
+		t.Errorf("affinity conflict: %q", msg)
+	}
+
+	// No volume fits and the class cannot provision.
+	e.claim("huge", "local", "100Gi")
+	e.pod(podWithClaims("no-fit", "huge"))
+	if msg := e.unschedulable("no-fit"); !strings.Contains(msg, "2 node(s) didn't find available persistent volumes to bind") {
+		t.Errorf("no volume: %q", msg)
+	}
+
+	// Dynamic provisioning: the claim is marked with the chosen node; the
+	// provisioner (the test) makes a volume there and it is bound.
+	e.claim("dyn", "dynamic", "1Gi")
+	p := podWithClaims("dyn", "dyn")
+	p.Spec.NodeSelector = map[string]string{v1.LabelHostname: "n1"}
+	e.pod(p)
+	e.waitFor("selected-node on claim dyn", 10*time.Second, func() (bool, error) {
+		c, err := e.cs.CoreV1().PersistentVolumeClaims("default").Get(e.ctx, "dyn", metav1.GetOptions{})
+		return err == nil && c.Annotations["volume.kubernetes.io/selected-node"] == "n1", err
+	})
+	e.localVolume("pvc-dyn", "dynamic", "1Gi", "n1")
+	e.completeBinding("dyn", "pvc-dyn")
+	if got := e.bound("dyn"); got != "n1" {
+		t.Errorf("provisioned volume: pod on %s, want n1", got)
+	}
+
+	// The immediate claim, once bound, no longer holds its pod back.
+	e.localVolume("pv-imm", "now", "1Gi", "n1")
+	e.completeBinding("imm", "pv-imm")
+	if got := e.bound("immediate"); got != "n1" {
+		t.Errorf("immediate claim bound: pod on %s, want n1", got)
+	}
+}
