@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -77,6 +78,29 @@ func (e *env) localVolume(name, class, size, node string) {
 	}
 }
 
+// unschedulableWith waits until the pod's PodScheduled=False message
+// holds want (the scheduler's caches may first see less than the test
+// wrote, and retry when they catch up).
+func (e *env) unschedulableWith(name, want string) {
+	e.t.Helper()
+	var last string
+	e.waitFor("pod "+name+" unschedulable with "+want, 10*time.Second, func() (bool, error) {
+		p, err := e.cs.CoreV1().Pods("default").Get(e.ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		if p.Spec.NodeName != "" {
+			e.t.Fatalf("pod %s bound to %s", name, p.Spec.NodeName)
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == v1.PodScheduled && c.Status == v1.ConditionFalse {
+				last = c.Message
+			}
+		}
+		return strings.Contains(last, want), fmt.Errorf("message %q", last)
+	})
+}
+
 func podWithClaims(name string, claims ...string) *v1.Pod {
 	p := st.Pod(name).Obj()
 	for _, c := range claims {
@@ -102,22 +126,18 @@ func TestVolumeBinding(t *testing.T) {
 
 	// A missing claim.
 	e.pod(podWithClaims("no-claim", "missing"))
-	if msg := e.unschedulable("no-claim"); !strings.Contains(msg, `persistentvolumeclaim "missing" not found`) {
-		t.Errorf("missing claim: %q", msg)
-	}
+	e.unschedulableWith("no-claim", `persistentvolumeclaim "missing" not found`)
 
 	// An unbound claim of immediate binding.
 	e.claim("imm", "now", "1Gi")
 	e.pod(podWithClaims("immediate", "imm"))
-	if msg := e.unschedulable("immediate"); !strings.Contains(msg, "pod has unbound immediate PersistentVolumeClaims") {
-		t.Errorf("immediate claim: %q", msg)
-	}
+	e.unschedulableWith("immediate", "pod has unbound immediate PersistentVolumeClaims")
 
 	// A static local volume on n2: the pod goes there once the claim is
 	// bound to it; the scheduler wrote the claimRef and waits for the PV
 	// controller (the test) to complete the binding.
 	e.localVolume("pv-small", "local", "1Gi", "n2")
-	e.localVolume("pv-big", "local", "10Gi", "n1")
+	e.localVolume("pv-tiny", "local", "100Mi", "n1") // too small for any claim below
 	e.claim("data", "local", "500Mi")
 	e.pod(podWithClaims("static", "data"))
 	e.waitFor("pv-small's claimRef", 10*time.Second, func() (bool, error) {
@@ -148,16 +168,12 @@ func TestVolumeBinding(t *testing.T) {
 	}
 	e.completeBinding("gone", "pv-n3")
 	e.pod(podWithClaims("conflict", "gone"))
-	if msg := e.unschedulable("conflict"); !strings.Contains(msg, "2 node(s) didn't match PersistentVolume's node affinity") {
-		t.Errorf("affinity conflict: %q", msg)
-	}
+	e.unschedulableWith("conflict", "2 node(s) didn't match PersistentVolume's node affinity")
 
 	// No volume fits and the class cannot provision.
 	e.claim("huge", "local", "100Gi")
 	e.pod(podWithClaims("no-fit", "huge"))
-	if msg := e.unschedulable("no-fit"); !strings.Contains(msg, "2 node(s) didn't find available persistent volumes to bind") {
-		t.Errorf("no volume: %q", msg)
-	}
+	e.unschedulableWith("no-fit", "2 node(s) didn't find available persistent volumes to bind")
 
 	// Dynamic provisioning: the claim is marked with the chosen node; the
 	// provisioner (the test) makes a volume there and it is bound.
