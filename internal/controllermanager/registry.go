@@ -27,6 +27,7 @@ import (
 	"plainkube.dev/plainkube/internal/controller/resourcequota"
 	"plainkube.dev/plainkube/internal/controller/rootcacert"
 	"plainkube.dev/plainkube/internal/controller/serviceaccount"
+	"plainkube.dev/plainkube/internal/controller/servicecidr"
 	"plainkube.dev/plainkube/internal/controller/servicelb"
 	"plainkube.dev/plainkube/internal/controller/statefulset"
 	"plainkube.dev/plainkube/internal/reconcile"
@@ -79,6 +80,7 @@ var Registry = []Registration{
 	{rootcacert.Name, "root-ca-certificate-publisher-controller", "root-ca-cert-publisher", newRootCACert, true},
 	{clusterroleaggregation.Name, "clusterrole-aggregation-controller", "clusterrole-aggregation-controller", plain(clusterroleaggregation.New), true},
 	{resourcequota.Name, "resourcequota-controller", "resourcequota-controller", sharing(resourcequota.New), true},
+	{servicecidr.Name, "service-cidr-controller", "service-cidrs-controller", sharing(servicecidr.New), true},
 }
 
 // ValidateControllers checks a --controllers list: each item is "*", a
