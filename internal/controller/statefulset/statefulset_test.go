@@ -222,11 +222,7 @@ func TestOrderedReadyScaleAndRollingUpdate(t *testing.T) {
 	ctx := context.Background()
 	r := record(t, cs, "web")
 	set := newSet("web", 3)
-	set.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{{
-		ObjectMeta: metav1.ObjectMeta{Name: "www"},
-		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}},
-	}}
+	set.Spec.VolumeClaimTemplates = claimTemplates("www")
 	if _, err := cs.AppsV1().StatefulSets("default").Create(ctx, set, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -359,11 +355,7 @@ func TestClaimRetentionPolicy(t *testing.T) {
 	set.Spec.PodManagementPolicy = appsv1.ParallelPodManagement
 	set.Spec.PersistentVolumeClaimRetentionPolicy = &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{
 		WhenDeleted: appsv1.DeletePersistentVolumeClaimRetentionPolicyType, WhenScaled: appsv1.DeletePersistentVolumeClaimRetentionPolicyType}
-	set.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{{
-		ObjectMeta: metav1.ObjectMeta{Name: "data"},
-		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}},
-	}}
+	set.Spec.VolumeClaimTemplates = claimTemplates("data")
 	created, err := cs.AppsV1().StatefulSets("default").Create(ctx, set, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -420,11 +412,7 @@ func TestClaimsKeptAndReused(t *testing.T) {
 	cs := start(t)
 	ctx := context.Background()
 	set := newSet("db", 3)
-	set.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{{
-		ObjectMeta: metav1.ObjectMeta{Name: "data"},
-		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}},
-	}}
+	set.Spec.VolumeClaimTemplates = claimTemplates("data")
 	created, err := cs.AppsV1().StatefulSets("default").Create(ctx, set, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -491,4 +479,14 @@ func TestClaimsKeptAndReused(t *testing.T) {
 	if err != nil || len(c.OwnerReferences) != 1 || c.OwnerReferences[0].UID != created.UID {
 		t.Errorf("data-db-2 after scale-down: %v %v", c, err)
 	}
+}
+
+// claimTemplates is a volumeClaimTemplates list of one 1Gi
+// ReadWriteOnce claim.
+func claimTemplates(name string) []corev1.PersistentVolumeClaim {
+	return []corev1.PersistentVolumeClaim{{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}},
+	}}
 }
