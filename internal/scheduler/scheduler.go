@@ -12,6 +12,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/informers"
@@ -395,6 +396,11 @@ func (s *Scheduler) bind(ctx context.Context, fwk *framework.Framework, p *queue
 		s.queue.MoveOnEvent(framework.ClusterEvent{Resource: framework.ResourcePod, ActionType: framework.Delete, Label: "AssignedPodDelete"}, nil)
 		if ctx.Err() != nil {
 			return
+		}
+		if cur, err := s.client.CoreV1().Pods(assumed.Namespace).Get(ctx, assumed.Name, metav1.GetOptions{}); isNotFound(err) ||
+			(err == nil && (cur.UID != assumed.UID || cur.DeletionTimestamp != nil)) {
+			log.Info("pod gone while its volumes were bound", "err", st.AsError())
+			return // deleted meanwhile: nothing to retry
 		}
 		s.handleFailure(ctx, fwk, p, Decision{Err: st.AsError()}, log)
 		return

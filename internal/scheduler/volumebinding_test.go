@@ -15,13 +15,24 @@ import (
 	"plainkube.dev/plainkube/internal/scheduler/internal/st"
 )
 
-// The PV controller's and the local-path provisioner's parts, played by
-// the test: bind a claim to a volume as the controller would.
+// The PV controller's part, played by the test: bind a claim to a volume
+// (the volume's claimRef, unless the scheduler wrote it, and the claim's
+// volumeName and bind-completed annotation) as the controller would.
 func (e *env) completeBinding(claimName, pvName string) {
 	e.t.Helper()
 	c, err := e.cs.CoreV1().PersistentVolumeClaims("default").Get(e.ctx, claimName, metav1.GetOptions{})
 	if err != nil {
 		e.t.Fatal(err)
+	}
+	pv, err := e.cs.CoreV1().PersistentVolumes().Get(e.ctx, pvName, metav1.GetOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if pv.Spec.ClaimRef == nil {
+		pv.Spec.ClaimRef = &v1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: c.Namespace, Name: c.Name, UID: c.UID}
+		if _, err := e.cs.CoreV1().PersistentVolumes().Update(e.ctx, pv, metav1.UpdateOptions{}); err != nil {
+			e.t.Fatal(err)
+		}
 	}
 	c.Spec.VolumeName = pvName
 	metav1.SetMetaDataAnnotation(&c.ObjectMeta, "pv.kubernetes.io/bind-completed", "yes")
@@ -189,6 +200,43 @@ func TestVolumeBinding(t *testing.T) {
 	e.completeBinding("dyn", "pvc-dyn")
 	if got := e.bound("dyn"); got != "n1" {
 		t.Errorf("provisioned volume: pod on %s, want n1", got)
+	}
+
+	// The provisioner gives a claim back (removes selected-node): PreBind
+	// fails, the reservation is undone, and the pod is tried again.
+	e.claim("retry", "dynamic", "1Gi")
+	e.pod(podWithClaims("retry", "retry"))
+	selected := func() string {
+		c, err := e.cs.CoreV1().PersistentVolumeClaims("default").Get(e.ctx, "retry", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.Annotations["volume.kubernetes.io/selected-node"]
+	}
+	e.waitFor("selected-node on claim retry", 10*time.Second, func() (bool, error) { return selected() != "", nil })
+	c, _ = e.cs.CoreV1().PersistentVolumeClaims("default").Get(e.ctx, "retry", metav1.GetOptions{})
+	delete(c.Annotations, "volume.kubernetes.io/selected-node")
+	if _, err := e.cs.CoreV1().PersistentVolumeClaims("default").Update(e.ctx, c, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor("the PreBind failure's event", 10*time.Second, func() (bool, error) {
+		l, err := e.cs.CoreV1().Events("default").List(e.ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=retry,reason=FailedScheduling"})
+		if err != nil {
+			return false, err
+		}
+		for _, ev := range l.Items {
+			if strings.Contains(ev.Message, `running PreBind plugin "VolumeBinding": binding volumes: provisioning failed for PVC "retry"`) {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	var node string
+	e.waitFor("selected-node on claim retry again", 20*time.Second, func() (bool, error) { node = selected(); return node != "", nil })
+	e.localVolume("pvc-retry", "dynamic", "1Gi", node)
+	e.completeBinding("retry", "pvc-retry")
+	if got := e.bound("retry"); got != node {
+		t.Errorf("retried pod on %s, want %s", got, node)
 	}
 
 	// The immediate claim, once bound, no longer holds its pod back.
