@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -291,3 +292,138 @@ func TestVolumeUpdates(t *testing.T) {
 		})
 	})
 }
+
+// boundClaim makes a PersistentVolume and a claim bound to it as the PV
+// controller leaves them (claimRef, volumeName, bind-completed, phase
+// Bound unless pending), the volume on node-1, and returns the claim.
+func boundClaim(t *testing.T, cs kubernetes.Interface, name string, src corev1.PersistentVolumeSource, mode corev1.PersistentVolumeMode, annotations map[string]string, pending bool) *corev1.PersistentVolumeClaim {
+	t.Helper()
+	ctx := context.Background()
+	claim, err := cs.CoreV1().PersistentVolumeClaims("default").Create(ctx, &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{"pv.kubernetes.io/bind-completed": "yes"}},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, VolumeName: "pv-" + name, VolumeMode: &mode,
+			StorageClassName: new(string),
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CoreV1().PersistentVolumes().Create(ctx, &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: "pv-" + name, Annotations: annotations},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:    corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, VolumeMode: &mode,
+			ClaimRef:               &corev1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: "default", Name: name, UID: claim.UID},
+			PersistentVolumeSource: src,
+			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{"node-1"}}},
+			}}}},
+		},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if !pending {
+		markBound(t, cs, claim)
+	}
+	return claim
+}
+
+func markBound(t *testing.T, cs kubernetes.Interface, claim *corev1.PersistentVolumeClaim) {
+	t.Helper()
+	c, err := cs.CoreV1().PersistentVolumeClaims("default").Get(context.Background(), claim.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Status.Phase = corev1.ClaimBound
+	if _, err := cs.CoreV1().PersistentVolumeClaims("default").UpdateStatus(context.Background(), c, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func claimVolume(name, claim string) corev1.Volume {
+	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}
+}
+
+// TestPersistentVolumeClaims: the agent mounts the hostPath or local
+// volume a pod's claim is bound to, waits (FailedMount) while the claim
+// is not bound, keeps the data across pod re-creation, applies fsGroup to
+// local volumes, honours readOnly and subPath, and refuses Block volumes.
+func TestPersistentVolumeClaims(t *testing.T) {
+	cs, dir := startNodeWith(t, network.DefaultPodCIDR, nil)
+	ctx := context.Background()
+	hostDir := filepath.Join(dir, "storage", "pvc-host")
+	claim := boundClaim(t, cs, "host", corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{
+		Path: hostDir, Type: ptrTo(corev1.HostPathDirectoryOrCreate)}}, corev1.PersistentVolumeFilesystem,
+		map[string]string{"pv.kubernetes.io/provisioned-by": "plainkube.dev/local-path"}, true)
+
+	writer := busyboxPod("writer", corev1.RestartPolicyAlways,
+		"echo one > /data/f; busybox mkdir -p /data/sub; echo two > /sub/g; "+
+			"(echo x > /ro/x && echo writable || echo read-only) > /data/ro; busybox sleep 3600")
+	writer.Spec.NodeName = "node-1"
+	writer.Spec.Volumes = []corev1.Volume{claimVolume("data", "host")}
+	writer.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"},
+		{Name: "data", MountPath: "/sub", SubPath: "sub"}, {Name: "data", MountPath: "/ro", ReadOnly: true}}
+	createPod(t, cs, writer)
+	expectEvent(t, cs, "writer", "FailedMount", "error processing PVC default/host: PVC is not bound")
+	if p, _ := getPod(ctx, cs, "writer"); p.Status.Phase != corev1.PodPending {
+		t.Fatalf("pod with an unbound claim is %s", p.Status.Phase)
+	}
+	markBound(t, cs, claim)
+	waitRunning(t, cs, "writer")
+	waitFor(t, 20*time.Second, "the files on the volume", func(context.Context) (bool, error) {
+		f, _ := os.ReadFile(filepath.Join(hostDir, "f"))
+		g, _ := os.ReadFile(filepath.Join(hostDir, "sub", "g"))
+		ro, _ := os.ReadFile(filepath.Join(hostDir, "ro"))
+		return string(f) == "one\n" && string(g) == "two\n" && string(ro) == "read-only\n", nil
+	})
+	if fi, err := os.Stat(hostDir); err != nil || fi.Mode().Perm() != 0o777 {
+		t.Errorf("local-path folder: %v %v, want mode 0777", fi, err)
+	}
+
+	// The pod goes and comes back: the data is where it was.
+	if err := cs.CoreV1().Pods("default").Delete(ctx, "writer", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, time.Minute, "writer gone", func(ctx context.Context) (bool, error) {
+		_, err := getPod(ctx, cs, "writer")
+		return err != nil, nil
+	})
+	reader := busyboxPod("reader", corev1.RestartPolicyAlways, "busybox cat /data/f > /data/seen; busybox sleep 3600")
+	reader.Spec.Volumes = []corev1.Volume{claimVolume("data", "host")}
+	reader.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
+	createPod(t, cs, reader) // scheduled: its claim is bound
+	waitRunning(t, cs, "reader")
+	waitFor(t, 20*time.Second, "the re-created pod reading the old file", func(context.Context) (bool, error) {
+		b, _ := os.ReadFile(filepath.Join(hostDir, "seen"))
+		return string(b) == "one\n", nil
+	})
+
+	// A local volume gets the pod's fsGroup.
+	localDir := filepath.Join(dir, "local-disk")
+	if err := os.MkdirAll(localDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	boundClaim(t, cs, "local", corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: localDir}}, corev1.PersistentVolumeFilesystem, nil, false)
+	grouped := busyboxPod("grouped", corev1.RestartPolicyAlways, "echo hi > /data/h; busybox sleep 3600")
+	gid := int64(4321)
+	grouped.Spec.SecurityContext = &corev1.PodSecurityContext{FSGroup: &gid}
+	grouped.Spec.Volumes = []corev1.Volume{claimVolume("data", "local")}
+	grouped.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
+	createPod(t, cs, grouped)
+	waitRunning(t, cs, "grouped")
+	var st syscall.Stat_t
+	if err := syscall.Stat(localDir, &st); err != nil || st.Gid != uint32(gid) || st.Mode&syscall.S_ISGID == 0 {
+		t.Errorf("local volume root: gid %d mode %o (%v), want gid %d with setgid", st.Gid, st.Mode, err, gid)
+	}
+
+	// A Block volume is refused with a clear event.
+	boundClaim(t, cs, "raw", corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: "/dev/null"}}, corev1.PersistentVolumeBlock, nil, false)
+	block := busyboxPod("block", corev1.RestartPolicyAlways, "busybox sleep 3600")
+	block.Spec.Volumes = []corev1.Volume{claimVolume("raw", "raw")}
+	createPod(t, cs, block)
+	expectEvent(t, cs, "block", "FailedMount", `MountVolume.SetUp failed for volume "raw" : volumeMode Block is not supported`)
+}
+
+func ptrTo[T any](v T) *T { return &v }

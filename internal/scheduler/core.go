@@ -52,6 +52,9 @@ type Decision struct {
 	// something: a nomination (possibly empty, which clears one) and the
 	// victims to evict.
 	PostFilter *framework.PostFilterResult
+	// State is the cycle's plugin state, which the Reserve, Unreserve and
+	// PreBind plugins of the chosen node read.
+	State *framework.CycleState
 }
 
 // Decide runs one scheduling cycle for pod on snap with the framework fwk.
@@ -59,7 +62,7 @@ func (a *Algorithm) Decide(ctx context.Context, fwk *framework.Framework, snap *
 	fwk.SetSnapshot(snap)
 	state := framework.NewCycleState()
 	host, evaluated, feasible, err := a.schedule(ctx, fwk, state, pod)
-	d := Decision{Host: host, EvaluatedNodes: evaluated, FeasibleNodes: feasible, Err: err}
+	d := Decision{Host: host, EvaluatedNodes: evaluated, FeasibleNodes: feasible, Err: err, State: state}
 	var fitErr *framework.FitError
 	if err == nil || !errors.As(err, &fitErr) || !fwk.HasPostFilterPlugins() {
 		return d

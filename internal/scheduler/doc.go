@@ -8,9 +8,11 @@
 //
 // Like every plainkube component it talks only to the API server, through
 // client-go: informers on nodes, pods, PriorityClasses,
-// PodDisruptionBudgets, namespaces, PersistentVolumeClaims and the
-// workload objects used for default spreading; writes are bindings, pod
-// status updates, victim deletions and events.
+// PodDisruptionBudgets, namespaces, PersistentVolumeClaims,
+// PersistentVolumes, StorageClasses and the workload objects used for
+// default spreading; writes are bindings, pod status updates, victim
+// deletions, events, and (VolumeBinding) volumes' claimRefs and claims'
+// selected-node annotations.
 //
 // Shape (upstream kube-scheduler's, reduced):
 //
@@ -26,7 +28,9 @@
 //
 // The driver (Scheduler) is thin: informer handlers feed the cache and
 // the queue; Run pops one pod at a time, runs the core on a fresh
-// snapshot, assumes the pod on its node and binds it asynchronously, or
+// snapshot, assumes the pod on its node, runs the Reserve plugins, and
+// binds it asynchronously after the PreBind plugins (which may wait for
+// its volumes; a failure there undoes the reservation and requeues), or
 // records the failure, carries out preemption and requeues the pod. With
 // Options.LeaderElection set, only the holder of a coordination.k8s.io
 // Lease in kube-system schedules.

@@ -114,6 +114,22 @@ func (s *Scheduler) addEventHandlers() error {
 	})); err != nil {
 		return err
 	}
+
+	// Volumes and their classes: a pod waiting for a volume to bind may
+	// fit once one appears or changes.
+	for res, inf := range map[string]cache.SharedIndexInformer{
+		framework.ResourcePV:           f.Core().V1().PersistentVolumes().Informer(),
+		framework.ResourceStorageClass: f.Storage().V1().StorageClasses().Informer(),
+	} {
+		if err := s.handle(inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc: func(any) { s.queue.MoveOnEvent(framework.ClusterEvent{Resource: res, ActionType: framework.Add}, nil) },
+			UpdateFunc: func(any, any) {
+				s.queue.MoveOnEvent(framework.ClusterEvent{Resource: res, ActionType: framework.UpdateOther}, nil)
+			},
+		})); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

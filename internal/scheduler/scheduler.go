@@ -12,6 +12,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/informers"
@@ -148,11 +149,15 @@ func New(cfg *rest.Config, opts Options) (*Scheduler, error) {
 		log:        log,
 		le:         opts.LeaderElection,
 	}
+	s.factory = opts.Informers
+	if s.factory == nil {
+		s.factory = informers.NewSharedInformerFactory(cs, 0)
+	}
 	events := map[string][]framework.ClusterEvent{}
 	s.broadcaster = record.NewBroadcaster()
 	for i := range c.Profiles {
 		p := &c.Profiles[i]
-		fwk, err := framework.NewFramework(registry, p)
+		fwk, err := framework.NewFramework(registry, p, framework.WithClientSet(cs), framework.WithInformerFactory(s.factory))
 		if err != nil {
 			return nil, err
 		}
@@ -168,10 +173,6 @@ func New(cfg *rest.Config, opts Options) (*Scheduler, error) {
 		MaxBackoff:     time.Duration(c.PodMaxBackoffSeconds) * time.Second,
 		PluginEvents:   events,
 	})
-	s.factory = opts.Informers
-	if s.factory == nil {
-		s.factory = informers.NewSharedInformerFactory(cs, 0)
-	}
 	if err := s.addEventHandlers(); err != nil {
 		return nil, err
 	}
@@ -368,18 +369,42 @@ func (s *Scheduler) scheduleOne(ctx context.Context) bool {
 		s.handleFailure(ctx, fwk, p, Decision{Err: err}, log)
 		return true
 	}
+	if st := fwk.RunReservePlugins(ctx, d.State, assumed, d.Host); !st.IsSuccess() {
+		fwk.RunUnreservePlugins(ctx, d.State, assumed, d.Host)
+		s.cache.ForgetPod(assumed)
+		s.handleFailure(ctx, fwk, p, Decision{Err: st.AsError()}, log)
+		return true
+	}
 	s.queue.DeleteNominatedPod(pod)
 	s.queue.Done(pod)
 	log.Debug("scheduled", "node", d.Host, "evaluated", d.EvaluatedNodes, "feasible", d.FeasibleNodes, "took", time.Since(start))
 	s.binds.Add(1)
 	go func() {
 		defer s.binds.Done()
-		s.bind(ctx, fwk, p, assumed, log)
+		s.bind(ctx, fwk, p, assumed, d.State, log)
 	}()
 	return true
 }
 
-func (s *Scheduler) bind(ctx context.Context, fwk *framework.Framework, p *queue.QueuedPodInfo, assumed *v1.Pod, log *slog.Logger) {
+// bind runs the PreBind plugins (binding the pod's volumes, which may
+// wait) and binds the pod; if either fails, the Reserve plugins' work is
+// undone and the pod goes back to the queue.
+func (s *Scheduler) bind(ctx context.Context, fwk *framework.Framework, p *queue.QueuedPodInfo, assumed *v1.Pod, state *framework.CycleState, log *slog.Logger) {
+	if st := fwk.RunPreBindPlugins(ctx, state, assumed, assumed.Spec.NodeName); !st.IsSuccess() {
+		fwk.RunUnreservePlugins(ctx, state, assumed, assumed.Spec.NodeName)
+		s.cache.ForgetPod(assumed)
+		s.queue.MoveOnEvent(framework.ClusterEvent{Resource: framework.ResourcePod, ActionType: framework.Delete, Label: "AssignedPodDelete"}, nil)
+		if ctx.Err() != nil {
+			return
+		}
+		if cur, err := s.client.CoreV1().Pods(assumed.Namespace).Get(ctx, assumed.Name, metav1.GetOptions{}); isNotFound(err) ||
+			(err == nil && (cur.UID != assumed.UID || cur.DeletionTimestamp != nil)) {
+			log.Info("pod gone while its volumes were bound", "err", st.AsError())
+			return // deleted meanwhile: nothing to retry
+		}
+		s.handleFailure(ctx, fwk, p, Decision{Err: st.AsError()}, log)
+		return
+	}
 	b := &v1.Binding{
 		ObjectMeta: metaForBinding(assumed),
 		Target:     v1.ObjectReference{Kind: "Node", Name: assumed.Spec.NodeName},
@@ -391,6 +416,7 @@ func (s *Scheduler) bind(ctx context.Context, fwk *framework.Framework, p *queue
 		log.Debug("bound", "node", assumed.Spec.NodeName)
 		return
 	}
+	fwk.RunUnreservePlugins(ctx, state, assumed, assumed.Spec.NodeName)
 	s.cache.ForgetPod(assumed)
 	s.queue.MoveOnEvent(framework.ClusterEvent{Resource: framework.ResourcePod, ActionType: framework.Delete, Label: "AssignedPodDelete"}, nil)
 	if isNotFoundOrConflict(err) || ctx.Err() != nil {

@@ -11,6 +11,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
@@ -35,7 +36,60 @@ func start(t *testing.T) kubernetes.Interface {
 	}
 	c.Logger = controllertest.LoggerAt(t, slog.LevelInfo)
 	controllertest.Run(t, c, 2)
-	return kubernetes.NewForConfigOrDie(env.Config)
+	cs := kubernetes.NewForConfigOrDie(env.Config)
+	bindClaims(t, cs)
+	return cs
+}
+
+// bindClaims plays the PV controller until the test ends: every claim
+// gets a volume of its own and is bound to it, so that the scheduler
+// (whose VolumeBinding plugin holds back pods with unbound claims) places
+// the set's pods on the simulated nodes.
+func bindClaims(t *testing.T, cs kubernetes.Interface) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	t.Cleanup(func() { cancel(); <-done })
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			claims, err := cs.CoreV1().PersistentVolumeClaims("default").List(ctx, metav1.ListOptions{})
+			if err == nil {
+				for i := range claims.Items {
+					if c := &claims.Items[i]; c.Spec.VolumeName == "" && c.DeletionTimestamp == nil {
+						bindClaim(ctx, cs, c)
+					}
+				}
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}()
+}
+
+func bindClaim(ctx context.Context, cs kubernetes.Interface, c *corev1.PersistentVolumeClaim) {
+	pv := &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: "pv-" + string(c.UID)},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:               c.Spec.Resources.Requests,
+			AccessModes:            c.Spec.AccessModes,
+			ClaimRef:               &corev1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: c.Namespace, Name: c.Name, UID: c.UID},
+			PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/tmp/" + string(c.UID)}},
+		},
+	}
+	if _, err := cs.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return
+	}
+	c = c.DeepCopy()
+	c.Spec.VolumeName = pv.Name
+	metav1.SetMetaDataAnnotation(&c.ObjectMeta, "pv.kubernetes.io/bind-completed", "yes")
+	c, err := cs.CoreV1().PersistentVolumeClaims(c.Namespace).Update(ctx, c, metav1.UpdateOptions{})
+	if err != nil {
+		return
+	}
+	c.Status.Phase = corev1.ClaimBound
+	_, _ = cs.CoreV1().PersistentVolumeClaims(c.Namespace).UpdateStatus(ctx, c, metav1.UpdateOptions{})
 }
 
 // eventually polls cond every 50 ms for up to 30 s.
@@ -168,11 +222,7 @@ func TestOrderedReadyScaleAndRollingUpdate(t *testing.T) {
 	ctx := context.Background()
 	r := record(t, cs, "web")
 	set := newSet("web", 3)
-	set.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{{
-		ObjectMeta: metav1.ObjectMeta{Name: "www"},
-		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}},
-	}}
+	set.Spec.VolumeClaimTemplates = claimTemplates("www")
 	if _, err := cs.AppsV1().StatefulSets("default").Create(ctx, set, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -305,11 +355,7 @@ func TestClaimRetentionPolicy(t *testing.T) {
 	set.Spec.PodManagementPolicy = appsv1.ParallelPodManagement
 	set.Spec.PersistentVolumeClaimRetentionPolicy = &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{
 		WhenDeleted: appsv1.DeletePersistentVolumeClaimRetentionPolicyType, WhenScaled: appsv1.DeletePersistentVolumeClaimRetentionPolicyType}
-	set.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{{
-		ObjectMeta: metav1.ObjectMeta{Name: "data"},
-		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}},
-	}}
+	set.Spec.VolumeClaimTemplates = claimTemplates("data")
 	created, err := cs.AppsV1().StatefulSets("default").Create(ctx, set, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -341,4 +387,106 @@ func TestClaimRetentionPolicy(t *testing.T) {
 	if err != nil || len(c0.OwnerReferences) != 1 {
 		t.Fatalf("claim data-db-0: %v %v", c0, err)
 	}
+}
+
+// claimUIDs returns the UIDs of the named claims ("" for a missing one).
+func claimUIDs(t *testing.T, cs kubernetes.Interface, names ...string) []string {
+	t.Helper()
+	var out []string
+	for _, n := range names {
+		c, err := cs.CoreV1().PersistentVolumeClaims("default").Get(context.Background(), n, metav1.GetOptions{})
+		if err != nil {
+			out = append(out, "")
+			continue
+		}
+		out = append(out, string(c.UID))
+	}
+	return out
+}
+
+// TestClaimsKeptAndReused: one claim per ordinal, kept when its pod is
+// deleted and when the set scales down (Retain), used again by the
+// re-created pods; a retention policy changed later applies to the
+// existing claims.
+func TestClaimsKeptAndReused(t *testing.T) {
+	cs := start(t)
+	ctx := context.Background()
+	set := newSet("db", 3)
+	set.Spec.VolumeClaimTemplates = claimTemplates("data")
+	created, err := cs.AppsV1().StatefulSets("default").Create(ctx, set, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitSet(t, cs, "db", func(s *appsv1.StatefulSet) bool { return s.Status.ReadyReplicas == 3 })
+	names := []string{"data-db-0", "data-db-1", "data-db-2"}
+	uids := claimUIDs(t, cs, names...)
+	for i, u := range uids {
+		if u == "" {
+			t.Fatalf("claim %s missing", names[i])
+		}
+	}
+
+	// A deleted pod comes back with the same claim.
+	old, err := cs.CoreV1().Pods("default").Get(ctx, "db-1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.CoreV1().Pods("default").Delete(ctx, "db-1", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "db-1 re-created", func() (bool, error) {
+		p, err := cs.CoreV1().Pods("default").Get(ctx, "db-1", metav1.GetOptions{})
+		return err == nil && p.UID != old.UID && p.Spec.NodeName != "", err
+	})
+
+	// Scale to 1 and back: the claims of 1 and 2 stay and are reused.
+	mutate(t, cs, "db", func(s *appsv1.StatefulSet) { s.Spec.Replicas = ptr.To[int32](1) })
+	waitSet(t, cs, "db", func(s *appsv1.StatefulSet) bool { return rolledOut(s) && s.Status.Replicas == 1 })
+	if got := claimUIDs(t, cs, names...); fmt.Sprint(got) != fmt.Sprint(uids) {
+		t.Fatalf("claims after scale-down %v, want %v", got, uids)
+	}
+	mutate(t, cs, "db", func(s *appsv1.StatefulSet) { s.Spec.Replicas = ptr.To[int32](3) })
+	waitSet(t, cs, "db", func(s *appsv1.StatefulSet) bool { return s.Status.ReadyReplicas == 3 })
+	if got := claimUIDs(t, cs, names...); fmt.Sprint(got) != fmt.Sprint(uids) {
+		t.Fatalf("claims after scale-up %v, want %v", got, uids)
+	}
+	for _, n := range names {
+		c, _ := cs.CoreV1().PersistentVolumeClaims("default").Get(ctx, n, metav1.GetOptions{})
+		if len(c.OwnerReferences) != 0 {
+			t.Errorf("claim %s owned by %v under Retain", n, c.OwnerReferences)
+		}
+	}
+
+	// whenDeleted: Delete set later: the existing claims become the set's.
+	mutate(t, cs, "db", func(s *appsv1.StatefulSet) {
+		s.Spec.PersistentVolumeClaimRetentionPolicy = &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{
+			WhenDeleted: appsv1.DeletePersistentVolumeClaimRetentionPolicyType, WhenScaled: appsv1.RetainPersistentVolumeClaimRetentionPolicyType}
+	})
+	for _, n := range names {
+		eventually(t, n+" owned by the set", func() (bool, error) {
+			c, err := cs.CoreV1().PersistentVolumeClaims("default").Get(ctx, n, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			ok := len(c.OwnerReferences) == 1 && c.OwnerReferences[0].UID == created.UID && ptr.Deref(c.OwnerReferences[0].Controller, false)
+			return ok, fmt.Errorf("owners %v", c.OwnerReferences)
+		})
+	}
+	// Scaled down under whenScaled: Retain, a claim stays the set's.
+	mutate(t, cs, "db", func(s *appsv1.StatefulSet) { s.Spec.Replicas = ptr.To[int32](2) })
+	waitSet(t, cs, "db", func(s *appsv1.StatefulSet) bool { return rolledOut(s) && s.Status.Replicas == 2 })
+	c, err := cs.CoreV1().PersistentVolumeClaims("default").Get(ctx, "data-db-2", metav1.GetOptions{})
+	if err != nil || len(c.OwnerReferences) != 1 || c.OwnerReferences[0].UID != created.UID {
+		t.Errorf("data-db-2 after scale-down: %v %v", c, err)
+	}
+}
+
+// claimTemplates is a volumeClaimTemplates list of one 1Gi
+// ReadWriteOnce claim.
+func claimTemplates(name string) []corev1.PersistentVolumeClaim {
+	return []corev1.PersistentVolumeClaim{{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}},
+	}}
 }

@@ -11,6 +11,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -85,6 +86,9 @@ func (c *Controller) syncSet(ctx context.Context, key string) (reconcile.Result,
 	}
 	acts := plan(in)
 	manageErr := c.apply(ctx, set, acts, map[string]*appsv1.ControllerRevision{current.Name: current, update.Name: update})
+	if err := c.syncClaimOwners(ctx, set, pods); err != nil && manageErr == nil {
+		manageErr = err
+	}
 	st := ComputeStatus(set, pods, current.Name, update.Name, c.now())
 	st.CollisionCount = collision
 	var res reconcile.Result
@@ -222,7 +226,6 @@ func (c *Controller) createPod(ctx context.Context, set *appsv1.StatefulSet, ord
 // createClaims makes the pod's claims that do not exist yet; a claim being
 // deleted is an error (the pod waits for it to go).
 func (c *Controller) createClaims(ctx context.Context, set *appsv1.StatefulSet, pod *corev1.Pod, ordinal int) error {
-	whenDeleted, _ := retention(set)
 	for _, ct := range set.Spec.VolumeClaimTemplates {
 		name := ClaimName(ct.Name, set.Name, ordinal)
 		existing, err := c.claims.PersistentVolumeClaims(set.Namespace).Get(name)
@@ -248,9 +251,7 @@ func (c *Controller) createClaims(ctx context.Context, set *appsv1.StatefulSet, 
 				claim.Labels[k] = v
 			}
 		}
-		if whenDeleted == appsv1.DeletePersistentVolumeClaimRetentionPolicyType {
-			claim.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(set, controllerKind)}
-		}
+		claim.OwnerReferences = ClaimOwners(nil, set, nil, false)
 		_, err = c.Client.CoreV1().PersistentVolumeClaims(set.Namespace).Create(ctx, claim, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
 			continue
@@ -266,44 +267,14 @@ func (c *Controller) createClaims(ctx context.Context, set *appsv1.StatefulSet, 
 	return nil
 }
 
-// deletePod deletes pod (with a UID precondition); for a pod scaled away
-// under whenScaled: Delete, its claims are first made controlled by the pod
-// instead of the set, so that the garbage collector removes them with it.
+// deletePod deletes pod (with a UID precondition); a pod scaled away
+// first has its claims' owners brought in line with whenScaled (under
+// Delete the pod controls them, so that the garbage collector removes
+// them with it).
 func (c *Controller) deletePod(ctx context.Context, set *appsv1.StatefulSet, pod *corev1.Pod, condemned bool) error {
-	if _, whenScaled := retention(set); condemned && whenScaled == appsv1.DeletePersistentVolumeClaimRetentionPolicyType {
-		ord, _ := Ordinal(set.Name, pod.Name)
-		for _, ct := range set.Spec.VolumeClaimTemplates {
-			name := ClaimName(ct.Name, set.Name, ord)
-			claim, err := c.claims.PersistentVolumeClaims(set.Namespace).Get(name)
-			if err != nil {
-				continue
-			}
-			// As upstream: the claim of a scaled-away pod is controlled by the
-			// pod (and no longer by the set), so it goes with the pod.
-			var refs []metav1.OwnerReference
-			owned := false
-			for _, r := range claim.OwnerReferences {
-				switch {
-				case r.UID == set.UID:
-				case r.UID == pod.UID:
-					owned = true
-					refs = append(refs, r)
-				default:
-					refs = append(refs, r)
-				}
-			}
-			if owned && len(refs) == len(claim.OwnerReferences) {
-				continue
-			}
-			if !owned {
-				refs = append(refs, *metav1.NewControllerRef(pod, corev1.SchemeGroupVersion.WithKind("Pod")))
-			}
-			patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"ownerReferences": refs,
-				"resourceVersion": claim.ResourceVersion}})
-			if _, err := c.Client.CoreV1().PersistentVolumeClaims(set.Namespace).Patch(ctx, name, types.MergePatchType, patch,
-				metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
-				return err
-			}
+	if condemned {
+		if err := c.updateClaimOwners(ctx, set, pod, true); err != nil {
+			return err
 		}
 	}
 	err := c.Client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}})
@@ -317,6 +288,87 @@ func (c *Controller) deletePod(ctx context.Context, set *appsv1.StatefulSet, pod
 	c.log.Debug("deleted pod", "namespace", set.Namespace, "name", set.Name, "pod", pod.Name)
 	c.rec.Eventf(set, corev1.EventTypeNormal, "SuccessfulDelete", "delete Pod %s in StatefulSet %s successful", pod.Name, set.Name)
 	return nil
+}
+
+// ClaimOwners is what a set's claim should be owned by, given its owner
+// references now, under the set's retention policy (as upstream): the set
+// under whenDeleted: Delete, the claim's pod instead when that pod is
+// scaled away under whenScaled: Delete, neither under Retain. References
+// to other objects stay; a claim another object controls keeps none to
+// the set or pod.
+func ClaimOwners(refs []metav1.OwnerReference, set *appsv1.StatefulSet, pod *corev1.Pod, scaledDown bool) []metav1.OwnerReference {
+	ours := func(r metav1.OwnerReference) bool {
+		return (r.Kind == controllerKind.Kind && r.APIVersion == controllerKind.GroupVersion().String() && r.Name == set.Name) ||
+			(pod != nil && r.Kind == "Pod" && r.APIVersion == "v1" && r.Name == pod.Name)
+	}
+	var out []metav1.OwnerReference
+	foreign := false
+	for _, r := range refs {
+		if ours(r) {
+			continue
+		}
+		foreign = foreign || (r.Controller != nil && *r.Controller)
+		out = append(out, r)
+	}
+	if foreign {
+		return out
+	}
+	whenDeleted, whenScaled := retention(set)
+	switch {
+	case whenScaled == appsv1.DeletePersistentVolumeClaimRetentionPolicyType && scaledDown && pod != nil:
+		out = append(out, *metav1.NewControllerRef(pod, corev1.SchemeGroupVersion.WithKind("Pod")))
+	case whenDeleted == appsv1.DeletePersistentVolumeClaimRetentionPolicyType:
+		out = append(out, *metav1.NewControllerRef(set, controllerKind))
+	}
+	return out
+}
+
+// updateClaimOwners brings the owner references of pod's claims in line
+// with the set's retention policy (ClaimOwners), as upstream does for
+// every pod on every sync, so that a policy changed later applies to
+// existing claims too.
+func (c *Controller) updateClaimOwners(ctx context.Context, set *appsv1.StatefulSet, pod *corev1.Pod, scaledDown bool) error {
+	ord, ok := Ordinal(set.Name, pod.Name)
+	if !ok {
+		return nil
+	}
+	for _, ct := range set.Spec.VolumeClaimTemplates {
+		name := ClaimName(ct.Name, set.Name, ord)
+		claim, err := c.claims.PersistentVolumeClaims(set.Namespace).Get(name)
+		if err != nil || claim.DeletionTimestamp != nil {
+			continue
+		}
+		want := ClaimOwners(claim.OwnerReferences, set, pod, scaledDown)
+		if equality.Semantic.DeepEqual(want, claim.OwnerReferences) || (len(want) == 0 && len(claim.OwnerReferences) == 0) {
+			continue
+		}
+		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"ownerReferences": want,
+			"resourceVersion": claim.ResourceVersion}})
+		if _, err := c.Client.CoreV1().PersistentVolumeClaims(set.Namespace).Patch(ctx, name, types.MergePatchType, patch,
+			metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+	}
+	return nil
+}
+
+// syncClaimOwners runs updateClaimOwners for each of the set's pods.
+func (c *Controller) syncClaimOwners(ctx context.Context, set *appsv1.StatefulSet, pods []*corev1.Pod) error {
+	if len(set.Spec.VolumeClaimTemplates) == 0 {
+		return nil
+	}
+	start, replicas := startOf(set), int(replicasOf(set))
+	var errs []error
+	for _, p := range pods {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		ord, _ := Ordinal(set.Name, p.Name)
+		if err := c.updateClaimOwners(ctx, set, p, ord < start || ord >= start+replicas); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return utilerrors.NewAggregate(errs)
 }
 
 // claimPods adopts and releases pods per controller.DecideClaim and returns

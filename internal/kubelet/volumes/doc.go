@@ -10,7 +10,9 @@
 // pods stop. The runtime gets the volumes as bind mounts (ContainerMounts,
 // with subPath and subPathExpr).
 //
-// The volume types are emptyDir (disk or tmpfs), hostPath, and configMap,
+// The volume types are emptyDir (disk or tmpfs), hostPath,
+// persistentVolumeClaim (resolved through the API to the hostPath or
+// local PersistentVolume it is bound to; Block volumes are refused), and configMap,
 // secret, downwardAPI and projected (with service account tokens from the
 // TokenRequest API), whose files the atomic writer (package atomicwriter)
 // swaps in at once. What files a volume holds is computed purely from the

@@ -168,6 +168,8 @@ func (m *Manager) Setup(ctx context.Context, pod *corev1.Pod) (map[string]string
 			for _, e := range errs {
 				if me := (*mountError)(nil); errors.As(e, &me) {
 					unmounted = append(unmounted, me.Volume)
+				} else if ce := (*claimError)(nil); errors.As(e, &ce) {
+					unmounted = append(unmounted, ce.Volume)
 				}
 			}
 			m.cfg.Events.Record(pod, "", corev1.EventTypeWarning, "FailedMount", "%s", mountTimeoutMessage(unmounted))
@@ -208,6 +210,13 @@ func (m *Manager) writeVolumes(ctx context.Context, pod *corev1.Pod, refresh boo
 		case v.HostPath != nil:
 			dir = v.HostPath.Path
 			err = setupHostPath(v.HostPath)
+		case v.PersistentVolumeClaim != nil:
+			claim, pv, cerr := claimedVolume(pod, v, objs)
+			if cerr != nil {
+				errs = append(errs, cerr)
+				continue
+			}
+			dir, err = setupPersistentVolume(pod, claim, pv, v.PersistentVolumeClaim.ReadOnly)
 		default:
 			continue // not supported: a mount of it fails
 		}
@@ -245,6 +254,12 @@ func (m *Manager) volumeObjects(ctx context.Context, pod *corev1.Pod) volumeObje
 				secrets[name] = s
 			}
 			return s, err
+		},
+		Claim: func(name string) (*corev1.PersistentVolumeClaim, error) {
+			return m.cfg.Client.CoreV1().PersistentVolumeClaims(pod.Namespace).Get(ctx, name, metav1.GetOptions{})
+		},
+		Volume: func(name string) (*corev1.PersistentVolume, error) {
+			return m.cfg.Client.CoreV1().PersistentVolumes().Get(ctx, name, metav1.GetOptions{})
 		},
 		Token: func(t *corev1.ServiceAccountTokenProjection) (string, error) {
 			return m.tokens.token(ctx, m.cfg.Client, pod, t, time.Now())

@@ -115,6 +115,10 @@ type volumeObjects struct {
 	ConfigMap func(name string) (*corev1.ConfigMap, error)
 	Secret    func(name string) (*corev1.Secret, error)
 	Token     func(t *corev1.ServiceAccountTokenProjection) (string, error)
+	// Claim and Volume read the pod's PersistentVolumeClaims and the
+	// PersistentVolumes they are bound to.
+	Claim  func(name string) (*corev1.PersistentVolumeClaim, error)
+	Volume func(name string) (*corev1.PersistentVolume, error)
 	// Allocatable is the node's, for limits that containers do not set.
 	Allocatable corev1.ResourceList
 }
@@ -348,10 +352,11 @@ func ContainerMounts(pod *corev1.Pod, c *corev1.Container, hostPaths map[string]
 			}
 			hp = filepath.Join(hp, filepath.FromSlash(sub))
 		}
+		v := &pod.Spec.Volumes[i]
 		mounts = append(mounts, &runtimeapi.Mount{
 			ContainerPath: m.MountPath,
 			HostPath:      hp,
-			Readonly:      m.ReadOnly || readOnlyVolume(&pod.Spec.Volumes[i]),
+			Readonly:      m.ReadOnly || readOnlyVolume(v) || (v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ReadOnly),
 		})
 	}
 	return mounts, nil

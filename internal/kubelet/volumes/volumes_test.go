@@ -69,8 +69,9 @@ func TestContainerMounts(t *testing.T) {
 		{Name: "sec", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{}}},
 		{Name: "host", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/srv"}}},
 		{Name: "nfs", VolumeSource: corev1.VolumeSource{NFS: &corev1.NFSVolumeSource{}}},
+		{Name: "claim-ro", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "c", ReadOnly: true}}},
 	}}}
-	paths := map[string]string{"cache": "/d/cache", "cfg": "/d/cfg", "sec": "/d/sec", "host": "/srv"}
+	paths := map[string]string{"cache": "/d/cache", "cfg": "/d/cfg", "sec": "/d/sec", "host": "/srv", "claim-ro": "/pv"}
 	tests := []struct {
 		name    string
 		mounts  []corev1.VolumeMount
@@ -82,6 +83,8 @@ func TestContainerMounts(t *testing.T) {
 				{Name: "cfg", MountPath: "/etc/cfg"}, {Name: "sec", MountPath: "/s"}},
 			want: []*runtimeapi.Mount{{ContainerPath: "/cache", HostPath: "/d/cache"}, {ContainerPath: "/h", HostPath: "/srv", Readonly: true},
 				{ContainerPath: "/etc/cfg", HostPath: "/d/cfg", Readonly: true}, {ContainerPath: "/s", HostPath: "/d/sec", Readonly: true}}},
+		{name: "a claim read-only in the pod's volume", mounts: []corev1.VolumeMount{{Name: "claim-ro", MountPath: "/data", SubPath: "x"}},
+			want: []*runtimeapi.Mount{{ContainerPath: "/data", HostPath: "/pv/x", Readonly: true}}},
 		{name: "subPath", mounts: []corev1.VolumeMount{{Name: "cache", MountPath: "/x", SubPath: "a/b"}, {Name: "cfg", MountPath: "/etc/app.conf", SubPath: "app.conf"}},
 			want: []*runtimeapi.Mount{{ContainerPath: "/x", HostPath: "/d/cache/a/b"}, {ContainerPath: "/etc/app.conf", HostPath: "/d/cfg/app.conf", Readonly: true}}},
 		{name: "subPath escaping", mounts: []corev1.VolumeMount{{Name: "cache", MountPath: "/x", SubPath: "a/../../etc"}},

@@ -62,6 +62,8 @@ type Plugins struct {
 	PostFilter PluginSet `json:"postFilter,omitempty"`
 	PreScore   PluginSet `json:"preScore,omitempty"`
 	Score      PluginSet `json:"score,omitempty"`
+	Reserve    PluginSet `json:"reserve,omitempty"`
+	PreBind    PluginSet `json:"preBind,omitempty"`
 }
 
 // PluginSet is what to enable and disable at one extension point. A
@@ -86,7 +88,7 @@ type PluginConfig struct {
 
 // DefaultPlugins is upstream's default multiPoint set, in upstream's order
 // (which is the order filters run in), less the plugins plainkube does not
-// have (volume binding and limits, DRA). Weights are upstream's defaults.
+// have (volume limits and zones, DRA). Weights are upstream's defaults.
 func DefaultPlugins() []Plugin {
 	return []Plugin{
 		{Name: "NodeUnschedulable"},
@@ -96,6 +98,7 @@ func DefaultPlugins() []Plugin {
 		{Name: "NodePorts"},
 		{Name: "NodeResourcesFit", Weight: 1},
 		{Name: "VolumeRestrictions"},
+		{Name: "VolumeBinding"},
 		{Name: "PodTopologySpread", Weight: 2},
 		{Name: "InterPodAffinity", Weight: 2},
 		{Name: "DefaultPreemption"},

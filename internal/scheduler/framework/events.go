@@ -2,10 +2,12 @@ package framework
 
 // Resource kinds a ClusterEvent can be about.
 const (
-	ResourceNode      = "Node"
-	ResourcePod       = "Pod" // a pod bound to a node (or assumed)
-	ResourcePVC       = "PersistentVolumeClaim"
-	ResourceNamespace = "Namespace"
+	ResourceNode         = "Node"
+	ResourcePod          = "Pod" // a pod bound to a node (or assumed)
+	ResourcePVC          = "PersistentVolumeClaim"
+	ResourcePV           = "PersistentVolume"
+	ResourceStorageClass = "StorageClass"
+	ResourceNamespace    = "Namespace"
 )
 
 // ActionType says what happened to a resource; values combine as a mask.

@@ -6,6 +6,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 )
 
 // Plugin is a scheduler plugin: it implements one or more of the extension
@@ -100,6 +102,26 @@ type ScoreExtensions interface {
 	NormalizeScore(ctx context.Context, state *CycleState, pod *v1.Pod, scores []NodeScore) *Status
 }
 
+// ReservePlugin keeps, for the pod assumed on nodeName, what the pod will
+// use there (a volume to bind) so that later cycles do not hand it to
+// another pod. Reserve runs on the scheduling cycle's goroutine once a
+// node is chosen; Unreserve undoes it when the pod is not bound after all
+// (a later Reserve or PreBind failed, or binding did). Unreserve must be
+// idempotent and must not fail.
+type ReservePlugin interface {
+	Plugin
+	Reserve(ctx context.Context, state *CycleState, pod *v1.Pod, nodeName string) *Status
+	Unreserve(ctx context.Context, state *CycleState, pod *v1.Pod, nodeName string)
+}
+
+// PreBindPlugin does what must be done through the API before the pod is
+// bound to nodeName (bind its volumes), on the binding goroutine, so it
+// may wait. A failure makes the pod unschedulable for this attempt.
+type PreBindPlugin interface {
+	Plugin
+	PreBind(ctx context.Context, state *CycleState, pod *v1.Pod, nodeName string) *Status
+}
+
 // Handle is what a plugin can reach of the framework that runs it: the
 // current snapshot and, for preemption, the filters.
 type Handle interface {
@@ -110,6 +132,14 @@ type Handle interface {
 	RunFilterPluginsWithNominatedPods(ctx context.Context, state *CycleState, pod *v1.Pod, nodeInfo *NodeInfo) *Status
 	RunPreFilterExtensionAddPod(ctx context.Context, state *CycleState, podToSchedule *v1.Pod, podInfoToAdd *PodInfo, nodeInfo *NodeInfo) *Status
 	RunPreFilterExtensionRemovePod(ctx context.Context, state *CycleState, podToSchedule *v1.Pod, podInfoToRemove *PodInfo, nodeInfo *NodeInfo) *Status
+	// ClientSet is the scheduler's API client; nil when the framework
+	// runs without one (tests of the filters alone).
+	ClientSet() kubernetes.Interface
+	// SharedInformerFactory is the scheduler's informer factory, for
+	// plugins that read kinds the snapshot does not hold; nil without
+	// one. Informers a plugin asks for in its Factory are started with
+	// the scheduler's.
+	SharedInformerFactory() informers.SharedInformerFactory
 }
 
 // Factory makes a plugin from its JSON arguments (nil for none).

@@ -7,6 +7,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 
 	"plainkube.dev/plainkube/internal/scheduler/config"
 )
@@ -25,9 +27,24 @@ type Framework struct {
 	postFilter []PostFilterPlugin
 	preScore   []PreScorePlugin
 	score      []ScorePlugin
+	reserve    []ReservePlugin
+	preBind    []PreBindPlugin
 	weights    map[string]int64
 
-	snapshot *Snapshot
+	snapshot  *Snapshot
+	client    kubernetes.Interface
+	informers informers.SharedInformerFactory
+}
+
+// Option sets what a Framework gives its plugins through Handle.
+type Option func(*Framework)
+
+// WithClientSet gives the plugins the scheduler's API client.
+func WithClientSet(c kubernetes.Interface) Option { return func(f *Framework) { f.client = c } }
+
+// WithInformerFactory gives the plugins the scheduler's informer factory.
+func WithInformerFactory(i informers.SharedInformerFactory) Option {
+	return func(f *Framework) { f.informers = i }
 }
 
 var _ Handle = (*Framework)(nil)
@@ -36,7 +53,7 @@ var _ Handle = (*Framework)(nil)
 // profile is expected to have gone through config.SetDefaults (its
 // multiPoint set holds every enabled plugin); a nil profile means the
 // default profile.
-func NewFramework(registry Registry, profile *config.Profile) (*Framework, error) {
+func NewFramework(registry Registry, profile *config.Profile, opts ...Option) (*Framework, error) {
 	if profile == nil {
 		profile = &config.Default().Profiles[0]
 	}
@@ -51,10 +68,13 @@ func NewFramework(registry Registry, profile *config.Profile) (*Framework, error
 		weights:     map[string]int64{},
 		snapshot:    &Snapshot{},
 	}
+	for _, o := range opts {
+		o(f)
+	}
 	multiWeight := map[string]int32{}
 	// Instantiate every plugin named anywhere, once.
 	var names []string
-	for _, set := range []config.PluginSet{plugins.MultiPoint, plugins.PreFilter, plugins.Filter, plugins.PostFilter, plugins.PreScore, plugins.Score} {
+	for _, set := range []config.PluginSet{plugins.MultiPoint, plugins.PreFilter, plugins.Filter, plugins.PostFilter, plugins.PreScore, plugins.Score, plugins.Reserve, plugins.PreBind} {
 		for _, p := range set.Enabled {
 			if !slices.Contains(names, p.Name) {
 				names = append(names, p.Name)
@@ -139,8 +159,26 @@ func NewFramework(registry Registry, profile *config.Profile) (*Framework, error
 		}
 		f.weights[p.Name] = int64(w)
 	}
+	if list, err = point(plugins.Reserve, is(func(p Plugin) bool { _, ok := p.(ReservePlugin); return ok })); err != nil {
+		return nil, err
+	}
+	for _, p := range list {
+		f.reserve = append(f.reserve, f.plugins[p.Name].(ReservePlugin))
+	}
+	if list, err = point(plugins.PreBind, is(func(p Plugin) bool { _, ok := p.(PreBindPlugin); return ok })); err != nil {
+		return nil, err
+	}
+	for _, p := range list {
+		f.preBind = append(f.preBind, f.plugins[p.Name].(PreBindPlugin))
+	}
 	return f, nil
 }
+
+// ClientSet implements Handle.
+func (f *Framework) ClientSet() kubernetes.Interface { return f.client }
+
+// SharedInformerFactory implements Handle.
+func (f *Framework) SharedInformerFactory() informers.SharedInformerFactory { return f.informers }
 
 // ProfileName is the profile's schedulerName.
 func (f *Framework) ProfileName() string { return f.profileName }
@@ -422,4 +460,41 @@ func (f *Framework) RunScorePlugins(ctx context.Context, state *CycleState, pod 
 		}
 	}
 	return out, nil
+}
+
+// RunReservePlugins runs the Reserve plugins in order, stopping at the
+// first that fails; the caller then runs RunUnreservePlugins.
+func (f *Framework) RunReservePlugins(ctx context.Context, state *CycleState, pod *v1.Pod, nodeName string) *Status {
+	for _, pl := range f.reserve {
+		if s := pl.Reserve(ctx, state, pod, nodeName); !s.IsSuccess() {
+			if s.IsRejected() {
+				return s.WithPlugin(pl.Name())
+			}
+			return AsStatus(fmt.Errorf("running Reserve plugin %q: %w", pl.Name(), s.AsError())).WithPlugin(pl.Name())
+		}
+	}
+	return nil
+}
+
+// RunUnreservePlugins undoes every Reserve plugin's reservation, in
+// reverse order (as upstream).
+func (f *Framework) RunUnreservePlugins(ctx context.Context, state *CycleState, pod *v1.Pod, nodeName string) {
+	for i := len(f.reserve) - 1; i >= 0; i-- {
+		f.reserve[i].Unreserve(ctx, state, pod, nodeName)
+	}
+}
+
+// RunPreBindPlugins runs the PreBind plugins in order, stopping at the
+// first that fails. It may run concurrently with the next scheduling
+// cycle; plugins guard what they share.
+func (f *Framework) RunPreBindPlugins(ctx context.Context, state *CycleState, pod *v1.Pod, nodeName string) *Status {
+	for _, pl := range f.preBind {
+		if s := pl.PreBind(ctx, state, pod, nodeName); !s.IsSuccess() {
+			if s.IsRejected() {
+				return s.WithPlugin(pl.Name())
+			}
+			return AsStatus(fmt.Errorf("running PreBind plugin %q: %w", pl.Name(), s.AsError())).WithPlugin(pl.Name())
+		}
+	}
+	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"plainkube.dev/plainkube/internal/scheduler/plugins/nodeunschedulable"
 	"plainkube.dev/plainkube/internal/scheduler/plugins/podtopologyspread"
 	"plainkube.dev/plainkube/internal/scheduler/plugins/tainttoleration"
+	"plainkube.dev/plainkube/internal/scheduler/plugins/volumebinding"
 	"plainkube.dev/plainkube/internal/scheduler/plugins/volumerestrictions"
 )
 
@@ -26,6 +27,7 @@ func NewRegistry() framework.Registry {
 		nodeports.Name:          nodeports.New,
 		noderesourcesfit.Name:   noderesourcesfit.New,
 		volumerestrictions.Name: volumerestrictions.New,
+		volumebinding.Name:      volumebinding.New,
 		podtopologyspread.Name:  podtopologyspread.New,
 		interpodaffinity.Name:   interpodaffinity.New,
 		defaultpreemption.Name:  defaultpreemption.New,
