@@ -22,6 +22,7 @@ import (
 	"plainkube.dev/plainkube/internal/controller/namespace"
 	"plainkube.dev/plainkube/internal/controller/nodeipam"
 	"plainkube.dev/plainkube/internal/controller/nodelifecycle"
+	"plainkube.dev/plainkube/internal/controller/podautoscaler"
 	"plainkube.dev/plainkube/internal/controller/podgc"
 	"plainkube.dev/plainkube/internal/controller/replicaset"
 	"plainkube.dev/plainkube/internal/controller/resourcequota"
@@ -79,6 +80,7 @@ var Registry = []Registration{
 	{rootcacert.Name, "root-ca-certificate-publisher-controller", "root-ca-cert-publisher", newRootCACert, true},
 	{clusterroleaggregation.Name, "clusterrole-aggregation-controller", "clusterrole-aggregation-controller", plain(clusterroleaggregation.New), true},
 	{resourcequota.Name, "resourcequota-controller", "resourcequota-controller", sharing(resourcequota.New), true},
+	{podautoscaler.Name, "horizontal-pod-autoscaler-controller", "horizontal-pod-autoscaler", sharing(podautoscaler.New), true},
 }
 
 // ValidateControllers checks a --controllers list: each item is "*", a
