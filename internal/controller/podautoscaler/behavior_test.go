@@ -188,7 +188,7 @@ func TestStabilizationOverTime(t *testing.T) {
 		{5 * time.Second, 6, 6},  // up at once (4 pods or 100 % in 15 s)
 		{10 * time.Second, 3, 6}, // down held by the 6 of 5 s ago
 		{20 * time.Second, 3, 6},
-		{26 * time.Second, 3, 3}, // the 6 is more than 20 s old
+		{26 * time.Second, 3, 3},   // the 6 is more than 20 s old
 		{30 * time.Second, 9, 9},   // the period started at 3+3 = 6: up to 12
 		{35 * time.Second, 40, 12}, // still 6 at the period's start: +100 %
 		{55 * time.Second, 40, 24}, // a new period started at 12

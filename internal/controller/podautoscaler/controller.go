@@ -106,23 +106,16 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	disco := memory.NewMemCacheClient(c.Client.Discovery())
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(disco)
-	scales, err := scale.NewForConfig(c.cfg, mapper, dynamic.LegacyAPIPathResolverFunc, scale.NewDiscoveryScaleKindResolver(disco))
-	if err != nil {
-		return err
-	}
 	// As upstream: a failed sync is tried again after the sync period, not
 	// sooner.
 	queue := reconcile.NewQueueWithRateLimiter[string](Name, fixedInterval(period))
 	b := controller.NewBuilder(controller.Config{Name: Name, Component: Component, Client: c.Client, Logger: c.Logger,
 		Shared: c.Informers, Queue: queue})
+	l, err := c.newLoop(ctx, b, period, clk)
+	if err != nil {
+		return err
+	}
 	hpaInf := b.Informers().Autoscaling().V2().HorizontalPodAutoscalers()
-	podInf := b.SharedInformers().Core().V1().Pods()
-	l := &loop{ctx: ctx, client: c.Client, scales: scales, mapper: mapper, hpas: hpaInf.Lister(), pods: podInf.Lister(),
-		log: b.Logger(), clock: clk, period: period, settings: c.Settings,
-		histories: map[string]History{}, selectors: map[string]map[string]labels.Selector{},
-		groups: groupCache{client: c.Client, ttl: period}}
 	b.For(hpaInf.Informer(), autoscalingv2.SchemeGroupVersion.WithKind("HorizontalPodAutoscaler")).
 		OnDelete(l.forget).
 		// The controller's own status writes wait for the next period; a
@@ -135,11 +128,32 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 			}
 			return period
 		}).
-		WaitsFor(podInf.Informer())
+		WaitsFor(b.SharedInformers().Core().V1().Pods().Informer())
 	return b.Run(ctx, workers, func(rec record.EventRecorder) reconcile.ReconcileFunc[string] {
 		l.rec = rec
-		return controller.Shape[State, Plan]{Observe: l.observe, Plan: PlanSync, Apply: l.apply, Log: l.log}.Reconcile
+		return l.reconcile
 	})
+}
+
+// newLoop makes the clients and listers of one Run.
+func (c *Controller) newLoop(ctx context.Context, b *controller.Builder, period time.Duration, clk clock.PassiveClock) (*loop, error) {
+	disco := memory.NewMemCacheClient(c.Client.Discovery())
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(disco)
+	scales, err := scale.NewForConfig(c.cfg, mapper, dynamic.LegacyAPIPathResolverFunc, scale.NewDiscoveryScaleKindResolver(disco))
+	if err != nil {
+		return nil, err
+	}
+	return &loop{ctx: ctx, client: c.Client, scales: scales, mapper: mapper,
+		hpas: b.Informers().Autoscaling().V2().HorizontalPodAutoscalers().Lister(),
+		pods: b.SharedInformers().Core().V1().Pods().Lister(),
+		log:  b.Logger(), clock: clk, period: period, settings: c.Settings,
+		histories: map[string]History{}, selectors: map[string]map[string]labels.Selector{},
+		groups: groupCache{client: c.Client, ttl: period}}, nil
+}
+
+// reconcile is one sync of the HPA key names.
+func (l *loop) reconcile(ctx context.Context, key string) (reconcile.Result, error) {
+	return controller.Shape[State, Plan]{Observe: l.observe, Plan: PlanSync, Apply: l.apply, Log: l.log}.Reconcile(ctx, key)
 }
 
 // fixedInterval is a rate limiter that always waits d.

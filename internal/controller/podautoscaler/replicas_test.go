@@ -145,8 +145,8 @@ func TestResourceUtilization(t *testing.T) {
 		// 100 % / 50 % = 2; with b at 0: 50 % / 50 %: within tolerance.
 		current: 2, target: 50, want: 2, wantUtil: 100, wantAverage: 1000,
 	}, {
-		name: "pods not ready that would turn a scale-up into a scale-down change nothing",
-		pods: []testPod{{name: "a", cpu: "1"}, {name: "b", cpu: "1", phase: corev1.PodPending}, {name: "c", cpu: "1", phase: corev1.PodPending}},
+		name:    "pods not ready that would turn a scale-up into a scale-down change nothing",
+		pods:    []testPod{{name: "a", cpu: "1"}, {name: "b", cpu: "1", phase: corev1.PodPending}, {name: "c", cpu: "1", phase: corev1.PodPending}},
 		samples: map[string]int64{"a": 600},
 		// 60 % / 50 % = 1.2; with b and c at 0: 20 % / 50 % = 0.4.
 		current: 3, target: 50, want: 3, wantUtil: 60, wantAverage: 600,
@@ -156,26 +156,26 @@ func TestResourceUtilization(t *testing.T) {
 		samples: map[string]int64{"a": 100, "b": 100},
 		current: 3, target: 50, want: 1, wantUtil: 10, wantAverage: 100,
 	}, {
-		name: "a pod without a sample counts as using its request on a scale-down",
-		pods: []testPod{{name: "a", cpu: "1"}, {name: "b", cpu: "1"}, {name: "c", cpu: "1"}, {name: "d", cpu: "1"}},
+		name:    "a pod without a sample counts as using its request on a scale-down",
+		pods:    []testPod{{name: "a", cpu: "1"}, {name: "b", cpu: "1"}, {name: "c", cpu: "1"}, {name: "d", cpu: "1"}},
 		samples: map[string]int64{"a": 100, "b": 100, "c": 100},
 		// 10 % / 50 % = 0.2; with d at 100 %: 32.5 % → 32 % / 50 % = 0.64 of 4 = 2.56.
 		current: 4, target: 50, want: 3, wantUtil: 10, wantAverage: 100,
 	}, {
-		name: "a pod without a sample counts as using the target above 100 % on a scale-down",
-		pods: []testPod{{name: "a", cpu: "1"}, {name: "b", cpu: "1"}},
+		name:    "a pod without a sample counts as using the target above 100 % on a scale-down",
+		pods:    []testPod{{name: "a", cpu: "1"}, {name: "b", cpu: "1"}},
 		samples: map[string]int64{"a": 500},
 		// 50 % / 200 % = 0.25; with b at 200 %: 125 % / 200 % = 0.625 of 2 = 1.25.
 		current: 2, target: 200, want: 2, wantUtil: 50, wantAverage: 500,
 	}, {
-		name: "a pod without a sample counts as using nothing on a scale-up",
-		pods: []testPod{{name: "a", cpu: "1"}, {name: "b", cpu: "1"}, {name: "c", cpu: "1"}},
+		name:    "a pod without a sample counts as using nothing on a scale-up",
+		pods:    []testPod{{name: "a", cpu: "1"}, {name: "b", cpu: "1"}, {name: "c", cpu: "1"}},
 		samples: map[string]int64{"a": 2000, "b": 2000},
 		// 200 % / 50 % = 4; with c at 0: 133 % / 50 % = 2.66 of 3 = 7.98.
 		current: 3, target: 50, want: 8, wantUtil: 200, wantAverage: 2000,
 	}, {
-		name: "deleted and failed pods are ignored",
-		pods: []testPod{{name: "a", cpu: "1"}, {name: "b", cpu: "1", deleted: true}, {name: "c", cpu: "1", phase: corev1.PodFailed}},
+		name:    "deleted and failed pods are ignored",
+		pods:    []testPod{{name: "a", cpu: "1"}, {name: "b", cpu: "1", deleted: true}, {name: "c", cpu: "1", phase: corev1.PodFailed}},
 		samples: map[string]int64{"a": 1000, "b": 0, "c": 0},
 		current: 3, target: 50, want: 2, wantUtil: 100, wantAverage: 1000,
 	}, {
@@ -203,8 +203,8 @@ func TestResourceUtilization(t *testing.T) {
 		samples: map[string]int64{"a": 1000, "b": 1000},
 		current: 2, target: 50, want: 2, wantUtil: 100, wantAverage: 1000,
 	}, {
-		name: "memory ignores readiness",
-		pods: []testPod{{name: "a", mem: "100Mi"}, {name: "b", mem: "100Mi", ready: corev1.ConditionFalse, started: time.Minute, readyAt: time.Minute}},
+		name:    "memory ignores readiness",
+		pods:    []testPod{{name: "a", mem: "100Mi"}, {name: "b", mem: "100Mi", ready: corev1.ConditionFalse, started: time.Minute, readyAt: time.Minute}},
 		samples: map[string]int64{"a": 100 << 20 * 1000, "b": 100 << 20 * 1000},
 		current: 2, target: 50, resource: corev1.ResourceMemory, want: 4, wantUtil: 100, wantAverage: 100 << 20 * 1000,
 	}, {
