@@ -245,51 +245,39 @@ func selectPolicy(rules *autoscalingv2.HPAScalingRules) autoscalingv2.ScalingPol
 // largest of their limits (Max), the smallest (Min), or the current count
 // (Disabled).
 func scaleUpLimit(current int32, ups, downs []ScaleEvent, rules *autoscalingv2.HPAScalingRules, now time.Time) int32 {
-	if rules == nil {
-		return current
-	}
-	pick, result := maxInt32, int32(math.MinInt32)
-	switch selectPolicy(rules) {
-	case autoscalingv2.DisabledPolicySelect:
-		return current
-	case autoscalingv2.MinChangePolicySelect:
-		pick, result = minInt32, math.MaxInt32
-	}
-	for _, p := range rules.Policies {
-		start := periodStart(current, p.PeriodSeconds, ups, downs, now)
-		var proposed int32
-		switch p.Type {
-		case autoscalingv2.PodsScalingPolicy:
-			proposed = start + p.Value
-		case autoscalingv2.PercentScalingPolicy:
-			proposed = int32(math.Ceil(float64(start) * (1 + float64(p.Value)/100)))
-		}
-		result = pick(result, proposed)
-	}
-	return result
+	return policyLimit(current, ups, downs, rules, now, true)
 }
 
 // scaleDownLimit is the lowest count the scale-down policies allow: the
 // smallest of their limits (Max: the largest change), the largest (Min),
 // or the current count (Disabled).
 func scaleDownLimit(current int32, ups, downs []ScaleEvent, rules *autoscalingv2.HPAScalingRules, now time.Time) int32 {
-	if rules == nil {
+	return policyLimit(current, ups, downs, rules, now, false)
+}
+
+// policyLimit is the count rules allow from current, up or down, each
+// policy's from the count at the start of its period.
+func policyLimit(current int32, ups, downs []ScaleEvent, rules *autoscalingv2.HPAScalingRules, now time.Time, up bool) int32 {
+	if rules == nil || selectPolicy(rules) == autoscalingv2.DisabledPolicySelect {
 		return current
 	}
+	// Max (the largest change) picks the highest limit up, the lowest down.
+	largest := selectPolicy(rules) != autoscalingv2.MinChangePolicySelect
 	pick, result := minInt32, int32(math.MaxInt32)
-	switch selectPolicy(rules) {
-	case autoscalingv2.DisabledPolicySelect:
-		return current
-	case autoscalingv2.MinChangePolicySelect:
+	if largest == up {
 		pick, result = maxInt32, math.MinInt32
 	}
 	for _, p := range rules.Policies {
 		start := periodStart(current, p.PeriodSeconds, ups, downs, now)
 		var proposed int32
-		switch p.Type {
-		case autoscalingv2.PodsScalingPolicy:
+		switch {
+		case p.Type == autoscalingv2.PodsScalingPolicy && up:
+			proposed = start + p.Value
+		case p.Type == autoscalingv2.PodsScalingPolicy:
 			proposed = start - p.Value
-		case autoscalingv2.PercentScalingPolicy:
+		case p.Type == autoscalingv2.PercentScalingPolicy && up:
+			proposed = int32(math.Ceil(float64(start) * (1 + float64(p.Value)/100)))
+		case p.Type == autoscalingv2.PercentScalingPolicy:
 			proposed = int32(float64(start) * (1 - float64(p.Value)/100))
 		}
 		result = pick(result, proposed)
