@@ -28,6 +28,7 @@ import (
 	"plainkube.dev/plainkube/internal/controller/resourcequota"
 	"plainkube.dev/plainkube/internal/controller/rootcacert"
 	"plainkube.dev/plainkube/internal/controller/serviceaccount"
+	"plainkube.dev/plainkube/internal/controller/servicecidr"
 	"plainkube.dev/plainkube/internal/controller/servicelb"
 	"plainkube.dev/plainkube/internal/controller/statefulset"
 	"plainkube.dev/plainkube/internal/reconcile"
@@ -80,6 +81,7 @@ var Registry = []Registration{
 	{rootcacert.Name, "root-ca-certificate-publisher-controller", "root-ca-cert-publisher", newRootCACert, true},
 	{clusterroleaggregation.Name, "clusterrole-aggregation-controller", "clusterrole-aggregation-controller", plain(clusterroleaggregation.New), true},
 	{resourcequota.Name, "resourcequota-controller", "resourcequota-controller", sharing(resourcequota.New), true},
+	{servicecidr.Name, "service-cidr-controller", "service-cidrs-controller", sharing(servicecidr.New), true},
 	{podautoscaler.Name, "horizontal-pod-autoscaler-controller", "horizontal-pod-autoscaler", sharing(podautoscaler.New), true},
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -25,6 +26,7 @@ import (
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	discoverylisters "k8s.io/client-go/listers/discovery/v1"
+	networkinglisters "k8s.io/client-go/listers/networking/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/knftables"
@@ -46,7 +48,8 @@ type Options struct {
 	Addresses []netip.Addr
 	// ServiceCIDRs are the cluster's Service ranges: their families are
 	// programmed, and their unallocated addresses rejected. Default:
-	// 10.96.0.0/12.
+	// 10.96.0.0/12. The ranges of the ServiceCIDR objects (of those
+	// families) are rejected too, as they come and go.
 	ServiceCIDRs []netip.Prefix
 	// Table is the nftables table's name (default DefaultTable).
 	Table string
@@ -66,6 +69,7 @@ type Proxy struct {
 	services corelisters.ServiceLister
 	slices   discoverylisters.EndpointSliceLister
 	nodes    corelisters.NodeLister
+	cidrs    networkinglisters.ServiceCIDRLister
 	synced   []cache.InformerSynced
 	log      *slog.Logger
 	metrics  *metrics
@@ -124,8 +128,9 @@ func New(cs kubernetes.Interface, factory informers.SharedInformerFactory, opts 
 			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", opts.NodeName).String()
 		})
 	})
-	p.services, p.slices, p.nodes = svcInf.Lister(), sliceInf.Lister(), corelisters.NewNodeLister(nodeInf.GetIndexer())
-	p.synced = []cache.InformerSynced{svcInf.Informer().HasSynced, sliceInf.Informer().HasSynced, nodeInf.HasSynced}
+	cidrInf := factory.Networking().V1().ServiceCIDRs()
+	p.services, p.slices, p.nodes, p.cidrs = svcInf.Lister(), sliceInf.Lister(), corelisters.NewNodeLister(nodeInf.GetIndexer()), cidrInf.Lister()
+	p.synced = []cache.InformerSynced{svcInf.Informer().HasSynced, sliceInf.Informer().HasSynced, nodeInf.HasSynced, cidrInf.Informer().HasSynced}
 	onService := func(obj any) {
 		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
 			p.markDirty(key, time.Time{})
@@ -165,6 +170,22 @@ func New(cs kubernetes.Interface, factory informers.SharedInformerFactory, opts 
 			if o, n := old.(*corev1.Node), obj.(*corev1.Node); o.Spec.PodCIDR != n.Spec.PodCIDR ||
 				o.Labels[corev1.LabelTopologyZone] != n.Labels[corev1.LabelTopologyZone] {
 				onNode(obj)
+			}
+		},
+	}); err != nil {
+		return nil, err
+	}
+	// A range added or removed changes the whole table's fence.
+	rewrite := func(any) {
+		p.mu.Lock()
+		p.full = true
+		p.mu.Unlock()
+		p.poke()
+	}
+	if _, err := cidrInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: rewrite, DeleteFunc: rewrite, UpdateFunc: func(old, cur any) {
+			if o, c := old.(*networkingv1.ServiceCIDR), cur.(*networkingv1.ServiceCIDR); !slices.Equal(o.Spec.CIDRs, c.Spec.CIDRs) {
+				rewrite(cur)
 			}
 		},
 	}); err != nil {
@@ -276,9 +297,37 @@ func (p *Proxy) fence() {
 	}
 }
 
+// serviceCIDRs are the ranges to fence: the configured ones and every
+// ServiceCIDR's (deleted ones keep addresses until they go).
+func (p *Proxy) serviceCIDRs() []netip.Prefix {
+	all := slices.Clone(p.opts.ServiceCIDRs)
+	objs, _ := p.cidrs.List(labels.Everything())
+	for _, sc := range objs {
+		for _, c := range sc.Spec.CIDRs {
+			if pr, err := netip.ParsePrefix(c); err == nil {
+				all = append(all, pr.Masked())
+			}
+		}
+	}
+	return outermost(all)
+}
+
+// outermost drops the prefixes another one covers (and repeats): an
+// interval set refuses overlapping elements.
+func outermost(ps []netip.Prefix) []netip.Prefix {
+	slices.SortFunc(ps, func(a, b netip.Prefix) int { return a.Bits() - b.Bits() })
+	var out []netip.Prefix
+	for _, p := range ps {
+		if !slices.ContainsFunc(out, func(o netip.Prefix) bool { return o.Contains(p.Addr()) && o.Bits() <= p.Bits() }) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // node is what the proxy knows of its node now.
 func (p *Proxy) node() *Node {
-	n := &Node{Name: p.opts.NodeName, Addresses: p.opts.Addresses, ServiceCIDRs: p.opts.ServiceCIDRs}
+	n := &Node{Name: p.opts.NodeName, Addresses: p.opts.Addresses, ServiceCIDRs: p.serviceCIDRs()}
 	if obj, err := p.nodes.Get(p.opts.NodeName); err == nil {
 		n.Zone = obj.Labels[corev1.LabelTopologyZone]
 		if c, err := netip.ParsePrefix(obj.Spec.PodCIDR); err == nil {

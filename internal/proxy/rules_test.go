@@ -472,3 +472,18 @@ func BenchmarkStatePerService(b *testing.B) {
 		runtime.KeepAlive(st)
 	}
 }
+
+func TestOutermostServiceCIDRs(t *testing.T) {
+	pp := func(ss ...string) []netip.Prefix {
+		var out []netip.Prefix
+		for _, s := range ss {
+			out = append(out, netip.MustParsePrefix(s))
+		}
+		return out
+	}
+	got := outermost(pp("10.96.5.0/24", "10.96.0.0/12", "10.200.0.0/24", "10.96.0.0/12", "fd00::/108", "fd00::/112"))
+	want := pp("10.96.0.0/12", "10.200.0.0/24", "fd00::/108")
+	if !slices.Equal(got, want) {
+		t.Fatalf("outermost: %v, want %v", got, want)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"plainkube.dev/plainkube/internal/admission"
+	"plainkube.dev/plainkube/internal/admission/allocator"
 	"plainkube.dev/plainkube/internal/admission/podsecurity"
 )
 
@@ -19,9 +20,13 @@ func startAdmission(ctx context.Context, cfg *rest.Config, log *slog.Logger, don
 	return startInformers(ctx, cfg, log, "admission", func(f informers.SharedInformerFactory, cs kubernetes.Interface) (func() bool, error) {
 		p.limitRanger.Start(f, cs)
 		p.resourceQuota.Start(f, cs)
+		p.services.Start(f, cs)
 		if err := p.podSecurity.Start(f, cs, exemptions); err != nil {
 			return nil, err
 		}
-		return admission.Synced{p.limitRanger.HasSynced, p.resourceQuota.HasSynced, p.podSecurity.HasSynced}.HasSynced, nil
-	}, func(context.Context) { close(done) })
+		return admission.Synced{p.limitRanger.HasSynced, p.resourceQuota.HasSynced, p.podSecurity.HasSynced, p.services.HasSynced}.HasSynced, nil
+	}, func(ctx context.Context) {
+		go p.services.RunRepair(ctx, log, allocator.RepairInterval)
+		close(done)
+	})
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -16,9 +17,12 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -267,7 +271,8 @@ func TestInformerWatchListSyncs(t *testing.T) {
 }
 
 func TestDeploymentDefaultsGenerationAndStatus(t *testing.T) {
-	_, cfg := startServer(t)
+	// No controllers: the test writes status itself.
+	_, cfg := startServerWith(t, Options{InMemory: true})
 	cs := clientset(t, cfg)
 	ctx := context.Background()
 	deps := cs.AppsV1().Deployments("default")
@@ -437,6 +442,76 @@ func TestServiceAllocation(t *testing.T) {
 	}
 	if _, err := svcs.Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "dup"}, Spec: corev1.ServiceSpec{ClusterIP: s0.Spec.ClusterIP, Ports: []corev1.ServicePort{{Port: 80}}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("reuse released IP: %v", err)
+	}
+	// Each cluster IP is an IPAddress whose parent is its Service.
+	ip, err := cs.NetworkingV1().IPAddresses().Get(ctx, s0.Spec.ClusterIP, metav1.GetOptions{})
+	if err != nil || ip.Spec.ParentRef == nil || ip.Spec.ParentRef.Name != "dup" || ip.Spec.ParentRef.Resource != "services" ||
+		ip.Labels[networkingv1.LabelManagedBy] != "ipallocator.k8s.io" || ip.Labels[networkingv1.LabelIPAddressFamily] != "IPv4" {
+		t.Fatalf("IPAddress of dup: %+v %v", ip, err)
+	}
+	if _, err := cs.NetworkingV1().IPAddresses().Get(ctx, "10.96.0.1", metav1.GetOptions{}); err != nil {
+		t.Fatalf("the kubernetes Service's IPAddress: %v", err)
+	}
+	// The server's range is the ServiceCIDR "kubernetes", Ready.
+	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		sc, err := cs.NetworkingV1().ServiceCIDRs().Get(ctx, "kubernetes", metav1.GetOptions{})
+		return err == nil && slices.Equal(sc.Spec.CIDRs, []string{"10.96.0.0/12"}) && meta.IsStatusConditionTrue(sc.Status.Conditions, "Ready"), nil
+	}); err != nil {
+		t.Fatalf("default ServiceCIDR: %v", err)
+	}
+	// An address outside every range is refused; a new ServiceCIDR adds one.
+	outside := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "outside"}, Spec: corev1.ServiceSpec{ClusterIP: "10.200.0.10", Ports: []corev1.ServicePort{{Port: 80}}}}
+	if _, err := svcs.Create(ctx, outside, metav1.CreateOptions{}); !apierrors.IsInvalid(err) ||
+		!strings.Contains(err.Error(), "the provided IP (10.200.0.10) is not in the valid range. The range of valid IPs is 10.96.0.0/12") {
+		t.Fatalf("an address outside the ranges: %v", err)
+	}
+	if _, err := cs.NetworkingV1().ServiceCIDRs().Create(ctx, &networkingv1.ServiceCIDR{ObjectMeta: metav1.ObjectMeta{Name: "extra"},
+		Spec: networkingv1.ServiceCIDRSpec{CIDRs: []string{"10.200.0.0/24"}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := svcs.Create(ctx, outside, metav1.CreateOptions{})
+		return err == nil, nil
+	}); err != nil {
+		t.Fatalf("an address of the new ServiceCIDR: %v", err)
+	}
+	if err := svcs.Delete(ctx, "outside", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.NetworkingV1().IPAddresses().Get(ctx, "10.200.0.10", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("the deleted Service's IPAddress: %v", err)
+	}
+	// Bad ServiceCIDRs and IPAddresses are refused with upstream's messages.
+	for _, c := range []struct {
+		obj  *networkingv1.ServiceCIDR
+		want string
+	}{
+		{&networkingv1.ServiceCIDR{ObjectMeta: metav1.ObjectMeta{Name: "none"}}, "spec.cidrs: Required value: at least one CIDR required"},
+		{&networkingv1.ServiceCIDR{ObjectMeta: metav1.ObjectMeta{Name: "two-v4"}, Spec: networkingv1.ServiceCIDRSpec{CIDRs: []string{"10.1.0.0/24", "10.2.0.0/24"}}}, "may specify no more than one IP for each IP family"},
+		{&networkingv1.ServiceCIDR{ObjectMeta: metav1.ObjectMeta{Name: "uncanonical"}, Spec: networkingv1.ServiceCIDRSpec{CIDRs: []string{"10.1.0.1/24"}}}, "must not have bits set beyond the prefix length"},
+	} {
+		if _, err := cs.NetworkingV1().ServiceCIDRs().Create(ctx, c.obj, metav1.CreateOptions{}); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("ServiceCIDR %s: %v, want %q", c.obj.Name, err, c.want)
+		}
+	}
+	extra, err := cs.NetworkingV1().ServiceCIDRs().Get(ctx, "extra", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	extra.Spec.CIDRs = []string{"10.201.0.0/24"}
+	if _, err := cs.NetworkingV1().ServiceCIDRs().Update(ctx, extra, metav1.UpdateOptions{}); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "field is immutable") {
+		t.Errorf("changing a ServiceCIDR's range: %v", err)
+	}
+	parent := &networkingv1.ParentReference{Resource: "services", Namespace: "default", Name: "x"}
+	for name, want := range map[string]string{"10.0.0.010": "must not have leading 0s", "::FFFF": "must be in canonical form"} {
+		_, err := cs.NetworkingV1().IPAddresses().Create(ctx, &networkingv1.IPAddress{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: networkingv1.IPAddressSpec{ParentRef: parent}}, metav1.CreateOptions{})
+		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), want) {
+			t.Errorf("IPAddress %s: %v, want %q", name, err, want)
+		}
+	}
+	if _, err := cs.NetworkingV1().IPAddresses().Create(ctx, &networkingv1.IPAddress{ObjectMeta: metav1.ObjectMeta{Name: "192.0.2.1"}}, metav1.CreateOptions{}); !apierrors.IsInvalid(err) ||
+		!strings.Contains(err.Error(), "spec.parentRef: Required value") {
+		t.Errorf("IPAddress without a parent: %v", err)
 	}
 }
 
@@ -732,4 +807,48 @@ func TestBindingsResource(t *testing.T) {
 	if err := rest.Get().Namespace("default").Resource("bindings").Do(ctx).Error(); statusCode(err) != http.StatusMethodNotAllowed {
 		t.Errorf("list bindings: %v, want 405", err)
 	}
+}
+
+// TestServiceCIDRDeletion: a ServiceCIDR whose addresses a Service holds
+// stays, Terminating, until the Service goes.
+func TestServiceCIDRDeletion(t *testing.T) {
+	_, cfg := startServer(t)
+	cs := clientset(t, cfg)
+	ctx := context.Background()
+	cidrs := cs.NetworkingV1().ServiceCIDRs()
+	if _, err := cidrs.Create(ctx, &networkingv1.ServiceCIDR{ObjectMeta: metav1.ObjectMeta{Name: "extra"},
+		Spec: networkingv1.ServiceCIDRSpec{CIDRs: []string{"10.200.0.0/24"}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	poll := func(what string, timeout time.Duration, cond func(sc *networkingv1.ServiceCIDR, err error) bool) {
+		t.Helper()
+		if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+			return cond(cidrs.Get(ctx, "extra", metav1.GetOptions{})), nil
+		}); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	poll("finalizer and Ready", 10*time.Second, func(sc *networkingv1.ServiceCIDR, err error) bool {
+		return err == nil && slices.Contains(sc.Finalizers, "networking.k8s.io/service-cidr-finalizer") && meta.IsStatusConditionTrue(sc.Status.Conditions, "Ready")
+	})
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "held"}, Spec: corev1.ServiceSpec{ClusterIP: "10.200.0.20", Ports: []corev1.ServicePort{{Port: 80}}}}
+	if _, err := cs.CoreV1().Services("default").Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cidrs.Delete(ctx, "extra", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	poll("Terminating while the Service holds an address", 10*time.Second, func(sc *networkingv1.ServiceCIDR, err error) bool {
+		c := meta.FindStatusCondition(sc.Status.Conditions, "Ready")
+		return err == nil && c != nil && c.Status == metav1.ConditionFalse && c.Reason == "Terminating"
+	})
+	// A range being deleted hands out no more addresses.
+	if _, err := cs.CoreV1().Services("default").Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "late"},
+		Spec: corev1.ServiceSpec{ClusterIP: "10.200.0.21", Ports: []corev1.ServicePort{{Port: 80}}}}, metav1.CreateOptions{}); !apierrors.IsInvalid(err) {
+		t.Fatalf("an address of a ServiceCIDR being deleted: %v", err)
+	}
+	if err := cs.CoreV1().Services("default").Delete(ctx, "held", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	poll("gone once no address is left", 30*time.Second, func(_ *networkingv1.ServiceCIDR, err error) bool { return apierrors.IsNotFound(err) })
 }

@@ -158,25 +158,28 @@ func TestAdmissionWebhooks(t *testing.T) {
 			}
 			t.Cleanup(func() { mwc.Delete(ctx, c.Name, metav1.DeleteOptions{}) })
 		}
-		deadline := time.Now().Add(time.Second)
-		for i := 0; ; i++ {
-			mu.Lock()
-			seen = nil
-			mu.Unlock()
-			cm, err := cs.CoreV1().ConfigMaps("wh-mutate").Create(ctx, newConfigMap("wh-mutate", "m-"+strconv.Itoa(i), map[string]string{"app": "x"}), metav1.CreateOptions{})
-			if err != nil {
+		// Wait until both configurations are in force, then look at one
+		// create alone: a create while the second configuration arrives
+		// may see the webhooks change between its invocations.
+		deadline := time.Now().Add(5 * time.Second)
+		for i := 0; len(stamper.Requests()) == 0 || len(observer.Requests()) == 0; i++ {
+			if time.Now().After(deadline) {
+				t.Fatal("the mutating webhooks were not called within 5 seconds")
+			}
+			if _, err := cs.CoreV1().ConfigMaps("wh-mutate").Create(ctx, newConfigMap("wh-mutate", "warm-"+strconv.Itoa(i), map[string]string{"app": "x"}), metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			if len(stamper.Requests()) > 0 && len(observer.Requests()) > 0 {
-				if cm.Labels["stamped"] != "yes" || cm.Labels["app"] != "x" {
-					t.Fatalf("stored labels %v", cm.Labels)
-				}
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("the mutating webhooks were not called within a second")
-			}
 			time.Sleep(20 * time.Millisecond)
+		}
+		mu.Lock()
+		seen = nil
+		mu.Unlock()
+		cm, err := cs.CoreV1().ConfigMaps("wh-mutate").Create(ctx, newConfigMap("wh-mutate", "m", map[string]string{"app": "x"}), metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cm.Labels["stamped"] != "yes" || cm.Labels["app"] != "x" {
+			t.Fatalf("stored labels %v", cm.Labels)
 		}
 		mu.Lock()
 		got := strings.Join(seen, ",")

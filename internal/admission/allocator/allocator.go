@@ -4,23 +4,30 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/big"
 	"math/rand/v2"
 	"net/netip"
+	"slices"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	networkinglisters "k8s.io/client-go/listers/networking/v1"
+	"k8s.io/client-go/tools/cache"
 
 	"plainkube.dev/plainkube/internal/admission"
 	"plainkube.dev/plainkube/internal/storage"
 )
 
 const (
-	ipPrefix   = "/registry/ranges/serviceips/"
-	portPrefix = "/registry/ranges/servicenodeports/"
+	// legacyIPPrefix held cluster IP allocations before IPAddress objects
+	// did; the repair loop moves them over and removes them.
+	legacyIPPrefix = "/registry/ranges/serviceips/"
+	portPrefix     = "/registry/ranges/servicenodeports/"
 )
 
 // PortRange is an inclusive range of node ports.
@@ -29,16 +36,36 @@ type PortRange struct{ Min, Max int }
 // DefaultNodePorts is upstream's default node port range.
 var DefaultNodePorts = PortRange{30000, 32767}
 
-// Services allocates from one service CIDR and one node port range.
+// Services allocates cluster IPs from the server's service CIDR and the
+// ServiceCIDR objects, and node ports from one range.
 type Services struct {
 	store storage.Interface
 	cidr  netip.Prefix
 	ports PortRange
+	// Set by Start: the client IPAddresses are written with and the
+	// ServiceCIDRs read.
+	client       kubernetes.Interface
+	serviceCIDRs networkinglisters.ServiceCIDRLister
+	synced       cache.InformerSynced
+	// legacy: allocation records of the older kind may still exist.
+	legacy atomic.Bool
 }
 
 func New(st storage.Interface, cidr netip.Prefix, ports PortRange) *Services {
 	return &Services{store: st, cidr: cidr.Masked(), ports: ports}
 }
+
+// Start gives the allocator its client and its ServiceCIDR informer (on
+// f, which the caller starts); HasSynced says when the informer has.
+func (a *Services) Start(f informers.SharedInformerFactory, cs kubernetes.Interface) {
+	inf := f.Networking().V1().ServiceCIDRs()
+	a.serviceCIDRs, a.synced = inf.Lister(), inf.Informer().HasSynced
+	a.client = cs
+	a.legacy.Store(true)
+}
+
+// HasSynced: the ServiceCIDRs have been read.
+func (a *Services) HasSynced() bool { return a.synced != nil && a.synced() }
 
 // FirstIP is the range's first usable address, kept for the `kubernetes` Service.
 func (a *Services) FirstIP() netip.Addr { return a.cidr.Addr().Next() }
@@ -62,7 +89,9 @@ func (a *Services) Plugin() admission.Plugin {
 		AfterDelete: func(ctx context.Context, obj runtime.Object) {
 			svc := obj.(*corev1.Service)
 			for _, ip := range svc.Spec.ClusterIPs {
-				a.release(ctx, ipPrefix+ip)
+				if ip != corev1.ClusterIPNone {
+					a.releaseIP(ctx, ip, svc)
+				}
 			}
 			for _, p := range svc.Spec.Ports {
 				if p.NodePort != 0 {
@@ -85,7 +114,11 @@ func needsNodePorts(svc *corev1.Service) bool {
 // and returns a function that releases what it took.
 func (a *Services) allocate(ctx context.Context, svc, old *corev1.Service) (func(), error) {
 	var taken []string
+	var takenIP string
 	undo := func() {
+		if takenIP != "" {
+			a.releaseIP(context.Background(), takenIP, svc)
+		}
 		for _, k := range taken {
 			a.release(context.Background(), k)
 		}
@@ -94,29 +127,43 @@ func (a *Services) allocate(ctx context.Context, svc, old *corev1.Service) (func
 		undo()
 		return nil, apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Service").GroupKind(), svc.Name, errs)
 	}
-	owner := svc.Namespace + "/" + svc.Name
 	if needsClusterIP(svc) && (old == nil || old.Spec.ClusterIP == "" || old.Spec.ClusterIP == corev1.ClusterIPNone) {
 		fld := field.NewPath("spec", "clusterIPs").Index(0)
 		if svc.Spec.ClusterIP != "" {
 			ip, err := netip.ParseAddr(svc.Spec.ClusterIP)
-			if err != nil || !a.cidr.Contains(ip) {
-				return fail(field.ErrorList{field.Invalid(fld, svc.Spec.ClusterIP, fmt.Sprintf("failed to allocate IP %s: the provided IP (%s) is not in the valid range. The range of valid IPs is %s", svc.Spec.ClusterIP, svc.Spec.ClusterIP, a.cidr))})
-			}
-			if err := a.take(ctx, ipPrefix+ip.String(), owner); err != nil {
-				return fail(field.ErrorList{field.Invalid(fld, svc.Spec.ClusterIP, fmt.Sprintf("failed to allocate IP %s: provided IP is already allocated", svc.Spec.ClusterIP))})
-			}
-			taken = append(taken, ipPrefix+ip.String())
-		} else {
-			ip, err := a.randomIP(ctx, owner)
 			if err != nil {
+				return fail(field.ErrorList{field.Invalid(fld, svc.Spec.ClusterIP, "must be a valid IP address")})
+			}
+			rs := a.ranges(ip.Is6())
+			if !slices.ContainsFunc(rs, func(r netip.Prefix) bool { return r.Contains(ip) }) {
+				return fail(field.ErrorList{field.Invalid(fld, svc.Spec.ClusterIP, fmt.Sprintf("failed to allocate IP %s: the provided IP (%s) is not in the valid range. The range of valid IPs is %s", svc.Spec.ClusterIP, svc.Spec.ClusterIP, joinPrefixes(rs)))})
+			}
+			switch err := a.takeIP(ctx, ip, svc); {
+			case errors.Is(err, storage.ErrKeyExists):
+				return fail(field.ErrorList{field.Invalid(fld, svc.Spec.ClusterIP, fmt.Sprintf("failed to allocate IP %s: provided IP is already allocated", svc.Spec.ClusterIP))})
+			case err != nil:
 				return fail(field.ErrorList{field.InternalError(fld, err)})
 			}
-			taken = append(taken, ipPrefix+ip.String())
-			svc.Spec.ClusterIP = ip.String()
+			takenIP = ip.String()
+		} else {
+			is6 := a.cidr.Addr().Is6()
+			if len(svc.Spec.IPFamilies) > 0 {
+				is6 = svc.Spec.IPFamilies[0] == corev1.IPv6Protocol
+			}
+			ip, err := a.randomIP(ctx, svc, is6)
+			if err != nil {
+				return fail(field.ErrorList{field.InternalError(fld, fmt.Errorf("failed to allocate a serviceIP: %w", err))})
+			}
+			takenIP = ip.String()
+			svc.Spec.ClusterIP = takenIP
 		}
 		svc.Spec.ClusterIPs = []string{svc.Spec.ClusterIP}
 		if len(svc.Spec.IPFamilies) == 0 {
-			svc.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv4Protocol}
+			fam := corev1.IPv4Protocol
+			if netip.MustParseAddr(svc.Spec.ClusterIP).Is6() {
+				fam = corev1.IPv6Protocol
+			}
+			svc.Spec.IPFamilies = []corev1.IPFamily{fam}
 		}
 		if svc.Spec.IPFamilyPolicy == nil {
 			p := corev1.IPFamilyPolicySingleStack
@@ -141,12 +188,12 @@ func (a *Services) allocate(ctx context.Context, svc, old *corev1.Service) (func
 					return fail(field.ErrorList{field.Invalid(fld, p.NodePort, fmt.Sprintf("provided port is not in the valid range. The range of valid ports is %d-%d", a.ports.Min, a.ports.Max))})
 				}
 				key := portPrefix + fmt.Sprint(p.NodePort)
-				if err := a.take(ctx, key, owner); err != nil {
+				if err := a.take(ctx, key, owner(svc)); err != nil {
 					return fail(field.ErrorList{field.Invalid(fld, p.NodePort, "provided port is already allocated")})
 				}
 				taken = append(taken, key)
 			default:
-				port, err := a.randomPort(ctx, owner)
+				port, err := a.randomPort(ctx, owner(svc))
 				if err != nil {
 					return fail(field.ErrorList{field.InternalError(fld, err)})
 				}
@@ -158,6 +205,8 @@ func (a *Services) allocate(ctx context.Context, svc, old *corev1.Service) (func
 	return undo, nil
 }
 
+func owner(svc *corev1.Service) string { return svc.Namespace + "/" + svc.Name }
+
 func (a *Services) take(ctx context.Context, key, owner string) error {
 	_, err := a.store.Create(ctx, key, []byte(owner))
 	return err
@@ -167,32 +216,6 @@ func (a *Services) release(ctx context.Context, key string) {
 	if _, _, err := a.store.Delete(ctx, key, 0); err != nil && !errors.Is(err, storage.ErrNotFound) {
 		_ = err // a leaked allocation only narrows the range
 	}
-}
-
-// randomIP takes a free address from the range, never the network address,
-// the first address (the kubernetes Service's) or the broadcast address.
-func (a *Services) randomIP(ctx context.Context, owner string) (netip.Addr, error) {
-	bits := a.cidr.Addr().BitLen() - a.cidr.Bits()
-	size := new(big.Int).Lsh(big.NewInt(1), uint(bits)).Int64()
-	if bits > 62 {
-		size = 1 << 62
-	}
-	if size < 4 {
-		return netip.Addr{}, errors.New("service CIDR too small")
-	}
-	base := new(big.Int).SetBytes(a.cidr.Addr().AsSlice())
-	for try := 0; try < 256; try++ {
-		off := 2 + rand.Int64N(size-3)
-		n := new(big.Int).Add(base, big.NewInt(off))
-		b := n.FillBytes(make([]byte, len(a.cidr.Addr().AsSlice())))
-		ip, _ := netip.AddrFromSlice(b)
-		if err := a.take(ctx, ipPrefix+ip.String(), owner); err == nil {
-			return ip, nil
-		} else if !errors.Is(err, storage.ErrKeyExists) {
-			return netip.Addr{}, err
-		}
-	}
-	return netip.Addr{}, errors.New("range is full")
 }
 
 func (a *Services) randomPort(ctx context.Context, owner string) (int, error) {
@@ -206,5 +229,5 @@ func (a *Services) randomPort(ctx context.Context, owner string) (int, error) {
 			return 0, err
 		}
 	}
-	return 0, errors.New("range is full")
+	return 0, errFull
 }
