@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -228,7 +229,7 @@ func (l *loop) getScale(ctx context.Context, hpa *autoscalingv2.HorizontalPodAut
 	ref := hpa.Spec.ScaleTargetRef
 	gv, err := schema.ParseGroupVersion(ref.APIVersion)
 	if err != nil {
-		return nil, schema.GroupResource{}, fmt.Errorf("invalid API version in scale target reference: %v%w", err, errSpec)
+		return nil, schema.GroupResource{}, fmt.Errorf("invalid API version in scale target reference: %v", err)
 	}
 	mappings, err := l.mapper.RESTMappings(schema.GroupKind{Group: gv.Group, Kind: ref.Kind})
 	if err != nil {
@@ -271,29 +272,14 @@ func (l *loop) selecting(key, namespace string, sel labels.Selector, pods []*cor
 		}
 		seen[set.String()] = true
 		for k, s := range ns {
-			if !contains(keys, k) && s.Matches(set) {
+			if !slices.Contains(keys, k) && s.Matches(set) {
 				keys = append(keys, k)
 				if len(keys) == 2 {
-					return sorted(keys)
+					slices.Sort(keys)
+					return keys
 				}
 			}
 		}
-	}
-	return sorted(keys)
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-func sorted(keys []string) []string {
-	if len(keys) == 2 && keys[1] < keys[0] {
-		keys[0], keys[1] = keys[1], keys[0]
 	}
 	return keys
 }

@@ -82,14 +82,10 @@ type Plan struct {
 	Err error
 
 	current     int32
-	statuses    []autoscalingv2.MetricStatus
 	behavior    *autoscalingv2.HorizontalPodAutoscalerBehavior
 	scaleToZero bool
 	now         time.Time
 }
-
-// errSpec marks errors in the HPA's own spec.
-var errSpec = errors.New("")
 
 // planner accumulates a plan's conditions and events.
 type planner struct {
@@ -192,7 +188,6 @@ func PlanSync(st State) Plan {
 		}
 		rescale = desired != current
 	}
-	plan.statuses = statuses
 	if !rescale {
 		hpa.Status = statusWith(hpa, current, current, statuses)
 		return finish(resultErr)
@@ -411,7 +406,7 @@ func (p *planner) computeMetric(spec autoscalingv2.MetricSpec, status *autoscali
 		err := fmt.Errorf("unable to get external metric %s/%s/%+v: unable to fetch metrics from external metrics API: %w", hpa.Namespace, e.Metric.Name, e.Metric.Selector, p.st.ExternalMetricsErr)
 		return 0, "", p.unable("FailedGetExternalMetric", err), fmt.Errorf("failed to get %s external metric value: %w", e.Metric.Name, err)
 	}
-	err := fmt.Errorf("unknown metric source type %q%w", string(spec.Type), errSpec)
+	err := fmt.Errorf("unknown metric source type %q", string(spec.Type))
 	return 0, "", p.unable("InvalidMetricSourceType", err), err
 }
 

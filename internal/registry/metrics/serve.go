@@ -234,9 +234,11 @@ func serve(rq *registry.Request) error {
 				}
 			} else if simulatedNodes[p.Spec.NodeName] {
 				m, ok, err := simulatedPodMetrics(p, now)
-				if err != nil {
+				if err != nil && info.Name != "" {
 					return apierrors.NewInternalError(fmt.Errorf("pod %s/%s: %w", p.Namespace, p.Name, err))
 				}
+				// In a list, a pod whose annotations do not parse has no
+				// metrics, as a pod whose agent fails.
 				if ok {
 					list.Items = append(list.Items, m)
 				}
