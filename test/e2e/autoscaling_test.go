@@ -27,7 +27,8 @@ spec:
 // TestAutoscaleSimulatedPods: kubectl autoscale a Deployment whose
 // simulated pods use 80 % of their CPU request against a 50 % target; the
 // controller (at its default 15 s period) scales it up to the maximum,
-// and kubectl get/describe hpa and kubectl top show what it read.
+// and kubectl get/describe hpa and kubectl top (pods and nodes) show what
+// it read.
 func TestAutoscaleSimulatedPods(t *testing.T) {
 	c := startCluster(t, "--sim-nodes", "2")
 	c.eventually([]string{"sim-0", "sim-1"}, "get", "nodes")
@@ -35,6 +36,8 @@ func TestAutoscaleSimulatedPods(t *testing.T) {
 	c.must("apply", "-f", writeFile(t, dir, "busy.yaml", hpaDeployment))
 	c.must("rollout", "status", "deployment/busy", "--timeout=60s")
 	c.eventually([]string{"80m", "32Mi"}, "top", "pod", "-l", "app=busy")
+	// A simulated node's usage is its pods'.
+	c.eventually([]string{"sim-0", "sim-1", "80m", "32Mi"}, "top", "node")
 
 	out := c.must("autoscale", "deployment", "busy", "--cpu-percent=50", "--min=1", "--max=5")
 	contains(t, out, "horizontalpodautoscaler.autoscaling/busy autoscaled")
