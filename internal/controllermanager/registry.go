@@ -26,6 +26,7 @@ import (
 	"plainkube.dev/plainkube/internal/controller/nodeipam"
 	"plainkube.dev/plainkube/internal/controller/nodelifecycle"
 	"plainkube.dev/plainkube/internal/controller/persistentvolume"
+	"plainkube.dev/plainkube/internal/controller/podautoscaler"
 	"plainkube.dev/plainkube/internal/controller/podgc"
 	"plainkube.dev/plainkube/internal/controller/pvcprotection"
 	"plainkube.dev/plainkube/internal/controller/pvprotection"
@@ -92,6 +93,7 @@ var Registry = []Registration{
 	{pvcprotection.Name, "persistentvolumeclaim-protection-controller", "pvc-protection-controller", sharing(pvcprotection.New), true},
 	{pvprotection.Name, "persistentvolume-protection-controller", "pv-protection-controller", sharing(pvprotection.New), true},
 	{localpath.Name, "local-path-provisioner-controller", bootstrap.LocalPathServiceAccount, sharing(localpath.New), true},
+	{podautoscaler.Name, "horizontal-pod-autoscaler-controller", "horizontal-pod-autoscaler", sharing(podautoscaler.New), true},
 }
 
 // ValidateControllers checks a --controllers list: each item is "*", a

@@ -20,6 +20,12 @@
 //     order, pod IPs from the node's CIDR, readiness, exits, restarts with
 //     back-off, graceful deletion — and when the next transition is due.
 //     Pod annotations (AnnotationStartDelay and the others) set the timing.
+//   - Usage. A simulated pod declares what its running containers use in
+//     the annotations sim.plainkube.dev/cpu-usage and memory-usage (per
+//     container; see package metricsapi): the API server's metrics.k8s.io
+//     serves them in place of an agent's usage summary, so `kubectl top`
+//     and the HorizontalPodAutoscaler see them. The Sim itself reports
+//     only the containers' states those figures apply to.
 //
 // Every decision is derived from what the pod's status records (times to
 // the second, as the API stores them), so a restarted Sim carries on where

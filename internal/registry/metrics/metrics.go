@@ -1,13 +1,12 @@
 package metrics
 
 import (
-	"k8s.io/apimachinery/pkg/runtime/schema"
-
+	"plainkube.dev/plainkube/internal/api/metricsapi"
 	"plainkube.dev/plainkube/internal/registry"
 )
 
 // GroupVersion is metrics.k8s.io/v1beta1.
-var GroupVersion = schema.GroupVersion{Group: "metrics.k8s.io", Version: "v1beta1"}
+var GroupVersion = metricsapi.GroupVersion
 
 // handler serves both resources (serve.go).
 var handler = registry.Handler{Serve: serve}

@@ -18,43 +18,11 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"plainkube.dev/plainkube/internal/api/metricsapi"
 	"plainkube.dev/plainkube/internal/api/nodeutil"
 	"plainkube.dev/plainkube/internal/api/stats"
 	"plainkube.dev/plainkube/internal/registry"
 )
-
-type nodeMetrics struct {
-	metav1.TypeMeta   `json:",inline"`
-	metav1.ObjectMeta `json:"metadata,omitempty"`
-	Timestamp         metav1.Time         `json:"timestamp"`
-	Window            metav1.Duration     `json:"window"`
-	Usage             corev1.ResourceList `json:"usage"`
-}
-
-type nodeMetricsList struct {
-	metav1.TypeMeta `json:",inline"`
-	metav1.ListMeta `json:"metadata,omitempty"`
-	Items           []nodeMetrics `json:"items"`
-}
-
-type podMetrics struct {
-	metav1.TypeMeta   `json:",inline"`
-	metav1.ObjectMeta `json:"metadata,omitempty"`
-	Timestamp         metav1.Time        `json:"timestamp"`
-	Window            metav1.Duration    `json:"window"`
-	Containers        []containerMetrics `json:"containers"`
-}
-
-type podMetricsList struct {
-	metav1.TypeMeta `json:",inline"`
-	metav1.ListMeta `json:"metadata,omitempty"`
-	Items           []podMetrics `json:"items"`
-}
-
-type containerMetrics struct {
-	Name  string              `json:"name"`
-	Usage corev1.ResourceList `json:"usage"`
-}
 
 var apiVersion = GroupVersion.String()
 
@@ -71,12 +39,12 @@ func usage(cpu *stats.CPUStats, mem *stats.MemoryStats) (corev1.ResourceList, bo
 }
 
 // nodeMetricsOf is node's metrics from its summary.
-func nodeMetricsOf(node *corev1.Node, s *stats.Summary, now time.Time) (nodeMetrics, bool) {
+func nodeMetricsOf(node *corev1.Node, s *stats.Summary, now time.Time) (metricsapi.NodeMetrics, bool) {
 	u, ok := usage(s.Node.CPU, s.Node.Memory)
 	if !ok {
-		return nodeMetrics{}, false
+		return metricsapi.NodeMetrics{}, false
 	}
-	return nodeMetrics{
+	return metricsapi.NodeMetrics{
 		TypeMeta:   metav1.TypeMeta{Kind: "NodeMetrics", APIVersion: apiVersion},
 		ObjectMeta: metav1.ObjectMeta{Name: node.Name, Labels: node.Labels, CreationTimestamp: metav1.NewTime(now)},
 		Timestamp:  s.Node.CPU.Time, Window: metav1.Duration{Duration: stats.Interval}, Usage: u,
@@ -85,7 +53,7 @@ func nodeMetricsOf(node *corev1.Node, s *stats.Summary, now time.Time) (nodeMetr
 
 // podMetricsOf is pod's metrics from its node's summary: every running
 // container's usage (false if the summary has none of them).
-func podMetricsOf(pod *corev1.Pod, s *stats.Summary, now time.Time) (podMetrics, bool) {
+func podMetricsOf(pod *corev1.Pod, s *stats.Summary, now time.Time) (metricsapi.PodMetrics, bool) {
 	for _, ps := range s.Pods {
 		// A mirror pod stands for the static pod whose UID is its hash.
 		uid := string(pod.UID)
@@ -95,26 +63,83 @@ func podMetricsOf(pod *corev1.Pod, s *stats.Summary, now time.Time) (podMetrics,
 		if ps.PodRef.Namespace != pod.Namespace || ps.PodRef.Name != pod.Name || ps.PodRef.UID != uid || len(ps.Containers) == 0 {
 			continue
 		}
-		pm := podMetrics{
+		pm := metricsapi.PodMetrics{
 			TypeMeta:   metav1.TypeMeta{Kind: "PodMetrics", APIVersion: apiVersion},
 			ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, Labels: pod.Labels, CreationTimestamp: metav1.NewTime(now)},
 			Window:     metav1.Duration{Duration: stats.Interval},
-			Containers: []containerMetrics{},
+			Containers: []metricsapi.ContainerMetrics{},
 		}
 		for _, c := range ps.Containers {
 			u, ok := usage(c.CPU, c.Memory)
 			if !ok {
-				return podMetrics{}, false // as metrics-server: all containers or nothing
+				return metricsapi.PodMetrics{}, false // as metrics-server: all containers or nothing
 			}
 			if c.CPU.Time.After(pm.Timestamp.Time) {
 				pm.Timestamp = c.CPU.Time
 			}
-			pm.Containers = append(pm.Containers, containerMetrics{Name: c.Name, Usage: u})
+			pm.Containers = append(pm.Containers, metricsapi.ContainerMetrics{Name: c.Name, Usage: u})
 		}
 		sort.Slice(pm.Containers, func(i, j int) bool { return pm.Containers[i].Name < pm.Containers[j].Name })
 		return pm, true
 	}
-	return podMetrics{}, false
+	return metricsapi.PodMetrics{}, false
+}
+
+// simulatedStamp is the time of a simulated sample: the serving time, to
+// the second, as a scrape's.
+func simulatedStamp(now time.Time) metav1.Time { return metav1.NewTime(now.Truncate(time.Second)) }
+
+// simulatedPodMetrics is the usage a pod on a simulated node declares in
+// its annotations (metricsapi.SimulatedUsage); false while none of its
+// containers runs.
+func simulatedPodMetrics(pod *corev1.Pod, now time.Time) (metricsapi.PodMetrics, bool, error) {
+	containers, ok, err := metricsapi.SimulatedUsage(pod)
+	if !ok || err != nil {
+		return metricsapi.PodMetrics{}, false, err
+	}
+	return metricsapi.PodMetrics{
+		TypeMeta:   metav1.TypeMeta{Kind: "PodMetrics", APIVersion: apiVersion},
+		ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, Labels: pod.Labels, CreationTimestamp: metav1.NewTime(now)},
+		Timestamp:  simulatedStamp(now), Window: metav1.Duration{Duration: stats.Interval}, Containers: containers,
+	}, true, nil
+}
+
+// simulatedNodeUsage is the usage of each simulated node among nodes: the
+// sum of what its pods declare (pods whose annotations do not parse count
+// nothing). The pods are listed once, only if there is such a node.
+func simulatedNodeUsage(ctx context.Context, api registry.API, nodes []any) (map[string]corev1.ResourceList, error) {
+	out := map[string]corev1.ResourceList{}
+	for _, o := range nodes {
+		if n := o.(*corev1.Node); nodeutil.IsSimulated(n) {
+			out[n.Name] = corev1.ResourceList{
+				corev1.ResourceCPU:    *resource.NewQuantity(0, resource.DecimalSI),
+				corev1.ResourceMemory: *resource.NewQuantity(0, resource.BinarySI),
+			}
+		}
+	}
+	if len(out) == 0 {
+		return out, nil
+	}
+	pods, err := api.List(ctx, corev1.SchemeGroupVersion.WithResource("pods"), "", registry.ListOptions{Labels: labels.Everything(), Fields: fields.Everything()})
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range pods {
+		p := o.(*corev1.Pod)
+		sum, ok := out[p.Spec.NodeName]
+		if !ok {
+			continue
+		}
+		containers, _, _ := metricsapi.SimulatedUsage(p)
+		for _, c := range containers {
+			for name, q := range c.Usage {
+				total := sum[name]
+				total.Add(q)
+				sum[name] = total
+			}
+		}
+	}
+	return out, nil
 }
 
 // serve answers get and list of nodes and pods in metrics.k8s.io.
@@ -154,13 +179,23 @@ func serve(rq *registry.Request) error {
 			return err
 		}
 		sums := summaries(ctx, rq.API, nodes)
-		list := &nodeMetricsList{TypeMeta: metav1.TypeMeta{Kind: "NodeMetricsList", APIVersion: apiVersion}, Items: []nodeMetrics{}}
+		simulated, err := simulatedNodeUsage(ctx, rq.API, nodes)
+		if err != nil {
+			return err
+		}
+		list := &metricsapi.NodeMetricsList{TypeMeta: metav1.TypeMeta{Kind: "NodeMetricsList", APIVersion: apiVersion}, Items: []metricsapi.NodeMetrics{}}
 		for _, o := range nodes {
 			n := o.(*corev1.Node)
 			if sum := sums[n.Name]; sum != nil {
 				if m, ok := nodeMetricsOf(n, sum, now); ok {
 					list.Items = append(list.Items, m)
 				}
+			} else if u, ok := simulated[n.Name]; ok {
+				list.Items = append(list.Items, metricsapi.NodeMetrics{
+					TypeMeta:   metav1.TypeMeta{Kind: "NodeMetrics", APIVersion: apiVersion},
+					ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: n.Labels, CreationTimestamp: metav1.NewTime(now)},
+					Timestamp:  simulatedStamp(now), Window: metav1.Duration{Duration: stats.Interval}, Usage: u,
+				})
 			}
 		}
 		out = list
@@ -182,17 +217,29 @@ func serve(rq *registry.Request) error {
 			}
 		}
 		var nodes []any
+		simulatedNodes := map[string]bool{}
 		for n := range names {
 			if node, err := rq.API.Get(ctx, corev1.SchemeGroupVersion.WithResource("nodes"), "", n); err == nil {
 				nodes = append(nodes, node)
+				simulatedNodes[n] = nodeutil.IsSimulated(node.(*corev1.Node))
 			}
 		}
 		sums := summaries(ctx, rq.API, nodes)
-		list := &podMetricsList{TypeMeta: metav1.TypeMeta{Kind: "PodMetricsList", APIVersion: apiVersion}, Items: []podMetrics{}}
+		list := &metricsapi.PodMetricsList{TypeMeta: metav1.TypeMeta{Kind: "PodMetricsList", APIVersion: apiVersion}, Items: []metricsapi.PodMetrics{}}
 		for _, o := range pods {
 			p := o.(*corev1.Pod)
 			if sum := sums[p.Spec.NodeName]; sum != nil {
 				if m, ok := podMetricsOf(p, sum, now); ok {
+					list.Items = append(list.Items, m)
+				}
+			} else if simulatedNodes[p.Spec.NodeName] {
+				m, ok, err := simulatedPodMetrics(p, now)
+				if err != nil && info.Name != "" {
+					return apierrors.NewInternalError(fmt.Errorf("pod %s/%s: %w", p.Namespace, p.Name, err))
+				}
+				// In a list, a pod whose annotations do not parse has no
+				// metrics, as a pod whose agent fails.
+				if ok {
 					list.Items = append(list.Items, m)
 				}
 			}
@@ -304,10 +351,10 @@ func table(obj any) *metav1.Table {
 		raw, _ := json.Marshal(map[string]any{"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": meta})
 		t.Rows = append(t.Rows, metav1.TableRow{Cells: []any{meta.Name, cpu.String(), mem.String(), window.Duration.String()}, Object: runtime.RawExtension{Raw: raw}})
 	}
-	addNode := func(m *nodeMetrics) {
+	addNode := func(m *metricsapi.NodeMetrics) {
 		row(m.ObjectMeta, m.Usage[corev1.ResourceCPU], m.Usage[corev1.ResourceMemory], m.Window)
 	}
-	addPod := func(m *podMetrics) {
+	addPod := func(m *metricsapi.PodMetrics) {
 		var cpu, mem resource.Quantity
 		for _, c := range m.Containers {
 			cpu.Add(c.Usage[corev1.ResourceCPU])
@@ -316,17 +363,17 @@ func table(obj any) *metav1.Table {
 		row(m.ObjectMeta, cpu, mem, m.Window)
 	}
 	switch o := obj.(type) {
-	case *nodeMetricsList:
+	case *metricsapi.NodeMetricsList:
 		for i := range o.Items {
 			addNode(&o.Items[i])
 		}
-	case *nodeMetrics:
+	case *metricsapi.NodeMetrics:
 		addNode(o)
-	case *podMetricsList:
+	case *metricsapi.PodMetricsList:
 		for i := range o.Items {
 			addPod(&o.Items[i])
 		}
-	case *podMetrics:
+	case *metricsapi.PodMetrics:
 		addPod(o)
 	}
 	if t.Rows == nil {
