@@ -32,7 +32,9 @@ func TestPlan(t *testing.T) {
 		want func(Plan) bool
 	}{
 		{"new: finalizer and Ready", State{CIDR: cidr("a", noFinalizer)},
-			func(p Plan) bool { return p.AddFinalizer && p.Condition != nil && p.Condition.Status == metav1.ConditionTrue }},
+			func(p Plan) bool {
+				return p.AddFinalizer && p.Condition != nil && p.Condition.Status == metav1.ConditionTrue
+			}},
 		{"ready already: nothing", State{CIDR: cidr("a", readyTrue)},
 			func(p Plan) bool { return p == Plan{} }},
 		{"deleted, an address inside: Terminating", State{CIDR: cidr("a", readyTrue, deletedAgo(time.Minute)), Addresses: []string{"10.200.0.5"}},
