@@ -143,8 +143,8 @@ func isSuspended(job *batchv1.Job) bool { return job.Spec.Suspend != nil && *job
 // failures than backoffLimit (or, for OnFailure, as many container
 // restarts), the active deadline; with backoffLimitPerIndex more failed
 // indexes than maxFailedIndexes, or every index finished and some failed;
-// or for an Indexed Job its successPolicy. When the deadline is still ahead it returns how long
-// until it passes (0 otherwise).
+// or for an Indexed Job its successPolicy. When the deadline is still
+// ahead it returns how long until it passes (0 otherwise).
 func (st *syncState) decideFinished(now time.Time) (deadlineIn time.Duration) {
 	job := st.job
 	st.finished = nil
