@@ -184,6 +184,9 @@ func (l *loop) createPods(ctx context.Context, job *batchv1.Job, key string, pla
 			index = plan.indexes[i]
 		}
 		pod, err := newPod(job, t, index)
+		if err == nil && plan.failureCounts != nil {
+			setFailureCounts(pod, plan.failureCounts[i])
+		}
 		if err == nil {
 			var created *corev1.Pod
 			created, err = l.client.CoreV1().Pods(job.Namespace).Create(ctx, pod, metav1.CreateOptions{})

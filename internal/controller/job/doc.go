@@ -20,17 +20,17 @@
 //  3. decides whether the job must stop (pure): a FailJob rule matched, more
 //     failures than backoffLimit (for restartPolicy OnFailure, as many
 //     container restarts), activeDeadlineSeconds passed (the job is looked
-//     at again when it will), or an Indexed Job's successPolicy is met —
-//     then it deletes the active pods; otherwise it manages pods (unless
-//     its expectations of creates and deletes are outstanding): a
-//     suspended job loses its active pods (JobSuspended condition, events
-//     Suspended/Resumed, startTime reset on resume), surplus pods are
-//     deleted least-far-along first, and missing pods — up to parallelism
-//     and the completions left — are created from the template in
-//     slow-start batches, after the pod failure backoff (10 s doubling per
-//     consecutive failure, at most 6 min). Pods get the tracking
-//     finalizer, a controller reference and generateName "<job>-"; an
-//     Indexed Job's pods get the lowest free indexes as the
+//     at again when it will), too many failed indexes (see below), or an
+//     Indexed Job's successPolicy is met — then it deletes the active pods;
+//     otherwise it manages pods (unless its expectations of creates and
+//     deletes are outstanding): a suspended job loses its active pods
+//     (JobSuspended condition, events Suspended/Resumed, startTime reset on
+//     resume), surplus pods are deleted least-far-along first, and missing
+//     pods — up to parallelism and the completions left — are created from
+//     the template in slow-start batches, after the pod failure backoff
+//     (10 s doubling per consecutive failure, at most 6 min). Pods get the
+//     tracking finalizer, a controller reference and generateName "<job>-";
+//     an Indexed Job's pods get the lowest free indexes as the
 //     batch.kubernetes.io/job-completion-index annotation and label,
 //     JOB_COMPLETION_INDEX in their environment, hostname "<job>-<index>"
 //     and generateName "<job>-<index>-". Deleted surplus or suspended pods
@@ -49,6 +49,8 @@
 // Condition reasons and messages and events are upstream's:
 // BackoffLimitExceeded "Job has reached the specified backoff limit",
 // DeadlineExceeded "Job was active longer than specified deadline",
+// FailedIndexes "Job has failed indexes", MaxFailedIndexesExceeded "Job
+// has exceeded the specified maximal number of failed indexes",
 // PodFailurePolicy, CompletionsReached, SuccessPolicy; events
 // SuccessfulCreate, FailedCreate, SuccessfulDelete, FailedDelete,
 // Completed, Suspended, Resumed, and a Warning with the failure reason.
@@ -60,8 +62,19 @@
 // handed to a second queue that removes it. Jobs whose spec.managedBy
 // names another controller are not synced.
 //
-// Not supported: backoffLimitPerIndex and maxFailedIndexes (a FailIndex
-// rule counts as Count), and upstream's metrics.
+// An Indexed Job with backoffLimitPerIndex (perindex.go) counts failures
+// per index, on its pods' batch.kubernetes.io/job-index-failure-count and
+// job-index-ignored-failure-count annotations: a replacement pod carries
+// its predecessor's counts plus its failure (the predecessor keeps its
+// tracking finalizer until then), after a backoff of its own index. An
+// index fails when a counted failure comes with backoffLimitPerIndex
+// failures before it, or a pod matches a FailIndex rule; failed indexes go
+// to status.failedIndexes as succeeded ones go to completedIndexes, and
+// are not run again. The job fails (FailureTarget first) with
+// MaxFailedIndexesExceeded once more indexes failed than maxFailedIndexes,
+// or with FailedIndexes once every index succeeded or failed.
+//
+// Not supported: upstream's metrics.
 //
 // The controller's clock (Controller.Clock) drives every timestamp and
 // every "look again at" delay (deadlines, backoff, TTLs); error retries use

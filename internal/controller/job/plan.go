@@ -115,7 +115,7 @@ func plan(st State) Plan {
 	case ss.finished != nil:
 		p.StopActive = ss.activePods
 	case st.Satisfied && w.DeletionTimestamp == nil:
-		m := ss.planManage(p.Backoff.remaining(st.Now, st.BackoffBase, st.BackoffMax))
+		m := ss.planManage(p.Backoff.remaining(st.Now, st.BackoffBase, st.BackoffMax), st.Now, st.BackoffBase, st.BackoffMax)
 		p.Manage = &m
 	}
 	return p

@@ -292,7 +292,7 @@ func TestPlanManage(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			st := newSyncState(tt.job, tt.pods, nil)
-			got := st.planManage(tt.backoff)
+			got := st.planManage(tt.backoff, t0, DefaultPodFailureBackoff, DefaultMaxPodFailureBackoff)
 			if d := cmp.Diff(tt.delete, names(got.delete)); d != "" {
 				t.Errorf("delete (-want +got):\n%s", d)
 			}

@@ -20,9 +20,8 @@ type failurePolicyMatch struct {
 }
 
 // matchPodFailurePolicy applies the rules in order; the first that
-// matches decides. No policy, or no matching rule, counts the failure.
-// FailIndex (which needs backoffLimitPerIndex) is not supported: such a
-// rule counts the failure as Count does.
+// matches decides. No policy, or no matching rule, counts the failure; so
+// does a FailIndex rule, which also fails the pod's index (indexFailed).
 func matchPodFailurePolicy(policy *batchv1.PodFailurePolicy, pod *corev1.Pod) failurePolicyMatch {
 	if policy == nil {
 		return failurePolicyMatch{count: true}

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 )
 
 // MaxUncountedPods bounds status.uncountedTerminatedPods (about 20 KB of
@@ -53,6 +54,12 @@ type syncState struct {
 	// For Indexed Jobs: the indexes in status.completedIndexes, and those
 	// plus the indexes of newly succeeded pods.
 	prevSucceededIndexes, succeededIndexes intervals
+	// For an Indexed Job with backoffLimitPerIndex (perIndex): the failed
+	// indexes (status.failedIndexes and those failed since), and per index
+	// still to run its last failed pod (see lastFailedPerIndex).
+	perIndex      bool
+	failedIndexes intervals
+	lastFailed    map[int]*corev1.Pod
 	// finished is the condition the job is heading for: FailureTarget or
 	// SuccessCriteriaMet (written first, while pods are still being
 	// finalized), then Failed or Complete.
@@ -84,6 +91,10 @@ func newSyncState(job *batchv1.Job, pods []*corev1.Pod, expectedRm map[types.UID
 	if isIndexed(job) && job.Spec.Completions != nil {
 		st.prevSucceededIndexes, st.succeededIndexes = succeededIndexes(job, pods)
 		st.succeeded = int32(st.succeededIndexes.total())
+	}
+	if st.perIndex = hasBackoffLimitPerIndex(job); st.perIndex {
+		st.failedIndexes = failedIndexesOf(job, pods)
+		st.lastFailed = st.lastFailedPerIndex()
 	}
 	return st
 }
@@ -130,9 +141,10 @@ func isSuspended(job *batchv1.Job) bool { return job.Spec.Suspend != nil && *job
 // criteria or must fail: an earlier SuccessCriteriaMet or FailureTarget
 // condition stands; else a FailJob rule of the podFailurePolicy, more
 // failures than backoffLimit (or, for OnFailure, as many container
-// restarts), the active deadline, or for an Indexed Job its
-// successPolicy. When the deadline is still ahead it returns how long
-// until it passes (0 otherwise).
+// restarts), the active deadline; with backoffLimitPerIndex more failed
+// indexes than maxFailedIndexes, or every index finished and some failed;
+// or for an Indexed Job its successPolicy. When the deadline is still
+// ahead it returns how long until it passes (0 otherwise).
 func (st *syncState) decideFinished(now time.Time) (deadlineIn time.Duration) {
 	job := st.job
 	st.finished = nil
@@ -157,6 +169,17 @@ func (st *syncState) decideFinished(now time.Time) (deadlineIn time.Duration) {
 		return 0
 	case job.Spec.ActiveDeadlineSeconds != nil && !isSuspended(job) && job.Status.StartTime != nil:
 		deadlineIn = time.Duration(*job.Spec.ActiveDeadlineSeconds)*time.Second - now.Sub(job.Status.StartTime.Time)
+	}
+	if st.perIndex {
+		failed := st.failedIndexes.total()
+		switch {
+		case job.Spec.MaxFailedIndexes != nil && failed > int(*job.Spec.MaxFailedIndexes):
+			st.finished = newCondition(batchv1.JobFailureTarget, batchv1.JobReasonMaxFailedIndexesExceeded, msgMaxFailedIndexesExceeded, now)
+			return deadlineIn
+		case failed > 0 && failed+st.succeededIndexes.total() >= int(*job.Spec.Completions):
+			st.finished = newCondition(batchv1.JobFailureTarget, batchv1.JobReasonFailedIndexes, msgFailedIndexes, now)
+			return deadlineIn
+		}
 	}
 	if isIndexed(job) && job.Spec.Completions != nil {
 		if msg, ok := matchSuccessPolicy(job.Spec.SuccessPolicy, *job.Spec.Completions, st.succeededIndexes); ok {
@@ -210,6 +233,9 @@ type managePlan struct {
 	// their completion indexes.
 	create  int
 	indexes []int
+	// failureCounts, with backoffLimitPerIndex, are the failure counts of
+	// the indexes' new pods.
+	failureCounts []indexFailureCounts
 	// wait is the backoff left before a replacement pod may be created.
 	wait time.Duration
 }
@@ -219,8 +245,11 @@ type managePlan struct {
 // duplicated or invalid indexes) go first, and only then are missing pods
 // created — unless backoff (the remaining pod failure backoff) is still
 // running. Pods being deleted count as still running when only failed
-// pods are replaced.
-func (st *syncState) planManage(backoff time.Duration) managePlan {
+// pods are replaced. With backoffLimitPerIndex failed indexes are not run
+// again, each index has its own backoff (from base, at most maxDelay, at
+// now) instead of the job's, and new pods carry their index's failure
+// counts.
+func (st *syncState) planManage(backoff time.Duration, now time.Time, base, maxDelay time.Duration) managePlan {
 	job := st.job
 	if isSuspended(job) {
 		return managePlan{delete: podsForRemoval(job, st.activePods, len(st.activePods))}
@@ -241,15 +270,26 @@ func (st *syncState) planManage(backoff time.Duration) managePlan {
 	if diff <= 0 {
 		return managePlan{}
 	}
-	if backoff > 0 {
+	if backoff > 0 && !st.perIndex {
 		return managePlan{wait: backoff}
 	}
 	diff = min(diff, MaxPodCreateDeletePerSync)
-	if isIndexed(job) && job.Spec.Completions != nil {
-		ix := firstPendingIndexes(job, st.succeededIndexes, st.activePods, st.pods, int(diff))
+	if !isIndexed(job) || job.Spec.Completions == nil {
+		return managePlan{create: int(diff)}
+	}
+	ix := firstPendingIndexes(job, st.succeededIndexes.merge(st.failedIndexes), st.activePods, st.pods, int(diff))
+	if !st.perIndex {
 		return managePlan{create: len(ix), indexes: ix}
 	}
-	return managePlan{create: int(diff)}
+	ix, wait := st.indexesReady(ix, now, base, maxDelay)
+	if wait > 0 {
+		return managePlan{wait: wait}
+	}
+	counts := make([]indexFailureCounts, len(ix))
+	for i, v := range ix {
+		counts[i] = replacementFailureCounts(job, st.lastFailed[v])
+	}
+	return managePlan{create: len(ix), indexes: ix, failureCounts: counts}
 }
 
 // successCondition is the condition of a job whose completions are
@@ -356,6 +396,14 @@ func (st *syncState) trackPods(now time.Time, needsFlush bool) tracking {
 			tr.needsFlush = true
 		}
 		job.Status.Succeeded = int32(st.succeededIndexes.total())
+		var failed *string
+		if st.perIndex {
+			failed = ptr.To(st.failedIndexes.String())
+		}
+		if !ptr.Equal(job.Status.FailedIndexes, failed) {
+			job.Status.FailedIndexes = failed
+			tr.needsFlush = true
+		}
 	}
 	if f := st.finished; f != nil {
 		switch f.Type {
@@ -375,10 +423,22 @@ func (st *syncState) trackPods(now time.Time, needsFlush bool) tracking {
 }
 
 // canRemoveFinalizer: a pod's finalizer comes off once it succeeded or
-// failed, or whatever its state once the job is finishing or being
-// deleted.
+// failed (with backoffLimitPerIndex, a failed pod its index waits to
+// replace keeps it), or whatever its state once the job is finishing or
+// being deleted.
 func (st *syncState) canRemoveFinalizer(p *corev1.Pod, failed bool) bool {
-	return st.job.DeletionTimestamp != nil || st.finished != nil || p.Status.Phase == corev1.PodSucceeded || failed
+	if st.job.DeletionTimestamp != nil || st.finished != nil || p.Status.Phase == corev1.PodSucceeded {
+		return true
+	}
+	if !failed {
+		return false
+	}
+	if st.perIndex {
+		if last := st.lastFailed[completionIndex(p)]; last != nil && last.UID == p.UID {
+			return false // until its replacement carries its failure counts
+		}
+	}
+	return true
 }
 
 func sortByIndex(pods []*corev1.Pod) {

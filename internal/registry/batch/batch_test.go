@@ -248,6 +248,42 @@ func TestJobStatusUpdate(t *testing.T) {
 	}
 }
 
+func TestJobStatusFailedIndexes(t *testing.T) {
+	st := resource(t, "jobs").Strategy
+	indexed := testJob()
+	indexed.Spec.CompletionMode = ptr(batchv1.IndexedCompletion)
+	indexed.Spec.Completions = ptr(int32(6))
+	perIndex := indexed.DeepCopy()
+	perIndex.Spec.BackoffLimitPerIndex = ptr(int32(1))
+	tests := []struct {
+		name               string
+		job                *batchv1.Job
+		completed          string
+		failed, prevFailed *string
+		want               []string
+	}{
+		{name: "well formed", job: perIndex, completed: "0,2", failed: ptr("1,3-5")},
+		{name: "empty", job: perIndex, failed: ptr("")},
+		{name: "without backoffLimitPerIndex", job: indexed, failed: ptr("1"),
+			want: []string{"status.failedIndexes: Invalid value: cannot set non-null failedIndexes when backoffLimitPerIndex is null"}},
+		{name: "malformed", job: perIndex, failed: ptr("1,7"),
+			want: []string{`status.failedIndexes: Invalid value: error parsing failedIndexes: too large index: "7"`}},
+		{name: "overlapping completed", job: perIndex, completed: "0,1,4", failed: ptr("2-5"),
+			want: []string{"status.failedIndexes: Invalid value: failedIndexes and completedIndexes overlap at index: 4"}},
+		{name: "unchanged is not checked again", job: indexed, failed: ptr("1"), prevFailed: ptr("1")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			old := tt.job.DeepCopy()
+			old.Status.FailedIndexes = tt.prevFailed
+			old.Status.CompletedIndexes = tt.completed
+			j := old.DeepCopy()
+			j.Status.FailedIndexes = tt.failed
+			expectErrors(t, st.ValidateStatusUpdate(j, old), tt.want...)
+		})
+	}
+}
+
 func testCronJob() *batchv1.CronJob {
 	return &batchv1.CronJob{
 		ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: "default"},

@@ -675,6 +675,7 @@ func validateJobStatusUpdate(j, old *batchv1.Job) field.ErrorList {
 	if s.Ready != nil && *s.Ready > s.Active && (!equality.Semantic.DeepEqual(s.Ready, old.Status.Ready) || s.Active != old.Status.Active) {
 		errs = append(errs, field.Invalid(p.Child("ready"), *s.Ready, "cannot set more ready pods than active"))
 	}
+	errs = append(errs, validateFailedIndexes(j, old, p.Child("failedIndexes"))...)
 	// A finished job stays finished.
 	for _, t := range []batchv1.JobConditionType{batchv1.JobFailed, batchv1.JobComplete, batchv1.JobFailureTarget} {
 		if conditionTrue(old, t) && !conditionTrue(j, t) {
@@ -682,6 +683,65 @@ func validateJobStatusUpdate(j, old *batchv1.Job) field.ErrorList {
 		}
 	}
 	return errs
+}
+
+// validateFailedIndexes checks a changed status.failedIndexes as upstream
+// does: only with backoffLimitPerIndex, well formed, and (also when
+// completedIndexes changed) apart from completedIndexes.
+func validateFailedIndexes(j, old *batchv1.Job, p *field.Path) field.ErrorList {
+	s, failed := &j.Status, j.Status.FailedIndexes
+	if failed == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	failedChanged := old.Status.FailedIndexes == nil || *old.Status.FailedIndexes != *failed
+	completions := j.Spec.Completions
+	if failedChanged {
+		if j.Spec.BackoffLimitPerIndex == nil {
+			errs = append(errs, field.Invalid(p, *failed, "cannot set non-null failedIndexes when backoffLimitPerIndex is null"))
+		} else if completions != nil {
+			if _, err := countIndexes(*failed, *completions); err != nil {
+				errs = append(errs, field.Invalid(p, failed, fmt.Sprintf("error parsing failedIndexes: %s", err.Error())))
+			}
+		}
+	}
+	if (failedChanged || s.CompletedIndexes != old.Status.CompletedIndexes) && completions != nil {
+		if ix, ok := firstOverlap(parsedIntervals(s.CompletedIndexes, *completions), parsedIntervals(*failed, *completions)); ok {
+			errs = append(errs, field.Invalid(p, *failed, fmt.Sprintf("failedIndexes and completedIndexes overlap at index: %d", ix)))
+		}
+	}
+	return errs
+}
+
+// parsedIntervals are the well-formed intervals of an index list (the
+// others are reported by the format check).
+func parsedIntervals(s string, completions int32) [][2]int32 {
+	if s == "" {
+		return nil
+	}
+	var out [][2]int32
+	for _, part := range splitComma(s) {
+		if x, y, err := parseIndexInterval(part, completions); err == nil {
+			out = append(out, [2]int32{x, y})
+		}
+	}
+	return out
+}
+
+// firstOverlap walks two ordered interval lists to the first index both
+// hold.
+func firstOverlap(a, b [][2]int32) (int32, bool) {
+	for i, j := 0, 0; i < len(a) && j < len(b); {
+		if a[i][0] <= b[j][1] && b[j][0] <= a[i][1] {
+			return max(a[i][0], b[j][0]), true
+		}
+		if a[i][0] <= b[j][0] {
+			i++
+		} else {
+			j++
+		}
+	}
+	return 0, false
 }
 
 func uidStrings[T ~string](in []T) []string {
