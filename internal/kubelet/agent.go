@@ -35,6 +35,7 @@ import (
 	"plainkube.dev/plainkube/internal/kubelet/events"
 	"plainkube.dev/plainkube/internal/kubelet/localpath"
 	"plainkube.dev/plainkube/internal/kubelet/network"
+	"plainkube.dev/plainkube/internal/kubelet/podstatus"
 	"plainkube.dev/plainkube/internal/kubelet/probes"
 	"plainkube.dev/plainkube/internal/kubelet/runtime"
 	kubeletserver "plainkube.dev/plainkube/internal/kubelet/server"
@@ -305,7 +306,11 @@ func (a *Agent) syncPod(ctx context.Context, key types.NamespacedName) (res reco
 		}
 		return reconcile.Result{}, err
 	}
-	if err := a.updateStatus(ctx, pod, out.obs); err != nil {
+	status := a.updateStatus
+	if out.deleted {
+		status = a.updateFinalStatus
+	}
+	if err := status(ctx, pod, out.obs); err != nil {
 		return reconcile.Result{}, err
 	}
 	if out.deleted {
@@ -405,7 +410,20 @@ func (a *Agent) probe(ctx context.Context, pod *corev1.Pod, obs *observed) {
 // updateStatus writes the pod's status as podStatus computes it, if it
 // changed.
 func (a *Agent) updateStatus(ctx context.Context, pod *corev1.Pod, obs observed) error {
+	return a.writeStatus(ctx, pod, podStatus(pod, obs, nodeEnv{HostIP: a.host.ip}, time.Now()))
+}
+
+// updateFinalStatus writes the status of a deleted pod whose containers
+// have all stopped, in a terminal phase, as upstream's kubelet does before
+// the pod goes (a pod kept by a finalizer, such as a Job's, shows how it
+// ended).
+func (a *Agent) updateFinalStatus(ctx context.Context, pod *corev1.Pod, obs observed) error {
 	st := podStatus(pod, obs, nodeEnv{HostIP: a.host.ip}, time.Now())
+	podstatus.Terminate(&st)
+	return a.writeStatus(ctx, pod, st)
+}
+
+func (a *Agent) writeStatus(ctx context.Context, pod *corev1.Pod, st corev1.PodStatus) error {
 	if apiequality.Semantic.DeepEqual(st, pod.Status) {
 		return nil
 	}

@@ -44,6 +44,39 @@ func Phase(pod *corev1.Pod, statuses []corev1.ContainerStatus) corev1.PodPhase {
 	}
 }
 
+// Terminate makes st the status of a pod that has stopped for good (it was
+// deleted and its containers stopped), as upstream kubelet's: a container
+// still shown running or waiting is terminated with reason
+// ContainerStatusUnknown and exit code 137, and the phase is Succeeded if
+// every container exited 0, else Failed.
+func Terminate(st *corev1.PodStatus) {
+	if st.Phase == corev1.PodSucceeded || st.Phase == corev1.PodFailed {
+		return
+	}
+	succeeded := true
+	for _, list := range [][]corev1.ContainerStatus{st.InitContainerStatuses, st.ContainerStatuses} {
+		for i := range list {
+			cs := &list[i]
+			if cs.State.Terminated == nil {
+				cs.State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137,
+					Reason: "ContainerStatusUnknown", Message: "The container could not be located when the pod was terminated"}}
+				cs.Ready = false
+				if cs.Started != nil {
+					cs.Started = new(bool)
+				}
+			}
+		}
+	}
+	for _, cs := range st.ContainerStatuses {
+		succeeded = succeeded && cs.State.Terminated.ExitCode == 0
+	}
+	if succeeded && len(st.ContainerStatuses) > 0 {
+		st.Phase = corev1.PodSucceeded
+	} else {
+		st.Phase = corev1.PodFailed
+	}
+}
+
 // SetCondition replaces st's condition of c's type with c, or appends c,
 // keeping the transition time unless the status changes.
 func SetCondition(st *corev1.PodStatus, c corev1.PodCondition, now time.Time) {
