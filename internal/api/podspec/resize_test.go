@@ -26,7 +26,9 @@ func resizablePod() *corev1.Pod {
 }
 
 func TestValidatePodResize(t *testing.T) {
-	cpu := func(q string) corev1.ResourceList { return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(q)} }
+	cpu := func(q string) corev1.ResourceList {
+		return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(q)}
+	}
 	for _, tc := range []struct {
 		name   string
 		old    func(*corev1.Pod)
