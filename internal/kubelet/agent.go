@@ -70,6 +70,9 @@ type Agent struct {
 	metrics   *kubeletserver.Metrics
 	// admitted are the pods admitted to run here (admit.go).
 	admitted admissions
+	// resize has the pods' allocated resources and what their containers
+	// run with (resize.go).
+	resize resizeState
 }
 
 // New makes an agent that talks to the API server at cfg. Nothing starts
@@ -287,7 +290,12 @@ func (a *Agent) syncPod(ctx context.Context, key types.NamespacedName) (res reco
 	if vres, wait := a.syncVolumes(ctx, pod); wait {
 		return vres, nil
 	}
+	pod, resizePending, err := a.allocate(pod)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
 	out, err := a.converge(ctx, pod)
+	out.obs.ResizePending = resizePending
 	if err != nil {
 		if out.observed {
 			a.updateStatus(ctx, pod, out.obs)
@@ -327,6 +335,7 @@ func (a *Agent) syncPod(ctx context.Context, key types.NamespacedName) (res reco
 // its probes, volumes and files.
 func (a *Agent) forgetPod(uid types.UID) error {
 	a.admitted.forget(uid)
+	a.resize.forget(uid)
 	a.probes.Forget(uid)
 	a.metrics.Forget(uid)
 	if err := a.vols.Cleanup(uid); err != nil {
