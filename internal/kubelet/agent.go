@@ -322,6 +322,11 @@ func (a *Agent) syncPod(ctx context.Context, key types.NamespacedName) (res reco
 		}
 		return res, nil
 	}
+	if resizePending != nil {
+		// A deferred resize is tried again, as upstream's kubelet retries
+		// them, for room another pod's end may have made.
+		out.next = earliest(out.next, time.Now().Add(deferredResizeRetry))
+	}
 	if !out.next.IsZero() {
 		d := max(time.Until(out.next), 10*time.Millisecond)
 		if res.RequeueAfter == 0 || d < res.RequeueAfter {

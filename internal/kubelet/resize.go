@@ -25,6 +25,9 @@ import (
 // reports both in the container statuses, with the PodResizePending and
 // PodResizeInProgress conditions while they differ from the spec.
 
+// deferredResizeRetry is how soon a deferred resize is tried again.
+const deferredResizeRetry = 3 * time.Second
+
 // resizeState is what the agent keeps of allocations and of the resources
 // its containers run with. It is safe for concurrent use.
 type resizeState struct {
