@@ -34,7 +34,10 @@
 # plainkube binary to use instead of building bin/plainkube), KEEP=1 to leave
 # the run's data dir in place (the cluster is stopped all the same),
 # E2E_ARGS for more e2e.test flags, PARALLEL=N to run the specs that are not
-# [Serial] on N Ginkgo processes (then the [Serial] ones alone).
+# [Serial] on N Ginkgo processes (then the [Serial] ones alone), NODES=2 to
+# join a second node (`plainkube agent` on this host, its own containerd and
+# pod bridge, kubelet port 10251; the server's node serves the host's
+# Service proxy and DNS for both) for the specs that need two.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$(pwd)
@@ -99,12 +102,20 @@ done
 [ -n "$port" ] || { echo "conformance: no free port found" >&2; exit 1; }
 
 server_pid=
+agent_pid=
+stop_pid() {
+  kill -TERM "$1"
+  for _ in $(seq 1 60); do kill -0 "$1" 2>/dev/null || break; sleep 0.5; done
+  kill -0 "$1" 2>/dev/null && kill -KILL "$1"
+  wait "$1" 2>/dev/null
+}
 teardown() {
   local rc=$?
   set +e
   if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then
-    # Pods first, so that their containers stop while the node still runs.
+    # Pods first, so that their containers stop while the nodes still run.
     timeout 120 "$kubectl" --kubeconfig "$data/admin.kubeconfig" delete pods --all --all-namespaces --wait=true --timeout=90s >/dev/null 2>&1
+    if [ -n "$agent_pid" ] && kill -0 "$agent_pid" 2>/dev/null; then stop_pid "$agent_pid"; fi
     kill -TERM "$server_pid"
     for _ in $(seq 1 60); do kill -0 "$server_pid" 2>/dev/null || break; sleep 0.5; done
     kill -0 "$server_pid" 2>/dev/null && kill -KILL "$server_pid"
@@ -112,7 +123,10 @@ teardown() {
   fi
   # Whatever still runs from this run's data dir (containerd shims).
   for pid in $(pgrep -f -- "$data/" 2>/dev/null); do kill -KILL "$pid" 2>/dev/null; done
-  "$plainkube" cleanup --data-dir "$data" >"$run/cleanup.log" 2>&1 || cat "$run/cleanup.log" >&2
+  if [ -n "$agent_pid" ]; then
+    "$plainkube" cleanup --data-dir "$data/node2" >>"$run/cleanup.log" 2>&1 || cat "$run/cleanup.log" >&2
+  fi
+  "$plainkube" cleanup --data-dir "$data" >>"$run/cleanup.log" 2>&1 || cat "$run/cleanup.log" >&2
   # Mounts the node left under the data dir (pods' tmpfs volumes), latest first.
   awk -v d="$data/" 'index($5, d) == 1 {print $5}' /proc/self/mountinfo | sort -r | while read -r m; do umount -l "$m"; done
   if [ "${KEEP:-}" != 1 ]; then rm -rf "$data"; fi
@@ -142,6 +156,24 @@ k wait --for=condition=Ready node --all --timeout=120s >/dev/null
 
 hack/conformance-images.sh "$data" "$plainkube" >"$run/images.log" 2>&1 || {
   echo "conformance: building the test images failed; see $run/images.log" >&2; tail -20 "$run/images.log" >&2; exit 1; }
+
+if [ "${NODES:-1}" -gt 1 ]; then
+  # A second node joins with the server's token, as `plainkube agent` on
+  # another host would; the images go into its containerd too.
+  node2="$(hostname)-2"
+  "$plainkube" agent --server "https://127.0.0.1:$port" --token "$(cat "$data/join-token")" --ca-file "$data/pki/ca.crt" \
+    --data-dir "$data/node2" --node-name "$node2" --port 10251 --disable-proxy --disable-dns >"$run/agent.log" 2>&1 9>&- &
+  agent_pid=$!
+  for _ in $(seq 1 120); do
+    [ -n "$(k get node "$node2" -o name 2>/dev/null)" ] && break
+    kill -0 "$agent_pid" 2>/dev/null || break
+    sleep 0.5
+  done
+  k wait --for=condition=Ready node "$node2" --timeout=120s >/dev/null || {
+    echo "conformance: the second node did not become Ready; see $run/agent.log" >&2; tail -20 "$run/agent.log" >&2; exit 1; }
+  hack/conformance-images.sh "$data/node2" "$plainkube" >>"$run/images.log" 2>&1 || {
+    echo "conformance: the test images for the second node failed; see $run/images.log" >&2; tail -20 "$run/images.log" >&2; exit 1; }
+fi
 
 common=(--kubeconfig "$kubeconfig" --provider=skeleton --report-dir "$report" --e2e-output-dir "$run"
   --kubectl-path "$kubectl" --repo-root "$repo/test/conformance" --disable-log-dump)

@@ -76,6 +76,15 @@ func (a *handlerAPI) Update(manager string, mutate func(current runtime.Object) 
 	return a.s.updateObject(rq.r.Context(), rq.rs, rq.info.Namespace, rq.info.Name, rq.info.Subresource, writeOptions{dryRun: dryRun, manager: manager, admitted: true}, mutate)
 }
 
+func (a *handlerAPI) UpdateOther(ctx context.Context, gvr schema.GroupVersionResource, subresource, ns, name, manager string,
+	mutate func(current runtime.Object) (runtime.Object, error)) (runtime.Object, error) {
+	rs, ok := a.s.stores[gvr]
+	if !ok {
+		return nil, apierrors.NewNotFound(gvr.GroupResource(), name)
+	}
+	return a.s.updateObject(ctx, rs, ns, name, subresource, writeOptions{manager: manager, admitted: true}, mutate)
+}
+
 func (a *handlerAPI) Delete(opts *metav1.DeleteOptions) error {
 	rq := a.rq
 	_, _, err := a.s.deleteObject(rq.r.Context(), rq.rs, rq.info.Namespace, rq.info.Name, opts, false)

@@ -14,6 +14,7 @@ import (
 	"plainkube.dev/plainkube/internal/controller/cronjob"
 	"plainkube.dev/plainkube/internal/controller/daemonset"
 	"plainkube.dev/plainkube/internal/controller/deployment"
+	"plainkube.dev/plainkube/internal/controller/disruption"
 	"plainkube.dev/plainkube/internal/controller/endpoints"
 	"plainkube.dev/plainkube/internal/controller/endpointslice"
 	"plainkube.dev/plainkube/internal/controller/endpointslicemirroring"
@@ -80,6 +81,7 @@ var Registry = []Registration{
 	{rootcacert.Name, "root-ca-certificate-publisher-controller", "root-ca-cert-publisher", newRootCACert, true},
 	{clusterroleaggregation.Name, "clusterrole-aggregation-controller", "clusterrole-aggregation-controller", plain(clusterroleaggregation.New), true},
 	{resourcequota.Name, "resourcequota-controller", "resourcequota-controller", sharing(resourcequota.New), true},
+	{disruption.Name, "disruption-controller", "disruption-controller", sharing(disruption.New), true},
 	{servicecidr.Name, "service-cidr-controller", "service-cidrs-controller", sharing(servicecidr.New), true},
 }
 

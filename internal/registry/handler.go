@@ -89,6 +89,14 @@ type API interface {
 	// the new one. Admission does not run: the handler admits its own
 	// request (AdmitCreate) first.
 	Update(manager string, mutate func(current runtime.Object) (runtime.Object, error)) (runtime.Object, error)
+	// UpdateOther writes an object of a built-in resource other than the
+	// request's (pods/eviction's PodDisruptionBudget status) through the
+	// generic update path as a write of its subresource ("status"…), as
+	// manager, without admission and never as a dry run: mutate gets a
+	// copy of the stored object, and a resourceVersion in what it returns
+	// is a precondition (409 Conflict if the object changed since).
+	UpdateOther(ctx context.Context, gvr schema.GroupVersionResource, subresource, namespace, name, manager string,
+		mutate func(current runtime.Object) (runtime.Object, error)) (runtime.Object, error)
 	// Delete deletes the request's object as a DELETE of it would
 	// (grace periods, finalizers, preconditions, dry run), without
 	// admission: the handler admits its own request first.

@@ -4,7 +4,8 @@
 // and the API server routes each request to the one declared:
 //
 //   - pods/binding (the scheduler's assignment of a node) and
-//     pods/eviction (a delete through the Eviction API);
+//     pods/eviction (a delete through the Eviction API that the pod's
+//     PodDisruptionBudget must allow);
 //   - pods/log, exec, attach and portforward, proxied to the node agent of
 //     the pod's node over HTTPS with the API server's kubelet client: SPDY
 //     and pre-v5 WebSockets pass through, v5.channel.k8s.io WebSockets are
