@@ -143,7 +143,8 @@ func TestInPlaceResize(t *testing.T) {
 	}
 	all := node.Status.Allocatable.Cpu().DeepCopy()
 	filler := busyboxPod("filler", corev1.RestartPolicyAlways, "exec busybox sleep 3600")
-	half := resource.NewMilliQuantity(all.MilliValue()-200, resource.DecimalSI)
+	// The resized pod requests 250m (150m and 100m): leave it 50m more.
+	half := resource.NewMilliQuantity(all.MilliValue()-300, resource.DecimalSI)
 	filler.Spec.Containers[0].Resources = corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: *half}}
 	if _, err := pods.Create(ctx, filler, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
