@@ -143,7 +143,8 @@ func TestInPlaceResize(t *testing.T) {
 	}
 	all := node.Status.Allocatable.Cpu().DeepCopy()
 	filler := busyboxPod("filler", corev1.RestartPolicyAlways, "exec busybox sleep 3600")
-	// The resized pod requests 250m (150m and 100m): leave it 50m more.
+	// The resized pod requests 250m (150m and 100m): leave it 50m more;
+	// the resize below asks for 350m in all.
 	half := resource.NewMilliQuantity(all.MilliValue()-300, resource.DecimalSI)
 	filler.Spec.Containers[0].Resources = corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: *half}}
 	if _, err := pods.Create(ctx, filler, metav1.CreateOptions{}); err != nil {
@@ -165,7 +166,7 @@ func TestInPlaceResize(t *testing.T) {
 		}
 		for _, c := range p.Status.Conditions {
 			if c.Type == corev1.PodResizePending && c.Reason == corev1.PodReasonDeferred && c.ObservedGeneration == deferred.Generation &&
-				strings.HasPrefix(c.Message, "Node didn't have enough resource: cpu, requested: 250, used: ") {
+				strings.HasPrefix(c.Message, "Node didn't have enough resource: cpu, requested: 350, used: ") {
 				return p.Status.ContainerStatuses[0].AllocatedResources.Cpu().String() == "150m", nil
 			}
 		}
