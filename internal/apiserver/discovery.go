@@ -45,6 +45,7 @@ var subresourceKinds = map[string]struct {
 	"status":              {verbs: []string{"get", "patch", "update"}},
 	"approval":            {verbs: []string{"get", "patch", "update"}},
 	"ephemeralcontainers": {verbs: []string{"get", "patch", "update"}},
+	"resize":              {verbs: []string{"get", "patch", "update"}},
 	"scale":               {"autoscaling", "v1", "Scale", []string{"get", "patch", "update"}},
 	"binding":             {"", "v1", "Binding", []string{"create"}},
 	"eviction":            {"policy", "v1", "Eviction", []string{"create"}},

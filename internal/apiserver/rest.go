@@ -548,6 +548,10 @@ func (s *Server) prepareUpdate(ctx context.Context, rs *resourceStore, obj, old 
 		if st.ValidateStatusUpdate != nil {
 			errs = append(errs, st.ValidateStatusUpdate(obj, old)...)
 		}
+	default:
+		if part, ok := rs.part(subresource); ok && part.Validate != nil {
+			errs = append(errs, part.Validate(obj, old)...)
+		}
 	}
 	if len(errs) > 0 {
 		return nil, apierrors.NewInvalid(rs.res.Kind.GroupKind(), m.GetName(), dedupe(errs))

@@ -73,6 +73,9 @@ type Agent struct {
 	metrics   *kubeletserver.Metrics
 	// admitted are the pods admitted to run here (admit.go).
 	admitted admissions
+	// resize has the pods' allocated resources and what their containers
+	// run with (resize.go).
+	resize resizeState
 }
 
 // New makes an agent that talks to the API server at cfg. Nothing starts
@@ -299,7 +302,12 @@ func (a *Agent) syncPod(ctx context.Context, key types.NamespacedName) (res reco
 	if vres, wait := a.syncVolumes(ctx, pod); wait {
 		return vres, nil
 	}
+	pod, resizePending, err := a.allocate(pod)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
 	out, err := a.converge(ctx, pod)
+	out.obs.ResizePending = resizePending
 	if err != nil {
 		if out.observed {
 			a.updateStatus(ctx, pod, out.obs)
@@ -330,6 +338,11 @@ func (a *Agent) syncPod(ctx context.Context, key types.NamespacedName) (res reco
 		}
 		return res, nil
 	}
+	if resizePending != nil {
+		// A deferred resize is tried again, as upstream's kubelet retries
+		// them, for room another pod's end may have made.
+		out.next = earliest(out.next, time.Now().Add(deferredResizeRetry))
+	}
 	if !out.next.IsZero() {
 		d := max(time.Until(out.next), 10*time.Millisecond)
 		if res.RequeueAfter == 0 || d < res.RequeueAfter {
@@ -343,6 +356,7 @@ func (a *Agent) syncPod(ctx context.Context, key types.NamespacedName) (res reco
 // its probes, volumes and files.
 func (a *Agent) forgetPod(uid types.UID) error {
 	a.admitted.forget(uid)
+	a.resize.forget(uid)
 	a.probes.Forget(uid)
 	a.metrics.Forget(uid)
 	if err := a.vols.Cleanup(uid); err != nil {

@@ -28,7 +28,10 @@ import (
 // observe reads what the runtime has of pod.
 func (a *Agent) observe(ctx context.Context, pod *corev1.Pod) (observed, error) {
 	p, err := a.cri.Observe(ctx, pod)
-	return observed{Pod: p}, err
+	if err != nil {
+		return observed{Pod: p}, err
+	}
+	return observed{Pod: p, Applied: a.resize.appliedTo(pod, p)}, nil
 }
 
 // isRunning reports whether container id runs, as obs shows: only a
@@ -86,6 +89,8 @@ func (a *Agent) apply(ctx context.Context, pod *corev1.Pod, obs observed, acts [
 			err = a.startContainer(ctx, pod, act)
 		case actRemoveContainer:
 			err = a.cri.RemoveContainer(ctx, act.ID)
+		case actResizeContainer:
+			err = a.resizeContainer(ctx, pod, act)
 		case actStopSandbox:
 			err = a.cri.StopPodSandbox(ctx, act.ID)
 		case actRemoveSandbox:
@@ -196,6 +201,7 @@ func (a *Agent) startContainer(ctx context.Context, pod *corev1.Pod, act action)
 	if err != nil {
 		return &startError{c.Name, "CreateContainerError", runtime.ErrorMessage(err)}
 	}
+	a.resize.ran(pod.UID, id, c.Resources)
 	a.events.Record(pod, c.Name, corev1.EventTypeNormal, events.Created, "Created container: %s", c.Name)
 	a.log.Info("starting container", "pod", pod.Namespace+"/"+pod.Name, "container", c.Name, "id", runtime.ShortID(id), "attempt", act.Attempt)
 	if err := a.cri.StartContainer(ctx, id); err != nil {
@@ -208,6 +214,23 @@ func (a *Agent) startContainer(ctx context.Context, pod *corev1.Pod, act action)
 			Message: events.FailedPostStartHook}, podIP, false)
 		return &startError{c.Name, "PostStartHookError", err}
 	}
+	return nil
+}
+
+// resizeContainer updates the cgroup resources of a running container to
+// its spec's (the allocated resources), as upstream's kubelet does through
+// the CRI's UpdateContainerResources.
+func (a *Agent) resizeContainer(ctx context.Context, pod *corev1.Pod, act action) error {
+	c := podutil.Container(pod, act.Container)
+	if c == nil {
+		return fmt.Errorf("no container %q in the pod spec", act.Container)
+	}
+	res := runtime.ContainerConfig(pod, c, 0, nil, nil, a.host.memory.Value()).Linux.Resources
+	if err := a.cri.UpdateContainerResources(ctx, act.ID, &runtimeapi.ContainerResources{Linux: res}); err != nil {
+		return err
+	}
+	a.resize.ran(pod.UID, act.ID, c.Resources)
+	a.log.Info("resized container", "pod", pod.Namespace+"/"+pod.Name, "container", c.Name, "id", runtime.ShortID(act.ID))
 	return nil
 }
 

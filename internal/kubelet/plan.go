@@ -35,6 +35,11 @@ type observed struct {
 	// security context do not allow it), CreateContainerError,
 	// RunContainerError or PostStartHookError.
 	StartErrors map[string]corev1.ContainerStateWaiting
+	// Applied has the resources each running container runs with, by ID;
+	// ResizePending, the PodResizePending condition of a resize the node
+	// has not allocated yet (resize.go).
+	Applied       map[string]corev1.ResourceRequirements
+	ResizePending *corev1.PodCondition
 }
 
 // actionKind is what the driver does to the runtime or the API.
@@ -48,10 +53,11 @@ const (
 	actStopSandbox                       // StopPodSandbox ID
 	actRemoveSandbox                     // RemovePodSandbox ID
 	actDeletePod                         // delete the pod object (grace 0, UID precondition)
+	actResizeContainer                   // UpdateContainerResources ID to Container's resources
 )
 
 func (k actionKind) String() string {
-	return [...]string{"RunSandbox", "StartContainer", "StopContainer", "RemoveContainer", "StopSandbox", "RemoveSandbox", "DeletePod"}[k]
+	return [...]string{"RunSandbox", "StartContainer", "StopContainer", "RemoveContainer", "StopSandbox", "RemoveSandbox", "DeletePod", "ResizeContainer"}[k]
 }
 
 type action struct {
@@ -189,6 +195,7 @@ func plan(pod *corev1.Pod, obs observed, now time.Time) (acts []action, next tim
 		a, n := planContainer(c, obs, now, gracePeriod(pod), func(code int32) bool { return restarts(pod.Spec.RestartPolicy, code) })
 		acts, next = append(acts, a...), earliest(next, n)
 	}
+	acts = append(acts, planResize(pod, obs, acts)...)
 	return acts, earliest(next, deadline)
 }
 
@@ -494,6 +501,7 @@ func podStatus(pod *corev1.Pod, obs observed, env nodeEnv, now time.Time) corev1
 		}
 	}
 	setConditions(pod, &st, obs, now)
+	setResizeStatus(pod, &st, obs, now)
 	return st
 }
 

@@ -119,7 +119,7 @@ type Strategy struct {
 }
 
 // Part is a subresource that writes one part of the object (pods'
-// ephemeralcontainers, a namespace's finalize, a CSR's approval).
+// ephemeralcontainers and resize, a namespace's finalize, a CSR's approval).
 type Part struct {
 	// Merge returns the stored object old with obj's part copied in; nil:
 	// what a /status write may change (the status, and metadata other
@@ -127,6 +127,9 @@ type Part struct {
 	Merge func(obj, old runtime.Object) runtime.Object
 	// UpdateOnly parts answer only PUT; get and patch are 405.
 	UpdateOnly bool
+	// Validate checks a write of the part (the merged object against the
+	// stored one); nil: nothing beyond ObjectMeta.
+	Validate func(obj, old runtime.Object) field.ErrorList
 }
 
 // TableSpec is the server-side printing of one kind.

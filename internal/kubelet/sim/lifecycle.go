@@ -48,6 +48,9 @@ type podEnv struct {
 	// podIP is the address allocated to the pod, used when its status has
 	// none yet; empty when none is free.
 	podIP string
+	// room is what the node leaves of its allocatable cpu and memory
+	// besides its other pods' requests, for a resize; nil: any resize fits.
+	room corev1.ResourceList
 }
 
 // decision is what the kubelet should do with a pod now.
@@ -89,6 +92,9 @@ func decide(pod *corev1.Pod, env podEnv, now time.Time) decision {
 	ensureStatuses(pod, st)
 	next, initDone := advance(pod, st, b, now)
 	finish(pod, st, initDone, now)
+	if resize(pod, st, env.room, now) && (next.IsZero() || next.After(now.Add(deferredResizeRetry))) {
+		next = now.Add(deferredResizeRetry)
+	}
 	if terminal(st.Phase) {
 		next = time.Time{}
 	}

@@ -94,6 +94,9 @@ func (s *Sim) syncPod(ctx context.Context, key types.NamespacedName) (reconcile.
 // address for the pod if it is about to need one.
 func (s *Sim) env(n *simNode, pod *corev1.Pod) podEnv {
 	e := podEnv{hostIP: n.hostIP}
+	if resizeOutstanding(pod, &pod.Status) {
+		e.room = s.room(n, pod)
+	}
 	if pod.Spec.HostNetwork || terminal(pod.Status.Phase) || pod.DeletionTimestamp != nil {
 		return e
 	}

@@ -121,7 +121,7 @@ func TestResources(t *testing.T) {
 	}
 	want := map[string]desc{
 		"namespaces":             {"Namespace", "namespace", []string{"ns"}, nil, false, []string{"status", "finalize"}, false},
-		"pods":                   {"Pod", "pod", []string{"po"}, []string{"all"}, true, []string{"status", "binding", "eviction", "ephemeralcontainers", "log", "exec", "attach", "portforward", "proxy"}, true},
+		"pods":                   {"Pod", "pod", []string{"po"}, []string{"all"}, true, []string{"status", "binding", "eviction", "ephemeralcontainers", "resize", "log", "exec", "attach", "portforward", "proxy"}, true},
 		"services":               {"Service", "service", []string{"svc"}, []string{"all"}, true, []string{"status", "proxy"}, false},
 		"endpoints":              {"Endpoints", "endpoints", []string{"ep"}, nil, true, nil, false},
 		"configmaps":             {"ConfigMap", "configmap", []string{"cm"}, nil, true, nil, false},

@@ -28,12 +28,21 @@ func pods() registry.Resource {
 		Categories: []string{"all"},
 		Namespaced: true,
 		Subresources: []string{"status", "binding", "eviction", "ephemeralcontainers",
-			"log", "exec", "attach", "portforward", "proxy"},
+			"resize", "log", "exec", "attach", "portforward", "proxy"},
 		Parts: map[string]registry.Part{"ephemeralcontainers": {Merge: func(obj, old runtime.Object) runtime.Object {
 			out := old.DeepCopyObject().(*corev1.Pod)
 			out.Spec.EphemeralContainers = obj.(*corev1.Pod).Spec.EphemeralContainers
 			return out
-		}}},
+		}, Validate: func(obj, old runtime.Object) field.ErrorList {
+			return podspec.ValidatePodEphemeralContainersUpdate(obj.(*corev1.Pod), old.(*corev1.Pod))
+		}}, "resize": {
+			Merge: func(obj, old runtime.Object) runtime.Object {
+				return podspec.MergeResize(obj.(*corev1.Pod), old.(*corev1.Pod))
+			},
+			Validate: func(obj, old runtime.Object) field.ErrorList {
+				return podspec.ValidatePodResize(obj.(*corev1.Pod), old.(*corev1.Pod))
+			},
+		}},
 		Handlers: map[string]registry.Handler{"binding": subresources.Binding, "eviction": subresources.Eviction,
 			"log": subresources.Log, "exec": subresources.Exec, "attach": subresources.Attach,
 			"portforward": subresources.PortForward, "proxy": subresources.Proxy},

@@ -1,0 +1,334 @@
+package kubelet
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	resourcehelper "k8s.io/component-helpers/resource"
+
+	"plainkube.dev/plainkube/internal/api/podutil"
+	"plainkube.dev/plainkube/internal/kubelet/podstatus"
+	"plainkube.dev/plainkube/internal/kubelet/runtime"
+)
+
+// In-place resize (InPlacePodVerticalScaling), as upstream's kubelet does
+// it: the agent allocates a pod's container resources once they fit the
+// node (allocated), runs and resizes its containers to the allocation
+// through the runtime (applied, what each running container has), and
+// reports both in the container statuses, with the PodResizePending and
+// PodResizeInProgress conditions while they differ from the spec.
+
+// deferredResizeRetry is how soon a deferred resize is tried again.
+const deferredResizeRetry = 3 * time.Second
+
+// resizeState is what the agent keeps of allocations and of the resources
+// its containers run with. It is safe for concurrent use.
+type resizeState struct {
+	mu sync.Mutex
+	// allocated has, by pod, the resources allocated to each container
+	// (by name).
+	allocated map[types.UID]map[string]corev1.ResourceRequirements
+	// applied has, by pod and container ID, the resources the container
+	// runs with.
+	applied map[types.UID]map[string]corev1.ResourceRequirements
+}
+
+// allocate is pod as the node runs it: its containers' resources are the
+// allocated ones. A pod seen for the first time is allocated its spec; a
+// later change of the spec is allocated when the pod's requests fit what
+// the node's allocatable leaves besides the other pods' allocations
+// (others), and otherwise the returned condition says why it waits.
+func (s *resizeState) allocate(pod *corev1.Pod, allocatable corev1.ResourceList, others []*corev1.Pod) (*corev1.Pod, *corev1.PodCondition) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.allocated == nil {
+		s.allocated = map[types.UID]map[string]corev1.ResourceRequirements{}
+	}
+	alloc, ok := s.allocated[pod.UID]
+	if !ok {
+		alloc = specResources(pod)
+		s.allocated[pod.UID] = alloc
+		return pod, nil
+	}
+	want := specResources(pod)
+	if resourcesEqual(want, alloc) {
+		return pod, nil
+	}
+	if cond := s.fits(pod, allocatable, others); cond != nil {
+		return withResources(pod, alloc), cond
+	}
+	s.allocated[pod.UID] = want
+	return pod, nil
+}
+
+// fits is nil when pod's requests fit allocatable besides the others'
+// allocated requests, and otherwise the Deferred PodResizePending
+// condition with upstream's message. (A request beyond the node's
+// allocatable itself is refused by the API server.)
+func (s *resizeState) fits(pod *corev1.Pod, allocatable corev1.ResourceList, others []*corev1.Pod) *corev1.PodCondition {
+	req := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+	used := corev1.ResourceList{}
+	for _, o := range others {
+		if o.UID == pod.UID {
+			continue
+		}
+		if a, ok := s.allocated[o.UID]; ok {
+			o = withResources(o, a)
+		}
+		for n, q := range resourcehelper.PodRequests(o, resourcehelper.PodResourcesOptions{}) {
+			v := used[n]
+			v.Add(q)
+			used[n] = v
+		}
+	}
+	for _, n := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		capacity, ok := allocatable[n]
+		if !ok {
+			continue
+		}
+		r, u := req[n], used[n]
+		total := r.DeepCopy()
+		total.Add(u)
+		if total.Cmp(capacity) <= 0 {
+			continue
+		}
+		value := func(q resource.Quantity) int64 { return q.Value() }
+		if n == corev1.ResourceCPU {
+			value = func(q resource.Quantity) int64 { return q.MilliValue() }
+		}
+		return &corev1.PodCondition{Type: corev1.PodResizePending, Status: corev1.ConditionTrue, Reason: corev1.PodReasonDeferred,
+			Message: fmt.Sprintf("Node didn't have enough resource: %s, requested: %d, used: %d, capacity: %d", n, value(r), value(u), value(capacity))}
+	}
+	return nil
+}
+
+// ran records the resources container id of pod uid was started or
+// resized with.
+func (s *resizeState) ran(uid types.UID, id string, r corev1.ResourceRequirements) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.appliedOf(uid)[id] = *r.DeepCopy()
+}
+
+func (s *resizeState) appliedOf(uid types.UID) map[string]corev1.ResourceRequirements {
+	if s.applied == nil {
+		s.applied = map[types.UID]map[string]corev1.ResourceRequirements{}
+	}
+	m, ok := s.applied[uid]
+	if !ok {
+		m = map[string]corev1.ResourceRequirements{}
+		s.applied[uid] = m
+	}
+	return m
+}
+
+// appliedTo is the resources of each of obs's running containers of pod,
+// by ID. A container the agent did not start (it ran before the agent
+// restarted) has the resources its last status reported, or else the
+// allocated ones.
+func (s *resizeState) appliedTo(pod *corev1.Pod, obs runtime.Pod) map[string]corev1.ResourceRequirements {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	applied := s.appliedOf(pod.UID)
+	reported := map[string]*corev1.ResourceRequirements{}
+	for _, cs := range slices.Concat(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses) {
+		if cs.Resources != nil {
+			reported[cs.ContainerID] = cs.Resources
+		}
+	}
+	out := map[string]corev1.ResourceRequirements{}
+	for name, runs := range obs.Containers {
+		if len(runs) == 0 || runs[0].State != runtime.Running {
+			continue
+		}
+		id := runs[0].ID
+		r, ok := applied[id]
+		if !ok {
+			if rep, found := reported[idScheme+id]; found {
+				r = *rep.DeepCopy()
+			} else if c := podutil.Container(pod, name); c != nil {
+				r = *c.Resources.DeepCopy()
+			}
+			applied[id] = r
+		}
+		out[id] = r
+	}
+	return out
+}
+
+// forget drops what is kept of a pod that is gone.
+func (s *resizeState) forget(uid types.UID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.allocated, uid)
+	delete(s.applied, uid)
+}
+
+// specResources is the resources of each of pod's containers, by name.
+func specResources(pod *corev1.Pod) map[string]corev1.ResourceRequirements {
+	out := map[string]corev1.ResourceRequirements{}
+	for _, c := range slices.Concat(pod.Spec.InitContainers, pod.Spec.Containers) {
+		out[c.Name] = *c.Resources.DeepCopy()
+	}
+	return out
+}
+
+func resourcesEqual(a, b map[string]corev1.ResourceRequirements) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for n, r := range a {
+		if o, ok := b[n]; !ok || !equality.Semantic.DeepEqual(r, o) {
+			return false
+		}
+	}
+	return true
+}
+
+// withResources is a copy of pod whose containers have the resources r.
+func withResources(pod *corev1.Pod, r map[string]corev1.ResourceRequirements) *corev1.Pod {
+	out := pod.DeepCopy()
+	for _, cs := range [][]corev1.Container{out.Spec.InitContainers, out.Spec.Containers} {
+		for i := range cs {
+			if v, ok := r[cs[i].Name]; ok {
+				cs[i].Resources = *v.DeepCopy()
+			}
+		}
+	}
+	return out
+}
+
+// cpuMemoryDiffer reports which of cpu and memory differ between a
+// container's applied and allocated resources (requests or limits).
+func cpuMemoryDiffer(applied, allocated corev1.ResourceRequirements) (cpu, memory bool) {
+	differ := func(n corev1.ResourceName) bool {
+		ar, aok := applied.Requests[n]
+		br, bok := allocated.Requests[n]
+		al, alok := applied.Limits[n]
+		bl, blok := allocated.Limits[n]
+		return aok != bok || alok != blok || ar.Cmp(br) != 0 || al.Cmp(bl) != 0
+	}
+	return differ(corev1.ResourceCPU), differ(corev1.ResourceMemory)
+}
+
+// restartsOnResize reports whether c's resize policy restarts it for a
+// change of cpu or memory (the default is NotRequired).
+func restartsOnResize(c *corev1.Container, cpu, memory bool) bool {
+	for _, p := range c.ResizePolicy {
+		if p.RestartPolicy != corev1.RestartContainer {
+			continue
+		}
+		if (p.ResourceName == corev1.ResourceCPU && cpu) || (p.ResourceName == corev1.ResourceMemory && memory) {
+			return true
+		}
+	}
+	return false
+}
+
+// planResize is what brings pod's running containers that no action of
+// planned touches to their allocated resources: an update of their
+// resources, or a restart when their resize policy asks for one.
+func planResize(pod *corev1.Pod, obs observed, planned []action) []action {
+	var acts []action
+	touched := map[string]bool{}
+	for _, a := range planned {
+		touched[a.Container] = true
+	}
+	for _, c := range slices.Concat(pod.Spec.InitContainers, pod.Spec.Containers) {
+		runs := obs.Containers[c.Name]
+		if touched[c.Name] || len(runs) == 0 || runs[0].State != runtime.Running {
+			continue
+		}
+		applied, ok := obs.Applied[runs[0].ID]
+		if !ok {
+			continue
+		}
+		cpu, memory := cpuMemoryDiffer(applied, c.Resources)
+		if !cpu && !memory {
+			continue
+		}
+		if restartsOnResize(&c, cpu, memory) {
+			acts = append(acts,
+				action{Kind: actStopContainer, ID: runs[0].ID, Container: c.Name, Grace: gracePeriod(pod),
+					Message: fmt.Sprintf("Container %s resize requires restart", c.Name)},
+				action{Kind: actStartContainer, Container: c.Name, Attempt: runs[0].Attempt + 1})
+			continue
+		}
+		acts = append(acts, action{Kind: actResizeContainer, ID: runs[0].ID, Container: c.Name})
+	}
+	return acts
+}
+
+// setResizeStatus reports the allocation in st: each container's
+// allocatedResources (its allocated requests) and resources (what a
+// running one runs with, else its allocation), and the resize conditions:
+// PodResizePending as obs says, PodResizeInProgress while a running
+// container's resources differ from its allocation.
+func setResizeStatus(pod *corev1.Pod, st *corev1.PodStatus, obs observed, now time.Time) {
+	inProgress := false
+	fill := func(statuses []corev1.ContainerStatus) {
+		for i := range statuses {
+			cs := &statuses[i]
+			c := podutil.Container(pod, cs.Name)
+			if c == nil {
+				continue
+			}
+			cs.AllocatedResources = nil
+			if len(c.Resources.Requests) > 0 {
+				cs.AllocatedResources = c.Resources.Requests.DeepCopy()
+			}
+			r := c.Resources.DeepCopy()
+			runs := obs.Containers[c.Name]
+			if len(runs) > 0 && runs[0].State == runtime.Running {
+				if applied, ok := obs.Applied[runs[0].ID]; ok {
+					r = applied.DeepCopy()
+					if cpu, memory := cpuMemoryDiffer(applied, c.Resources); cpu || memory {
+						inProgress = true
+					}
+				}
+			}
+			cs.Resources = r
+		}
+	}
+	fill(st.InitContainerStatuses)
+	fill(st.ContainerStatuses)
+	st.Conditions = slices.DeleteFunc(st.Conditions, func(c corev1.PodCondition) bool {
+		return (c.Type == corev1.PodResizePending && obs.ResizePending == nil) || (c.Type == corev1.PodResizeInProgress && !inProgress)
+	})
+	if terminal(st.Phase) {
+		return
+	}
+	if c := obs.ResizePending; c != nil {
+		c := *c
+		c.ObservedGeneration = pod.Generation
+		podstatus.SetCondition(st, c, now)
+	}
+	if inProgress {
+		podstatus.SetCondition(st, corev1.PodCondition{Type: corev1.PodResizeInProgress, Status: corev1.ConditionTrue, ObservedGeneration: pod.Generation}, now)
+	}
+}
+
+// allocate is pod as the node runs it, and the PodResizePending condition
+// of a resize that waits (see resizeState.allocate); the other pods are
+// the active ones the node runs.
+func (a *Agent) allocate(pod *corev1.Pod) (*corev1.Pod, *corev1.PodCondition, error) {
+	if pod.DeletionTimestamp != nil || terminal(pod.Status.Phase) {
+		return pod, nil, nil
+	}
+	all, err := a.pods.List(labels.Everything())
+	if err != nil {
+		return pod, nil, err
+	}
+	others := slices.DeleteFunc(all, func(o *corev1.Pod) bool {
+		return o.UID == pod.UID || terminal(o.Status.Phase) || !a.admitted.has(o.UID)
+	})
+	allocated, cond := a.resize.allocate(pod, a.allocatable(), others)
+	return allocated, cond, nil
+}
