@@ -111,9 +111,10 @@ func TestMetricsAPI(t *testing.T) {
 		want, not    []string
 	}{
 		{"/apis/metrics.k8s.io/v1beta1/nodes", "", 200,
-			[]string{`"kind":"NodeMetricsList"`, `"name":"real"`, `"cpu":"250m"`, `"memory":"512Mi"`, `"window":"5s"`, `"timestamp":"2026-11-29T10:00:00Z"`}, []string{`"sim"`}},
+			[]string{`"kind":"NodeMetricsList"`, `"name":"real"`, `"cpu":"250m"`, `"memory":"512Mi"`, `"window":"5s"`, `"timestamp":"2026-11-29T10:00:00Z"`, `"name":"sim"`}, nil},
 		{"/apis/metrics.k8s.io/v1beta1/nodes/real", "", 200, []string{`"kind":"NodeMetrics"`, `"labels":{"role":"x"}`}, nil},
-		{"/apis/metrics.k8s.io/v1beta1/nodes/sim", "", 404, []string{`nodes.metrics.k8s.io \"sim\" not found`}, nil},
+		// A simulated node's usage is its pods' (declared by annotations): none here.
+		{"/apis/metrics.k8s.io/v1beta1/nodes/sim", "", 200, []string{`"kind":"NodeMetrics"`, `"usage":{"cpu":"0","memory":"0"}`}, nil},
 		{"/apis/metrics.k8s.io/v1beta1/nodes/none", "", 404, nil, nil},
 		{"/apis/metrics.k8s.io/v1beta1/nodes?labelSelector=role%3Dy", "", 200, []string{`"items":[]`}, nil},
 		{"/apis/metrics.k8s.io/v1beta1/pods", "", 200,
