@@ -111,8 +111,6 @@ func (c *Controller) observe(l listers, key string) (State, bool, error) {
 	if apierrors.IsNotFound(err) {
 		c.triggers.Forget(ns, name)
 		c.forgetStale(key)
-		_, err := l.endpoints.Endpoints(ns).Get(name)
-		st.Orphaned = err == nil
 		return st, true, nil
 	}
 	if err != nil {

@@ -149,14 +149,12 @@ func Truncate(subsets []corev1.EndpointSubset) bool {
 	return true
 }
 
-// State is what one look at a Service sees: the Service (nil: gone, and
-// Orphaned says whether its Endpoints object is still there), its pods,
+// State is what one look at a Service sees: the Service (nil: gone), its pods,
 // its Endpoints object (nil if none; Stale: the cache still shows the
 // version this controller replaced), and the change-trigger time.
 type State struct {
 	Namespace, Name string
 	Service         *corev1.Service
-	Orphaned        bool
 	Pods            []*corev1.Pod
 	Current         *corev1.Endpoints
 	Stale           bool
@@ -176,7 +174,9 @@ type Plan struct {
 func plan(st State) Plan {
 	switch {
 	case st.Service == nil:
-		return Plan{Delete: st.Orphaned}
+		// Deleted whether or not the cache shows the Endpoints yet (this
+		// controller may have just written them), as upstream.
+		return Plan{Delete: true}
 	case !selectsPods(st.Service):
 		return Plan{}
 	case st.Stale:

@@ -299,8 +299,7 @@ func TestPlan(t *testing.T) {
 		st               State
 		del, wait, write bool
 	}{
-		{name: "service gone, endpoints left: delete them", st: State{Orphaned: true}, del: true},
-		{name: "service gone, nothing left", st: State{}},
+		{name: "service gone: its endpoints deleted, whether or not the cache shows them", st: State{}, del: true},
 		{name: "no selector: not ours", st: State{Service: testService(func(s *corev1.Service) { s.Spec.Selector = nil })}},
 		{name: "ExternalName: none", st: State{Service: testService(func(s *corev1.Service) { s.Spec.Type = corev1.ServiceTypeExternalName })}},
 		{name: "cache behind our write: wait", st: State{Service: svc, Pods: pods, Current: right, Stale: true}, wait: true},
