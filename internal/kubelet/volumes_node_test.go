@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 
 	"plainkube.dev/plainkube/internal/kubelet"
 	"plainkube.dev/plainkube/internal/kubelet/network"
@@ -295,8 +296,10 @@ func TestVolumeUpdates(t *testing.T) {
 
 // boundClaim makes a PersistentVolume and a claim bound to it as the PV
 // controller leaves them (claimRef, volumeName, bind-completed, phase
-// Bound unless pending), the volume on node-1, and returns the claim.
-func boundClaim(t *testing.T, cs kubernetes.Interface, name string, src corev1.PersistentVolumeSource, mode corev1.PersistentVolumeMode, annotations map[string]string, pending bool) *corev1.PersistentVolumeClaim {
+// Bound), the volume on node-1, and returns the claim. With pending, only
+// the claim is made (naming a volume that does not exist yet, which no
+// binder can complete) and bind makes the volume and completes it.
+func boundClaim(t *testing.T, cs kubernetes.Interface, name string, src corev1.PersistentVolumeSource, mode corev1.PersistentVolumeMode, annotations map[string]string, pending bool) (claim *corev1.PersistentVolumeClaim, bind func()) {
 	t.Helper()
 	ctx := context.Background()
 	claim, err := cs.CoreV1().PersistentVolumeClaims("default").Create(ctx, &corev1.PersistentVolumeClaim{
@@ -310,7 +313,20 @@ func boundClaim(t *testing.T, cs kubernetes.Interface, name string, src corev1.P
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cs.CoreV1().PersistentVolumes().Create(ctx, &corev1.PersistentVolume{
+	bind = func() {
+		makeVolume(t, cs, name, claim, src, mode, annotations)
+		markBound(t, cs, claim)
+	}
+	if pending {
+		return claim, bind
+	}
+	bind()
+	return claim, bind
+}
+
+func makeVolume(t *testing.T, cs kubernetes.Interface, name string, claim *corev1.PersistentVolumeClaim, src corev1.PersistentVolumeSource, mode corev1.PersistentVolumeMode, annotations map[string]string) {
+	t.Helper()
+	if _, err := cs.CoreV1().PersistentVolumes().Create(context.Background(), &corev1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{Name: "pv-" + name, Annotations: annotations},
 		Spec: corev1.PersistentVolumeSpec{
 			Capacity:    corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
@@ -324,20 +340,22 @@ func boundClaim(t *testing.T, cs kubernetes.Interface, name string, src corev1.P
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if !pending {
-		markBound(t, cs, claim)
-	}
-	return claim
 }
 
+// markBound sets the claim's phase Bound, as the PV controller does (which
+// may run in the test's server and get there first).
 func markBound(t *testing.T, cs kubernetes.Interface, claim *corev1.PersistentVolumeClaim) {
 	t.Helper()
-	c, err := cs.CoreV1().PersistentVolumeClaims("default").Get(context.Background(), claim.Name, metav1.GetOptions{})
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		c, err := cs.CoreV1().PersistentVolumeClaims("default").Get(context.Background(), claim.Name, metav1.GetOptions{})
+		if err != nil || c.Status.Phase == corev1.ClaimBound {
+			return err
+		}
+		c.Status.Phase = corev1.ClaimBound
+		_, err = cs.CoreV1().PersistentVolumeClaims("default").UpdateStatus(context.Background(), c, metav1.UpdateOptions{})
+		return err
+	})
 	if err != nil {
-		t.Fatal(err)
-	}
-	c.Status.Phase = corev1.ClaimBound
-	if _, err := cs.CoreV1().PersistentVolumeClaims("default").UpdateStatus(context.Background(), c, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -354,7 +372,7 @@ func TestPersistentVolumeClaims(t *testing.T) {
 	cs, dir := startNodeWith(t, network.DefaultPodCIDR, nil)
 	ctx := context.Background()
 	hostDir := filepath.Join(dir, "storage", "pvc-host")
-	claim := boundClaim(t, cs, "host", corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{
+	_, bind := boundClaim(t, cs, "host", corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{
 		Path: hostDir, Type: ptrTo(corev1.HostPathDirectoryOrCreate)}}, corev1.PersistentVolumeFilesystem,
 		map[string]string{"pv.kubernetes.io/provisioned-by": "plainkube.dev/local-path"}, true)
 
@@ -370,7 +388,7 @@ func TestPersistentVolumeClaims(t *testing.T) {
 	if p, _ := getPod(ctx, cs, "writer"); p.Status.Phase != corev1.PodPending {
 		t.Fatalf("pod with an unbound claim is %s", p.Status.Phase)
 	}
-	markBound(t, cs, claim)
+	bind()
 	waitRunning(t, cs, "writer")
 	waitFor(t, 20*time.Second, "the files on the volume", func(context.Context) (bool, error) {
 		f, _ := os.ReadFile(filepath.Join(hostDir, "f"))
