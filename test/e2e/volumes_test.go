@@ -78,6 +78,8 @@ spec:
 		if b, err := os.ReadFile(filepath.Join(disks, pv, "note")); err != nil || string(b) != "written once\n" {
 			t.Errorf("the file in volume %s's folder: %q %v", pv, b, err)
 		}
+		// The default-class check makes a claim of the same name.
+		c.must("delete", "pvc", "note", "--timeout=60s")
 		checkStatefulSet(t, c, "db", "manual")
 	})
 
