@@ -62,11 +62,8 @@ func ReferencesOf(pod *corev1.Pod) References {
 				}
 			}
 		}
-		if v.PersistentVolumeClaim != nil {
-			claims.add(&r.PersistentVolumeClaims, v.PersistentVolumeClaim.ClaimName)
-		}
-		if v.Ephemeral != nil {
-			claims.add(&r.PersistentVolumeClaims, pod.Name+"-"+v.Name)
+		if name, ok := ClaimName(pod, v); ok {
+			claims.add(&r.PersistentVolumeClaims, name)
 		}
 	}
 	r.ServiceAccount = pod.Spec.ServiceAccountName
@@ -134,4 +131,29 @@ func (s set) add(list *[]string, name string) {
 	}
 	s[name] = true
 	*list = append(*list, name)
+}
+
+// ClaimName is the PersistentVolumeClaim volume v of pod uses: the one it
+// names, or for a generic ephemeral volume the one created for it,
+// <pod>-<volume>; ok is false for other volumes.
+func ClaimName(pod *corev1.Pod, v *corev1.Volume) (name string, ok bool) {
+	switch {
+	case v.PersistentVolumeClaim != nil:
+		return v.PersistentVolumeClaim.ClaimName, true
+	case v.Ephemeral != nil:
+		return pod.Name + "-" + v.Name, true
+	}
+	return "", false
+}
+
+// ClaimNames are the claims pod's volumes use (ClaimName of each), in
+// volume order.
+func ClaimNames(pod *corev1.Pod) []string {
+	var out []string
+	for i := range pod.Spec.Volumes {
+		if name, ok := ClaimName(pod, &pod.Spec.Volumes[i]); ok {
+			out = append(out, name)
+		}
+	}
+	return out
 }
