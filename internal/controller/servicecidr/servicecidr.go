@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/netip"
+	"slices"
 	"time"
 
 	networkingv1 "k8s.io/api/networking/v1"
@@ -108,7 +109,7 @@ func (c *Controller) apply(ctx context.Context, st State, p Plan) (reconcile.Res
 		if p.AddFinalizer {
 			fins = append(fins, Finalizer)
 		} else {
-			fins = removed(fins, Finalizer)
+			fins = slices.DeleteFunc(fins, func(f string) bool { return f == Finalizer })
 		}
 		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"finalizers": fins, "resourceVersion": st.CIDR.ResourceVersion}})
 		if _, err := api.Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
@@ -132,14 +133,4 @@ func (c *Controller) apply(ctx context.Context, st State, p Plan) (reconcile.Res
 		}
 	}
 	return reconcile.Result{RequeueAfter: p.RecheckAfter}, nil
-}
-
-func removed(list []string, s string) []string {
-	out := list[:0]
-	for _, v := range list {
-		if v != s {
-			out = append(out, v)
-		}
-	}
-	return out
 }
