@@ -249,7 +249,7 @@ func failSafe(pdb *policyv1.PodDisruptionBudget, err error, now time.Time) *poli
 // condition that an eviction (not its node agent) set and that no
 // deletion followed, and how long until it has been so for timeout.
 func staleDisruption(pod *corev1.Pod, now time.Time, timeout time.Duration) (bool, time.Duration) {
-	if pod.DeletionTimestamp != nil || podutil.IsTerminal(pod) {
+	if !podutil.IsActive(pod) {
 		return false, 0
 	}
 	for _, c := range pod.Status.Conditions {

@@ -152,7 +152,9 @@ func (e *evictor) evict() error {
 			return nil
 		}
 		opts := e.opts
-		if enforcesResourceVersion(pod) && rvUnset(opts) {
+		// A pod still active (pending) could become ready meanwhile: it
+		// is deleted only as it was read.
+		if podutil.IsActive(pod) && rvUnset(opts) {
 			opts = withResourceVersion(opts, pod.ResourceVersion)
 		}
 		if err := e.markAndDelete(opts); err != nil {
@@ -335,12 +337,6 @@ func (e *evictor) budgets(pod *corev1.Pod) ([]*policyv1.PodDisruptionBudget, err
 // going).
 func budgetIgnored(pod *corev1.Pod) bool {
 	return podutil.IsTerminal(pod) || pod.Status.Phase == corev1.PodPending || pod.DeletionTimestamp != nil
-}
-
-// enforcesResourceVersion: a pod that could become ready meanwhile is
-// deleted only as it was read.
-func enforcesResourceVersion(pod *corev1.Pod) bool {
-	return !podutil.IsTerminal(pod) && pod.DeletionTimestamp == nil
 }
 
 func rvUnset(o *metav1.DeleteOptions) bool {
