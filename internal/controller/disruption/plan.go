@@ -10,6 +10,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	pdbhelper "k8s.io/component-helpers/apps/poddisruptionbudget"
 
 	"plainkube.dev/plainkube/internal/api/podutil"
 )
@@ -212,22 +213,12 @@ func setDisruptionAllowed(s *policyv1.PodDisruptionBudgetStatus, now time.Time) 
 }
 
 // statusCurrent reports whether the stored status already says what want
-// says, its condition included.
+// says, its observedGeneration and DisruptionAllowed condition included.
 func statusCurrent(pdb *policyv1.PodDisruptionBudget, want *policyv1.PodDisruptionBudgetStatus) bool {
 	cur := &pdb.Status
-	if cur.CurrentHealthy != want.CurrentHealthy || cur.DesiredHealthy != want.DesiredHealthy ||
-		cur.ExpectedPods != want.ExpectedPods || cur.DisruptionsAllowed != want.DisruptionsAllowed ||
-		cur.ObservedGeneration != pdb.Generation || !equality.Semantic.DeepEqual(cur.DisruptedPods, want.DisruptedPods) {
-		return false
-	}
-	c := apimeta.FindStatusCondition(cur.Conditions, policyv1.DisruptionAllowedCondition)
-	if c == nil {
-		return false
-	}
-	if cur.DisruptionsAllowed > 0 {
-		return c.Status == metav1.ConditionTrue && c.Reason == policyv1.SufficientPodsReason
-	}
-	return c.Status == metav1.ConditionFalse && c.Reason == policyv1.InsufficientPodsReason
+	return cur.CurrentHealthy == want.CurrentHealthy && cur.DesiredHealthy == want.DesiredHealthy &&
+		cur.ExpectedPods == want.ExpectedPods && cur.DisruptionsAllowed == want.DisruptionsAllowed &&
+		equality.Semantic.DeepEqual(cur.DisruptedPods, want.DisruptedPods) && pdbhelper.ConditionsAreUpToDate(pdb)
 }
 
 // failSafe is the stored status with no disruption allowed and the
