@@ -144,7 +144,7 @@ func (l *loop) podBudget(_, obj any) []string {
 	if err != nil || len(pdbs) == 0 {
 		return nil
 	}
-	if len(pdbs) > 1 && l.rec != nil {
+	if len(pdbs) > 1 {
 		l.rec.Eventf(pod, corev1.EventTypeWarning, "MultiplePodDisruptionBudgets",
 			"Pod %q/%q matches multiple PodDisruptionBudgets.  Chose %q arbitrarily.", pod.Namespace, pod.Name, pdbs[0].Name)
 	}

@@ -114,9 +114,7 @@ func plan(st State) Plan {
 		Conditions: append([]metav1.Condition(nil), pdb.Status.Conditions...),
 	}
 	setDisruptionAllowed(&status, st.Now)
-	if recheck > 0 {
-		p.RecheckAfter = recheck
-	}
+	p.RecheckAfter = recheck
 	if !statusCurrent(pdb, &status) {
 		p.Status = &status
 	}
