@@ -144,7 +144,7 @@ func (l *loop) podBudget(_, obj any) []string {
 	if err != nil || len(pdbs) == 0 {
 		return nil
 	}
-	if len(pdbs) > 1 && l.rec != nil {
+	if len(pdbs) > 1 {
 		l.rec.Eventf(pod, corev1.EventTypeWarning, "MultiplePodDisruptionBudgets",
 			"Pod %q/%q matches multiple PodDisruptionBudgets.  Chose %q arbitrarily.", pod.Namespace, pod.Name, pdbs[0].Name)
 	}
@@ -305,16 +305,23 @@ type controllerScale struct {
 type finder func(ref *metav1.OwnerReference, namespace string) (*controllerScale, error)
 
 // expectedScale sums the desired replicas of the pods' controllers, each
-// counted once; pods without a controller are unmanaged. A pod whose
+// counted once and looked up once per controller reference (a /scale is
+// a live read); pods without a controller are unmanaged. A pod whose
 // controller no finder knows is an error, as upstream.
 func (l *loop) expectedScale(pods []*corev1.Pod) (*Scale, error) {
 	finders := []finder{l.replicationController, l.deployment, l.replicaSet, l.statefulSet, l.scaleSubresource}
+	// scales is by the controller counted (a Deployment, not its
+	// ReplicaSets); looked up, by the UID the pods' references name.
 	scales := map[types.UID]int32{}
+	lookedUp := map[types.UID]bool{}
 	s := &Scale{}
 	for _, pod := range pods {
 		ref := metav1.GetControllerOfNoCopy(pod)
 		if ref == nil {
 			s.Unmanaged = append(s.Unmanaged, pod.Name)
+			continue
+		}
+		if lookedUp[ref.UID] {
 			continue
 		}
 		found := false
@@ -331,6 +338,7 @@ func (l *loop) expectedScale(pods []*corev1.Pod) (*Scale, error) {
 		if !found {
 			return nil, fmt.Errorf("found no controllers for pod %q", pod.Name)
 		}
+		lookedUp[ref.UID] = true
 	}
 	for _, n := range scales {
 		s.Expected += n

@@ -10,6 +10,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	pdbhelper "k8s.io/component-helpers/apps/poddisruptionbudget"
 
 	"plainkube.dev/plainkube/internal/api/podutil"
 )
@@ -113,9 +114,7 @@ func plan(st State) Plan {
 		Conditions: append([]metav1.Condition(nil), pdb.Status.Conditions...),
 	}
 	setDisruptionAllowed(&status, st.Now)
-	if recheck > 0 {
-		p.RecheckAfter = recheck
-	}
+	p.RecheckAfter = recheck
 	if !statusCurrent(pdb, &status) {
 		p.Status = &status
 	}
@@ -212,22 +211,12 @@ func setDisruptionAllowed(s *policyv1.PodDisruptionBudgetStatus, now time.Time) 
 }
 
 // statusCurrent reports whether the stored status already says what want
-// says, its condition included.
+// says, its observedGeneration and DisruptionAllowed condition included.
 func statusCurrent(pdb *policyv1.PodDisruptionBudget, want *policyv1.PodDisruptionBudgetStatus) bool {
 	cur := &pdb.Status
-	if cur.CurrentHealthy != want.CurrentHealthy || cur.DesiredHealthy != want.DesiredHealthy ||
-		cur.ExpectedPods != want.ExpectedPods || cur.DisruptionsAllowed != want.DisruptionsAllowed ||
-		cur.ObservedGeneration != pdb.Generation || !equality.Semantic.DeepEqual(cur.DisruptedPods, want.DisruptedPods) {
-		return false
-	}
-	c := apimeta.FindStatusCondition(cur.Conditions, policyv1.DisruptionAllowedCondition)
-	if c == nil {
-		return false
-	}
-	if cur.DisruptionsAllowed > 0 {
-		return c.Status == metav1.ConditionTrue && c.Reason == policyv1.SufficientPodsReason
-	}
-	return c.Status == metav1.ConditionFalse && c.Reason == policyv1.InsufficientPodsReason
+	return cur.CurrentHealthy == want.CurrentHealthy && cur.DesiredHealthy == want.DesiredHealthy &&
+		cur.ExpectedPods == want.ExpectedPods && cur.DisruptionsAllowed == want.DisruptionsAllowed &&
+		equality.Semantic.DeepEqual(cur.DisruptedPods, want.DisruptedPods) && pdbhelper.ConditionsAreUpToDate(pdb)
 }
 
 // failSafe is the stored status with no disruption allowed and the
@@ -249,7 +238,7 @@ func failSafe(pdb *policyv1.PodDisruptionBudget, err error, now time.Time) *poli
 // condition that an eviction (not its node agent) set and that no
 // deletion followed, and how long until it has been so for timeout.
 func staleDisruption(pod *corev1.Pod, now time.Time, timeout time.Duration) (bool, time.Duration) {
-	if pod.DeletionTimestamp != nil || podutil.IsTerminal(pod) {
+	if !podutil.IsActive(pod) {
 		return false, 0
 	}
 	for _, c := range pod.Status.Conditions {

@@ -152,7 +152,9 @@ func (e *evictor) evict() error {
 			return nil
 		}
 		opts := e.opts
-		if enforcesResourceVersion(pod) && rvUnset(opts) {
+		// A pod still active (pending) could become ready meanwhile: it
+		// is deleted only as it was read.
+		if podutil.IsActive(pod) && rvUnset(opts) {
 			opts = withResourceVersion(opts, pod.ResourceVersion)
 		}
 		if err := e.markAndDelete(opts); err != nil {
@@ -173,34 +175,36 @@ func (e *evictor) evict() error {
 		return apierrors.FromObject(&metav1.Status{Status: metav1.StatusFailure, Code: http.StatusInternalServerError,
 			Message: "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."})
 	}
-	// spendsBudget false: an unready pod the budget lets go as it is.
-	spendsBudget, pdbName := true, ""
-	if len(pdbs) == 1 {
-		pdb := pdbs[0].DeepCopy()
-		pdbName = pdb.Name
-		if !podutil.IsReady(pod) {
-			p := pdb.Spec.UnhealthyPodEvictionPolicy
-			if p != nil && *p == policyv1.AlwaysAllow ||
-				pdb.Status.CurrentHealthy >= pdb.Status.DesiredHealthy && pdb.Status.DesiredHealthy > 0 {
-				spendsBudget = false
-			}
-		}
-		if spendsBudget {
-			if err := e.spend(pod, pdb); err != nil {
-				return err
-			}
-		}
+	if len(pdbs) == 0 {
+		return e.markAndDelete(e.opts)
 	}
-	opts := e.opts
-	if !spendsBudget {
-		// The pod must not have become ready since.
-		opts = withResourceVersion(opts, pod.ResourceVersion)
+	pdb := pdbs[0]
+	if !unhealthyLetGo(pod, pdb) {
+		if err := e.spend(pod, pdb.DeepCopy()); err != nil {
+			return err
+		}
+		return e.markAndDelete(e.opts)
 	}
-	err = e.markAndDelete(opts)
-	if apierrors.IsConflict(err) && !spendsBudget && rvUnset(e.opts) {
-		return tooManyRequests(pdbName)
+	// The budget is not spent: the pod is deleted only if it has not
+	// become ready since.
+	err = e.markAndDelete(withResourceVersion(e.opts, pod.ResourceVersion))
+	if apierrors.IsConflict(err) && rvUnset(e.opts) {
+		return tooManyRequests(pdb.Name)
 	}
 	return err
+}
+
+// unhealthyLetGo: pod is unready and pdb lets it go without spending a
+// disruption, as its unhealthyPodEvictionPolicy says: AlwaysAllow, or
+// IfHealthyBudget (the default) while the budget has its desired healthy
+// pods.
+func unhealthyLetGo(pod *corev1.Pod, pdb *policyv1.PodDisruptionBudget) bool {
+	if podutil.IsReady(pod) {
+		return false
+	}
+	p := pdb.Spec.UnhealthyPodEvictionPolicy
+	return p != nil && *p == policyv1.AlwaysAllow ||
+		pdb.Status.CurrentHealthy >= pdb.Status.DesiredHealthy && pdb.Status.DesiredHealthy > 0
 }
 
 // spend takes one disruption from pdb for pod, reading the budget again
@@ -318,7 +322,7 @@ func (e *evictor) budgets(pod *corev1.Pod) ([]*policyv1.PodDisruptionBudget, err
 	var out []*policyv1.PodDisruptionBudget
 	for _, o := range objs {
 		pdb, ok := o.(*policyv1.PodDisruptionBudget)
-		if !ok || pdb.Namespace != pod.Namespace {
+		if !ok {
 			continue
 		}
 		sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
@@ -335,12 +339,6 @@ func (e *evictor) budgets(pod *corev1.Pod) ([]*policyv1.PodDisruptionBudget, err
 // going).
 func budgetIgnored(pod *corev1.Pod) bool {
 	return podutil.IsTerminal(pod) || pod.Status.Phase == corev1.PodPending || pod.DeletionTimestamp != nil
-}
-
-// enforcesResourceVersion: a pod that could become ready meanwhile is
-// deleted only as it was read.
-func enforcesResourceVersion(pod *corev1.Pod) bool {
-	return !podutil.IsTerminal(pod) && pod.DeletionTimestamp == nil
 }
 
 func rvUnset(o *metav1.DeleteOptions) bool {
