@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
+	"plainkube.dev/plainkube/internal/api/podutil"
 	"plainkube.dev/plainkube/internal/controller"
 	"plainkube.dev/plainkube/internal/reconcile"
 )
@@ -152,23 +153,13 @@ func (r *run) observeClaim(key string) (ClaimState, bool, error) {
 			return ClaimState{}, false, err
 		}
 		for _, p := range pods {
-			if p.Spec.NodeName == "" && podUsesClaim(p, claim.Name) {
+			if p.Spec.NodeName == "" && slices.Contains(podutil.ClaimNames(p), claim.Name) {
 				st.UnscheduledPods = append(st.UnscheduledPods, p.Name)
 			}
 		}
 		slices.Sort(st.UnscheduledPods)
 	}
 	return st, true, nil
-}
-
-func podUsesClaim(p *corev1.Pod, claim string) bool {
-	for _, v := range p.Spec.Volumes {
-		if v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == claim ||
-			v.Ephemeral != nil && p.Name+"-"+v.Name == claim {
-			return true
-		}
-	}
-	return false
 }
 
 func (r *run) syncClaim(ctx context.Context, key string) (reconcile.Result, error) {

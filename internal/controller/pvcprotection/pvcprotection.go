@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
+	"plainkube.dev/plainkube/internal/api/podutil"
 	"plainkube.dev/plainkube/internal/controller"
 	"plainkube.dev/plainkube/internal/reconcile"
 )
@@ -50,7 +51,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 				return nil
 			}
 			var keys []string
-			for _, name := range claimsOf(pod) {
+			for _, name := range podutil.ClaimNames(pod) {
 				keys = append(keys, pod.Namespace+"/"+name)
 			}
 			return keys
