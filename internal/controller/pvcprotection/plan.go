@@ -19,9 +19,8 @@ const (
 	None Action = iota
 	// Add the finalizer: the claim lacks it and is not being deleted.
 	Add
-	// Remove the finalizer: the claim is being deleted and no pod uses it.
-	Remove
-	// Check the API server's pods: the cache shows none using the claim.
+	// Check the API server's pods, since the cache shows none using the
+	// claim: the finalizer goes if none does there either.
 	Check
 )
 
