@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/component-helpers/storage/volume"
 
 	"plainkube.dev/plainkube/internal/api/podutil"
 	"plainkube.dev/plainkube/internal/controller"
@@ -141,13 +142,13 @@ func (r *run) observeClaim(key string) (ClaimState, bool, error) {
 		return ClaimState{}, false, err
 	}
 	st := ClaimState{Claim: claim, Volumes: volumes}
-	if class := claimClass(claim); class != "" {
+	if class := volume.GetPersistentVolumeClaimClass(claim); class != "" {
 		st.Class, st.ClassErr = r.classes.Get(class)
 		if st.ClassErr != nil && !apierrors.IsNotFound(st.ClassErr) {
 			return ClaimState{}, false, st.ClassErr
 		}
 	}
-	if _, bound := claim.Annotations[AnnBindCompleted]; !bound && claim.Spec.VolumeName == "" {
+	if _, bound := claim.Annotations[volume.AnnBindCompleted]; !bound && claim.Spec.VolumeName == "" {
 		pods, err := r.pods.Pods(ns).List(labels.Everything())
 		if err != nil {
 			return ClaimState{}, false, err
