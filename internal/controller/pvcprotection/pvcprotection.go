@@ -86,7 +86,7 @@ func (c *Controller) sync(ctx context.Context, key string, claims corelisters.Pe
 		out := claim.DeepCopy()
 		out.Finalizers = append(out.Finalizers, Finalizer)
 		_, err := api.Update(ctx, out, metav1.UpdateOptions{})
-		return reconcile.Result{}, ignoreNotFound(err)
+		return reconcile.Result{}, controller.IgnoreNotFound(err)
 	case Check:
 		live, err := c.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
@@ -100,16 +100,9 @@ func (c *Controller) sync(ctx context.Context, key string, claims corelisters.Pe
 		out := claim.DeepCopy()
 		out.Finalizers = slices.DeleteFunc(out.Finalizers, func(f string) bool { return f == Finalizer })
 		if _, err := api.Update(ctx, out, metav1.UpdateOptions{}); err != nil {
-			return reconcile.Result{}, ignoreNotFound(err)
+			return reconcile.Result{}, controller.IgnoreNotFound(err)
 		}
 		c.Log().Info("removed protection of unused claim", "claim", key)
 	}
 	return reconcile.Result{}, nil
-}
-
-func ignoreNotFound(err error) error {
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	return err
 }
