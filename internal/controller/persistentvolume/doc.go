@@ -7,7 +7,9 @@
 // Available, unclaimed volume of its class, volume mode and volume
 // attributes class, big enough and matching its selector, among the
 // volumes whose access modes hold the claim's (the smallest such set of
-// modes first). A claim naming its volume gets that one if it fits.
+// modes first). The matching is k8s.io/component-helpers' (as upstream's),
+// the one the scheduler's VolumeBinding plugin uses. A claim naming its
+// volume gets that one if it fits.
 // Binding writes the volume's claimRef (and pv.kubernetes.io/bound-by-
 // controller when the controller chose it) and phase Bound first, then the
 // claim's volumeName, pv.kubernetes.io/bind-completed and phase Bound with

@@ -17,7 +17,9 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/component-helpers/storage/volume"
 
+	"plainkube.dev/plainkube/internal/api/podutil"
 	"plainkube.dev/plainkube/internal/controller"
 	"plainkube.dev/plainkube/internal/reconcile"
 )
@@ -140,35 +142,25 @@ func (r *run) observeClaim(key string) (ClaimState, bool, error) {
 		return ClaimState{}, false, err
 	}
 	st := ClaimState{Claim: claim, Volumes: volumes}
-	if class := claimClass(claim); class != "" {
+	if class := volume.GetPersistentVolumeClaimClass(claim); class != "" {
 		st.Class, st.ClassErr = r.classes.Get(class)
 		if st.ClassErr != nil && !apierrors.IsNotFound(st.ClassErr) {
 			return ClaimState{}, false, st.ClassErr
 		}
 	}
-	if _, bound := claim.Annotations[AnnBindCompleted]; !bound && claim.Spec.VolumeName == "" {
+	if _, bound := claim.Annotations[volume.AnnBindCompleted]; !bound && claim.Spec.VolumeName == "" {
 		pods, err := r.pods.Pods(ns).List(labels.Everything())
 		if err != nil {
 			return ClaimState{}, false, err
 		}
 		for _, p := range pods {
-			if p.Spec.NodeName == "" && podUsesClaim(p, claim.Name) {
+			if p.Spec.NodeName == "" && slices.Contains(podutil.ClaimNames(p), claim.Name) {
 				st.UnscheduledPods = append(st.UnscheduledPods, p.Name)
 			}
 		}
 		slices.Sort(st.UnscheduledPods)
 	}
 	return st, true, nil
-}
-
-func podUsesClaim(p *corev1.Pod, claim string) bool {
-	for _, v := range p.Spec.Volumes {
-		if v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == claim ||
-			v.Ephemeral != nil && p.Name+"-"+v.Name == claim {
-			return true
-		}
-	}
-	return false
 }
 
 func (r *run) syncClaim(ctx context.Context, key string) (reconcile.Result, error) {

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/component-helpers/storage/volume"
 
 	"plainkube.dev/plainkube/internal/api/localpath"
 	"plainkube.dev/plainkube/internal/controller/controllertest"
@@ -54,7 +55,7 @@ func TestBinder(t *testing.T) {
 	mkPVC("data", "500Mi")
 	waitClaim(t, cs, "data", corev1.ClaimBound)
 	claim, _ := cs.CoreV1().PersistentVolumeClaims("default").Get(ctx, "data", metav1.GetOptions{})
-	if claim.Spec.VolumeName != "small" || claim.Annotations[AnnBindCompleted] != "yes" || claim.Annotations[AnnBoundByController] != "yes" {
+	if claim.Spec.VolumeName != "small" || claim.Annotations[volume.AnnBindCompleted] != "yes" || claim.Annotations[volume.AnnBoundByController] != "yes" {
 		t.Fatalf("claim bound to %q, annotations %v", claim.Spec.VolumeName, claim.Annotations)
 	}
 	if q := claim.Status.Capacity[corev1.ResourceStorage]; q.String() != "1Gi" || len(claim.Status.AccessModes) != 1 {
@@ -62,7 +63,7 @@ func TestBinder(t *testing.T) {
 	}
 	waitVolume(t, cs, "small", corev1.VolumeBound)
 	vol, _ := cs.CoreV1().PersistentVolumes().Get(ctx, "small", metav1.GetOptions{})
-	if vol.Spec.ClaimRef == nil || vol.Spec.ClaimRef.UID != claim.UID || vol.Annotations[AnnBoundByController] != "yes" {
+	if vol.Spec.ClaimRef == nil || vol.Spec.ClaimRef.UID != claim.UID || vol.Annotations[volume.AnnBoundByController] != "yes" {
 		t.Errorf("volume claimRef %+v annotations %v", vol.Spec.ClaimRef, vol.Annotations)
 	}
 
@@ -97,18 +98,18 @@ func TestBinder(t *testing.T) {
 	local := mkPVC("local", "1Gi", class(localpath.StorageClassName))
 	waitEvent(t, cs, "local", "WaitForFirstConsumer")
 	local, _ = cs.CoreV1().PersistentVolumeClaims("default").Get(ctx, "local", metav1.GetOptions{})
-	metav1.SetMetaDataAnnotation(&local.ObjectMeta, AnnSelectedNode, "n1")
+	metav1.SetMetaDataAnnotation(&local.ObjectMeta, volume.AnnSelectedNode, "n1")
 	if _, err := cs.CoreV1().PersistentVolumeClaims("default").Update(ctx, local, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	waitEvent(t, cs, "local", "ExternalProvisioning")
 	controllertest.Eventually(t, "the provisioner annotation", func() (bool, error) {
 		cl, err := cs.CoreV1().PersistentVolumeClaims("default").Get(ctx, "local", metav1.GetOptions{})
-		return err == nil && cl.Annotations[AnnStorageProvisioner] == localpath.Provisioner && cl.Annotations[AnnBetaStorageProvisioner] == localpath.Provisioner, err
+		return err == nil && cl.Annotations[volume.AnnStorageProvisioner] == localpath.Provisioner && cl.Annotations[volume.AnnBetaStorageProvisioner] == localpath.Provisioner, err
 	})
 	// What the provisioner makes (a volume pre-bound to the claim) is bound.
 	mkPV("pvc-"+string(local.UID), "1Gi", pvClass(localpath.StorageClassName), claimRef("default", "local", local.UID),
-		pvAnn(AnnDynamicallyProvisioned, localpath.Provisioner), reclaimPolicy(corev1.PersistentVolumeReclaimDelete))
+		pvAnn(volume.AnnDynamicallyProvisioned, localpath.Provisioner), reclaimPolicy(corev1.PersistentVolumeReclaimDelete))
 	waitClaim(t, cs, "local", corev1.ClaimBound)
 
 	// Reclaim Delete of the provisioner's volume: the binder deletes it.

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/component-helpers/storage/volume"
 
 	"plainkube.dev/plainkube/internal/api/localpath"
 )
@@ -61,7 +62,7 @@ type ClaimPlan struct {
 // planClaim decides a claim's sync as upstream's binder does.
 func planClaim(st ClaimState) ClaimPlan {
 	claim := st.Claim
-	if _, bound := claim.Annotations[AnnBindCompleted]; bound {
+	if _, bound := claim.Annotations[volume.AnnBindCompleted]; bound {
 		return planBoundClaim(st)
 	}
 	if claim.Spec.VolumeName == "" {
@@ -78,11 +79,11 @@ func planClaim(st ClaimState) ClaimPlan {
 				fmt.Sprintf("Cannot bind to requested volume %q: %s", pv.Name, why)}}
 		}
 		return ClaimPlan{Action: ClaimBind, Volume: pv}
-	case boundToClaim(pv, claim):
+	case volume.IsVolumeBoundToClaim(pv, claim):
 		return ClaimPlan{Action: ClaimBind, Volume: pv}
 	}
 	ev := &Event{corev1.EventTypeWarning, "FailedBinding", fmt.Sprintf("volume %q already bound to a different claim.", pv.Name)}
-	if _, ok := claim.Annotations[AnnBoundByController]; ok {
+	if _, ok := claim.Annotations[volume.AnnBoundByController]; ok {
 		return ClaimPlan{Event: ev, Err: fmt.Errorf("invalid binding of claim %q to volume %q: volume already claimed by %q",
 			claim.Namespace+"/"+claim.Name, pv.Name, pv.Spec.ClaimRef.Namespace+"/"+pv.Spec.ClaimRef.Name)}
 	}
@@ -99,7 +100,7 @@ func planUnnamedClaim(st ClaimState) ClaimPlan {
 	if pv != nil {
 		return ClaimPlan{Action: ClaimBind, Volume: pv}
 	}
-	_, selected := claim.Annotations[AnnSelectedNode]
+	_, selected := claim.Annotations[volume.AnnSelectedNode]
 	switch {
 	case delay && !selected:
 		ev := &Event{corev1.EventTypeNormal, "WaitForFirstConsumer", "waiting for first consumer to be created before binding"}
@@ -111,9 +112,9 @@ func planUnnamedClaim(st ClaimState) ClaimPlan {
 			ev = &Event{corev1.EventTypeNormal, "WaitForPodScheduled", fmt.Sprintf("waiting for pods %s to be scheduled", strings.Join(st.UnscheduledPods, ","))}
 		}
 		return ClaimPlan{Action: ClaimPending, Event: ev}
-	case claimClass(claim) != "":
+	case volume.GetPersistentVolumeClaimClass(claim) != "":
 		if st.Class == nil {
-			msg := fmt.Sprintf("storageclass.storage.k8s.io %q not found", claimClass(claim))
+			msg := fmt.Sprintf("storageclass.storage.k8s.io %q not found", volume.GetPersistentVolumeClaimClass(claim))
 			if st.ClassErr != nil {
 				msg = st.ClassErr.Error()
 			}
@@ -198,7 +199,7 @@ func planVolume(st VolumeState) VolumePlan {
 	case claim == nil:
 		return reclaim(pv)
 	case claim.Spec.VolumeName == "":
-		if volumeModeMismatch(&claim.Spec, &pv.Spec) {
+		if volume.CheckVolumeModeMismatches(&claim.Spec, &pv.Spec) {
 			return VolumePlan{Event: &Event{corev1.EventTypeWarning, "VolumeMismatch",
 				fmt.Sprintf("Cannot bind PersistentVolume to requested PersistentVolumeClaim %q due to incompatible volumeMode.", claim.Name)}}
 		}
@@ -207,7 +208,7 @@ func planVolume(st VolumeState) VolumePlan {
 		return phase(pv, corev1.VolumeBound)
 	}
 	// The claim is bound to another volume.
-	if _, ok := pv.Annotations[AnnDynamicallyProvisioned]; ok && pv.Spec.PersistentVolumeReclaimPolicy == corev1.PersistentVolumeReclaimDelete {
+	if _, ok := pv.Annotations[volume.AnnDynamicallyProvisioned]; ok && pv.Spec.PersistentVolumeReclaimPolicy == corev1.PersistentVolumeReclaimDelete {
 		return reclaim(pv) // provisioned for it, no longer needed
 	}
 	return VolumePlan{Action: VolumeUnbind}
@@ -240,7 +241,7 @@ func reclaim(pv *corev1.PersistentVolume) VolumePlan {
 	case corev1.PersistentVolumeReclaimRecycle:
 		return failed("VolumeFailedRecycle", "No recycler plugin found for the volume!")
 	case corev1.PersistentVolumeReclaimDelete:
-		by, provisioned := pv.Annotations[AnnDynamicallyProvisioned]
+		by, provisioned := pv.Annotations[volume.AnnDynamicallyProvisioned]
 		switch {
 		case by == localpath.Provisioner:
 			if pv.DeletionTimestamp != nil {
@@ -270,8 +271,8 @@ func boundVolume(pv *corev1.PersistentVolume, claim *corev1.PersistentVolumeClai
 	out = pv.DeepCopy()
 	ref := pv.Spec.ClaimRef
 	if ref == nil || ref.Name != claim.Name || ref.Namespace != claim.Namespace || ref.UID != claim.UID {
-		if !boundToClaim(pv, claim) {
-			metav1.SetMetaDataAnnotation(&out.ObjectMeta, AnnBoundByController, "yes")
+		if !volume.IsVolumeBoundToClaim(pv, claim) {
+			metav1.SetMetaDataAnnotation(&out.ObjectMeta, volume.AnnBoundByController, "yes")
 		}
 		out.Spec.ClaimRef = &corev1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1",
 			Namespace: claim.Namespace, Name: claim.Name, UID: claim.UID, ResourceVersion: claim.ResourceVersion}
@@ -292,11 +293,11 @@ func boundClaim(claim *corev1.PersistentVolumeClaim, pv *corev1.PersistentVolume
 	out = claim.DeepCopy()
 	if claim.Spec.VolumeName != pv.Name {
 		out.Spec.VolumeName = pv.Name
-		metav1.SetMetaDataAnnotation(&out.ObjectMeta, AnnBoundByController, "yes")
+		metav1.SetMetaDataAnnotation(&out.ObjectMeta, volume.AnnBoundByController, "yes")
 		changed = true
 	}
-	if _, ok := claim.Annotations[AnnBindCompleted]; !ok {
-		metav1.SetMetaDataAnnotation(&out.ObjectMeta, AnnBindCompleted, "yes")
+	if _, ok := claim.Annotations[volume.AnnBindCompleted]; !ok {
+		metav1.SetMetaDataAnnotation(&out.ObjectMeta, volume.AnnBindCompleted, "yes")
 		changed = true
 	}
 	statusChanged = setClaimStatus(out, corev1.ClaimBound, pv)
@@ -332,12 +333,12 @@ func setClaimStatus(claim *corev1.PersistentVolumeClaim, p corev1.PersistentVolu
 // provisionerAnnotated is claim with the storage-provisioner annotations
 // naming provisioner (changed false: they already did).
 func provisionerAnnotated(claim *corev1.PersistentVolumeClaim, provisioner string) (*corev1.PersistentVolumeClaim, bool) {
-	if claim.Annotations[AnnStorageProvisioner] == provisioner && claim.Annotations[AnnBetaStorageProvisioner] == provisioner {
+	if claim.Annotations[volume.AnnStorageProvisioner] == provisioner && claim.Annotations[volume.AnnBetaStorageProvisioner] == provisioner {
 		return claim, false
 	}
 	out := claim.DeepCopy()
-	metav1.SetMetaDataAnnotation(&out.ObjectMeta, AnnStorageProvisioner, provisioner)
-	metav1.SetMetaDataAnnotation(&out.ObjectMeta, AnnBetaStorageProvisioner, provisioner)
+	metav1.SetMetaDataAnnotation(&out.ObjectMeta, volume.AnnStorageProvisioner, provisioner)
+	metav1.SetMetaDataAnnotation(&out.ObjectMeta, volume.AnnBetaStorageProvisioner, provisioner)
 	return out, true
 }
 
@@ -345,9 +346,9 @@ func provisionerAnnotated(claim *corev1.PersistentVolumeClaim, provisioner strin
 // pre-binding only to its claim's name.
 func unboundVolume(pv *corev1.PersistentVolume) *corev1.PersistentVolume {
 	out := pv.DeepCopy()
-	if _, ok := pv.Annotations[AnnBoundByController]; ok {
+	if _, ok := pv.Annotations[volume.AnnBoundByController]; ok {
 		out.Spec.ClaimRef = nil
-		delete(out.Annotations, AnnBoundByController)
+		delete(out.Annotations, volume.AnnBoundByController)
 		if len(out.Annotations) == 0 {
 			out.Annotations = nil
 		}

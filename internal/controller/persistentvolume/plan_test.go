@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/component-helpers/storage/volume"
 
 	"plainkube.dev/plainkube/internal/api/localpath"
 )
@@ -168,9 +169,9 @@ func TestPlanClaim(t *testing.T) {
 			action: ClaimPending, reason: "WaitForFirstConsumer", message: "waiting for first consumer to be created before binding"},
 		{name: "waits for its pod", st: ClaimState{Claim: pvc("c", "1Gi", class("local")), Class: wffc, UnscheduledPods: []string{"p"}},
 			action: ClaimPending, reason: "WaitForPodScheduled", message: "waiting for pod p to be scheduled"},
-		{name: "selected node: provision", st: ClaimState{Claim: pvc("c", "1Gi", class("local"), claimAnn(AnnSelectedNode, "n1")), Class: wffc},
+		{name: "selected node: provision", st: ClaimState{Claim: pvc("c", "1Gi", class("local"), claimAnn(volume.AnnSelectedNode, "n1")), Class: wffc},
 			action: ClaimProvision, reason: "ExternalProvisioning", provsioner: localpath.Provisioner},
-		{name: "selected node: pre-bound volume binds", st: ClaimState{Claim: pvc("c", "1Gi", class("local"), claimAnn(AnnSelectedNode, "n1")), Class: wffc,
+		{name: "selected node: pre-bound volume binds", st: ClaimState{Claim: pvc("c", "1Gi", class("local"), claimAnn(volume.AnnSelectedNode, "n1")), Class: wffc,
 			Volumes: []*corev1.PersistentVolume{pv("pvc-uid-c", "1Gi", pvClass("local"), claimRef("ns", "c", "uid-c"))}},
 			action: ClaimBind, volume: "pvc-uid-c"},
 		{name: "immediate class provisions", st: ClaimState{Claim: pvc("c", "1Gi", class("ext")), Class: immediate},
@@ -186,18 +187,18 @@ func TestPlanClaim(t *testing.T) {
 			action: ClaimPending, reason: "VolumeMismatch", message: `Cannot bind to requested volume "v": storageClassName does not match`},
 		{name: "named volume taken", st: ClaimState{Claim: pvc("c", "1Gi", volumeName("v")), Volumes: []*corev1.PersistentVolume{pv("v", "1Gi", claimRef("ns", "other", "u"))}},
 			action: ClaimPending, reason: "FailedBinding", message: `volume "v" already bound to a different claim.`},
-		{name: "named volume taken, bound by controller", st: ClaimState{Claim: pvc("c", "1Gi", volumeName("v"), claimAnn(AnnBoundByController, "yes")),
+		{name: "named volume taken, bound by controller", st: ClaimState{Claim: pvc("c", "1Gi", volumeName("v"), claimAnn(volume.AnnBoundByController, "yes")),
 			Volumes: []*corev1.PersistentVolume{pv("v", "1Gi", claimRef("ns", "other", "u"))}},
 			action: ClaimNone, reason: "FailedBinding", wantErr: true},
-		{name: "bound: all well", st: ClaimState{Claim: pvc("c", "1Gi", volumeName("v"), claimAnn(AnnBindCompleted, "yes")),
+		{name: "bound: all well", st: ClaimState{Claim: pvc("c", "1Gi", volumeName("v"), claimAnn(volume.AnnBindCompleted, "yes")),
 			Volumes: []*corev1.PersistentVolume{pv("v", "1Gi", claimRef("ns", "c", "uid-c"))}}, action: ClaimBind, volume: "v"},
-		{name: "bound: volume unbound", st: ClaimState{Claim: pvc("c", "1Gi", volumeName("v"), claimAnn(AnnBindCompleted, "yes")),
+		{name: "bound: volume unbound", st: ClaimState{Claim: pvc("c", "1Gi", volumeName("v"), claimAnn(volume.AnnBindCompleted, "yes")),
 			Volumes: []*corev1.PersistentVolume{pv("v", "1Gi")}}, action: ClaimBind, volume: "v"},
-		{name: "bound: volume gone", st: ClaimState{Claim: pvc("c", "1Gi", volumeName("v"), claimAnn(AnnBindCompleted, "yes"))},
+		{name: "bound: volume gone", st: ClaimState{Claim: pvc("c", "1Gi", volumeName("v"), claimAnn(volume.AnnBindCompleted, "yes"))},
 			action: ClaimLost, reason: "ClaimLost", message: "Bound claim has lost its PersistentVolume. Data on the volume is lost!"},
-		{name: "bound: volume name cleared", st: ClaimState{Claim: pvc("c", "1Gi", claimAnn(AnnBindCompleted, "yes"))},
+		{name: "bound: volume name cleared", st: ClaimState{Claim: pvc("c", "1Gi", claimAnn(volume.AnnBindCompleted, "yes"))},
 			action: ClaimLost, reason: "ClaimLost", message: "Bound claim has lost reference to PersistentVolume. Data on the volume is lost!"},
-		{name: "bound: misbound", st: ClaimState{Claim: pvc("c", "1Gi", volumeName("v"), claimAnn(AnnBindCompleted, "yes")),
+		{name: "bound: misbound", st: ClaimState{Claim: pvc("c", "1Gi", volumeName("v"), claimAnn(volume.AnnBindCompleted, "yes")),
 			Volumes: []*corev1.PersistentVolume{pv("v", "1Gi", claimRef("ns", "other", "u"))}},
 			action: ClaimLost, reason: "ClaimMisbound", message: "Two claims are bound to the same volume, this one is bound incorrectly"},
 	} {
@@ -231,9 +232,9 @@ func TestPlanClaim(t *testing.T) {
 }
 
 func TestPlanVolume(t *testing.T) {
-	bound := pvc("c", "1Gi", volumeName("v"), claimAnn(AnnBindCompleted, "yes"))
-	elsewhere := pvc("c", "1Gi", volumeName("other"), claimAnn(AnnBindCompleted, "yes"))
-	ours := pvAnn(AnnDynamicallyProvisioned, localpath.Provisioner)
+	bound := pvc("c", "1Gi", volumeName("v"), claimAnn(volume.AnnBindCompleted, "yes"))
+	elsewhere := pvc("c", "1Gi", volumeName("other"), claimAnn(volume.AnnBindCompleted, "yes"))
+	ours := pvAnn(volume.AnnDynamicallyProvisioned, localpath.Provisioner)
 	for _, tt := range []struct {
 		name   string
 		st     VolumeState
@@ -253,7 +254,7 @@ func TestPlanVolume(t *testing.T) {
 			VolumeDelete, corev1.VolumeReleased, ""},
 		{"delete: ours, already deleting", VolumeState{Volume: pv("v", "1Gi", claimRef("ns", "c", "uid-c"), pvPhase(corev1.VolumeReleased), ours, reclaimPolicy(corev1.PersistentVolumeReclaimDelete), deletingPV)},
 			VolumeNone, "", ""},
-		{"delete: another provisioner's waits", VolumeState{Volume: pv("v", "1Gi", claimRef("ns", "c", "uid-c"), pvPhase(corev1.VolumeBound), pvAnn(AnnDynamicallyProvisioned, "example.com/ext"), reclaimPolicy(corev1.PersistentVolumeReclaimDelete))},
+		{"delete: another provisioner's waits", VolumeState{Volume: pv("v", "1Gi", claimRef("ns", "c", "uid-c"), pvPhase(corev1.VolumeBound), pvAnn(volume.AnnDynamicallyProvisioned, "example.com/ext"), reclaimPolicy(corev1.PersistentVolumeReclaimDelete))},
 			VolumePhase, corev1.VolumeReleased, ""},
 		{"delete: no deleter", VolumeState{Volume: pv("v", "1Gi", claimRef("ns", "c", "uid-c"), pvPhase(corev1.VolumeBound), reclaimPolicy(corev1.PersistentVolumeReclaimDelete))},
 			VolumePhase, corev1.VolumeFailed, "VolumeFailedDelete"},
@@ -261,7 +262,7 @@ func TestPlanVolume(t *testing.T) {
 			VolumeNone, "", ""},
 		{"recycle: no recycler", VolumeState{Volume: pv("v", "1Gi", claimRef("ns", "c", "uid-c"), pvPhase(corev1.VolumeBound), reclaimPolicy(corev1.PersistentVolumeReclaimRecycle))},
 			VolumePhase, corev1.VolumeFailed, "VolumeFailedRecycle"},
-		{"claim bound elsewhere: unbind", VolumeState{Volume: pv("v", "1Gi", claimRef("ns", "c", "uid-c"), pvAnn(AnnBoundByController, "yes")), Claim: elsewhere}, VolumeUnbind, "", ""},
+		{"claim bound elsewhere: unbind", VolumeState{Volume: pv("v", "1Gi", claimRef("ns", "c", "uid-c"), pvAnn(volume.AnnBoundByController, "yes")), Claim: elsewhere}, VolumeUnbind, "", ""},
 		{"claim bound elsewhere: ours deleted", VolumeState{Volume: pv("v", "1Gi", claimRef("ns", "c", "uid-c"), pvPhase(corev1.VolumeBound), ours, reclaimPolicy(corev1.PersistentVolumeReclaimDelete)), Claim: elsewhere},
 			VolumeDelete, corev1.VolumeReleased, ""},
 	} {
@@ -286,7 +287,7 @@ func TestBinding(t *testing.T) {
 	claim.ResourceVersion = "7"
 	vol := pv("v", "10Gi", modes(rwo, rox))
 	out, changed, statusChanged := boundVolume(vol, claim)
-	if !changed || !statusChanged || out.Spec.ClaimRef.UID != claim.UID || out.Annotations[AnnBoundByController] != "yes" || out.Status.Phase != corev1.VolumeBound {
+	if !changed || !statusChanged || out.Spec.ClaimRef.UID != claim.UID || out.Annotations[volume.AnnBoundByController] != "yes" || out.Status.Phase != corev1.VolumeBound {
 		t.Fatalf("bound volume: %+v %v %v", out, changed, statusChanged)
 	}
 	if _, changed, statusChanged := boundVolume(out, claim); changed || statusChanged {
@@ -294,18 +295,18 @@ func TestBinding(t *testing.T) {
 	}
 	// A user's pre-binding is completed without the controller's mark.
 	pre := pv("v", "10Gi", claimRef("ns", "c", ""))
-	if out, _, _ := boundVolume(pre, claim); out.Annotations[AnnBoundByController] != "" || out.Spec.ClaimRef.UID != claim.UID {
+	if out, _, _ := boundVolume(pre, claim); out.Annotations[volume.AnnBoundByController] != "" || out.Spec.ClaimRef.UID != claim.UID {
 		t.Errorf("pre-bound volume: %+v", out)
 	}
 	cout, changed, statusChanged := boundClaim(claim, out)
-	if !changed || !statusChanged || cout.Spec.VolumeName != "v" || cout.Annotations[AnnBindCompleted] != "yes" || cout.Annotations[AnnBoundByController] != "yes" {
+	if !changed || !statusChanged || cout.Spec.VolumeName != "v" || cout.Annotations[volume.AnnBindCompleted] != "yes" || cout.Annotations[volume.AnnBoundByController] != "yes" {
 		t.Fatalf("bound claim: %+v", cout)
 	}
 	if q := cout.Status.Capacity[corev1.ResourceStorage]; q.String() != "10Gi" || len(cout.Status.AccessModes) != 2 || cout.Status.Phase != corev1.ClaimBound {
 		t.Errorf("claim status %+v", cout.Status)
 	}
 	named := pvc("c", "1Gi", volumeName("v"))
-	if cout, _, _ := boundClaim(named, out); cout.Annotations[AnnBoundByController] != "" {
+	if cout, _, _ := boundClaim(named, out); cout.Annotations[volume.AnnBoundByController] != "" {
 		t.Errorf("a claim naming its volume got bound-by-controller")
 	}
 	// Unbinding: the controller's binding entirely, a user's to the name.

@@ -5,6 +5,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"plainkube.dev/plainkube/internal/api/podutil"
 )
 
 // Finalizer is the claim's protection finalizer, as upstream's.
@@ -17,9 +19,8 @@ const (
 	None Action = iota
 	// Add the finalizer: the claim lacks it and is not being deleted.
 	Add
-	// Remove the finalizer: the claim is being deleted and no pod uses it.
-	Remove
-	// Check the API server's pods: the cache shows none using the claim.
+	// Check the API server's pods, since the cache shows none using the
+	// claim: the finalizer goes if none does there either.
 	Check
 )
 
@@ -43,11 +44,12 @@ func podUses(pod *corev1.Pod, claim *corev1.PersistentVolumeClaim) bool {
 	if pod.Namespace != claim.Namespace || pod.Spec.NodeName == "" {
 		return false
 	}
-	for _, v := range pod.Spec.Volumes {
-		if v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == claim.Name {
-			return true
+	for i := range pod.Spec.Volumes {
+		v := &pod.Spec.Volumes[i]
+		if name, ok := podutil.ClaimName(pod, v); !ok || name != claim.Name {
+			continue
 		}
-		if v.Ephemeral != nil && pod.Name+"-"+v.Name == claim.Name && !shutDown(pod) && ownedBy(claim, pod) {
+		if v.PersistentVolumeClaim != nil || !shutDown(pod) && ownedBy(claim, pod) {
 			return true
 		}
 	}
@@ -63,18 +65,4 @@ func shutDown(pod *corev1.Pod) bool {
 func ownedBy(claim *corev1.PersistentVolumeClaim, pod *corev1.Pod) bool {
 	ref := metav1.GetControllerOfNoCopy(claim)
 	return ref != nil && ref.UID == pod.UID
-}
-
-// claimsOf are the names of the claims a pod names.
-func claimsOf(pod *corev1.Pod) []string {
-	var out []string
-	for _, v := range pod.Spec.Volumes {
-		switch {
-		case v.PersistentVolumeClaim != nil:
-			out = append(out, v.PersistentVolumeClaim.ClaimName)
-		case v.Ephemeral != nil:
-			out = append(out, pod.Name+"-"+v.Name)
-		}
-	}
-	return out
 }

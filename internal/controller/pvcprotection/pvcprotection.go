@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
+	"plainkube.dev/plainkube/internal/api/podutil"
 	"plainkube.dev/plainkube/internal/controller"
 	"plainkube.dev/plainkube/internal/reconcile"
 )
@@ -50,7 +51,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 				return nil
 			}
 			var keys []string
-			for _, name := range claimsOf(pod) {
+			for _, name := range podutil.ClaimNames(pod) {
 				keys = append(keys, pod.Namespace+"/"+name)
 			}
 			return keys
@@ -85,7 +86,7 @@ func (c *Controller) sync(ctx context.Context, key string, claims corelisters.Pe
 		out := claim.DeepCopy()
 		out.Finalizers = append(out.Finalizers, Finalizer)
 		_, err := api.Update(ctx, out, metav1.UpdateOptions{})
-		return reconcile.Result{}, ignoreNotFound(err)
+		return reconcile.Result{}, controller.IgnoreNotFound(err)
 	case Check:
 		live, err := c.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
@@ -99,16 +100,9 @@ func (c *Controller) sync(ctx context.Context, key string, claims corelisters.Pe
 		out := claim.DeepCopy()
 		out.Finalizers = slices.DeleteFunc(out.Finalizers, func(f string) bool { return f == Finalizer })
 		if _, err := api.Update(ctx, out, metav1.UpdateOptions{}); err != nil {
-			return reconcile.Result{}, ignoreNotFound(err)
+			return reconcile.Result{}, controller.IgnoreNotFound(err)
 		}
 		c.Log().Info("removed protection of unused claim", "claim", key)
 	}
 	return reconcile.Result{}, nil
-}
-
-func ignoreNotFound(err error) error {
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	return err
 }
