@@ -20,6 +20,7 @@ import (
 	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/component-helpers/storage/volume"
 
+	"plainkube.dev/plainkube/internal/api/podutil"
 	"plainkube.dev/plainkube/internal/scheduler/framework"
 )
 
@@ -154,21 +155,6 @@ func (pl *VolumeBinding) ready() error {
 	return nil
 }
 
-// claimNames are the names of the claims pod's volumes use (ephemeral
-// volumes' claims are <pod>-<volume>).
-func claimNames(pod *v1.Pod) []string {
-	var out []string
-	for _, v := range pod.Spec.Volumes {
-		switch {
-		case v.PersistentVolumeClaim != nil:
-			out = append(out, v.PersistentVolumeClaim.ClaimName)
-		case v.Ephemeral != nil:
-			out = append(out, pod.Name+"-"+v.Name)
-		}
-	}
-	return out
-}
-
 // fullyBound is upstream's test of a claim the PV controller has bound.
 func fullyBound(c *v1.PersistentVolumeClaim) bool {
 	return c.Spec.VolumeName != "" && metav1.HasAnnotation(c.ObjectMeta, volume.AnnBindCompleted)
@@ -178,8 +164,7 @@ func claimKey(c *v1.PersistentVolumeClaim) string { return c.Namespace + "/" + c
 
 // PreFilter implements framework.PreFilterPlugin.
 func (pl *VolumeBinding) PreFilter(_ context.Context, state *framework.CycleState, pod *v1.Pod, _ []*framework.NodeInfo) (*framework.PreFilterResult, *framework.Status) {
-	names := claimNames(pod)
-	if len(names) == 0 {
+	if len(podutil.ClaimNames(pod)) == 0 {
 		state.Write(stateKey, &stateData{})
 		return nil, framework.NewStatus(framework.Skip)
 	}
@@ -188,10 +173,15 @@ func (pl *VolumeBinding) PreFilter(_ context.Context, state *framework.CycleStat
 	}
 	s := &stateData{byNode: map[string]*podVolumes{}}
 	immediate := false
-	for _, name := range names {
+	for i := range pod.Spec.Volumes {
+		v := &pod.Spec.Volumes[i]
+		name, ok := podutil.ClaimName(pod, v)
+		if !ok {
+			continue
+		}
 		c, err := pl.pvcs.PersistentVolumeClaims(pod.Namespace).Get(name)
 		if err != nil {
-			if apierrors.IsNotFound(err) && slices.ContainsFunc(pod.Spec.Volumes, func(v v1.Volume) bool { return v.Ephemeral != nil && pod.Name+"-"+v.Name == name }) {
+			if apierrors.IsNotFound(err) && v.Ephemeral != nil {
 				err = fmt.Errorf("waiting for ephemeral volume controller to create the persistentvolumeclaim %q", name)
 			}
 			return nil, framework.NewStatus(framework.UnschedulableAndUnresolvable, err.Error())
