@@ -131,10 +131,16 @@ type podVolumes struct {
 
 func (p *podVolumes) empty() bool { return p == nil || len(p.static)+len(p.provision) == 0 }
 
-// stateData is the cycle's state: the pod's claims by kind, the volumes
-// each delayed claim may take, and Filter's choice per node.
+// stateData is the cycle's state: the volumes of the pod's bound claims,
+// its delayed claims, the volumes each delayed claim may take, and
+// Filter's choice per node. PreFilter reads everything that does not
+// depend on the node once, so that Filter's work per node is the node's.
 type stateData struct {
-	bound   []*v1.PersistentVolumeClaim
+	// boundVolumes are the bound claims' volumes, in the pod's order; nil
+	// for one that does not exist.
+	boundVolumes []*v1.PersistentVolume
+	// delayed are the claims that wait for their first consumer, smallest
+	// request first, so that they take the smallest volumes (as upstream).
 	delayed []*v1.PersistentVolumeClaim
 	// candidates are, per class of a delayed claim, the volumes not bound
 	// to another claim nor reserved for one.
@@ -194,7 +200,11 @@ func (pl *VolumeBinding) PreFilter(_ context.Context, state *framework.CycleStat
 			return nil, framework.NewStatus(framework.UnschedulableAndUnresolvable, fmt.Sprintf("persistentvolumeclaim %q is being deleted", c.Name))
 		}
 		if fullyBound(c) {
-			s.bound = append(s.bound, c)
+			pv, err := pl.pvs.Get(c.Spec.VolumeName)
+			if err != nil && !apierrors.IsNotFound(err) {
+				return nil, framework.AsStatus(err)
+			}
+			s.boundVolumes = append(s.boundVolumes, pv)
 			continue
 		}
 		delay, err := volume.IsDelayBindingMode(c, pl.classes)
@@ -211,6 +221,10 @@ func (pl *VolumeBinding) PreFilter(_ context.Context, state *framework.CycleStat
 		return nil, framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrUnboundImmediate)
 	}
 	if len(s.delayed) > 0 {
+		slices.SortStableFunc(s.delayed, func(a, b *v1.PersistentVolumeClaim) int {
+			qa, qb := a.Spec.Resources.Requests[v1.ResourceStorage], b.Spec.Resources.Requests[v1.ResourceStorage]
+			return qa.Cmp(qb)
+		})
 		cands, err := pl.candidates(s.delayed)
 		if err != nil {
 			return nil, framework.AsStatus(err)
@@ -279,14 +293,10 @@ func (pl *VolumeBinding) Filter(_ context.Context, state *framework.CycleState, 
 func (pl *VolumeBinding) findPodVolumes(s *stateData, node *v1.Node) (*podVolumes, []string, error) {
 	var reasons []string
 	affinityOK, pvsFound := true, true
-	for _, c := range s.bound {
-		pv, err := pl.pvs.Get(c.Spec.VolumeName)
-		if apierrors.IsNotFound(err) {
+	for _, pv := range s.boundVolumes {
+		if pv == nil {
 			pvsFound = false
 			break
-		}
-		if err != nil {
-			return nil, nil, err
 		}
 		if volume.CheckNodeAffinity(pv, node.Labels) != nil {
 			affinityOK = false
@@ -298,16 +308,9 @@ func (pl *VolumeBinding) findPodVolumes(s *stateData, node *v1.Node) (*podVolume
 	}
 	out := &podVolumes{}
 	if len(s.delayed) > 0 {
-		// The smallest requests first, so that they take the smallest
-		// volumes (as upstream).
-		claims := slices.Clone(s.delayed)
-		slices.SortStableFunc(claims, func(a, b *v1.PersistentVolumeClaim) int {
-			qa, qb := a.Spec.Resources.Requests[v1.ResourceStorage], b.Spec.Resources.Requests[v1.ResourceStorage]
-			return qa.Cmp(qb)
-		})
 		chosen := map[string]*v1.PersistentVolume{}
 		satisfied := true
-		for _, c := range claims {
+		for _, c := range s.delayed {
 			pv, err := volume.FindMatchingVolume(c, s.candidates[volume.GetPersistentVolumeClaimClass(c)], node, chosen, true, true)
 			if err != nil {
 				return nil, nil, err
