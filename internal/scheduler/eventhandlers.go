@@ -34,6 +34,7 @@ func (s *Scheduler) addEventHandlers() error {
 	ssInf := f.Apps().V1().StatefulSets()
 	rcInf := f.Core().V1().ReplicationControllers()
 
+	s.pods = podInf.Lister()
 	s.pcs = pcInf.Lister()
 	s.pdbs = pdbInf.Lister()
 	s.namespaces = nsInf.Lister()

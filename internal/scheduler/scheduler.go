@@ -12,7 +12,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/informers"
@@ -87,6 +86,7 @@ type Scheduler struct {
 	log         *slog.Logger
 	le          *LeaderElection
 
+	pods       corelisters.PodLister
 	pdbs       policylisters.PodDisruptionBudgetLister
 	pcs        schedulinglisters.PriorityClassLister
 	namespaces corelisters.NamespaceLister
@@ -397,7 +397,7 @@ func (s *Scheduler) bind(ctx context.Context, fwk *framework.Framework, p *queue
 		if ctx.Err() != nil {
 			return
 		}
-		if cur, err := s.client.CoreV1().Pods(assumed.Namespace).Get(ctx, assumed.Name, metav1.GetOptions{}); isNotFound(err) ||
+		if cur, err := s.pods.Pods(assumed.Namespace).Get(assumed.Name); isNotFound(err) ||
 			(err == nil && (cur.UID != assumed.UID || cur.DeletionTimestamp != nil)) {
 			log.Info("pod gone while its volumes were bound", "err", st.AsError())
 			return // deleted meanwhile: nothing to retry

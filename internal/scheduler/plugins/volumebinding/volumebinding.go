@@ -20,6 +20,7 @@ import (
 	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/component-helpers/storage/volume"
 
+	"plainkube.dev/plainkube/internal/api/podutil"
 	"plainkube.dev/plainkube/internal/scheduler/framework"
 )
 
@@ -130,10 +131,16 @@ type podVolumes struct {
 
 func (p *podVolumes) empty() bool { return p == nil || len(p.static)+len(p.provision) == 0 }
 
-// stateData is the cycle's state: the pod's claims by kind, the volumes
-// each delayed claim may take, and Filter's choice per node.
+// stateData is the cycle's state: the volumes of the pod's bound claims,
+// its delayed claims, the volumes each delayed claim may take, and
+// Filter's choice per node. PreFilter reads everything that does not
+// depend on the node once, so that Filter's work per node is the node's.
 type stateData struct {
-	bound   []*v1.PersistentVolumeClaim
+	// boundVolumes are the bound claims' volumes, in the pod's order; nil
+	// for one that does not exist.
+	boundVolumes []*v1.PersistentVolume
+	// delayed are the claims that wait for their first consumer, smallest
+	// request first, so that they take the smallest volumes (as upstream).
 	delayed []*v1.PersistentVolumeClaim
 	// candidates are, per class of a delayed claim, the volumes not bound
 	// to another claim nor reserved for one.
@@ -154,21 +161,6 @@ func (pl *VolumeBinding) ready() error {
 	return nil
 }
 
-// claimNames are the names of the claims pod's volumes use (ephemeral
-// volumes' claims are <pod>-<volume>).
-func claimNames(pod *v1.Pod) []string {
-	var out []string
-	for _, v := range pod.Spec.Volumes {
-		switch {
-		case v.PersistentVolumeClaim != nil:
-			out = append(out, v.PersistentVolumeClaim.ClaimName)
-		case v.Ephemeral != nil:
-			out = append(out, pod.Name+"-"+v.Name)
-		}
-	}
-	return out
-}
-
 // fullyBound is upstream's test of a claim the PV controller has bound.
 func fullyBound(c *v1.PersistentVolumeClaim) bool {
 	return c.Spec.VolumeName != "" && metav1.HasAnnotation(c.ObjectMeta, volume.AnnBindCompleted)
@@ -178,8 +170,7 @@ func claimKey(c *v1.PersistentVolumeClaim) string { return c.Namespace + "/" + c
 
 // PreFilter implements framework.PreFilterPlugin.
 func (pl *VolumeBinding) PreFilter(_ context.Context, state *framework.CycleState, pod *v1.Pod, _ []*framework.NodeInfo) (*framework.PreFilterResult, *framework.Status) {
-	names := claimNames(pod)
-	if len(names) == 0 {
+	if len(podutil.ClaimNames(pod)) == 0 {
 		state.Write(stateKey, &stateData{})
 		return nil, framework.NewStatus(framework.Skip)
 	}
@@ -188,10 +179,15 @@ func (pl *VolumeBinding) PreFilter(_ context.Context, state *framework.CycleStat
 	}
 	s := &stateData{byNode: map[string]*podVolumes{}}
 	immediate := false
-	for _, name := range names {
+	for i := range pod.Spec.Volumes {
+		v := &pod.Spec.Volumes[i]
+		name, ok := podutil.ClaimName(pod, v)
+		if !ok {
+			continue
+		}
 		c, err := pl.pvcs.PersistentVolumeClaims(pod.Namespace).Get(name)
 		if err != nil {
-			if apierrors.IsNotFound(err) && slices.ContainsFunc(pod.Spec.Volumes, func(v v1.Volume) bool { return v.Ephemeral != nil && pod.Name+"-"+v.Name == name }) {
+			if apierrors.IsNotFound(err) && v.Ephemeral != nil {
 				err = fmt.Errorf("waiting for ephemeral volume controller to create the persistentvolumeclaim %q", name)
 			}
 			return nil, framework.NewStatus(framework.UnschedulableAndUnresolvable, err.Error())
@@ -204,7 +200,11 @@ func (pl *VolumeBinding) PreFilter(_ context.Context, state *framework.CycleStat
 			return nil, framework.NewStatus(framework.UnschedulableAndUnresolvable, fmt.Sprintf("persistentvolumeclaim %q is being deleted", c.Name))
 		}
 		if fullyBound(c) {
-			s.bound = append(s.bound, c)
+			pv, err := pl.pvs.Get(c.Spec.VolumeName)
+			if err != nil && !apierrors.IsNotFound(err) {
+				return nil, framework.AsStatus(err)
+			}
+			s.boundVolumes = append(s.boundVolumes, pv)
 			continue
 		}
 		delay, err := volume.IsDelayBindingMode(c, pl.classes)
@@ -221,6 +221,10 @@ func (pl *VolumeBinding) PreFilter(_ context.Context, state *framework.CycleStat
 		return nil, framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrUnboundImmediate)
 	}
 	if len(s.delayed) > 0 {
+		slices.SortStableFunc(s.delayed, func(a, b *v1.PersistentVolumeClaim) int {
+			qa, qb := a.Spec.Resources.Requests[v1.ResourceStorage], b.Spec.Resources.Requests[v1.ResourceStorage]
+			return qa.Cmp(qb)
+		})
 		cands, err := pl.candidates(s.delayed)
 		if err != nil {
 			return nil, framework.AsStatus(err)
@@ -289,14 +293,10 @@ func (pl *VolumeBinding) Filter(_ context.Context, state *framework.CycleState, 
 func (pl *VolumeBinding) findPodVolumes(s *stateData, node *v1.Node) (*podVolumes, []string, error) {
 	var reasons []string
 	affinityOK, pvsFound := true, true
-	for _, c := range s.bound {
-		pv, err := pl.pvs.Get(c.Spec.VolumeName)
-		if apierrors.IsNotFound(err) {
+	for _, pv := range s.boundVolumes {
+		if pv == nil {
 			pvsFound = false
 			break
-		}
-		if err != nil {
-			return nil, nil, err
 		}
 		if volume.CheckNodeAffinity(pv, node.Labels) != nil {
 			affinityOK = false
@@ -308,16 +308,9 @@ func (pl *VolumeBinding) findPodVolumes(s *stateData, node *v1.Node) (*podVolume
 	}
 	out := &podVolumes{}
 	if len(s.delayed) > 0 {
-		// The smallest requests first, so that they take the smallest
-		// volumes (as upstream).
-		claims := slices.Clone(s.delayed)
-		slices.SortStableFunc(claims, func(a, b *v1.PersistentVolumeClaim) int {
-			qa, qb := a.Spec.Resources.Requests[v1.ResourceStorage], b.Spec.Resources.Requests[v1.ResourceStorage]
-			return qa.Cmp(qb)
-		})
 		chosen := map[string]*v1.PersistentVolume{}
 		satisfied := true
-		for _, c := range claims {
+		for _, c := range s.delayed {
 			pv, err := volume.FindMatchingVolume(c, s.candidates[volume.GetPersistentVolumeClaimClass(c)], node, chosen, true, true)
 			if err != nil {
 				return nil, nil, err
