@@ -306,10 +306,9 @@ func (l *loop) apply(ctx context.Context, st State, plan Plan) (reconcile.Result
 	if plan.Rescale {
 		rescaleErr = l.rescale(ctx, st, plan.Desired)
 	}
-	status, events, hist := plan.Finish(rescaleErr)
-	key := st.HPA.Namespace + "/" + st.HPA.Name
+	status, events, hist := plan.Finish(st, rescaleErr)
 	l.mu.Lock()
-	l.histories[key] = hist
+	l.histories[controller.ObjectKey(st.HPA)] = hist
 	l.mu.Unlock()
 	for _, e := range events {
 		l.rec.Event(st.HPA, e.Type, e.Reason, e.Message)
