@@ -267,10 +267,11 @@ func (l *loop) selecting(key, namespace string, sel labels.Selector, pods []*cor
 	var keys []string
 	for _, p := range pods {
 		set := labels.Set(p.Labels)
-		if seen[set.String()] {
+		str := set.String()
+		if seen[str] {
 			continue
 		}
-		seen[set.String()] = true
+		seen[str] = true
 		for k, s := range ns {
 			if !slices.Contains(keys, k) && s.Matches(set) {
 				keys = append(keys, k)
