@@ -72,33 +72,41 @@ type normalization struct {
 // normalize bounds n.Desired by the stabilization windows, the scaling
 // rate and min/max, recording the recommendation in h; it returns the
 // bounded count and the AbleToScale and ScalingLimited conditions that
-// say why.
+// say why. Without a behavior, upstream's older rules apply: only
+// scale-downs are stabilized (over DownscaleWindow) and scale-ups are
+// limited by scaleUpLimitFactor and scaleUpLimitMinimum.
 func normalize(h *History, n normalization) (int32, []conditionUpdate) {
+	var (
+		stabilized int32
+		why        reasonMessage
+		bounded    limit
+	)
 	if n.Behavior == nil {
-		return normalizeWithoutBehavior(h, n)
-	}
-	return normalizeWithBehavior(h, n)
-}
-
-func normalizeWithoutBehavior(h *History, n normalization) (int32, []conditionUpdate) {
-	stabilized := stabilizeDown(h, n.Desired, n.DownscaleWindow, n.Now)
-	var conds []conditionUpdate
-	if stabilized != n.Desired {
-		conds = append(conds, conditionUpdate{autoscalingv2.AbleToScale, corev1.ConditionTrue, "ScaleDownStabilized", "recent recommendations were higher than current one, applying the highest recent recommendation"})
+		stabilized, why = stabilizeDown(h, n.Desired, n.DownscaleWindow, n.Now), scaleDownStabilized
+		bounded = limitWithoutBehavior(n.Current, stabilized, n.Min, n.Max)
 	} else {
-		conds = append(conds, conditionUpdate{autoscalingv2.AbleToScale, corev1.ConditionTrue, "ReadyForNewScale", "recommended size matches current size"})
+		stabilized, why = stabilizeWithBehavior(h, n, windowOf(n.Behavior.ScaleUp, 0), windowOf(n.Behavior.ScaleDown, n.DownscaleWindow))
+		bounded = limitByRate(h, n, stabilized)
 	}
-	desired, reason, message := limitWithoutBehavior(n.Current, stabilized, n.Min, n.Max)
-	return desired, append(conds, limited(desired != stabilized, reason, message))
+	able := conditionUpdate{autoscalingv2.AbleToScale, corev1.ConditionTrue, "ReadyForNewScale", "recommended size matches current size"}
+	if stabilized != n.Desired {
+		able.Reason, able.Message = why.reason, why.message
+	}
+	isLimited := corev1.ConditionFalse
+	if bounded.replicas != stabilized {
+		isLimited = corev1.ConditionTrue
+	}
+	return bounded.replicas, []conditionUpdate{able, {autoscalingv2.ScalingLimited, isLimited, bounded.reason, bounded.message}}
 }
 
-func limited(isLimited bool, reason, message string) conditionUpdate {
-	status := corev1.ConditionFalse
-	if isLimited {
-		status = corev1.ConditionTrue
-	}
-	return conditionUpdate{autoscalingv2.ScalingLimited, status, reason, message}
-}
+// reasonMessage is a condition's reason and message.
+type reasonMessage struct{ reason, message string }
+
+// Why a stabilization window held the count.
+var (
+	scaleUpStabilized   = reasonMessage{"ScaleUpStabilized", "recent recommendations were lower than current one, applying the lowest recent recommendation"}
+	scaleDownStabilized = reasonMessage{"ScaleDownStabilized", "recent recommendations were higher than current one, applying the highest recent recommendation"}
+)
 
 // stabilizeDown is the highest recommendation within the window (the
 // desired count included), recording desired in place of one older than
@@ -126,34 +134,46 @@ func recordRecommendation(h *History, old int, r Recommendation) {
 	}
 }
 
-// limitWithoutBehavior bounds desired by min, max and the scale-up limit.
-func limitWithoutBehavior(current, desired, minReplicas, maxReplicas int32) (int32, string, string) {
-	upLimit := int32(math.Max(scaleUpLimitFactor*float64(current), scaleUpLimitMinimum))
-	highest, reason, message := maxReplicas, "TooManyReplicas", "the desired replica count is more than the maximum replica count"
-	if maxReplicas > upLimit {
-		highest, reason, message = upLimit, "ScaleUpLimit", "the desired replica count is increasing faster than the maximum scale rate"
-	}
-	switch {
-	case desired < minReplicas:
-		return minReplicas, "TooFewReplicas", "the desired replica count is less than the minimum replica count"
-	case desired > highest:
-		return highest, reason, message
-	}
-	return desired, "DesiredWithinRange", "the desired count is within the acceptable range"
+// limit is a bounded count and the ScalingLimited reason and message
+// that say what bounds it.
+type limit struct {
+	replicas        int32
+	reason, message string
 }
 
-func normalizeWithBehavior(h *History, n normalization) (int32, []conditionUpdate) {
-	up, down := n.Behavior.ScaleUp, n.Behavior.ScaleDown
-	stabilized, reason, message := stabilizeWithBehavior(h, n, windowOf(up, 0), windowOf(down, n.DownscaleWindow))
-	var conds []conditionUpdate
-	if stabilized != n.Desired {
-		conds = append(conds, conditionUpdate{autoscalingv2.AbleToScale, corev1.ConditionTrue, reason, message})
-	} else {
-		conds = append(conds, conditionUpdate{autoscalingv2.AbleToScale, corev1.ConditionTrue, "ReadyForNewScale", "recommended size matches current size"})
+// within is the limit of a count nothing bounds.
+func within(replicas int32) limit {
+	return limit{replicas, "DesiredWithinRange", "the desired count is within the acceptable range"}
+}
+
+// ceiling is the highest count allowed: maxReplicas, or the scale-up rate
+// limit if that is lower.
+func ceiling(maxReplicas, rateLimit int32) limit {
+	if maxReplicas > rateLimit {
+		return limit{rateLimit, "ScaleUpLimit", "the desired replica count is increasing faster than the maximum scale rate"}
 	}
-	n.Desired = stabilized
-	desired, reason, message := limitByRate(h, n)
-	return desired, append(conds, limited(desired != stabilized, reason, message))
+	return limit{maxReplicas, "TooManyReplicas", "the desired replica count is more than the maximum replica count"}
+}
+
+// floor is the lowest count allowed: minReplicas, or the scale-down rate
+// limit if that is higher.
+func floor(minReplicas, rateLimit int32) limit {
+	if minReplicas < rateLimit {
+		return limit{rateLimit, "ScaleDownLimit", "the desired replica count is decreasing faster than the maximum scale rate"}
+	}
+	return limit{minReplicas, "TooFewReplicas", "the desired replica count is less than the minimum replica count"}
+}
+
+// limitWithoutBehavior bounds desired by min, max and the scale-up limit.
+func limitWithoutBehavior(current, desired, minReplicas, maxReplicas int32) limit {
+	upLimit := int32(math.Max(scaleUpLimitFactor*float64(current), scaleUpLimitMinimum))
+	if lowest := floor(minReplicas, math.MinInt32); desired < lowest.replicas {
+		return lowest
+	}
+	if highest := ceiling(maxReplicas, upLimit); desired > highest.replicas {
+		return highest
+	}
+	return within(desired)
 }
 
 // windowOf is rules' stabilization window (def when unset: the API fills
@@ -168,7 +188,7 @@ func windowOf(rules *autoscalingv2.HPAScalingRules, def time.Duration) time.Dura
 
 // stabilizeWithBehavior keeps the count between the lowest recommendation
 // of the scale-up window and the highest of the scale-down window.
-func stabilizeWithBehavior(h *History, n normalization, upWindow, downWindow time.Duration) (int32, string, string) {
+func stabilizeWithBehavior(h *History, n normalization, upWindow, downWindow time.Duration) (int32, reasonMessage) {
 	upRec, downRec := n.Desired, n.Desired
 	upCutoff, downCutoff := n.Now.Add(-upWindow), n.Now.Add(-downWindow)
 	old := -1
@@ -187,34 +207,26 @@ func stabilizeWithBehavior(h *History, n normalization, upWindow, downWindow tim
 	rec = min(rec, downRec)
 	recordRecommendation(h, old, Recommendation{n.Desired, n.Now})
 	if n.Desired >= n.Current {
-		return rec, "ScaleUpStabilized", "recent recommendations were lower than current one, applying the lowest recent recommendation"
+		return rec, scaleUpStabilized
 	}
-	return rec, "ScaleDownStabilized", "recent recommendations were higher than current one, applying the highest recent recommendation"
+	return rec, scaleDownStabilized
 }
 
-// limitByRate bounds the count by the scaling policies and min/max.
-func limitByRate(h *History, n normalization) (int32, string, string) {
+// limitByRate bounds desired by the scaling policies and min/max.
+func limitByRate(h *History, n normalization, desired int32) limit {
 	switch {
-	case n.Desired > n.Current:
-		limit := max(scaleUpLimit(n.Current, h.ScaleUps, h.ScaleDowns, n.Behavior.ScaleUp, n.Now), n.Current)
-		highest, reason, message := n.Max, "TooManyReplicas", "the desired replica count is more than the maximum replica count"
-		if highest > limit {
-			highest, reason, message = limit, "ScaleUpLimit", "the desired replica count is increasing faster than the maximum scale rate"
+	case desired > n.Current:
+		highest := ceiling(n.Max, max(scaleUpLimit(n.Current, h.ScaleUps, h.ScaleDowns, n.Behavior.ScaleUp, n.Now), n.Current))
+		if desired > highest.replicas {
+			return highest
 		}
-		if n.Desired > highest {
-			return highest, reason, message
-		}
-	case n.Desired < n.Current:
-		limit := min(scaleDownLimit(n.Current, h.ScaleUps, h.ScaleDowns, n.Behavior.ScaleDown, n.Now), n.Current)
-		lowest, reason, message := n.Min, "TooFewReplicas", "the desired replica count is less than the minimum replica count"
-		if lowest < limit {
-			lowest, reason, message = limit, "ScaleDownLimit", "the desired replica count is decreasing faster than the maximum scale rate"
-		}
-		if n.Desired < lowest {
-			return lowest, reason, message
+	case desired < n.Current:
+		lowest := floor(n.Min, min(scaleDownLimit(n.Current, h.ScaleUps, h.ScaleDowns, n.Behavior.ScaleDown, n.Now), n.Current))
+		if desired < lowest.replicas {
+			return lowest
 		}
 	}
-	return n.Desired, "DesiredWithinRange", "the desired count is within the acceptable range"
+	return within(desired)
 }
 
 // periodStart is the count at the start of a policy's period: current

@@ -15,6 +15,6 @@ func BenchmarkPlanSync(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		plan := PlanSync(st)
-		plan.Finish(nil)
+		plan.Finish(st, nil)
 	}
 }

@@ -267,10 +267,11 @@ func (l *loop) selecting(key, namespace string, sel labels.Selector, pods []*cor
 	var keys []string
 	for _, p := range pods {
 		set := labels.Set(p.Labels)
-		if seen[set.String()] {
+		str := set.String()
+		if seen[str] {
 			continue
 		}
-		seen[set.String()] = true
+		seen[str] = true
 		for k, s := range ns {
 			if !slices.Contains(keys, k) && s.Matches(set) {
 				keys = append(keys, k)
@@ -306,10 +307,9 @@ func (l *loop) apply(ctx context.Context, st State, plan Plan) (reconcile.Result
 	if plan.Rescale {
 		rescaleErr = l.rescale(ctx, st, plan.Desired)
 	}
-	status, events, hist := plan.Finish(rescaleErr)
-	key := st.HPA.Namespace + "/" + st.HPA.Name
+	status, events, hist := plan.Finish(st, rescaleErr)
 	l.mu.Lock()
-	l.histories[key] = hist
+	l.histories[controller.ObjectKey(st.HPA)] = hist
 	l.mu.Unlock()
 	for _, e := range events {
 		l.rec.Event(st.HPA, e.Type, e.Reason, e.Message)

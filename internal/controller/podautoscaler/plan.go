@@ -70,8 +70,8 @@ type Plan struct {
 	Rescale bool
 	Desired int32
 	Reason  string
-	// Status is the HPA's status if the rescale (if any) succeeds;
-	// see Plan.Finish.
+	// Status is the HPA's status before the rescale (if any); see
+	// Plan.Finish.
 	Status autoscalingv2.HorizontalPodAutoscalerStatus
 	// Events are recorded whatever the outcome of the rescale.
 	Events []Event
@@ -80,11 +80,6 @@ type Plan struct {
 	// Err, if set, makes the sync fail (the HPA is looked at again after
 	// the sync period) after the status is written.
 	Err error
-
-	current     int32
-	behavior    *autoscalingv2.HorizontalPodAutoscalerBehavior
-	scaleToZero bool
-	now         time.Time
 }
 
 // planner accumulates a plan's conditions and events.
@@ -107,7 +102,7 @@ func PlanSync(st State) Plan {
 	hpa := st.HPA.DeepCopy()
 	p := &planner{st: st, hpa: hpa}
 	hist := st.History.clone()
-	plan := Plan{History: hist, now: st.Now, behavior: hpa.Spec.Behavior}
+	plan := Plan{History: hist}
 	finish := func(err error) Plan {
 		plan.Status, plan.Events, plan.Err = hpa.Status, p.events, err
 		return plan
@@ -120,18 +115,13 @@ func PlanSync(st State) Plan {
 	}
 	p.setCondition(autoscalingv2.AbleToScale, corev1.ConditionTrue, "SucceededGetScale", "the HPA controller was able to get the target's current scale")
 	current := st.Scale.Spec.Replicas
-	plan.current = current
 	if len(plan.History.Recommendations) == 0 {
 		plan.History.Recommendations = []Recommendation{{current, st.Now}}
 	}
 
-	minReplicas := int32(1)
-	if hpa.Spec.MinReplicas != nil {
-		minReplicas = *hpa.Spec.MinReplicas
-	}
+	minReplicas := minReplicasOf(hpa)
 	hasObjectOrExternal := hasObjectOrExternalMetrics(hpa)
 	scaledToZero := conditionTrue(hpa.Status.Conditions, autoscalingv2.ScaledToZero)
-	plan.scaleToZero = current > 0 && minReplicas == 0 && hasObjectOrExternal
 
 	var (
 		desired   int32
@@ -197,32 +187,32 @@ func PlanSync(st State) Plan {
 	return finish(resultErr)
 }
 
-// Finish is the status and events once the rescale a plan asked for
-// succeeded (err nil) or failed, and the history to keep.
-func (pl Plan) Finish(err error) (autoscalingv2.HorizontalPodAutoscalerStatus, []Event, History) {
+// Finish is the status and events once the rescale the plan of st asked
+// for succeeded (err nil) or failed, and the history to keep.
+func (pl Plan) Finish(st State, err error) (autoscalingv2.HorizontalPodAutoscalerStatus, []Event, History) {
 	status := *pl.Status.DeepCopy()
 	if !pl.Rescale {
 		return status, pl.Events, pl.History
 	}
+	current, now := st.Scale.Spec.Replicas, st.Now
 	events := append([]Event(nil), pl.Events...)
 	if err != nil {
 		events = append(events, Event{corev1.EventTypeWarning, "FailedRescale", fmt.Sprintf("New size: %d; reason: %s; error: %v", pl.Desired, pl.Reason, err)})
-		status.Conditions = setCondition(status.Conditions, autoscalingv2.AbleToScale, corev1.ConditionFalse, "FailedUpdateScale", "the HPA controller was unable to update the target scale: "+err.Error(), pl.now)
-		status.CurrentReplicas = pl.current
+		status.Conditions = setCondition(status.Conditions, autoscalingv2.AbleToScale, corev1.ConditionFalse, "FailedUpdateScale", "the HPA controller was unable to update the target scale: "+err.Error(), now)
+		status.CurrentReplicas = current
 		// the desired count stays the last one written
 		return status, events, pl.History
 	}
-	status.Conditions = setCondition(status.Conditions, autoscalingv2.AbleToScale, corev1.ConditionTrue, "SucceededRescale", fmt.Sprintf("the HPA controller was able to update the target scale to %d", pl.Desired), pl.now)
+	status.Conditions = setCondition(status.Conditions, autoscalingv2.AbleToScale, corev1.ConditionTrue, "SucceededRescale", fmt.Sprintf("the HPA controller was able to update the target scale to %d", pl.Desired), now)
 	events = append(events, Event{corev1.EventTypeNormal, "SuccessfulRescale", fmt.Sprintf("New size: %d; reason: %s", pl.Desired, pl.Reason)})
-	if pl.scaleToZero && pl.Desired == 0 {
-		status.Conditions = setCondition(status.Conditions, autoscalingv2.ScaledToZero, corev1.ConditionTrue, "ScaledToZero", "the HPA controller scaled the workload to zero", pl.now)
+	if pl.Desired == 0 && current > 0 && minReplicasOf(st.HPA) == 0 && hasObjectOrExternalMetrics(st.HPA) {
+		status.Conditions = setCondition(status.Conditions, autoscalingv2.ScaledToZero, corev1.ConditionTrue, "ScaledToZero", "the HPA controller scaled the workload to zero", now)
 	} else {
-		status.Conditions = setCondition(status.Conditions, autoscalingv2.ScaledToZero, corev1.ConditionFalse, "NotScaledToZero", "the HPA controller did not scale the workload to zero", pl.now)
+		status.Conditions = setCondition(status.Conditions, autoscalingv2.ScaledToZero, corev1.ConditionFalse, "NotScaledToZero", "the HPA controller did not scale the workload to zero", now)
 	}
-	now := metav1.NewTime(pl.now)
-	status.LastScaleTime = &now
+	status.LastScaleTime = &metav1.Time{Time: now}
 	hist := pl.History.clone()
-	recordScale(&hist, pl.behavior, pl.current, pl.Desired, pl.now)
+	recordScale(&hist, st.HPA.Spec.Behavior, current, pl.Desired, now)
 	return status, events, hist
 }
 
@@ -247,6 +237,14 @@ func StatusChanged(hpa *autoscalingv2.HorizontalPodAutoscaler, status *autoscali
 
 func reference(hpa *autoscalingv2.HorizontalPodAutoscaler) string {
 	return fmt.Sprintf("%s/%s/%s", hpa.Spec.ScaleTargetRef.Kind, hpa.Namespace, hpa.Spec.ScaleTargetRef.Name)
+}
+
+// minReplicasOf is hpa's minimum count (1 when unset).
+func minReplicasOf(hpa *autoscalingv2.HorizontalPodAutoscaler) int32 {
+	if hpa.Spec.MinReplicas != nil {
+		return *hpa.Spec.MinReplicas
+	}
+	return 1
 }
 
 func hasObjectOrExternalMetrics(hpa *autoscalingv2.HorizontalPodAutoscaler) bool {

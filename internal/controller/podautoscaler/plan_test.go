@@ -85,7 +85,7 @@ func TestPlanScaleUp(t *testing.T) {
 	if !plan.Rescale || plan.Desired != 4 || plan.Reason != "cpu resource utilization (percentage of request) above target" || plan.Err != nil {
 		t.Fatalf("plan = rescale %v to %d for %q, err %v", plan.Rescale, plan.Desired, plan.Reason, plan.Err)
 	}
-	status, events, hist := plan.Finish(nil)
+	status, events, hist := plan.Finish(st, nil)
 	if got := eventsOf(events); got != "Normal SuccessfulRescale New size: 4; reason: cpu resource utilization (percentage of request) above target" {
 		t.Errorf("events:\n%s", got)
 	}
@@ -112,7 +112,7 @@ func TestPlanScaleUp(t *testing.T) {
 		t.Errorf("recommendations = %v", hist.Recommendations)
 	}
 
-	status, events, _ = plan.Finish(errors.New("conflict"))
+	status, events, _ = plan.Finish(st, errors.New("conflict"))
 	if got := eventsOf(events); !strings.Contains(got, "Warning FailedRescale New size: 4; reason: cpu resource utilization (percentage of request) above target; error: conflict") {
 		t.Errorf("events:\n%s", got)
 	}

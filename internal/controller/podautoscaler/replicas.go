@@ -221,13 +221,9 @@ func usageRatio(metrics PodMetrics, target int64) (ratio float64, average int64)
 // scaling down; a change of direction by that correction changes nothing.
 // It also returns the current utilization and the average usage.
 func ResourceUtilization(in Pods, current int32, target int32, resource corev1.ResourceName, container string, tol Tolerances) (replicas, utilization int32, average int64, err error) {
-	if len(in.Pods) == 0 {
-		return 0, 0, 0, errNoPods
-	}
-	g := groupPods(in.Pods, in.Metrics, resource, in.Now, in.Readiness)
-	metrics := without(in.Metrics, g.ignored, g.unready)
-	if len(metrics) == 0 {
-		return 0, 0, 0, errNoReadyPods
+	g, metrics, err := readySamples(in, resource)
+	if err != nil {
+		return 0, 0, 0, err
 	}
 	requests, err := podRequests(in.Pods, container, resource)
 	if err != nil {
@@ -237,33 +233,17 @@ func ResourceUtilization(in Pods, current int32, target int32, resource corev1.R
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	scaleUpWithUnready := len(g.unready) > 0 && ratio > 1
-	if !scaleUpWithUnready && len(g.missing) == 0 {
-		if tol.within(ratio) {
-			return current, utilization, average, nil
-		}
-		return ceil32(ratio * float64(g.ready)), utilization, average, nil
-	}
-	fill := func(names map[string]bool, value func(name string) int64) {
-		for name := range names {
-			metrics[name] = PodMetric{Value: value(name)}
-		}
-	}
-	switch {
-	case len(g.missing) > 0 && ratio < 1:
-		fallback := int64(max(100, target))
-		fill(g.missing, func(name string) int64 { return requests[name] * fallback / 100 })
-	case len(g.missing) > 0 && ratio > 1:
-		fill(g.missing, func(string) int64 { return 0 })
-	}
-	if scaleUpWithUnready {
-		fill(g.unready, func(string) int64 { return 0 })
-	}
-	newRatio, _, _, err := utilizationRatio(metrics, requests, target)
+	fallback := int64(max(100, target))
+	replicas, err = fromRatio(current, ratio, g, metrics, tol,
+		func(name string) int64 { return requests[name] * fallback / 100 },
+		func(m PodMetrics) (float64, error) {
+			r, _, _, err := utilizationRatio(m, requests, target)
+			return r, err
+		})
 	if err != nil {
 		return 0, utilization, average, err
 	}
-	return corrected(current, ratio, newRatio, len(metrics), tol), utilization, average, nil
+	return replicas, utilization, average, nil
 }
 
 // AverageValue is the replica count that brings the pods' average sample
@@ -273,28 +253,55 @@ func ResourceUtilization(in Pods, current int32, target int32, resource corev1.R
 // resource's (readiness is judged for CPU only). It also returns the
 // average sample.
 func AverageValue(in Pods, current int32, target int64, resource corev1.ResourceName, tol Tolerances) (replicas int32, average int64, err error) {
+	g, metrics, err := readySamples(in, resource)
+	if err != nil {
+		return 0, 0, err
+	}
+	ratio, average := usageRatio(metrics, target)
+	replicas, _ = fromRatio(current, ratio, g, metrics, tol,
+		func(string) int64 { return target },
+		func(m PodMetrics) (float64, error) {
+			r, _ := usageRatio(m, target)
+			return r, nil
+		})
+	return replicas, average, nil
+}
+
+// readySamples groups in's pods (groupPods) and keeps the samples of the
+// pods neither ignored nor unready.
+func readySamples(in Pods, resource corev1.ResourceName) (podGroups, PodMetrics, error) {
 	if len(in.Pods) == 0 {
-		return 0, 0, errNoPods
+		return podGroups{}, nil, errNoPods
 	}
 	g := groupPods(in.Pods, in.Metrics, resource, in.Now, in.Readiness)
 	metrics := without(in.Metrics, g.ignored, g.unready)
 	if len(metrics) == 0 {
-		return 0, 0, errNoReadyPods
+		return podGroups{}, nil, errNoReadyPods
 	}
-	ratio, average := usageRatio(metrics, target)
+	return g, metrics, nil
+}
+
+// fromRatio is the replica count from ratio, the usage ratio of the
+// ready pods' samples (metrics): if no pod lacks a sample and none is
+// unready while scaling up, ratio times the ready pods; else the ratio
+// again (ratioOf) with stand-in samples — for the pods without one, none
+// when scaling up and scaleDownValue when scaling down; for the unready
+// ones when scaling up, none — corrected. metrics gets the stand-ins.
+func fromRatio(current int32, ratio float64, g podGroups, metrics PodMetrics, tol Tolerances,
+	scaleDownValue func(name string) int64, ratioOf func(PodMetrics) (float64, error)) (int32, error) {
 	scaleUpWithUnready := len(g.unready) > 0 && ratio > 1
 	if !scaleUpWithUnready && len(g.missing) == 0 {
 		if tol.within(ratio) {
-			return current, average, nil
+			return current, nil
 		}
-		return ceil32(ratio * float64(g.ready)), average, nil
+		return ceil32(ratio * float64(g.ready)), nil
 	}
 	if len(g.missing) > 0 && ratio != 1 {
-		v := int64(0)
-		if ratio < 1 {
-			v = target
-		}
 		for name := range g.missing {
+			v := int64(0)
+			if ratio < 1 {
+				v = scaleDownValue(name)
+			}
 			metrics[name] = PodMetric{Value: v}
 		}
 	}
@@ -303,8 +310,11 @@ func AverageValue(in Pods, current int32, target int64, resource corev1.Resource
 			metrics[name] = PodMetric{}
 		}
 	}
-	newRatio, _ := usageRatio(metrics, target)
-	return corrected(current, ratio, newRatio, len(metrics), tol), average, nil
+	newRatio, err := ratioOf(metrics)
+	if err != nil {
+		return 0, err
+	}
+	return corrected(current, ratio, newRatio, len(metrics), tol), nil
 }
 
 // corrected is the replica count from the ratio recomputed with the

@@ -44,11 +44,27 @@ func nodeMetricsOf(node *corev1.Node, s *stats.Summary, now time.Time) (metricsa
 	if !ok {
 		return metricsapi.NodeMetrics{}, false
 	}
+	return nodeMetric(node, s.Node.CPU.Time, u, now), true
+}
+
+// nodeMetric is node's NodeMetrics of usage u sampled at stamp, served at
+// now.
+func nodeMetric(node *corev1.Node, stamp metav1.Time, u corev1.ResourceList, now time.Time) metricsapi.NodeMetrics {
 	return metricsapi.NodeMetrics{
 		TypeMeta:   metav1.TypeMeta{Kind: "NodeMetrics", APIVersion: apiVersion},
 		ObjectMeta: metav1.ObjectMeta{Name: node.Name, Labels: node.Labels, CreationTimestamp: metav1.NewTime(now)},
-		Timestamp:  s.Node.CPU.Time, Window: metav1.Duration{Duration: stats.Interval}, Usage: u,
-	}, true
+		Timestamp:  stamp, Window: metav1.Duration{Duration: stats.Interval}, Usage: u,
+	}
+}
+
+// podMetric is pod's PodMetrics of containers sampled at stamp, served
+// at now.
+func podMetric(pod *corev1.Pod, stamp metav1.Time, containers []metricsapi.ContainerMetrics, now time.Time) metricsapi.PodMetrics {
+	return metricsapi.PodMetrics{
+		TypeMeta:   metav1.TypeMeta{Kind: "PodMetrics", APIVersion: apiVersion},
+		ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, Labels: pod.Labels, CreationTimestamp: metav1.NewTime(now)},
+		Timestamp:  stamp, Window: metav1.Duration{Duration: stats.Interval}, Containers: containers,
+	}
 }
 
 // podMetricsOf is pod's metrics from its node's summary: every running
@@ -63,12 +79,7 @@ func podMetricsOf(pod *corev1.Pod, s *stats.Summary, now time.Time) (metricsapi.
 		if ps.PodRef.Namespace != pod.Namespace || ps.PodRef.Name != pod.Name || ps.PodRef.UID != uid || len(ps.Containers) == 0 {
 			continue
 		}
-		pm := metricsapi.PodMetrics{
-			TypeMeta:   metav1.TypeMeta{Kind: "PodMetrics", APIVersion: apiVersion},
-			ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, Labels: pod.Labels, CreationTimestamp: metav1.NewTime(now)},
-			Window:     metav1.Duration{Duration: stats.Interval},
-			Containers: []metricsapi.ContainerMetrics{},
-		}
+		pm := podMetric(pod, metav1.Time{}, []metricsapi.ContainerMetrics{}, now)
 		for _, c := range ps.Containers {
 			u, ok := usage(c.CPU, c.Memory)
 			if !ok {
@@ -97,11 +108,7 @@ func simulatedPodMetrics(pod *corev1.Pod, now time.Time) (metricsapi.PodMetrics,
 	if !ok || err != nil {
 		return metricsapi.PodMetrics{}, false, err
 	}
-	return metricsapi.PodMetrics{
-		TypeMeta:   metav1.TypeMeta{Kind: "PodMetrics", APIVersion: apiVersion},
-		ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, Labels: pod.Labels, CreationTimestamp: metav1.NewTime(now)},
-		Timestamp:  simulatedStamp(now), Window: metav1.Duration{Duration: stats.Interval}, Containers: containers,
-	}, true, nil
+	return podMetric(pod, simulatedStamp(now), containers, now), true, nil
 }
 
 // simulatedNodeUsage is the usage of each simulated node among nodes: the
@@ -191,11 +198,7 @@ func serve(rq *registry.Request) error {
 					list.Items = append(list.Items, m)
 				}
 			} else if u, ok := simulated[n.Name]; ok {
-				list.Items = append(list.Items, metricsapi.NodeMetrics{
-					TypeMeta:   metav1.TypeMeta{Kind: "NodeMetrics", APIVersion: apiVersion},
-					ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: n.Labels, CreationTimestamp: metav1.NewTime(now)},
-					Timestamp:  simulatedStamp(now), Window: metav1.Duration{Duration: stats.Interval}, Usage: u,
-				})
+				list.Items = append(list.Items, nodeMetric(n, simulatedStamp(now), u, now))
 			}
 		}
 		out = list
