@@ -44,8 +44,9 @@ type resizeState struct {
 // allocated ones. A pod seen for the first time is allocated its spec; a
 // later change of the spec is allocated when the pod's requests fit what
 // the node's allocatable leaves besides the other pods' allocations
-// (others), and otherwise the returned condition says why it waits.
-func (s *resizeState) allocate(pod *corev1.Pod, allocatable corev1.ResourceList, others []*corev1.Pod) (*corev1.Pod, *corev1.PodCondition) {
+// (others, asked for only then), and otherwise the returned condition says
+// why it waits.
+func (s *resizeState) allocate(pod *corev1.Pod, allocatable corev1.ResourceList, others func() ([]*corev1.Pod, error)) (*corev1.Pod, *corev1.PodCondition, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.allocated == nil {
@@ -55,17 +56,21 @@ func (s *resizeState) allocate(pod *corev1.Pod, allocatable corev1.ResourceList,
 	if !ok {
 		alloc = specResources(pod)
 		s.allocated[pod.UID] = alloc
-		return pod, nil
+		return pod, nil, nil
 	}
 	want := specResources(pod)
 	if resourcesEqual(want, alloc) {
-		return pod, nil
+		return pod, nil, nil
 	}
-	if cond := s.fits(pod, allocatable, others); cond != nil {
-		return withResources(pod, alloc), cond
+	all, err := others()
+	if err != nil {
+		return pod, nil, err
+	}
+	if cond := s.fits(pod, allocatable, all); cond != nil {
+		return withResources(pod, alloc), cond, nil
 	}
 	s.allocated[pod.UID] = want
-	return pod, nil
+	return pod, nil, nil
 }
 
 // fits is nil when pod's requests fit allocatable besides the others'
@@ -316,19 +321,16 @@ func setResizeStatus(pod *corev1.Pod, st *corev1.PodStatus, obs observed, now ti
 }
 
 // allocate is pod as the node runs it, and the PodResizePending condition
-// of a resize that waits (see resizeState.allocate); the other pods are
-// the active ones the node runs.
+// of a resize that waits (see resizeState.allocate); the other pods, listed
+// only for a resize, are the active ones the node runs.
 func (a *Agent) allocate(pod *corev1.Pod) (*corev1.Pod, *corev1.PodCondition, error) {
 	if pod.DeletionTimestamp != nil || terminal(pod.Status.Phase) {
 		return pod, nil, nil
 	}
-	all, err := a.pods.List(labels.Everything())
-	if err != nil {
-		return pod, nil, err
-	}
-	others := slices.DeleteFunc(all, func(o *corev1.Pod) bool {
-		return o.UID == pod.UID || terminal(o.Status.Phase) || !a.admitted.has(o.UID)
+	return a.resize.allocate(pod, a.allocatable(), func() ([]*corev1.Pod, error) {
+		all, err := a.pods.List(labels.Everything())
+		return slices.DeleteFunc(all, func(o *corev1.Pod) bool {
+			return o.UID == pod.UID || terminal(o.Status.Phase) || !a.admitted.has(o.UID)
+		}), err
 	})
-	allocated, cond := a.resize.allocate(pod, a.allocatable(), others)
-	return allocated, cond, nil
 }
