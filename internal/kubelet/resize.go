@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	resourcehelper "k8s.io/component-helpers/resource"
@@ -24,9 +23,6 @@ import (
 // through the runtime (applied, what each running container has), and
 // reports both in the container statuses, with the PodResizePending and
 // PodResizeInProgress conditions while they differ from the spec.
-
-// deferredResizeRetry is how soon a deferred resize is tried again.
-const deferredResizeRetry = 3 * time.Second
 
 // resizeState is what the agent keeps of allocations and of the resources
 // its containers run with. It is safe for concurrent use.
@@ -75,8 +71,9 @@ func (s *resizeState) allocate(pod *corev1.Pod, allocatable corev1.ResourceList,
 
 // fits is nil when pod's requests fit allocatable besides the others'
 // allocated requests, and otherwise the Deferred PodResizePending
-// condition with upstream's message. (A request beyond the node's
-// allocatable itself is refused by the API server.)
+// condition (podstatus.ResizeDeferred). A request beyond the node's
+// allocatable itself is deferred too: upstream's Infeasible is not
+// reported.
 func (s *resizeState) fits(pod *corev1.Pod, allocatable corev1.ResourceList, others []*corev1.Pod) *corev1.PodCondition {
 	req := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
 	used := corev1.ResourceList{}
@@ -93,25 +90,7 @@ func (s *resizeState) fits(pod *corev1.Pod, allocatable corev1.ResourceList, oth
 			used[n] = v
 		}
 	}
-	for _, n := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-		capacity, ok := allocatable[n]
-		if !ok {
-			continue
-		}
-		r, u := req[n], used[n]
-		total := r.DeepCopy()
-		total.Add(u)
-		if total.Cmp(capacity) <= 0 {
-			continue
-		}
-		value := func(q resource.Quantity) int64 { return q.Value() }
-		if n == corev1.ResourceCPU {
-			value = func(q resource.Quantity) int64 { return q.MilliValue() }
-		}
-		return &corev1.PodCondition{Type: corev1.PodResizePending, Status: corev1.ConditionTrue, Reason: corev1.PodReasonDeferred,
-			Message: fmt.Sprintf("Node didn't have enough resource: %s, requested: %d, used: %d, capacity: %d", n, value(r), value(u), value(capacity))}
-	}
-	return nil
+	return podstatus.ResizeDeferred(req, used, allocatable)
 }
 
 // ran records the resources container id of pod uid was started or
@@ -285,21 +264,16 @@ func setResizeStatus(pod *corev1.Pod, st *corev1.PodStatus, obs observed, now ti
 			if c == nil {
 				continue
 			}
-			cs.AllocatedResources = nil
-			if len(c.Resources.Requests) > 0 {
-				cs.AllocatedResources = c.Resources.Requests.DeepCopy()
-			}
-			r := c.Resources.DeepCopy()
-			runs := obs.Containers[c.Name]
-			if len(runs) > 0 && runs[0].State == runtime.Running {
+			var running *corev1.ResourceRequirements
+			if runs := obs.Containers[c.Name]; len(runs) > 0 && runs[0].State == runtime.Running {
 				if applied, ok := obs.Applied[runs[0].ID]; ok {
-					r = applied.DeepCopy()
+					running = &applied
 					if cpu, memory := cpuMemoryDiffer(applied, c.Resources); cpu || memory {
 						inProgress = true
 					}
 				}
 			}
-			cs.Resources = r
+			podstatus.SetAllocation(cs, c.Resources, running)
 		}
 	}
 	fill(st.InitContainerStatuses)
