@@ -159,9 +159,7 @@ func New(cs kubernetes.Interface, factory informers.SharedInformerFactory, opts 
 	}
 	onNode := func(obj any) {
 		if n, ok := obj.(*corev1.Node); ok && n.Name == opts.NodeName {
-			p.mu.Lock()
-			p.full = true
-			p.mu.Unlock()
+			p.rewriteAll()
 			p.poke()
 		}
 	}
@@ -177,9 +175,7 @@ func New(cs kubernetes.Interface, factory informers.SharedInformerFactory, opts 
 	}
 	// A range added or removed changes the whole table's fence.
 	rewrite := func(any) {
-		p.mu.Lock()
-		p.full = true
-		p.mu.Unlock()
+		p.rewriteAll()
 		p.poke()
 	}
 	if _, err := cidrInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -222,6 +218,13 @@ func (p *Proxy) markDirty(key string, trigger time.Time) {
 	p.poke()
 }
 
+// rewriteAll makes the next sync write the whole table.
+func (p *Proxy) rewriteAll() {
+	p.mu.Lock()
+	p.full = true
+	p.mu.Unlock()
+}
+
 func (p *Proxy) poke() {
 	select {
 	case p.kick <- struct{}{}:
@@ -250,9 +253,7 @@ func (p *Proxy) Run(ctx context.Context) error {
 	for {
 		if err := p.syncOnce(ctx); err != nil {
 			p.log.Warn("programming the service rules failed; rewriting the table", "err", err)
-			p.mu.Lock()
-			p.full = true
-			p.mu.Unlock()
+			p.rewriteAll()
 			backoff = min(max(2*backoff, 100*time.Millisecond), 10*time.Second)
 		} else {
 			backoff = 0
@@ -267,9 +268,7 @@ func (p *Proxy) Run(ctx context.Context) error {
 		case <-p.kick:
 		case <-retry:
 		case <-resync.C:
-			p.mu.Lock()
-			p.full = true
-			p.mu.Unlock()
+			p.rewriteAll()
 		}
 	}
 }

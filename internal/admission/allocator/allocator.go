@@ -139,8 +139,8 @@ func (a *Services) allocate(ctx context.Context, svc, old *corev1.Service) (func
 				return fail(field.ErrorList{field.Invalid(fld, svc.Spec.ClusterIP, fmt.Sprintf("failed to allocate IP %s: the provided IP (%s) is not in the valid range. The range of valid IPs is %s", svc.Spec.ClusterIP, svc.Spec.ClusterIP, joinPrefixes(rs)))})
 			}
 			switch err := a.takeIP(ctx, ip, svc); {
-			case errors.Is(err, storage.ErrKeyExists):
-				return fail(field.ErrorList{field.Invalid(fld, svc.Spec.ClusterIP, fmt.Sprintf("failed to allocate IP %s: provided IP is already allocated", svc.Spec.ClusterIP))})
+			case errors.Is(err, errAllocated):
+				return fail(field.ErrorList{field.Invalid(fld, svc.Spec.ClusterIP, fmt.Sprintf("failed to allocate IP %s: %v", svc.Spec.ClusterIP, err))})
 			case err != nil:
 				return fail(field.ErrorList{field.InternalError(fld, err)})
 			}
@@ -159,11 +159,7 @@ func (a *Services) allocate(ctx context.Context, svc, old *corev1.Service) (func
 		}
 		svc.Spec.ClusterIPs = []string{svc.Spec.ClusterIP}
 		if len(svc.Spec.IPFamilies) == 0 {
-			fam := corev1.IPv4Protocol
-			if netip.MustParseAddr(svc.Spec.ClusterIP).Is6() {
-				fam = corev1.IPv6Protocol
-			}
-			svc.Spec.IPFamilies = []corev1.IPFamily{fam}
+			svc.Spec.IPFamilies = []corev1.IPFamily{family(netip.MustParseAddr(svc.Spec.ClusterIP).Is6())}
 		}
 		if svc.Spec.IPFamilyPolicy == nil {
 			p := corev1.IPFamilyPolicySingleStack

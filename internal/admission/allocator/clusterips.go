@@ -15,8 +15,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-
-	"plainkube.dev/plainkube/internal/storage"
 )
 
 const (
@@ -31,6 +29,8 @@ const (
 var (
 	errFull     = errors.New("range is full")
 	errNotReady = errors.New("the Service IP allocator is not ready yet")
+	// errAllocated: the address is another's already.
+	errAllocated = errors.New("provided IP is already allocated")
 )
 
 // ranges are the prefixes cluster IPs of one family may come from: the
@@ -90,16 +90,12 @@ func (a *Services) takeIP(ctx context.Context, ip netip.Addr, svc *corev1.Servic
 		// Before the repair has moved the older allocation records over
 		// (repair.go), an address recorded there is taken too.
 		if _, err := a.store.Get(ctx, legacyIPPrefix+ip.String()); err == nil {
-			return storage.ErrKeyExists
+			return errAllocated
 		}
-	}
-	family := corev1.IPv4Protocol
-	if ip.Is6() {
-		family = corev1.IPv6Protocol
 	}
 	obj := &networkingv1.IPAddress{
 		ObjectMeta: metav1.ObjectMeta{Name: ip.String(), Labels: map[string]string{
-			networkingv1.LabelIPAddressFamily: string(family),
+			networkingv1.LabelIPAddressFamily: string(family(ip.Is6())),
 			networkingv1.LabelManagedBy:       ManagedBy,
 		}},
 		Spec: networkingv1.IPAddressSpec{ParentRef: &networkingv1.ParentReference{
@@ -107,7 +103,7 @@ func (a *Services) takeIP(ctx context.Context, ip netip.Addr, svc *corev1.Servic
 	}
 	_, err := a.client.NetworkingV1().IPAddresses().Create(ctx, obj, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
-		return storage.ErrKeyExists
+		return errAllocated
 	}
 	return err
 }
@@ -138,7 +134,7 @@ func heldBy(ip *networkingv1.IPAddress, namespace, name string) bool {
 func (a *Services) randomIP(ctx context.Context, svc *corev1.Service, is6 bool) (netip.Addr, error) {
 	rs := a.ranges(is6)
 	if len(rs) == 0 {
-		return netip.Addr{}, fmt.Errorf("no Service CIDR of the %s family", familyName(is6))
+		return netip.Addr{}, fmt.Errorf("no Service CIDR of the %s family", family(is6))
 	}
 	for _, r := range rs {
 		ip, err := a.randomIPIn(ctx, r, svc)
@@ -149,11 +145,11 @@ func (a *Services) randomIP(ctx context.Context, svc *corev1.Service, is6 bool) 
 	return netip.Addr{}, errFull
 }
 
-func familyName(is6 bool) string {
+func family(is6 bool) corev1.IPFamily {
 	if is6 {
-		return string(corev1.IPv6Protocol)
+		return corev1.IPv6Protocol
 	}
-	return string(corev1.IPv4Protocol)
+	return corev1.IPv4Protocol
 }
 
 func (a *Services) randomIPIn(ctx context.Context, r netip.Prefix, svc *corev1.Service) (netip.Addr, error) {
@@ -166,7 +162,7 @@ func (a *Services) randomIPIn(ctx context.Context, r netip.Prefix, svc *corev1.S
 		switch err := a.takeIP(ctx, ip, svc); {
 		case err == nil:
 			return ip, true, nil
-		case errors.Is(err, storage.ErrKeyExists):
+		case errors.Is(err, errAllocated):
 			return netip.Addr{}, false, nil
 		default:
 			return netip.Addr{}, false, err

@@ -67,7 +67,7 @@ func (a *Services) repair(ctx context.Context) error {
 			if _, ok := recorded[ip.String()]; ok {
 				continue
 			}
-			if err := a.takeIP(ctx, ip, svc); err != nil && !errors.Is(err, storage.ErrKeyExists) {
+			if err := a.takeIP(ctx, ip, svc); err != nil && !errors.Is(err, errAllocated) {
 				return err
 			}
 		}

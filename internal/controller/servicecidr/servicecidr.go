@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/netip"
+	"slices"
 	"time"
 
 	networkingv1 "k8s.io/api/networking/v1"
@@ -102,44 +103,27 @@ func (c *Controller) observe(name string) (State, bool, error) {
 
 func (c *Controller) apply(ctx context.Context, st State, p Plan) (reconcile.Result, error) {
 	api := c.Client.NetworkingV1().ServiceCIDRs()
-	name := st.CIDR.Name
+	cur := st.CIDR
+	var err error
 	if p.AddFinalizer || p.RemoveFinalizer {
-		fins := append([]string(nil), st.CIDR.Finalizers...)
+		fins := slices.Clone(cur.Finalizers)
 		if p.AddFinalizer {
 			fins = append(fins, Finalizer)
 		} else {
-			fins = removed(fins, Finalizer)
+			fins = slices.DeleteFunc(fins, func(f string) bool { return f == Finalizer })
 		}
-		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"finalizers": fins, "resourceVersion": st.CIDR.ResourceVersion}})
-		if _, err := api.Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-			if apierrors.IsNotFound(err) {
-				return reconcile.Result{}, nil
-			}
-			return reconcile.Result{}, err
+		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"finalizers": fins, "resourceVersion": cur.ResourceVersion}})
+		// The status write below goes on from what the patch returns.
+		if cur, err = api.Patch(ctx, cur.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			return reconcile.Result{}, controller.IgnoreNotFound(err)
 		}
 	}
 	if p.Condition != nil {
-		cur, err := api.Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			if apierrors.IsNotFound(err) {
-				return reconcile.Result{}, nil
-			}
-			return reconcile.Result{}, err
-		}
-		meta.SetStatusCondition(&cur.Status.Conditions, *p.Condition)
-		if _, err := api.UpdateStatus(ctx, cur, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return reconcile.Result{}, err
+		upd := cur.DeepCopy()
+		meta.SetStatusCondition(&upd.Status.Conditions, *p.Condition)
+		if _, err := api.UpdateStatus(ctx, upd, metav1.UpdateOptions{}); err != nil {
+			return reconcile.Result{}, controller.IgnoreNotFound(err)
 		}
 	}
 	return reconcile.Result{RequeueAfter: p.RecheckAfter}, nil
-}
-
-func removed(list []string, s string) []string {
-	out := list[:0]
-	for _, v := range list {
-		if v != s {
-			out = append(out, v)
-		}
-	}
-	return out
 }
