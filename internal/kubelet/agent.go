@@ -341,7 +341,7 @@ func (a *Agent) syncPod(ctx context.Context, key types.NamespacedName) (res reco
 	if resizePending != nil {
 		// A deferred resize is tried again, as upstream's kubelet retries
 		// them, for room another pod's end may have made.
-		out.next = earliest(out.next, time.Now().Add(deferredResizeRetry))
+		out.next = earliest(out.next, time.Now().Add(podstatus.DeferredResizeRetry))
 	}
 	if !out.next.IsZero() {
 		d := max(time.Until(out.next), 10*time.Millisecond)

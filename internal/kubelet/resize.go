@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	resourcehelper "k8s.io/component-helpers/resource"
@@ -24,9 +23,6 @@ import (
 // through the runtime (applied, what each running container has), and
 // reports both in the container statuses, with the PodResizePending and
 // PodResizeInProgress conditions while they differ from the spec.
-
-// deferredResizeRetry is how soon a deferred resize is tried again.
-const deferredResizeRetry = 3 * time.Second
 
 // resizeState is what the agent keeps of allocations and of the resources
 // its containers run with. It is safe for concurrent use.
@@ -44,8 +40,9 @@ type resizeState struct {
 // allocated ones. A pod seen for the first time is allocated its spec; a
 // later change of the spec is allocated when the pod's requests fit what
 // the node's allocatable leaves besides the other pods' allocations
-// (others), and otherwise the returned condition says why it waits.
-func (s *resizeState) allocate(pod *corev1.Pod, allocatable corev1.ResourceList, others []*corev1.Pod) (*corev1.Pod, *corev1.PodCondition) {
+// (others, asked for only then), and otherwise the returned condition says
+// why it waits.
+func (s *resizeState) allocate(pod *corev1.Pod, allocatable corev1.ResourceList, others func() ([]*corev1.Pod, error)) (*corev1.Pod, *corev1.PodCondition, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.allocated == nil {
@@ -55,23 +52,28 @@ func (s *resizeState) allocate(pod *corev1.Pod, allocatable corev1.ResourceList,
 	if !ok {
 		alloc = specResources(pod)
 		s.allocated[pod.UID] = alloc
-		return pod, nil
+		return pod, nil, nil
 	}
 	want := specResources(pod)
 	if resourcesEqual(want, alloc) {
-		return pod, nil
+		return pod, nil, nil
 	}
-	if cond := s.fits(pod, allocatable, others); cond != nil {
-		return withResources(pod, alloc), cond
+	all, err := others()
+	if err != nil {
+		return pod, nil, err
+	}
+	if cond := s.fits(pod, allocatable, all); cond != nil {
+		return withResources(pod, alloc), cond, nil
 	}
 	s.allocated[pod.UID] = want
-	return pod, nil
+	return pod, nil, nil
 }
 
 // fits is nil when pod's requests fit allocatable besides the others'
 // allocated requests, and otherwise the Deferred PodResizePending
-// condition with upstream's message. (A request beyond the node's
-// allocatable itself is refused by the API server.)
+// condition (podstatus.ResizeDeferred). A request beyond the node's
+// allocatable itself is deferred too: upstream's Infeasible is not
+// reported.
 func (s *resizeState) fits(pod *corev1.Pod, allocatable corev1.ResourceList, others []*corev1.Pod) *corev1.PodCondition {
 	req := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
 	used := corev1.ResourceList{}
@@ -88,25 +90,7 @@ func (s *resizeState) fits(pod *corev1.Pod, allocatable corev1.ResourceList, oth
 			used[n] = v
 		}
 	}
-	for _, n := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-		capacity, ok := allocatable[n]
-		if !ok {
-			continue
-		}
-		r, u := req[n], used[n]
-		total := r.DeepCopy()
-		total.Add(u)
-		if total.Cmp(capacity) <= 0 {
-			continue
-		}
-		value := func(q resource.Quantity) int64 { return q.Value() }
-		if n == corev1.ResourceCPU {
-			value = func(q resource.Quantity) int64 { return q.MilliValue() }
-		}
-		return &corev1.PodCondition{Type: corev1.PodResizePending, Status: corev1.ConditionTrue, Reason: corev1.PodReasonDeferred,
-			Message: fmt.Sprintf("Node didn't have enough resource: %s, requested: %d, used: %d, capacity: %d", n, value(r), value(u), value(capacity))}
-	}
-	return nil
+	return podstatus.ResizeDeferred(req, used, allocatable)
 }
 
 // ran records the resources container id of pod uid was started or
@@ -280,21 +264,16 @@ func setResizeStatus(pod *corev1.Pod, st *corev1.PodStatus, obs observed, now ti
 			if c == nil {
 				continue
 			}
-			cs.AllocatedResources = nil
-			if len(c.Resources.Requests) > 0 {
-				cs.AllocatedResources = c.Resources.Requests.DeepCopy()
-			}
-			r := c.Resources.DeepCopy()
-			runs := obs.Containers[c.Name]
-			if len(runs) > 0 && runs[0].State == runtime.Running {
+			var running *corev1.ResourceRequirements
+			if runs := obs.Containers[c.Name]; len(runs) > 0 && runs[0].State == runtime.Running {
 				if applied, ok := obs.Applied[runs[0].ID]; ok {
-					r = applied.DeepCopy()
+					running = &applied
 					if cpu, memory := cpuMemoryDiffer(applied, c.Resources); cpu || memory {
 						inProgress = true
 					}
 				}
 			}
-			cs.Resources = r
+			podstatus.SetAllocation(cs, c.Resources, running)
 		}
 	}
 	fill(st.InitContainerStatuses)
@@ -316,19 +295,16 @@ func setResizeStatus(pod *corev1.Pod, st *corev1.PodStatus, obs observed, now ti
 }
 
 // allocate is pod as the node runs it, and the PodResizePending condition
-// of a resize that waits (see resizeState.allocate); the other pods are
-// the active ones the node runs.
+// of a resize that waits (see resizeState.allocate); the other pods, listed
+// only for a resize, are the active ones the node runs.
 func (a *Agent) allocate(pod *corev1.Pod) (*corev1.Pod, *corev1.PodCondition, error) {
 	if pod.DeletionTimestamp != nil || terminal(pod.Status.Phase) {
 		return pod, nil, nil
 	}
-	all, err := a.pods.List(labels.Everything())
-	if err != nil {
-		return pod, nil, err
-	}
-	others := slices.DeleteFunc(all, func(o *corev1.Pod) bool {
-		return o.UID == pod.UID || terminal(o.Status.Phase) || !a.admitted.has(o.UID)
+	return a.resize.allocate(pod, a.allocatable(), func() ([]*corev1.Pod, error) {
+		all, err := a.pods.List(labels.Everything())
+		return slices.DeleteFunc(all, func(o *corev1.Pod) bool {
+			return o.UID == pod.UID || terminal(o.Status.Phase) || !a.admitted.has(o.UID)
+		}), err
 	})
-	allocated, cond := a.resize.allocate(pod, a.allocatable(), others)
-	return allocated, cond, nil
 }

@@ -1,8 +1,9 @@
 package job
 
 import (
+	"maps"
 	"math"
-	"sort"
+	"slices"
 	"strconv"
 	"time"
 
@@ -115,16 +116,7 @@ func failedIndexesOf(job *batchv1.Job, pods []*corev1.Pod) intervals {
 			seen[ix] = true
 		}
 	}
-	return prev.withIndexes(sortedKeys(seen))
-}
-
-func sortedKeys(set map[int]bool) []int {
-	var out []int
-	for ix := range set {
-		out = append(out, ix)
-	}
-	sort.Ints(out)
-	return out
+	return prev.withIndexes(slices.Sorted(maps.Keys(seen)))
 }
 
 // lastFailedPerIndex is, for each index that neither succeeded, failed nor

@@ -116,10 +116,8 @@ func (st *syncState) uncountedPods(uncounted map[types.UID]bool, keep func(*core
 		if !hasTrackingFinalizer(p) || uncounted[p.UID] || st.expectedRm[p.UID] {
 			continue
 		}
-		if isIndexed(st.job) {
-			if ix := completionIndex(p); ix == unknownIndex || ix >= int(completions(st.job)) {
-				continue
-			}
+		if isIndexed(st.job) && validIndex(st.job, p) == unknownIndex {
+			continue
 		}
 		if keep(p) {
 			out = append(out, p)

@@ -48,9 +48,10 @@ type podEnv struct {
 	// podIP is the address allocated to the pod, used when its status has
 	// none yet; empty when none is free.
 	podIP string
-	// room is what the node leaves of its allocatable cpu and memory
-	// besides its other pods' requests, for a resize; nil: any resize fits.
-	room corev1.ResourceList
+	// allocatable and used are, for a resize, the node's allocatable cpu
+	// and memory and what its other active pods request of them;
+	// allocatable nil: any resize fits.
+	allocatable, used corev1.ResourceList
 }
 
 // decision is what the kubelet should do with a pod now.
@@ -92,8 +93,8 @@ func decide(pod *corev1.Pod, env podEnv, now time.Time) decision {
 	ensureStatuses(pod, st)
 	next, initDone := advance(pod, st, b, now)
 	finish(pod, st, initDone, now)
-	if resize(pod, st, env.room, now) && (next.IsZero() || next.After(now.Add(deferredResizeRetry))) {
-		next = now.Add(deferredResizeRetry)
+	if resize(pod, st, env.allocatable, env.used, now) && (next.IsZero() || next.After(now.Add(podstatus.DeferredResizeRetry))) {
+		next = now.Add(podstatus.DeferredResizeRetry)
 	}
 	if terminal(st.Phase) {
 		next = time.Time{}

@@ -95,7 +95,8 @@ func (s *Sim) syncPod(ctx context.Context, key types.NamespacedName) (reconcile.
 func (s *Sim) env(n *simNode, pod *corev1.Pod) podEnv {
 	e := podEnv{hostIP: n.hostIP}
 	if resizeOutstanding(pod, &pod.Status) {
-		e.room = s.room(n, pod)
+		e.allocatable = corev1.ResourceList{corev1.ResourceCPU: s.opts.CPU.DeepCopy(), corev1.ResourceMemory: s.opts.Memory.DeepCopy()}
+		e.used = s.used(n, pod)
 	}
 	if pod.Spec.HostNetwork || terminal(pod.Status.Phase) || pod.DeletionTimestamp != nil {
 		return e

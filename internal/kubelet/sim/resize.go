@@ -1,28 +1,24 @@
 package sim
 
 import (
-	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/labels"
 	resourcehelper "k8s.io/component-helpers/resource"
 
 	"plainkube.dev/plainkube/internal/kubelet/podstatus"
 )
 
-// deferredResizeRetry is how soon a deferred resize is tried again.
-const deferredResizeRetry = 3 * time.Second
-
-// room is what node n's allocatable cpu and memory leave besides the
-// requests of its other active pods, for a resize of pod.
-func (s *Sim) room(n *simNode, pod *corev1.Pod) corev1.ResourceList {
-	left := corev1.ResourceList{corev1.ResourceCPU: s.opts.CPU.DeepCopy(), corev1.ResourceMemory: s.opts.Memory.DeepCopy()}
+// used is what the other active pods of node n request of its cpu and
+// memory, for a resize of pod.
+func (s *Sim) used(n *simNode, pod *corev1.Pod) corev1.ResourceList {
+	used := corev1.ResourceList{}
 	all, err := s.pods.List(labels.Everything())
 	if err != nil {
-		return left
+		return used
 	}
 	for _, o := range all {
 		if o.UID == pod.UID || o.Spec.NodeName != n.name || terminal(o.Status.Phase) {
@@ -41,68 +37,44 @@ func (s *Sim) room(n *simNode, pod *corev1.Pod) corev1.ResourceList {
 			}
 		}
 		for name, q := range resourcehelper.PodRequests(counted, resourcehelper.PodResourcesOptions{}) {
-			if v, ok := left[name]; ok {
-				v.Sub(q)
-				left[name] = v
+			if name == corev1.ResourceCPU || name == corev1.ResourceMemory {
+				v := used[name]
+				v.Add(q)
+				used[name] = v
 			}
 		}
 	}
-	return left
+	return used
 }
 
 // resize reports a simulated node's in-place resize of pod: a resize whose
-// requests fit the room the node leaves (nil: any) is allocated and
-// actuated at once (containers' allocatedResources and resources); one that
-// does not waits with upstream's Deferred PodResizePending condition.
-// It reports whether the resize waits.
-func resize(pod *corev1.Pod, st *corev1.PodStatus, room corev1.ResourceList, now time.Time) (deferred bool) {
-	if resizeOutstanding(pod, st) && room != nil {
+// requests fit the node's allocatable besides what its other pods use
+// (allocatable nil: any fits) is allocated and actuated at once
+// (containers' allocatedResources and resources); one that does not waits
+// with upstream's Deferred PodResizePending condition, as on a real node
+// (podstatus.ResizeDeferred). It reports whether the resize waits.
+func resize(pod *corev1.Pod, st *corev1.PodStatus, allocatable, used corev1.ResourceList, now time.Time) (deferred bool) {
+	if resizeOutstanding(pod, st) && allocatable != nil {
 		req := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
-		for _, n := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-			capacity, ok := room[n]
-			r := req[n]
-			if !ok || r.Cmp(capacity) <= 0 {
-				continue
-			}
-			value := func(q resource.Quantity) int64 { return q.Value() }
-			if n == corev1.ResourceCPU {
-				value = func(q resource.Quantity) int64 { return q.MilliValue() }
-			}
-			podstatus.SetCondition(st, corev1.PodCondition{Type: corev1.PodResizePending, Status: corev1.ConditionTrue,
-				Reason: corev1.PodReasonDeferred, ObservedGeneration: pod.Generation,
-				Message: fmt.Sprintf("Node didn't have enough resource: %s, requested: %d, capacity: %d", n, value(r), value(capacity))}, now)
+		if c := podstatus.ResizeDeferred(req, used, allocatable); c != nil {
+			c.ObservedGeneration = pod.Generation
+			podstatus.SetCondition(st, *c, now)
 			return true
 		}
 	}
 	for i := range st.ContainerStatuses {
-		cs := &st.ContainerStatuses[i]
-		c := containerNamed(pod.Spec.Containers, cs.Name)
-		if c == nil {
-			continue
-		}
-		cs.Resources = c.Resources.DeepCopy()
-		cs.AllocatedResources = nil
-		if len(c.Resources.Requests) > 0 {
-			cs.AllocatedResources = c.Resources.Requests.DeepCopy()
+		if c := containerNamed(pod.Spec.Containers, st.ContainerStatuses[i].Name); c != nil {
+			podstatus.SetAllocation(&st.ContainerStatuses[i], c.Resources, nil)
 		}
 	}
 	for i := range st.InitContainerStatuses {
-		cs := &st.InitContainerStatuses[i]
-		if c := containerNamed(pod.Spec.InitContainers, cs.Name); c != nil {
-			cs.Resources = c.Resources.DeepCopy()
-			cs.AllocatedResources = nil
-			if len(c.Resources.Requests) > 0 {
-				cs.AllocatedResources = c.Resources.Requests.DeepCopy()
-			}
+		if c := containerNamed(pod.Spec.InitContainers, st.InitContainerStatuses[i].Name); c != nil {
+			podstatus.SetAllocation(&st.InitContainerStatuses[i], c.Resources, nil)
 		}
 	}
-	var kept []corev1.PodCondition
-	for _, c := range st.Conditions {
-		if c.Type != corev1.PodResizePending && c.Type != corev1.PodResizeInProgress {
-			kept = append(kept, c)
-		}
-	}
-	st.Conditions = kept
+	st.Conditions = slices.DeleteFunc(st.Conditions, func(c corev1.PodCondition) bool {
+		return c.Type == corev1.PodResizePending || c.Type == corev1.PodResizeInProgress
+	})
 	return false
 }
 

@@ -23,16 +23,16 @@ func TestDecideResize(t *testing.T) {
 	pod.Status = d.status
 	pod.Generation++
 	pod.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("2")
-	room := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}
-	d = decide(pod, podEnv{hostIP: "172.16.0.1", room: room}, t0.Add(3*time.Second))
+	allocatable := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}
+	d = decide(pod, podEnv{hostIP: "172.16.0.1", allocatable: allocatable}, t0.Add(3*time.Second))
 	var pending *corev1.PodCondition
 	for i, c := range d.status.Conditions {
 		if c.Type == corev1.PodResizePending {
 			pending = &d.status.Conditions[i]
 		}
 	}
-	if pending == nil || pending.Reason != corev1.PodReasonDeferred || pending.Message != "Node didn't have enough resource: cpu, requested: 2000, capacity: 1000" {
-		t.Errorf("resize beyond the room: %+v", pending)
+	if pending == nil || pending.Reason != corev1.PodReasonDeferred || pending.Message != "Node didn't have enough resource: cpu, requested: 2000, used: 0, capacity: 1000" {
+		t.Errorf("resize beyond the node's allocatable: %+v", pending)
 	}
 	if got := d.status.ContainerStatuses[0].AllocatedResources.Cpu().String(); got != "100m" {
 		t.Errorf("deferred resize changed the allocation to %s", got)
@@ -40,9 +40,9 @@ func TestDecideResize(t *testing.T) {
 	if d.next.IsZero() {
 		t.Errorf("a deferred resize is not retried")
 	}
-	room[corev1.ResourceCPU] = resource.MustParse("4")
+	allocatable[corev1.ResourceCPU] = resource.MustParse("4")
 	pod.Status = d.status
-	d = decide(pod, podEnv{hostIP: "172.16.0.1", room: room}, t0.Add(4*time.Second))
+	d = decide(pod, podEnv{hostIP: "172.16.0.1", allocatable: allocatable}, t0.Add(4*time.Second))
 	for _, c := range d.status.Conditions {
 		if c.Type == corev1.PodResizePending {
 			t.Errorf("resize that fits still pending: %+v", c)
