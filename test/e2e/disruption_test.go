@@ -35,7 +35,8 @@ func countReady(out string) int {
 // TestDrainHonoursDisruptionBudget: a Deployment of 3 on one simulated
 // node under a budget of minAvailable 2; kubectl drain evicts them one at
 // a time (the budget refuses the rest with 429 until each replacement is
-// ready on the other node), and never are fewer than 2 ready. Then an
+// ready on the other node, which may be before drain asks), and never
+// are fewer than 2 ready. Then an
 // eviction that would break the budget is refused with upstream's answer.
 func TestDrainHonoursDisruptionBudget(t *testing.T) {
 	c := startCluster(t, "--sim-nodes", "2")
@@ -77,7 +78,11 @@ func TestDrainHonoursDisruptionBudget(t *testing.T) {
 		t.Fatalf("kubectl drain: %v\n%s", err, drained)
 	}
 	t.Logf("drained in %v; %d samples, at least %d ready", time.Since(start).Round(time.Millisecond), samples, minReady)
-	contains(t, drained, "node/sim-0 drained", "Cannot evict pod as it would violate the pod's disruption budget.")
+	contains(t, drained, "node/sim-0 drained")
+	// Whether drain met a refusal depends on how fast the replacements are
+	// ready (simulated pods are ready within a moment, and then the budget
+	// allows the next eviction at once): the invariant is the ready count.
+	t.Logf("refused at least once: %v", strings.Contains(drained, "Cannot evict pod as it would violate the pod's disruption budget."))
 	if strings.Count(drained, "evicted") < 3 {
 		t.Errorf("drain output lacks three evictions:\n%s", drained)
 	}
