@@ -36,8 +36,8 @@ func countReady(out string) int {
 // node under a budget of minAvailable 2; kubectl drain evicts them one at
 // a time (the budget refuses the rest with 429 until each replacement is
 // ready on the other node, which may be before drain asks), and never
-// are fewer than 2 ready. Then an
-// eviction that would break the budget is refused with upstream's answer.
+// are fewer than 2 ready. Then an eviction that would break the budget is
+// refused with upstream's answer.
 func TestDrainHonoursDisruptionBudget(t *testing.T) {
 	c := startCluster(t, "--sim-nodes", "2")
 	c.eventually([]string{"sim-1"}, "get", "nodes")
