@@ -443,6 +443,7 @@ func runBench(args []string) error {
 	fs.IntVar(&o.Events, "events", 100, "watch: events written")
 	fs.IntVar(&o.Replicas, "replicas", 10000, "density: deployment replicas")
 	fs.IntVar(&o.Pods, "pods", 20, "pod-startup: pods")
+	fs.IntVar(&o.Claims, "claims", 1000, "pvc: claims (and pods using them)")
 	fs.StringVar(&o.PodImage, "image", "busybox:1.36", "pod-startup: image present on the nodes")
 	fs.IntVar(&o.Services, "services", 1000, "netprog: Services of 10 endpoints each")
 	fs.IntVar(&o.Changes, "changes", 100, "netprog: EndpointSlice changes timed, one at a time")

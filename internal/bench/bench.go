@@ -80,6 +80,8 @@ type Options struct {
 	Replicas    int
 	PodImage    string
 	Pods        int
+	// Claims sizes pvc.
+	Claims int
 	// Services and Changes size netprog; DNSServer (ip:port) is the DNS
 	// answerer the dns workload asks (default: the first real node's).
 	Services  int
@@ -106,6 +108,7 @@ var Workloads = []Workload{
 	{"watch", "many watchers on one resource: latency from a write's response to each watcher", runWatch},
 	{"churn", "creates/updates/deletes while an informer watches: errors and event lag", runChurn},
 	{"density", "a deployment of many replicas on the cluster's nodes: time to all Running", runDensity},
+	{"pvc", "claims of the default StorageClass, each with a pod mounting it: time to all Bound and Running", runPVC},
 	{"pod-startup", "pods on real nodes (image present): creation to Running and Ready", runPodStartup},
 	{"netprog", "Services of 10 endpoints on a real node's proxy: EndpointSlice change to rules in place", runNetprog},
 	{"dns", "a node's DNS answerer: queries/s and latency for a cluster name from one client", runDNS},

@@ -261,6 +261,33 @@ func TestDensitySmall(t *testing.T) {
 	}
 }
 
+// pvc at a small size: every claim of the default class (local-path,
+// which the server creates) bound through the scheduler, the provisioner
+// and the PV binder, and every pod Running on simulated nodes.
+func TestPVCSmall(t *testing.T) {
+	env := testenv.Start(t, testenv.WithControllers(), testenv.WithScheduler(), testenv.WithSimNodes(3))
+	o := &Options{Config: env.Config, Claims: 30}
+	deadline := time.Now().Add(20 * time.Second)
+	for n, _ := readyNodesOf(t, o); n < 3 && time.Now().Before(deadline); n, _ = readyNodesOf(t, o) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	rep, err := Run(context.Background(), []string{"pvc"}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := rep.Results[0]
+	if res.Error != "" {
+		t.Fatal(res.Error)
+	}
+	got := map[string]float64{}
+	for _, m := range res.Metrics {
+		got[m.Name] = m.Value
+	}
+	if got["nodes"] != 3 || got["claims"] != 30 || got["all_created"] <= 0 || got["all_bound"] <= 0 || got["all_running"] <= 0 {
+		t.Errorf("figures: %v", got)
+	}
+}
+
 func readyNodesOf(t *testing.T, o *Options) (int, error) {
 	cs, err := clientFor(o.Config, 1)
 	if err != nil {

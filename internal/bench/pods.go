@@ -13,6 +13,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -38,10 +39,15 @@ func readyNodes(ctx context.Context, cs kubernetes.Interface) (int, error) {
 // client of a long watch must. It returns once the first list is in.
 func watchPods(ctx context.Context, cs kubernetes.Interface, ns string, handle func(p *corev1.Pod, seen time.Time)) error {
 	f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(ns))
-	inf := f.Core().V1().Pods().Informer()
+	return watchInformer(ctx, f, f.Core().V1().Pods().Informer(), "pod", ns, handle)
+}
+
+// watchInformer starts f and calls handle for every object of type T that
+// inf (one of f's) sees added or changed, once its first list is in.
+func watchInformer[T runtime.Object](ctx context.Context, f informers.SharedInformerFactory, inf cache.SharedIndexInformer, what, ns string, handle func(obj T, seen time.Time)) error {
 	on := func(obj interface{}) {
-		if p, ok := obj.(*corev1.Pod); ok {
-			handle(p, time.Now())
+		if o, ok := obj.(T); ok {
+			handle(o, time.Now())
 		}
 	}
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: on, UpdateFunc: func(_, n interface{}) { on(n) }}); err != nil {
@@ -49,7 +55,7 @@ func watchPods(ctx context.Context, cs kubernetes.Interface, ns string, handle f
 	}
 	f.Start(ctx.Done())
 	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
-		return fmt.Errorf("pod informer in %s did not sync", ns)
+		return fmt.Errorf("%s informer in %s did not sync", what, ns)
 	}
 	return nil
 }

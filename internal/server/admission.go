@@ -20,6 +20,7 @@ import (
 	"plainkube.dev/plainkube/internal/admission/podsecurity"
 	"plainkube.dev/plainkube/internal/admission/policy"
 	"plainkube.dev/plainkube/internal/admission/priority"
+	"plainkube.dev/plainkube/internal/admission/pvcresize"
 	"plainkube.dev/plainkube/internal/admission/rbacescalation"
 	"plainkube.dev/plainkube/internal/admission/resourcequota"
 	"plainkube.dev/plainkube/internal/admission/runtimeclass"
@@ -87,6 +88,7 @@ func admissionChain(d admissionDeps) admission.Chain {
 		// finalizers: without them no claim or volume could be deleted.
 		add(storageobjectinuseprotection.New())
 	}
+	add(pvcresize.New(d.objects))
 	add(runtimeclass.New(d.objects))
 	add(draadminaccess.New(d.objects))
 	add(certificates.Approval(d.authz))

@@ -1,8 +1,11 @@
 package e2e
 
 import (
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // hpaDeployment is a Deployment of simulated pods each declaring 80 % of
@@ -54,5 +57,61 @@ func TestAutoscaleSimulatedPods(t *testing.T) {
 	)
 	if strings.Contains(out, "FailedGetResourceMetric") && !strings.Contains(out, "did not receive metrics") {
 		t.Errorf("the controller could not read the metrics:\n%s", out)
+	}
+}
+
+// TestAutoscaleRealPods: on a real node, a Deployment of pods that burn
+// CPU (busybox spinning, held to 40m by their limit, against a request
+// of 20m: about 200 % of it) is autoscaled at a 50 % target. The usage
+// the controller reads is the node agent's (metrics.k8s.io from its
+// /stats/summary); within 90 s of the HPA's creation the Deployment is
+// scaled up to the maximum of 3.
+func TestAutoscaleRealPods(t *testing.T) {
+	c, _ := realNode(t, "sh")
+	t.Cleanup(func() {
+		c.run("delete", "deployment", "burn", "--wait=false")
+		c.eventually([]string{"No resources found"}, "get", "pods")
+	})
+	c.must("apply", "-f", writeFile(t, t.TempDir(), "burn.yaml", `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: burn}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: burn}}
+  template:
+    metadata: {labels: {app: burn}}
+    spec:
+      terminationGracePeriodSeconds: 1
+      containers:
+      - name: c
+        image: busybox:e2e
+        imagePullPolicy: Never
+        command: ["sh", "-c", "while :; do :; done"]
+        resources:
+          requests: {cpu: 20m}
+          limits: {cpu: 40m}
+`))
+	c.must("rollout", "status", "deployment/burn", "--timeout=60s")
+	out := c.must("autoscale", "deployment", "burn", "--cpu-percent=50", "--min=1", "--max=3")
+	contains(t, out, "horizontalpodautoscaler.autoscaling/burn autoscaled")
+	start := time.Now()
+	waitFor(t, 90*time.Second, "the Deployment scaled up to 3", func() (bool, string) {
+		out, _ := c.run("get", "deployment", "burn", "-o", "jsonpath={.spec.replicas}")
+		return out == "3", out
+	})
+	t.Logf("scaled up to 3 after %s", time.Since(start).Round(time.Second))
+	out = c.must("describe", "hpa", "burn")
+	t.Logf("kubectl describe hpa burn:\n%s", out)
+	contains(t, out, "SuccessfulRescale", "cpu resource utilization (percentage of request) above target")
+	// What it read: well above the target (a spinning pod held to twice
+	// its request), shown as kubectl shows it.
+	usage := regexp.MustCompile(`cpu: ([0-9]+)%/50%`)
+	out = c.eventually([]string{"cpu: "}, "get", "hpa", "burn")
+	m := usage.FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("kubectl get hpa shows no CPU utilization:\n%s", out)
+	}
+	if pct, _ := strconv.Atoi(m[1]); pct < 100 {
+		t.Errorf("utilization %d%% of a pod spinning at its 40m limit over a 20m request:\n%s", pct, out)
 	}
 }

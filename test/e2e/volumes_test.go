@@ -10,18 +10,17 @@ import (
 )
 
 // TestPersistentVolumes walks issue #22's storage checks on a real node
-// with the real kubectl: a claim's data outlives its pod, and a
-// StatefulSet's pods keep their own claims across deletion, scale-down
-// and scale-up.
+// with the real kubectl: a claim's data outlives its pod, a StatefulSet's
+// pods come up in order and keep their own claims across deletion,
+// scale-down and scale-up, a bound claim of a class that does not allow
+// expansion cannot grow, and deleting a claim whose volume is reclaimed
+// with Delete removes the volume's folder.
 //
 // "static" binds hand-made hostPath volumes (a WaitForFirstConsumer class
 // without a provisioner: the scheduler's VolumeBinding plugin picks the
-// volume and writes its claimRef). "default class" uses the built-in
-// local-path StorageClass, whose provisioner makes the volume on the node
-// the scheduler picked. Both need the PV controller to complete the
-// bindings; until it is served (no local-path class), the static half
-// completes them itself, as the controller would, and the default-class
-// half is skipped.
+// volume, the PV controller completes the binding). "default class" uses
+// the built-in local-path StorageClass, whose provisioner makes the
+// volume on the node the scheduler picked.
 func TestPersistentVolumes(t *testing.T) {
 	requireRealNode(t)
 	c := startCluster(t, "--enable-node", "--cluster-cidr", "10.122.0.0/16")
@@ -33,8 +32,6 @@ func TestPersistentVolumes(t *testing.T) {
 		c.eventually([]string{"No resources found"}, "get", "pods")
 	})
 	node := strings.TrimSpace(c.mustStdout("get", "nodes", "-o", "jsonpath={.items[0].metadata.name}"))
-	_, err := c.run("get", "storageclass", "local-path")
-	hasBinder := err == nil
 
 	t.Run("static", func(t *testing.T) {
 		c := c.forTest(t)
@@ -64,14 +61,6 @@ spec:
 `, name, filepath.Join(disks, name), node)
 		}
 		c.must("apply", "-f", writeFile(t, t.TempDir(), "pvs.yaml", pvs.String()))
-		stop := make(chan struct{})
-		done := make(chan struct{})
-		if !hasBinder {
-			go playBinder(c, stop, done)
-		} else {
-			close(done)
-		}
-		defer func() { close(stop); <-done }()
 
 		checkClaimOutlivesPod(t, c, "manual")
 		pv := strings.TrimSpace(c.mustStdout("get", "pvc", "note", "-o", "jsonpath={.spec.volumeName}"))
@@ -84,17 +73,42 @@ spec:
 	})
 
 	t.Run("default class", func(t *testing.T) {
-		if !hasBinder {
-			t.Skip("no local-path StorageClass: the PV controller and the local-path provisioner are not served yet")
-		}
 		c := c.forTest(t)
 		checkClaimOutlivesPod(t, c, "")
 		out := c.mustStdout("get", "pvc", "note", "-o", "jsonpath={.spec.storageClassName} {.spec.volumeName}")
 		if !strings.HasPrefix(out, "local-path pvc-") {
 			t.Errorf("default-class claim: %q", out)
 		}
+		// local-path cannot expand a volume: its class does not allow it,
+		// and PersistentVolumeClaimResize refuses to grow a bound claim.
+		out = c.mustFail("patch", "pvc", "note", "--type=merge", "-p", `{"spec":{"resources":{"requests":{"storage":"200Mi"}}}}`)
+		contains(t, out, `persistentvolumeclaims "note" is forbidden: only dynamically provisioned pvc can be resized and the storageclass that provisions the pvc must support resize`)
+		if got := c.mustStdout("get", "pvc", "note", "-o", "jsonpath={.spec.resources.requests.storage}"); got != "100Mi" {
+			t.Errorf("the refused resize changed the request to %q", got)
+		}
 		checkStatefulSet(t, c, "web", "")
+		checkDeleteReclaimRemovesFolder(t, c, "data-web-2")
 	})
+}
+
+// checkDeleteReclaimRemovesFolder: claim's local-path volume (reclaim
+// policy Delete) has a folder on this host; deleting the claim deletes
+// the volume and the folder.
+func checkDeleteReclaimRemovesFolder(t *testing.T, c *cluster, claim string) {
+	pv := strings.TrimSpace(c.mustStdout("get", "pvc", claim, "-o", "jsonpath={.spec.volumeName}"))
+	out := c.mustStdout("get", "pv", pv, "-o", "jsonpath={.spec.persistentVolumeReclaimPolicy} {.spec.hostPath.path}")
+	policy, folder, _ := strings.Cut(out, " ")
+	if policy != "Delete" || !strings.HasPrefix(folder, c.dataDir+"/") {
+		t.Fatalf("volume %s of claim %s: reclaim policy and folder %q", pv, claim, out)
+	}
+	if _, err := os.Stat(filepath.Join(folder, "id")); err != nil {
+		t.Fatalf("the volume's folder holds no data before the claim is deleted: %v", err)
+	}
+	c.must("delete", "pvc", claim, "--timeout=60s")
+	c.eventually([]string{"NotFound"}, "get", "pv", pv)
+	if _, err := os.Stat(folder); !os.IsNotExist(err) {
+		t.Errorf("folder %s after its volume was deleted: %v", folder, err)
+	}
 }
 
 // forTest is c reporting to t (a subtest).
@@ -102,46 +116,6 @@ func (c *cluster) forTest(t *testing.T) *cluster {
 	sub := *c
 	sub.t = t
 	return &sub
-}
-
-// playBinder does the PV controller's part while there is none: a claim
-// whose volume the scheduler chose (the volume's claimRef) is bound to
-// it (volumeName, bind-completed, phase Bound), and hand-made volumes are
-// Available.
-func playBinder(c *cluster, stop, done chan struct{}) {
-	defer close(done)
-	for {
-		select {
-		case <-stop:
-			return
-		case <-time.After(300 * time.Millisecond):
-		}
-		out, err := c.run("get", "pv", "-o", `jsonpath={range .items[*]}{.metadata.name} {.status.phase} {.spec.claimRef.namespace}/{.spec.claimRef.name}{"\n"}{end}`)
-		if err != nil {
-			continue
-		}
-		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-			f := strings.Fields(line)
-			if len(f) != 3 {
-				continue
-			}
-			pv, phase, claim := f[0], f[1], f[2]
-			if phase == "Pending" {
-				c.run("patch", "pv", pv, "--subresource=status", "--type=merge", "-p", `{"status":{"phase":"Available"}}`)
-			}
-			ns, name, _ := strings.Cut(claim, "/")
-			if name == "" {
-				continue
-			}
-			if v, _ := c.run("get", "pvc", "-n", ns, name, "-o", "jsonpath={.spec.volumeName}"); strings.TrimSpace(v) != "" {
-				continue
-			}
-			c.run("patch", "pvc", "-n", ns, name, "--type=merge", "-p",
-				fmt.Sprintf(`{"metadata":{"annotations":{"pv.kubernetes.io/bind-completed":"yes"}},"spec":{"volumeName":%q}}`, pv))
-			c.run("patch", "pvc", "-n", ns, name, "--subresource=status", "--type=merge", "-p", `{"status":{"phase":"Bound"}}`)
-			c.run("patch", "pv", pv, "--subresource=status", "--type=merge", "-p", `{"status":{"phase":"Bound"}}`)
-		}
-	}
 }
 
 // storageClassLine is the claim spec's storageClassName line for class
@@ -232,13 +206,14 @@ spec:
       resources: {requests: {storage: 100Mi}}
 `, name, storageClassLine(class, "      "))))
 	c.must("rollout", "status", "statefulset/"+name, "--timeout=180s")
-	// In order: each pod was created after the one before was ready.
-	var created []string
-	for i := range 3 {
-		created = append(created, c.mustStdout("get", "pod", fmt.Sprintf("%s-%d", name, i), "-o", "jsonpath={.metadata.creationTimestamp}"))
-	}
-	if !(created[0] <= created[1] && created[1] <= created[2]) {
-		t.Errorf("pods created out of order: %v", created)
+	// In order: each pod was created once the one before was Ready (the
+	// times are RFC 3339 in UTC, to the second: they compare as strings).
+	for i := 1; i < 3; i++ {
+		created := c.mustStdout("get", "pod", fmt.Sprintf("%s-%d", name, i), "-o", "jsonpath={.metadata.creationTimestamp}")
+		ready := c.mustStdout("get", "pod", fmt.Sprintf("%s-%d", name, i-1), "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].lastTransitionTime}`)
+		if created == "" || ready == "" || created < ready {
+			t.Errorf("%s-%d created at %q, before %s-%d was Ready (%q)", name, i, created, name, i-1, ready)
+		}
 	}
 	starts := func(i int, want string) {
 		t.Helper()
