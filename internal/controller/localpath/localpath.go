@@ -60,6 +60,14 @@ type run struct {
 	rec     record.EventRecorder
 }
 
+// Workers is how many claims are provisioned at once: each is a write to
+// the API server, which a burst of claims would otherwise wait on in line
+// (upstream's external provisioners run many workers too).
+const Workers = 10
+
+// Workers is the number of workers the controller manager runs it with.
+func (c *Controller) Workers() int { return Workers }
+
 // Run watches claims, volumes and nodes until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) error {
 	b := controller.NewBuilder(controller.Config{Name: Name, Component: Component, Client: c.Client, Logger: c.Logger, Shared: c.Informers})

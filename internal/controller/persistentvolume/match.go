@@ -22,8 +22,16 @@ import (
 // class, volume mode and volume attributes class that is big enough and
 // matches the claim's selector. Volumes being deleted never match. Among
 // equal volumes the first by name is taken, so that the choice is stable.
+//
+// Volumes claimed for another claim are dropped before anything else, as
+// FindMatchingVolume would skip them: with many provisioned volumes (each
+// pre-bound to its own claim) the sort and grouping then see only the
+// few that can match.
 func bestMatch(claim *corev1.PersistentVolumeClaim, volumes []*corev1.PersistentVolume, delayBinding bool) (*corev1.PersistentVolume, error) {
-	volumes = slices.SortedFunc(slices.Values(volumes), func(a, b *corev1.PersistentVolume) int { return strings.Compare(a.Name, b.Name) })
+	volumes = slices.DeleteFunc(slices.Clone(volumes), func(pv *corev1.PersistentVolume) bool {
+		return pv.Spec.ClaimRef != nil && !volume.IsVolumeBoundToClaim(pv, claim)
+	})
+	slices.SortFunc(volumes, func(a, b *corev1.PersistentVolume) int { return strings.Compare(a.Name, b.Name) })
 	groups := map[string][]*corev1.PersistentVolume{}
 	modeCount := map[string]int{}
 	for _, pv := range volumes {

@@ -34,6 +34,18 @@ const Component = "persistentvolume-controller"
 // upstream's --pvclaimbinder-sync-period.
 const DefaultResync = 15 * time.Second
 
+// Workers is how many claims and volumes are synced at once. Binding one
+// claim is several writes in a row (the claim's provisioner annotation,
+// then the volume, its status, the claim and its status), so with the
+// manager's default of 2 a burst of claims waited on write latency: 1,000
+// claims took minutes. A key is never synced by two workers at once; two
+// claims racing for one volume are settled by the volume's
+// resourceVersion (see bind).
+const Workers = 10
+
+// Workers is the number of workers the controller manager runs it with.
+func (c *Controller) Workers() int { return Workers }
+
 // Keys in the queue name a claim or a volume.
 const (
 	claimPrefix  = "claim:"
@@ -148,7 +160,11 @@ func (r *run) observeClaim(key string) (ClaimState, bool, error) {
 			return ClaimState{}, false, st.ClassErr
 		}
 	}
-	if _, bound := claim.Annotations[volume.AnnBindCompleted]; !bound && claim.Spec.VolumeName == "" {
+	// The pods waiting for it only name themselves in the event of a
+	// claim that waits for its first consumer to be scheduled.
+	_, bound := claim.Annotations[volume.AnnBindCompleted]
+	_, selected := claim.Annotations[volume.AnnSelectedNode]
+	if !bound && !selected && claim.Spec.VolumeName == "" {
 		pods, err := r.pods.Pods(ns).List(labels.Everything())
 		if err != nil {
 			return ClaimState{}, false, err
