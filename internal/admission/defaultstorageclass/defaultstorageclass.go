@@ -2,7 +2,6 @@ package defaultstorageclass
 
 import (
 	"context"
-	"sort"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -10,17 +9,15 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"plainkube.dev/plainkube/internal/admission"
+	"plainkube.dev/plainkube/internal/api/storageclass"
 )
 
 // Name is the plugin's name, as upstream's.
 const Name = "DefaultStorageClass"
 
-// Upstream's annotations.
-const (
-	IsDefaultAnnotation     = "storageclass.kubernetes.io/is-default-class"
-	BetaIsDefaultAnnotation = "storageclass.beta.kubernetes.io/is-default-class"
-	BetaClassAnnotation     = "volume.beta.kubernetes.io/storage-class"
-)
+// BetaClassAnnotation is upstream's annotation naming a claim's class
+// before storageClassName.
+const BetaClassAnnotation = "volume.beta.kubernetes.io/storage-class"
 
 var storageClassesGVR = storagev1.SchemeGroupVersion.WithResource("storageclasses")
 
@@ -52,24 +49,13 @@ func (p *plugin) mutate(ctx context.Context, a *admission.Attributes) error {
 	return nil
 }
 
-// Default picks the default class of objs: of those annotated default,
-// the newest, then the first by name; nil if none is.
+// Default picks the default class of objs (storageclass.Default).
 func Default(objs []runtime.Object) *storagev1.StorageClass {
-	var defaults []*storagev1.StorageClass
+	classes := make([]*storagev1.StorageClass, 0, len(objs))
 	for _, o := range objs {
-		if sc, ok := o.(*storagev1.StorageClass); ok && (sc.Annotations[IsDefaultAnnotation] == "true" || sc.Annotations[BetaIsDefaultAnnotation] == "true") {
-			defaults = append(defaults, sc)
+		if sc, ok := o.(*storagev1.StorageClass); ok {
+			classes = append(classes, sc)
 		}
 	}
-	if len(defaults) == 0 {
-		return nil
-	}
-	sort.Slice(defaults, func(i, j int) bool {
-		ti, tj := defaults[i].CreationTimestamp.UnixNano(), defaults[j].CreationTimestamp.UnixNano()
-		if ti == tj {
-			return defaults[i].Name < defaults[j].Name
-		}
-		return ti > tj
-	})
-	return defaults[0]
+	return storageclass.Default(classes)
 }

@@ -13,6 +13,7 @@ import (
 
 	"plainkube.dev/plainkube/internal/admission"
 	"plainkube.dev/plainkube/internal/admission/admissiontest"
+	"plainkube.dev/plainkube/internal/api/storageclass"
 )
 
 func TestDefaultClass(t *testing.T) {
@@ -20,7 +21,7 @@ func TestDefaultClass(t *testing.T) {
 	sc := func(name string, created time.Time, annotations map[string]string) runtime.Object {
 		return &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(created), Annotations: annotations}}
 	}
-	isDefault := map[string]string{IsDefaultAnnotation: "true"}
+	isDefault := map[string]string{storageclass.IsDefaultAnnotation: "true"}
 	for _, tt := range []struct {
 		name    string
 		classes []runtime.Object
@@ -28,9 +29,9 @@ func TestDefaultClass(t *testing.T) {
 		want    *string
 	}{
 		{"no classes", nil, corev1.PersistentVolumeClaim{}, nil},
-		{"no default", []runtime.Object{sc("a", at, nil), sc("b", at, map[string]string{IsDefaultAnnotation: "false"})}, corev1.PersistentVolumeClaim{}, nil},
+		{"no default", []runtime.Object{sc("a", at, nil), sc("b", at, map[string]string{storageclass.IsDefaultAnnotation: "false"})}, corev1.PersistentVolumeClaim{}, nil},
 		{"the default", []runtime.Object{sc("a", at, nil), sc("fast", at, isDefault)}, corev1.PersistentVolumeClaim{}, ptr.To("fast")},
-		{"the beta annotation", []runtime.Object{sc("old", at, map[string]string{BetaIsDefaultAnnotation: "true"})}, corev1.PersistentVolumeClaim{}, ptr.To("old")},
+		{"the beta annotation", []runtime.Object{sc("old", at, map[string]string{storageclass.BetaIsDefaultAnnotation: "true"})}, corev1.PersistentVolumeClaim{}, ptr.To("old")},
 		{"two defaults: the newest", []runtime.Object{sc("older", at, isDefault), sc("newer", at.Add(time.Hour), isDefault)}, corev1.PersistentVolumeClaim{}, ptr.To("newer")},
 		{"two defaults at once: by name", []runtime.Object{sc("zeta", at, isDefault), sc("alpha", at, isDefault)}, corev1.PersistentVolumeClaim{}, ptr.To("alpha")},
 		{"a class asked for", []runtime.Object{sc("fast", at, isDefault)}, corev1.PersistentVolumeClaim{Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: ptr.To("slow")}}, ptr.To("slow")},

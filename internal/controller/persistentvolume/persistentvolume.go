@@ -20,6 +20,7 @@ import (
 	"k8s.io/component-helpers/storage/volume"
 
 	"plainkube.dev/plainkube/internal/api/podutil"
+	"plainkube.dev/plainkube/internal/api/storageclass"
 	"plainkube.dev/plainkube/internal/controller"
 	"plainkube.dev/plainkube/internal/reconcile"
 )
@@ -160,6 +161,13 @@ func (r *run) observeClaim(key string) (ClaimState, bool, error) {
 			return ClaimState{}, false, st.ClassErr
 		}
 	}
+	if !volume.PersistentVolumeClaimHasClass(claim) && claim.Spec.VolumeName == "" {
+		classes, err := r.classes.List(labels.Everything())
+		if err != nil {
+			return ClaimState{}, false, err
+		}
+		st.DefaultClass = storageclass.Default(classes)
+	}
 	// The pods waiting for it only name themselves in the event of a
 	// claim that waits for its first consumer to be scheduled.
 	_, bound := claim.Annotations[volume.AnnBindCompleted]
@@ -207,6 +215,14 @@ func (r *run) syncClaim(ctx context.Context, key string) (reconcile.Result, erro
 		return reconcile.Result{}, nil
 	case ClaimBind:
 		return reconcile.Result{}, r.bind(ctx, p.Volume, claim)
+	case ClaimAssignClass:
+		out := claim.DeepCopy()
+		out.Spec.StorageClassName = &p.ClassName
+		if _, err := r.Client.CoreV1().PersistentVolumeClaims(claim.Namespace).Update(ctx, out, metav1.UpdateOptions{}); err != nil {
+			return reconcile.Result{}, err
+		}
+		r.log.Info("assigned the default StorageClass", "claim", claim.Namespace+"/"+claim.Name, "class", p.ClassName)
+		return reconcile.Result{}, nil
 	}
 	return reconcile.Result{}, p.Err
 }

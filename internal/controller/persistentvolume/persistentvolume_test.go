@@ -90,11 +90,22 @@ func TestBinder(t *testing.T) {
 	}
 	waitVolume(t, cs, "small", corev1.VolumeReleased)
 
+	// A claim made while there is no default class stays without one.
+	mkPVC("classless", "50Ti")
+	waitEvent(t, cs, "classless", "FailedBinding")
+
 	// A class whose provisioner binds on first consumer: the claim waits
 	// for the scheduler, then is handed to the provisioner.
 	if _, err := cs.StorageV1().StorageClasses().Create(ctx, localpath.StorageClass(), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// It is the default: the classless claim gets it (upstream's
+	// RetroactiveDefaultStorageClass) and waits for its first consumer.
+	controllertest.Eventually(t, "the default class assigned", func() (bool, error) {
+		cl, err := cs.CoreV1().PersistentVolumeClaims("default").Get(ctx, "classless", metav1.GetOptions{})
+		return err == nil && cl.Spec.StorageClassName != nil && *cl.Spec.StorageClassName == localpath.StorageClassName, err
+	})
+	waitEvent(t, cs, "classless", "WaitForFirstConsumer")
 	local := mkPVC("local", "1Gi", class(localpath.StorageClassName))
 	waitEvent(t, cs, "local", "WaitForFirstConsumer")
 	local, _ = cs.CoreV1().PersistentVolumeClaims("default").Get(ctx, "local", metav1.GetOptions{})

@@ -30,6 +30,9 @@ type ClaimState struct {
 	// UnscheduledPods name the claim's pods not yet scheduled, for the
 	// WaitForFirstConsumer event.
 	UnscheduledPods []string
+	// DefaultClass is the default StorageClass, looked up only for an
+	// unbound claim that names no class (nil: there is none).
+	DefaultClass *storagev1.StorageClass
 }
 
 // ClaimAction is what a claim's plan does.
@@ -47,6 +50,9 @@ const (
 	ClaimProvision
 	// ClaimLost: status phase Lost.
 	ClaimLost
+	// ClaimAssignClass: set the claim's storageClassName to ClassName
+	// (upstream's RetroactiveDefaultStorageClass); its next sync goes on.
+	ClaimAssignClass
 )
 
 // ClaimPlan is what to do for a claim.
@@ -54,6 +60,7 @@ type ClaimPlan struct {
 	Action      ClaimAction
 	Volume      *corev1.PersistentVolume
 	Provisioner string
+	ClassName   string
 	Event       *Event
 	// Err is reported as the sync's error (retried with backoff).
 	Err error
@@ -99,6 +106,11 @@ func planUnnamedClaim(st ClaimState) ClaimPlan {
 	}
 	if pv != nil {
 		return ClaimPlan{Action: ClaimBind, Volume: pv}
+	}
+	// A claim that names no class, left without one because no default
+	// existed when it was created, gets the default once there is one.
+	if st.DefaultClass != nil && !volume.PersistentVolumeClaimHasClass(claim) {
+		return ClaimPlan{Action: ClaimAssignClass, ClassName: st.DefaultClass.Name}
 	}
 	_, selected := claim.Annotations[volume.AnnSelectedNode]
 	switch {

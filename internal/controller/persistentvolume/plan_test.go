@@ -160,11 +160,20 @@ func TestPlanClaim(t *testing.T) {
 		message    string
 		wantErr    bool
 		provsioner string
+		className  string
 	}{
 		{name: "binds a match", st: ClaimState{Claim: pvc("c", "1Gi"), Volumes: []*corev1.PersistentVolume{pv("v", "1Gi")}},
 			action: ClaimBind, volume: "v"},
 		{name: "nothing and no class", st: ClaimState{Claim: pvc("c", "1Gi")},
 			action: ClaimPending, reason: "FailedBinding", message: "no persistent volumes available for this claim and no storage class is set"},
+		{name: "no class: the default once there is one", st: ClaimState{Claim: pvc("c", "1Gi"), DefaultClass: wffc},
+			action: ClaimAssignClass, className: "local"},
+		{name: "no class: a volume of no class first", st: ClaimState{Claim: pvc("c", "1Gi"), DefaultClass: wffc, Volumes: []*corev1.PersistentVolume{pv("v", "1Gi")}},
+			action: ClaimBind, volume: "v"},
+		{name: "an empty class is asked for: not the default", st: ClaimState{Claim: pvc("c", "1Gi", class("")), DefaultClass: wffc},
+			action: ClaimPending, reason: "FailedBinding"},
+		{name: "the beta class annotation: not the default", st: ClaimState{Claim: pvc("c", "1Gi", claimAnn(corev1.BetaStorageClassAnnotation, "")), DefaultClass: wffc},
+			action: ClaimPending, reason: "FailedBinding"},
 		{name: "waits for first consumer", st: ClaimState{Claim: pvc("c", "1Gi", class("local")), Class: wffc, Volumes: []*corev1.PersistentVolume{pv("v", "1Gi", pvClass("local"))}},
 			action: ClaimPending, reason: "WaitForFirstConsumer", message: "waiting for first consumer to be created before binding"},
 		{name: "waits for its pod", st: ClaimState{Claim: pvc("c", "1Gi", class("local")), Class: wffc, UnscheduledPods: []string{"p"}},
@@ -216,6 +225,9 @@ func TestPlanClaim(t *testing.T) {
 			}
 			if name != tt.volume {
 				t.Errorf("volume %q, want %q", name, tt.volume)
+			}
+			if p.ClassName != tt.className {
+				t.Errorf("class %q, want %q", p.ClassName, tt.className)
 			}
 			if p.Provisioner != tt.provsioner {
 				t.Errorf("provisioner %q, want %q", p.Provisioner, tt.provsioner)
