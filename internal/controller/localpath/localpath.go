@@ -152,8 +152,16 @@ func (r *run) provision(ctx context.Context, key string) (reconcile.Result, erro
 	}
 	nodeName := claim.Annotations[annSelectedNode]
 	node, err := r.nodes.Get(nodeName)
+	if apierrors.IsNotFound(err) {
+		// As upstream's provisioners: a node that is gone gives the claim
+		// back to the scheduler, which picks another.
+		if _, err := r.Client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			return reconcile.Result{Requeue: true}, err // the cache is behind
+		}
+		return reconcile.Result{}, r.reschedule(ctx, claim, err)
+	}
 	if err != nil {
-		return fail(err.Error())
+		return fail("failed to get target node: " + err.Error())
 	}
 	pv, why := volumeFor(claim, class, node)
 	if why != "" {
@@ -170,6 +178,19 @@ func (r *run) provision(ctx context.Context, key string) (reconcile.Result, erro
 	r.rec.Eventf(claim, corev1.EventTypeNormal, "ProvisioningSucceeded", "Successfully provisioned volume %s", pv.Name)
 	r.Log().Info("provisioned volume", "claim", key, "volume", pv.Name, "node", nodeName, "path", pv.Spec.HostPath.Path)
 	return reconcile.Result{}, nil
+}
+
+// reschedule records why the claim could not be provisioned on its
+// selected node and removes the node, so that the scheduler chooses again.
+func (r *run) reschedule(ctx context.Context, claim *corev1.PersistentVolumeClaim, why error) error {
+	r.rec.Event(claim, corev1.EventTypeWarning, "ProvisioningFailed", why.Error())
+	out := claim.DeepCopy()
+	delete(out.Annotations, annSelectedNode)
+	if _, err := r.Client.CoreV1().PersistentVolumeClaims(claim.Namespace).Update(ctx, out, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	r.Log().Info("gave the claim back to the scheduler", "claim", claim.Namespace+"/"+claim.Name, "node", claim.Annotations[annSelectedNode], "err", why)
+	return nil
 }
 
 // release removes the cleanup finalizer of a volume being deleted whose

@@ -76,11 +76,17 @@ func TestProvisioner(t *testing.T) {
 		t.Errorf("a simulated node's volume has a cleanup: %+v", pv.ObjectMeta)
 	}
 
-	// A claim on a node that does not exist gets an event.
+	// A claim on a node that does not exist gets an event and goes back to
+	// the scheduler: its selected-node annotation is removed.
 	mkClaim("nowhere", "gone")
 	controllertest.Eventually(t, "ProvisioningFailed", func() (bool, error) {
 		l, err := cs.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=nowhere,reason=ProvisioningFailed"})
-		return err == nil && len(l.Items) > 0, err
+		return err == nil && len(l.Items) > 0 && l.Items[0].Message == `node "gone" not found`, err
+	})
+	controllertest.Eventually(t, "the selected node removed", func() (bool, error) {
+		cl, err := cs.CoreV1().PersistentVolumeClaims("default").Get(ctx, "nowhere", metav1.GetOptions{})
+		_, selected := cl.Annotations[annSelectedNode]
+		return err == nil && !selected && cl.Annotations[annStorageProvisioner] == localpath.Provisioner, err
 	})
 
 	// The volume deleted, its folder waits for its node; the node gone,

@@ -30,8 +30,9 @@ const (
 //     controller's rules: it reads Services and Nodes and writes Service
 //     status), bound to its ServiceAccount;
 //   - the local-path provisioner's role: it reads claims, StorageClasses
-//     and Nodes, creates PersistentVolumes, and updates those whose node
-//     is gone (to remove their cleanup finalizer);
+//     and Nodes, creates PersistentVolumes, updates those whose node is
+//     gone (to remove their cleanup finalizer), and updates a claim whose
+//     selected node is gone (to give it back to the scheduler);
 //   - a plainkube node runs its service proxy and its DNS answerer under
 //     the node's own credentials, so system:nodes are bound to
 //     plainkube:node-proxier (what kube-proxy's system:node-proxier holds,
@@ -52,6 +53,8 @@ func Plainkube() Policy {
 			),
 			clusterRole(localPath,
 				rule(read...).groups(coreGroup).resources("persistentvolumeclaims"),
+				// to give a claim whose node is gone back to the scheduler
+				rule("update").groups(coreGroup).resources("persistentvolumeclaims"),
 				rule("get", "list", "watch", "create", "update").groups(coreGroup).resources("persistentvolumes"),
 				rule(read...).groups(storageGroup).resources("storageclasses"),
 				rule("get", "list", "watch").groups(coreGroup).resources("nodes"),
