@@ -120,6 +120,9 @@ func runServer(args []string) error {
 	fs.Var(listFlag{&opts.PodSecurityExemptions.Namespaces}, "pod-security-exempt-namespaces", "comma-separated namespaces the PodSecurity admission plugin does not check (its configuration's exemptions.namespaces)")
 	fs.Var(listFlag{&opts.PodSecurityExemptions.Usernames}, "pod-security-exempt-usernames", "comma-separated users whose requests the PodSecurity admission plugin does not check (exemptions.usernames)")
 	fs.Var(listFlag{&opts.PodSecurityExemptions.RuntimeClasses}, "pod-security-exempt-runtime-classes", "comma-separated runtime classes whose pods the PodSecurity admission plugin does not check (exemptions.runtimeClasses)")
+	fs.Var(listFlag{&opts.EnableAdmissionPlugins}, "enable-admission-plugins", "comma-separated admission plugins to turn on besides the default ones, by upstream's names "+
+		"(of those off by default plainkube has OwnerReferencesPermissionEnforcement); the order given does not matter")
+	fs.Var(listFlag{&opts.DisableAdmissionPlugins}, "disable-admission-plugins", "comma-separated admission plugins to turn off even if on by default, by upstream's names")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	disableControllers := fs.Bool("disable-controllers", false, "do not run the controller manager in this process")
 	controllersFlag := fs.String("controllers", "*", controllermanager.ControllersFlagUsage())
