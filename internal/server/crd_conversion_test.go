@@ -21,7 +21,12 @@ import (
 // gizmoWebhook converts gizmos between v1 (spec.size) and v2
 // (spec.dimensions.size) as a conversion webhook does.
 func gizmoWebhook(t *testing.T, calls *atomic.Int32) *httptest.Server {
-	return httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return httptest.NewTLSServer(gizmoConversion(calls))
+}
+
+// gizmoConversion is gizmoWebhook's handler.
+func gizmoConversion(calls *atomic.Int32) http.HandlerFunc {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		calls.Add(1)
 		review := &apiextensionsv1.ConversionReview{}
 		if err := json.NewDecoder(r.Body).Decode(review); err != nil || review.Request == nil {
@@ -54,7 +59,7 @@ func gizmoWebhook(t *testing.T, calls *atomic.Int32) *httptest.Server {
 		review.Response, review.Request = resp, nil
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(review)
-	}))
+	})
 }
 
 func TestCustomResourceWebhookConversion(t *testing.T) {
