@@ -121,7 +121,8 @@ func runServer(args []string) error {
 	fs.Var(listFlag{&opts.PodSecurityExemptions.Usernames}, "pod-security-exempt-usernames", "comma-separated users whose requests the PodSecurity admission plugin does not check (exemptions.usernames)")
 	fs.Var(listFlag{&opts.PodSecurityExemptions.RuntimeClasses}, "pod-security-exempt-runtime-classes", "comma-separated runtime classes whose pods the PodSecurity admission plugin does not check (exemptions.runtimeClasses)")
 	fs.Var(listFlag{&opts.EnableAdmissionPlugins}, "enable-admission-plugins", "comma-separated admission plugins to turn on besides the default ones, by upstream's names "+
-		"(of those off by default plainkube has OwnerReferencesPermissionEnforcement); the order given does not matter")
+		"(of those off by default plainkube has OwnerReferencesPermissionEnforcement and EventRateLimit); the order given does not matter")
+	fs.StringVar(&opts.AdmissionControlConfigFile, "admission-control-config-file", "", "an AdmissionConfiguration (apiserver.config.k8s.io/v1) giving admission plugins their configuration; plainkube reads EventRateLimit's (eventratelimit.admission.k8s.io/v1alpha1 Configuration)")
 	fs.Var(listFlag{&opts.DisableAdmissionPlugins}, "disable-admission-plugins", "comma-separated admission plugins to turn off even if on by default, by upstream's names")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	disableControllers := fs.Bool("disable-controllers", false, "do not run the controller manager in this process")

@@ -4,10 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	apiserverv1 "k8s.io/apiserver/pkg/apis/apiserver/v1"
+	"sigs.k8s.io/yaml"
 
 	"plainkube.dev/plainkube/internal/admission"
 	"plainkube.dev/plainkube/internal/admission/allocator"
@@ -16,6 +20,7 @@ import (
 	"plainkube.dev/plainkube/internal/admission/defaultstorageclass"
 	"plainkube.dev/plainkube/internal/admission/defaulttolerationseconds"
 	"plainkube.dev/plainkube/internal/admission/draadminaccess"
+	"plainkube.dev/plainkube/internal/admission/eventratelimit"
 	"plainkube.dev/plainkube/internal/admission/limitranger"
 	"plainkube.dev/plainkube/internal/admission/namespacelifecycle"
 	"plainkube.dev/plainkube/internal/admission/noderestriction"
@@ -65,6 +70,9 @@ type admissionDeps struct {
 	enable, disable []string
 	// kinds maps an owner's kind to its resources.
 	kinds *serverKinds
+	// pluginConfigs are the plugins' configurations read from the
+	// --admission-control-config-file, by plugin name.
+	pluginConfigs map[string][]byte
 }
 
 // admissionChain is the API server's one admission chain, in upstream's
@@ -97,6 +105,14 @@ func admissionChain(d admissionDeps) (admission.Chain, error) {
 	add(d.podSecurity.Plugin(), true)
 	add(priority.New(d.objects), true)
 	add(defaulttolerationseconds.New(), d.controllerDefaults)
+	implemented[eventratelimit.Name] = true
+	if enable[eventratelimit.Name] && !disable[eventratelimit.Name] {
+		cfg, err := eventratelimit.ParseConfiguration(d.pluginConfigs[eventratelimit.Name])
+		if err != nil {
+			return nil, err
+		}
+		add(eventratelimit.New(cfg), false)
+	}
 	add(defaultstorageclass.New(d.objects), true)
 	// The pvc-protection and pv-protection controllers remove its
 	// finalizers: without them no claim or volume could be deleted.
@@ -175,6 +191,56 @@ func checkPluginNames(enable, disable []string, implemented map[string]bool) err
 		errs = append(errs, fmt.Errorf("%v in enable-admission-plugins and disable-admission-plugins overlapped", both))
 	}
 	return errors.Join(errs...)
+}
+
+// configurablePlugins are the plugins whose configuration an admission
+// configuration file may give.
+var configurablePlugins = []string{eventratelimit.Name}
+
+// readAdmissionConfig reads an admission configuration file (upstream's
+// apiserver.config.k8s.io AdmissionConfiguration): each plugin's
+// configuration, embedded or in the file its path names (relative to the
+// file's folder). Configurations of plugins plainkube reads none of are
+// refused rather than ignored.
+func readAdmissionConfig(file string) (map[string][]byte, error) {
+	if file == "" {
+		return nil, nil
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("unable to read admission control configuration from %q [%v]", file, err)
+	}
+	var cfg apiserverv1.AdmissionConfiguration
+	if err := yaml.UnmarshalStrict(data, &cfg); err != nil {
+		return nil, fmt.Errorf("unable to read admission control configuration from %q [%v]", file, err)
+	}
+	switch cfg.APIVersion {
+	case "apiserver.config.k8s.io/v1", "apiserver.config.k8s.io/v1alpha1", "apiserver.k8s.io/v1alpha1":
+	default:
+		return nil, fmt.Errorf("admission control configuration %q: apiVersion %q is not apiserver.config.k8s.io/v1", file, cfg.APIVersion)
+	}
+	if cfg.Kind != "AdmissionConfiguration" {
+		return nil, fmt.Errorf("admission control configuration %q: kind %q is not AdmissionConfiguration", file, cfg.Kind)
+	}
+	configs := map[string][]byte{}
+	for _, p := range cfg.Plugins {
+		if !slices.Contains(configurablePlugins, p.Name) {
+			return nil, fmt.Errorf("admission control configuration %q: plainkube reads no configuration of admission plugin %q (it reads one of %v)", file, p.Name, configurablePlugins)
+		}
+		switch {
+		case p.Configuration != nil:
+			configs[p.Name] = p.Configuration.Raw
+		case p.Path != "":
+			path := p.Path
+			if !filepath.IsAbs(path) {
+				path = filepath.Join(filepath.Dir(file), path)
+			}
+			if configs[p.Name], err = os.ReadFile(path); err != nil {
+				return nil, fmt.Errorf("unable to read admission control configuration of %s from %q [%v]", p.Name, path, err)
+			}
+		}
+	}
+	return configs, nil
 }
 
 func toSet(names []string) map[string]bool {

@@ -2,6 +2,9 @@ package server
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -251,4 +254,77 @@ func TestAdmissionPluginFlags(t *testing.T) {
 			t.Errorf("enable %v disable %v: %v, want %q", c.enable, c.disable, err, c.want)
 		}
 	}
+}
+
+// TestEventRateLimit: with EventRateLimit enabled and configured from the
+// --admission-control-config-file, events of a namespace beyond its
+// bucket's burst are refused with 429 and upstream's message (dry runs
+// and other namespaces are not counted against it); without a
+// configuration, or with one of another plugin, the server does not start.
+func TestEventRateLimit(t *testing.T) {
+	dir := t.TempDir()
+	file := writeTestFile(t, dir, "admission.yaml", `apiVersion: apiserver.config.k8s.io/v1
+kind: AdmissionConfiguration
+plugins:
+- name: EventRateLimit
+  path: eventratelimit.yaml
+`)
+	writeTestFile(t, dir, "eventratelimit.yaml", `apiVersion: eventratelimit.admission.k8s.io/v1alpha1
+kind: Configuration
+limits:
+- type: Namespace
+  qps: 1
+  burst: 2
+`)
+	_, cfg := startServerWith(t, Options{InMemory: true, EnableAdmissionPlugins: []string{"EventRateLimit"}, AdmissionControlConfigFile: file})
+	cs := clientset(t, cfg)
+	ctx := context.Background()
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "other"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	event := func(ns, name string) *corev1.Event {
+		return &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: name}, InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: "p"},
+			Reason: "Test", Message: "m", Type: corev1.EventTypeNormal}
+	}
+	if _, err := cs.CoreV1().Events("default").Create(ctx, event("default", "dry"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	created := 0
+	for i := range 5 {
+		if _, err = cs.CoreV1().Events("default").Create(ctx, event("default", "e"+strconv.Itoa(i)), metav1.CreateOptions{}); err != nil {
+			break
+		}
+		created++
+	}
+	if want := "Too many requests: limit reached on type Namespace for key default"; err == nil || statusCode(err) != 429 || err.Error() != want {
+		t.Fatalf("after %d events: %v (%d), want 429 %q", created, err, statusCode(err), want)
+	}
+	// Two, or three if a token came back meanwhile.
+	if created < 2 || created > 3 {
+		t.Errorf("%d events admitted before the limit, want the burst of 2", created)
+	}
+	if _, err := cs.CoreV1().Events("other").Create(ctx, event("other", "o"), metav1.CreateOptions{}); err != nil {
+		t.Errorf("an event of another namespace: %v", err)
+	}
+
+	for _, c := range []struct{ file, want string }{
+		{"", "EventRateLimit: limits: Invalid value: null: must not be empty"},
+		{writeTestFile(t, dir, "podsecurity.yaml", "apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n- name: PodSecurity\n  configuration: {}\n"),
+			`plainkube reads no configuration of admission plugin "PodSecurity"`},
+	} {
+		_, err := Start(ctx, Options{InMemory: true, DataDir: t.TempDir(), BindAddress: "127.0.0.1", EnableAdmissionPlugins: []string{"EventRateLimit"}, AdmissionControlConfigFile: c.file})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("config file %q: %v, want %q", c.file, err, c.want)
+		}
+	}
+}
+
+func writeTestFile(t *testing.T, dir, name, content string) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

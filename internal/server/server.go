@@ -106,6 +106,10 @@ type Options struct {
 	// --enable-admission-plugins and --disable-admission-plugins (the
 	// plugins DefaultAdmission leaves off count as off by default).
 	EnableAdmissionPlugins, DisableAdmissionPlugins []string
+	// AdmissionControlConfigFile is an AdmissionConfiguration giving
+	// plugins their configuration (--admission-control-config-file; only
+	// EventRateLimit's is read).
+	AdmissionControlConfigFile string
 	// DialAggregated opens the API server's connections to aggregated API
 	// servers' endpoints (nil: a plain dialer). Tests route them to a
 	// loopback listener.
@@ -273,6 +277,10 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		services: alloc, policies: validatingPolicies, webhooks: webhooks, controllerDefaults: opts.DefaultAdmission, extra: opts.ExtraAdmission,
 		limitRanger: limitranger.New(), podSecurity: podsecurity.New(), resourceQuota: resourcequota.New(),
 		enable: opts.EnableAdmissionPlugins, disable: opts.DisableAdmissionPlugins, kinds: &serverKinds{}}
+	if deps.pluginConfigs, err = readAdmissionConfig(opts.AdmissionControlConfigFile); err != nil {
+		s.stop()
+		return nil, err
+	}
 	chain, err := admissionChain(deps)
 	if err != nil {
 		s.stop()
