@@ -24,9 +24,10 @@
 #   (user-defined-in-image) in group 50000 (group-defined-in-image).
 #   Alpine's tools become Debian's busybox-static applets in /bin (sh, nc,
 #   wget, ip, nslookup, ...) plus the host's curl, dig, bash (also as
-#   /bin/sh, see add_bash_sh), socat, ss and netcat-openbsd (as nc) copied
-#   with the shared libraries they load (Debian's glibc builds rather
-#   than Alpine's musl ones).
+#   /bin/sh, see add_bash_sh), socat, ss, getent (with an nsswitch.conf of
+#   "hosts: files dns", which the DNS specs' /etc/hosts probes use) and
+#   netcat-openbsd (as nc) copied with the shared libraries they load
+#   (Debian's glibc builds rather than Alpine's musl ones).
 # - registry.k8s.io/e2e-test-images/glibc-dns-testing:2.1.1 (Debian with
 #   dig, for the DNS specs' glibc prober): the agnhost tree above, whose dig
 #   and bash are Debian's glibc builds, with no entrypoint and CMD sh.
@@ -146,7 +147,8 @@ build_agnhost_tree() {
   src=$(cd "$module" && go list -m -f '{{.Dir}}' k8s.io/kubernetes)/test/images/agnhost
   root=$(new_tree agnhost)
   add_busybox "$root"
-  add_dynamic "$root" curl dig socat ss nc.openbsd
+  add_dynamic "$root" curl dig socat ss nc.openbsd getent
+  echo 'hosts: files dns' >"$root/etc/nsswitch.conf"
   add_bash_sh "$root"
   # Alpine's netcat-openbsd (-z, -u, -v), not busybox's small nc.
   rm -f "$root/bin/nc" && ln -s /usr/bin/nc.openbsd "$root/bin/nc" && ln -s nc.openbsd "$root/usr/bin/nc"
@@ -196,7 +198,14 @@ build_etcd_tree() {
   keep_tree etcd
 }
 
+# trees_version changes when a tree's contents do: the trees made before
+# are built again.
+trees_version=2
 mkdir -p "$images"
+if [ "$(cat "$images/version" 2>/dev/null)" != "$trees_version" ]; then
+  rm -rf "${images:?}"/*
+  echo "$trees_version" >"$images/version"
+fi
 [ -d "$images/agnhost" ] || build_agnhost_tree
 [ -d "$images/busybox" ] || build_busybox_tree
 [ -d "$images/nginx" ] || build_nginx_tree
