@@ -577,7 +577,7 @@ func runScheduler(args []string) error {
 // 'plainkube server --enable-node' runs.
 func runImage(args []string) error {
 	const usage = `usage:
-  plainkube image build --tag NAME (--dir DIR [--cmd "ARGS"] | --binary FILE [--links a,b]) [--entrypoint "CMD ARGS"] [--data-dir D | --container-runtime-endpoint E]
+  plainkube image build --tag NAME (--dir DIR [--cmd "ARGS"] [--user U] | --binary FILE [--links a,b]) [--entrypoint "CMD ARGS"] [--data-dir D | --container-runtime-endpoint E]
   plainkube image load FILE.tar [--data-dir D | --container-runtime-endpoint E]
   plainkube image ls [--data-dir D | --container-runtime-endpoint E]
   plainkube image rm NAME... [--data-dir D | --container-runtime-endpoint E]`
@@ -591,6 +591,7 @@ func runImage(args []string) error {
 	binary := fs.String("binary", "", "build: one static binary to run as the image's entrypoint")
 	entrypoint := fs.String("entrypoint", "", "build: the entrypoint command (space-separated)")
 	cmd := fs.String("cmd", "", "build --dir: the image's default arguments (its CMD, space-separated), used when a container gives none")
+	user := fs.String("user", "", "build --dir: the user the image runs as (its USER: a name or uid[:gid])")
 	links := fs.String("links", "", "build --binary: comma-separated names to link to the binary in /bin (for busybox: sh,echo,sleep)")
 	endpoint := fs.String("container-runtime-endpoint", "", "the containerd to use (unix:///run/containerd/containerd.sock), as given to the server or agent (default: the one plainkube starts under --data-dir)")
 	fs.Parse(args[1:])
@@ -601,7 +602,7 @@ func runImage(args []string) error {
 	ctx := context.Background()
 	switch args[0] {
 	case "build":
-		if *tag == "" || (*dir == "") == (*binary == "") || (*cmd != "" && *binary != "") {
+		if *tag == "" || (*dir == "") == (*binary == "") || ((*cmd != "" || *user != "") && *binary != "") {
 			return errors.New(usage)
 		}
 		var img v1.Image
@@ -615,7 +616,7 @@ func runImage(args []string) error {
 			}
 			img, err = image.FromBinary(*binary, "/bin/"+filepath.Base(*binary), paths...)
 		} else {
-			img, err = image.FromDir(*dir, image.Config{Entrypoint: strings.Fields(*entrypoint), Cmd: strings.Fields(*cmd)})
+			img, err = image.FromDir(*dir, image.Config{Entrypoint: strings.Fields(*entrypoint), Cmd: strings.Fields(*cmd), User: *user})
 		}
 		if err != nil {
 			return err
