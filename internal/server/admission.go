@@ -17,6 +17,7 @@ import (
 	"plainkube.dev/plainkube/internal/admission/allocator"
 	"plainkube.dev/plainkube/internal/admission/bootstrapcsr"
 	"plainkube.dev/plainkube/internal/admission/certificates"
+	"plainkube.dev/plainkube/internal/admission/defaultingressclass"
 	"plainkube.dev/plainkube/internal/admission/defaultstorageclass"
 	"plainkube.dev/plainkube/internal/admission/defaulttolerationseconds"
 	"plainkube.dev/plainkube/internal/admission/draadminaccess"
@@ -125,6 +126,7 @@ func admissionChain(d admissionDeps) (admission.Chain, error) {
 	always(certificates.PodCertificateSigning(d.authz))
 	add(certificates.Attest(d.authz), true)
 	add(certificates.SubjectRestriction(), true)
+	add(defaultingressclass.New(d.objects), true)
 	// Not upstream's: bootstrap tokens may only ask for node client
 	// certificates.
 	always(bootstrapcsr.New())
