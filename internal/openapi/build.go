@@ -561,8 +561,12 @@ func (st *state) buildV2(scheme *runtime.Scheme) (*v2Doc, error) {
 		for _, gv := range m.gvs {
 			tag := tagName(gv)
 			for _, p := range m.paths[gv] {
-				sw.Paths.Paths[p.path] = v2Path(p, tag, sw.Parameters)
+				sw.Paths.Paths[p.path] = v2Path(p, tag)
 			}
+		}
+		if err := sharedV2Params(sw); err != nil {
+			st.v2Err = fmt.Errorf("openapi: sharing v2 parameters: %w", err)
+			return
 		}
 		for name := range m.gen.closure(allRoots(m)) {
 			sw.Definitions[name] = *m.gen.defs[name]

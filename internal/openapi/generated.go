@@ -54,7 +54,33 @@ func (g *generator) generatedSchema(def common.OpenAPIDefinition) spec.Schema {
 		return *builder3util.WrapRefs(&s)
 	}
 	if v2, ok := def.Schema.Extensions[common.ExtensionV2Schema].(spec.Schema); ok {
-		return *DeepCopySchema(&v2)
+		s = *DeepCopySchema(&v2)
 	}
+	withoutDefaults(&s)
 	return s
+}
+
+// withoutDefaults removes the defaults of a schema and of the schemas in
+// it: upstream publishes defaults in v3 only.
+func withoutDefaults(s *spec.Schema) {
+	if s == nil {
+		return
+	}
+	s.Default = nil
+	for k, p := range s.Properties {
+		withoutDefaults(&p)
+		s.Properties[k] = p
+	}
+	if s.Items != nil {
+		withoutDefaults(s.Items.Schema)
+		for i := range s.Items.Schemas {
+			withoutDefaults(&s.Items.Schemas[i])
+		}
+	}
+	if s.AdditionalProperties != nil {
+		withoutDefaults(s.AdditionalProperties.Schema)
+	}
+	for i := range s.AllOf {
+		withoutDefaults(&s.AllOf[i])
+	}
 }

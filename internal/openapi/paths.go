@@ -156,6 +156,9 @@ type opSpec struct {
 	// media types it is accepted as.
 	body      string
 	bodyTypes []string
+	// consumes, for an operation with no body, is what Swagger 2.0 says it
+	// consumes (*/* when empty).
+	consumes  []string
 	produces  []string
 	responses []response
 }
@@ -235,7 +238,14 @@ func resourcePaths(r registry.Resource, k resolvedKinds) []pathSpec {
 		patchTypes = []string{mtJSONPatch, mtMergePatch, mtApply}
 	}
 
+	// What a delete answers: a Status, or the object for stores that
+	// return it.
+	deleted := defStatus
+	if r.ReturnDeletedObject {
+		deleted = k.kind
+	}
 	listDesc := "list objects of kind "
+
 	if has("watch") {
 		listDesc = "list or watch objects of kind "
 	}
@@ -292,7 +302,7 @@ func resourcePaths(r registry.Resource, k resolvedKinds) []pathSpec {
 		it.ops = append(it.ops, opSpec{
 			method: "delete", id: "delete" + gvc + scope + kind, action: "delete", gvk: &gvk,
 			desc: "delete " + article(kind) + kind, params: deleteParams, body: defDeleteOptions, bodyTypes: []string{"*/*"},
-			produces: objTypes, responses: []response{{200, "OK", defStatus}, {202, "Accepted", defStatus}},
+			produces: objTypes, responses: []response{{200, "OK", deleted}, {202, "Accepted", deleted}},
 		})
 	}
 	if len(it.ops) > 0 {
@@ -491,7 +501,7 @@ func apiResourcesPath(gv schema.GroupVersion) pathSpec {
 	}
 	return pathSpec{path: prefix, ops: []opSpec{{
 		method: "get", id: "get" + groupCamel(gv.Group) + upperFirst(gv.Version) + "APIResources",
-		desc: "get available resources", produces: []string{mtJSON, mtYAML, mtProtobuf},
+		desc: "get available resources", produces: []string{mtJSON, mtYAML, mtProtobuf}, consumes: []string{mtJSON, mtYAML, mtProtobuf},
 		responses: []response{{200, "OK", defAPIResourceList}},
 	}}}
 }

@@ -168,9 +168,6 @@ func (g *generator) definitionBody(t reflect.Type, name string) spec.Schema {
 		} else {
 			s.Type = types
 		}
-		if g.v3 && s.Format == "int-or-string" {
-			s.AddExtension(extIntOrString, true)
-		}
 	case t.Kind() == reflect.Struct && (implements(t, (*jsonMarshaler)(nil)) || implements(reflect.PointerTo(t), (*jsonMarshaler)(nil))):
 		// Types with their own JSON form and no declared schema type.
 		// Embedded objects (RawExtension, Unknown) and field sets
@@ -313,7 +310,8 @@ func (g *generator) fieldSchema(f reflect.StructField, jsonName, doc string, hin
 		s = spec.Schema{SchemaProps: spec.SchemaProps{AllOf: []spec.Schema{s}}}
 	}
 	s.Description = doc
-	if hasDef {
+	if hasDef && g.v3 {
+		// Upstream publishes defaults in v3 only.
 		s.Default = def
 	}
 	if len(ext) > 0 {
@@ -386,16 +384,9 @@ func (g *generator) inlineSchema(t reflect.Type) spec.Schema {
 			return spec.Schema{SchemaProps: spec.SchemaProps{Type: []string{"string"}, Format: "byte"}}
 		}
 		items := g.inlineSchema(t.Elem())
-		if !g.v3 && items.Ref.String() != "" && isStructRef(t.Elem()) {
-			// Upstream's v2 document defaults struct list items to {}.
-			items.Default = map[string]any{}
-		}
 		return spec.Schema{SchemaProps: spec.SchemaProps{Type: []string{"array"}, Items: &spec.SchemaOrArray{Schema: &items}}}
 	case reflect.Map:
 		val := g.inlineSchema(t.Elem())
-		if !g.v3 && val.Ref.String() != "" && isStructRef(t.Elem()) {
-			val.Default = map[string]any{}
-		}
 		return spec.Schema{SchemaProps: spec.SchemaProps{Type: []string{"object"}, AdditionalProperties: &spec.SchemaOrBool{Allows: true, Schema: &val}}}
 	}
 	typ, format := common.OpenAPITypeFormat(t.Kind().String())
