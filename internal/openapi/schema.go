@@ -37,19 +37,10 @@ type (
 	jsonUnmarshaler = json.Unmarshaler
 )
 
-// Descriptions of the few apimachinery types that have no SwaggerDoc
-// method, in our own words.
+// Descriptions of the apimachinery types that have neither a SwaggerDoc
+// method nor a published definition (generated.go), in our own words.
 var extraDescriptions = map[string]string{
-	"io.k8s.apimachinery.pkg.apis.meta.v1.Time":         "Time is a timestamp, serialized as an RFC 3339 string in UTC with second precision.",
-	"io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime":    "MicroTime is a timestamp, serialized as an RFC 3339 string in UTC with microsecond precision.",
-	"io.k8s.apimachinery.pkg.apis.meta.v1.Duration":     "Duration is a time span, serialized as a Go duration string such as \"1h30m\".",
-	"io.k8s.apimachinery.pkg.api.resource.Quantity":     "Quantity is a fixed-point number with an optional suffix, such as \"100m\", \"1.5\", \"128Mi\" or \"1e3\". Binary suffixes are Ki, Mi, Gi, Ti, Pi and Ei; decimal suffixes are m, k, M, G, T, P and E. It is serialized as a string; clients may also send a plain number.",
-	"io.k8s.apimachinery.pkg.util.intstr.IntOrString":   "IntOrString holds either an int32 or a string. In JSON and YAML it is written as whichever of the two it holds.",
-	"io.k8s.apimachinery.pkg.runtime.RawExtension":      "RawExtension holds an embedded object of any kind, serialized as that object's own JSON.",
-	"io.k8s.apimachinery.pkg.apis.meta.v1.FieldsV1":     "FieldsV1 is the set of fields a manager owns, as a trie of field paths in JSON.",
-	"io.k8s.apimachinery.pkg.apis.meta.v1.GroupVersion": "GroupVersion names an API group and version, serialized as \"group/version\".",
-	"io.k8s.apimachinery.pkg.apis.meta.v1.Patch":        "Patch gives a name and type to the body of a PATCH request; its shape depends on the patch content type.",
-	"io.k8s.apimachinery.pkg.runtime.Unknown":           "Unknown holds an object whose kind the server could not decode.",
+	"io.k8s.apimachinery.pkg.util.intstr.IntOrString": "IntOrString holds either an int32 or a string. In JSON and YAML it is written as whichever of the two it holds.",
 }
 
 // generator turns Go types into OpenAPI definitions, in either the
