@@ -38,14 +38,14 @@ var (
 	deleteParams = optionParams(metav1.DeleteOptions{})
 	// deletecollection reads both DeleteOptions and ListOptions; where
 	// both have a field, ListOptions' words are upstream's.
-	deleteCollParams = mergeParams(deleteParams, withoutParams(listParams, "watch", "allowWatchBookmarks"))
-	logParams        = optionParams(corev1.PodLogOptions{})
-	execParams       = optionParams(corev1.PodExecOptions{})
-	attachParams     = optionParams(corev1.PodAttachOptions{})
-	portForwardParms = optionParams(corev1.PodPortForwardOptions{})
-	podProxyParams   = optionParams(corev1.PodProxyOptions{})
-	nodeProxyParams  = optionParams(corev1.NodeProxyOptions{})
-	svcProxyParams   = optionParams(corev1.ServiceProxyOptions{})
+	deleteCollParams  = mergeParams(deleteParams, withoutParams(listParams, "watch", "allowWatchBookmarks"))
+	logParams         = optionParams(corev1.PodLogOptions{})
+	execParams        = optionParams(corev1.PodExecOptions{})
+	attachParams      = optionParams(corev1.PodAttachOptions{})
+	portForwardParams = optionParams(corev1.PodPortForwardOptions{})
+	podProxyParams    = optionParams(corev1.PodProxyOptions{})
+	nodeProxyParams   = optionParams(corev1.NodeProxyOptions{})
+	svcProxyParams    = optionParams(corev1.ServiceProxyOptions{})
 )
 
 // optionParams lists the query parameters an options kind is read from:
@@ -461,7 +461,7 @@ func subresourcePaths(sub, item string, itemParams []param, gvc, scope, kind str
 	case "attach":
 		return connect([]string{"get", "post"}, attachParams, false)
 	case "portforward":
-		return connect([]string{"get", "post"}, portForwardParms, false)
+		return connect([]string{"get", "post"}, portForwardParams, false)
 	case "proxy":
 		params := podProxyParams
 		switch kind {
