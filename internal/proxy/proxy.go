@@ -412,6 +412,11 @@ func (p *Proxy) syncOnce(ctx context.Context) error {
 				p.markDirty(k, time.Time{})
 			}
 		}
+		// An empty transaction (the other family's table, mostly) is not
+		// worth an nft run, which reads the table first.
+		if tx.NumOperations() == 0 {
+			continue
+		}
 		if err := t.nft.Run(ctx, tx); err != nil {
 			// The state no longer says what is in the table.
 			errs = append(errs, fmt.Errorf("%s table: %w", t.fam.nft, err))

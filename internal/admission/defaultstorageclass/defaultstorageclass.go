@@ -51,11 +51,5 @@ func (p *plugin) mutate(ctx context.Context, a *admission.Attributes) error {
 
 // Default picks the default class of objs (storageclass.Default).
 func Default(objs []runtime.Object) *storagev1.StorageClass {
-	classes := make([]*storagev1.StorageClass, 0, len(objs))
-	for _, o := range objs {
-		if sc, ok := o.(*storagev1.StorageClass); ok {
-			classes = append(classes, sc)
-		}
-	}
-	return storageclass.Default(classes)
+	return admission.NewestOf(objs, storageclass.IsDefault)
 }
