@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"plainkube.dev/plainkube/internal/admission"
+	"plainkube.dev/plainkube/internal/api/defaultclass"
 )
 
 // Name is the plugin's name, as upstream's.
@@ -36,7 +37,7 @@ func (p *plugin) mutate(ctx context.Context, a *admission.Attributes) error {
 	if err != nil {
 		return admission.Forbidden(a, err)
 	}
-	def := admission.NewestOf(objs, func(c *networkingv1.IngressClass) bool {
+	def := defaultclass.Of(objs, func(c *networkingv1.IngressClass) bool {
 		return c.Annotations[networkingv1.AnnotationIsDefaultIngressClass] == "true"
 	})
 	if def != nil {

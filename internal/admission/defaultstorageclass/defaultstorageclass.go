@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"plainkube.dev/plainkube/internal/admission"
+	"plainkube.dev/plainkube/internal/api/defaultclass"
 	"plainkube.dev/plainkube/internal/api/storageclass"
 )
 
@@ -51,5 +52,5 @@ func (p *plugin) mutate(ctx context.Context, a *admission.Attributes) error {
 
 // Default picks the default class of objs (storageclass.Default).
 func Default(objs []runtime.Object) *storagev1.StorageClass {
-	return admission.NewestOf(objs, storageclass.IsDefault)
+	return defaultclass.Of(objs, storageclass.IsDefault)
 }

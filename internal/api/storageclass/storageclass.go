@@ -2,6 +2,8 @@ package storageclass
 
 import (
 	storagev1 "k8s.io/api/storage/v1"
+
+	"plainkube.dev/plainkube/internal/api/defaultclass"
 )
 
 // Upstream's annotations marking a default class.
@@ -19,19 +21,5 @@ func IsDefault(sc *storagev1.StorageClass) bool {
 // Default picks the default of classes as upstream: of those annotated
 // default, the newest, then the first by name; nil if none is.
 func Default(classes []*storagev1.StorageClass) *storagev1.StorageClass {
-	var best *storagev1.StorageClass
-	for _, sc := range classes {
-		if !IsDefault(sc) {
-			continue
-		}
-		if best == nil {
-			best = sc
-			continue
-		}
-		t, bt := sc.CreationTimestamp.UnixNano(), best.CreationTimestamp.UnixNano()
-		if t > bt || t == bt && sc.Name < best.Name {
-			best = sc
-		}
-	}
-	return best
+	return defaultclass.Newest(classes, IsDefault)
 }
