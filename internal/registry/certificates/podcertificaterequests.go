@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 
 	apicertificates "plainkube.dev/plainkube/internal/api/certificates"
 	"plainkube.dev/plainkube/internal/registry"
@@ -32,6 +33,9 @@ import (
 const (
 	maxStubPKCS10RequestSize = 10 * 1024
 	maxCertificateChainSize  = 100 * 1024
+	// defaultMaxExpirationSeconds is the API's default for
+	// spec.maxExpirationSeconds (a day).
+	defaultMaxExpirationSeconds = 24 * 60 * 60
 )
 
 var (
@@ -52,6 +56,12 @@ func podCertificateRequests() registry.Resource {
 		Namespaced:   true,
 		Subresources: []string{"status"},
 		Strategy: registry.Strategy{
+			Default: func(obj runtime.Object) {
+				s := &obj.(*certificatesv1.PodCertificateRequest).Spec
+				if s.MaxExpirationSeconds == nil {
+					s.MaxExpirationSeconds = ptr.To[int32](defaultMaxExpirationSeconds)
+				}
+			},
 			PrepareForCreate: func(_ context.Context, obj runtime.Object) {
 				obj.(*certificatesv1.PodCertificateRequest).Status = certificatesv1.PodCertificateRequestStatus{}
 			},
