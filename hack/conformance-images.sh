@@ -31,6 +31,12 @@
 # - registry.k8s.io/e2e-test-images/glibc-dns-testing:2.1.1 (Debian with
 #   dig, for the DNS specs' glibc prober): the agnhost tree above, whose dig
 #   and bash are Debian's glibc builds, with no entrypoint and CMD sh.
+# - registry.k8s.io/e2e-test-images/nautilus:1.8 and kitten:1.8 (the
+#   update-demo images: agnhost with the picture and data.json at the root,
+#   CMD test-webserver, as upstream's): the agnhost tree with upstream's
+#   test/images/<name>/html files.
+# - registry.k8s.io/e2e-test-images/nonroot:1.5 (upstream's is Debian's base
+#   image with USER 1234): the busybox tree below, run as user 1234.
 # - registry.k8s.io/e2e-test-images/busybox:1.37.0-2 (and :1.36.1-1, which a
 #   few specs name directly, the same image): Debian's
 #   busybox-static (1.35) with a link for each of its applets and the host's
@@ -45,8 +51,7 @@
 # - registry.k8s.io/pause:3.10.2: plainkube's own pause image
 #   (plainkube.dev/pause:3.10), tagged under upstream's name.
 #
-# Not provided yet: nonroot (it needs an image USER), kitten,
-# nautilus, resource-consumer, volume servers; specs
+# Not provided yet: resource-consumer, volume servers; specs
 # using them fail to start their pods (ErrImageNeverPull / pull errors).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -65,6 +70,7 @@ glibc_dns_ref=$e2e_registry/glibc-dns-testing:2.1.1
 nginx_refs=("$e2e_registry/nginx:1.27.0-2" "$e2e_registry/nginx:1.28.0-2")
 pause_ref=registry.k8s.io/pause:3.10.2
 sample_apiserver_ref=$e2e_registry/sample-apiserver:1.29.2
+nonroot_ref=$e2e_registry/nonroot:1.5
 etcd_ref=registry.k8s.io/etcd:3.7.0-0
 
 # Host tools the images copy. Debian packages, installed when missing.
@@ -162,6 +168,17 @@ build_agnhost_tree() {
   keep_tree agnhost
 }
 
+# build_demo_tree NAME: the agnhost tree with upstream's update-demo files
+# of test/images/NAME/html (NAME.jpg, data.json) at the root.
+build_demo_tree() {
+  local root html
+  html=$(cd "$module" && go list -m -f '{{.Dir}}' k8s.io/kubernetes)/test/images/$1/html
+  rm -rf "$images/$1.new" && cp -a "$images/agnhost" "$images/$1.new"
+  root=$images/$1.new
+  cp "$html"/* "$root/" && chmod 0644 "$root"/*.jpg "$root"/*.json
+  keep_tree "$1"
+}
+
 build_busybox_tree() {
   local root
   root=$(new_tree busybox)
@@ -208,6 +225,9 @@ if [ "$(cat "$images/version" 2>/dev/null)" != "$trees_version" ]; then
 fi
 [ -d "$images/agnhost" ] || build_agnhost_tree
 [ -d "$images/busybox" ] || build_busybox_tree
+for demo in nautilus kitten; do
+  [ -d "$images/$demo" ] || build_demo_tree "$demo"
+done
 [ -d "$images/nginx" ] || build_nginx_tree
 [ -d "$images/sample-apiserver" ] || build_sample_apiserver_tree
 [ -d "$images/etcd" ] || build_etcd_tree
@@ -216,9 +236,13 @@ for ref in "${agnhost_refs[@]}"; do
   "$plainkube" image build --data-dir "$data_dir" --tag "$ref" --dir "$images/agnhost" --entrypoint /agnhost --cmd pause
 done
 "$plainkube" image build --data-dir "$data_dir" --tag "$glibc_dns_ref" --dir "$images/agnhost" --cmd sh
+for demo in nautilus kitten; do
+  "$plainkube" image build --data-dir "$data_dir" --tag "$e2e_registry/$demo:1.8" --dir "$images/$demo" --entrypoint /agnhost --cmd test-webserver
+done
 for ref in "${busybox_refs[@]}"; do
   "$plainkube" image build --data-dir "$data_dir" --tag "$ref" --dir "$images/busybox" --cmd sh
 done
+"$plainkube" image build --data-dir "$data_dir" --tag "$nonroot_ref" --dir "$images/busybox" --cmd sh --user 1234
 for ref in "${nginx_refs[@]}"; do
   "$plainkube" image build --data-dir "$data_dir" --tag "$ref" --dir "$images/nginx" \
     --entrypoint "/bin/httpd -f -p 80 -h /usr/share/nginx/html"

@@ -120,6 +120,10 @@ func runServer(args []string) error {
 	fs.Var(listFlag{&opts.PodSecurityExemptions.Namespaces}, "pod-security-exempt-namespaces", "comma-separated namespaces the PodSecurity admission plugin does not check (its configuration's exemptions.namespaces)")
 	fs.Var(listFlag{&opts.PodSecurityExemptions.Usernames}, "pod-security-exempt-usernames", "comma-separated users whose requests the PodSecurity admission plugin does not check (exemptions.usernames)")
 	fs.Var(listFlag{&opts.PodSecurityExemptions.RuntimeClasses}, "pod-security-exempt-runtime-classes", "comma-separated runtime classes whose pods the PodSecurity admission plugin does not check (exemptions.runtimeClasses)")
+	fs.Var(listFlag{&opts.EnableAdmissionPlugins}, "enable-admission-plugins", "comma-separated admission plugins to turn on besides the default ones, by upstream's names "+
+		"(of those off by default plainkube has OwnerReferencesPermissionEnforcement and EventRateLimit); the order given does not matter")
+	fs.StringVar(&opts.AdmissionControlConfigFile, "admission-control-config-file", "", "an AdmissionConfiguration (apiserver.config.k8s.io/v1) giving admission plugins their configuration; plainkube reads EventRateLimit's (eventratelimit.admission.k8s.io/v1alpha1 Configuration)")
+	fs.Var(listFlag{&opts.DisableAdmissionPlugins}, "disable-admission-plugins", "comma-separated admission plugins to turn off even if on by default, by upstream's names")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	disableControllers := fs.Bool("disable-controllers", false, "do not run the controller manager in this process")
 	controllersFlag := fs.String("controllers", "*", controllermanager.ControllersFlagUsage())
@@ -573,7 +577,7 @@ func runScheduler(args []string) error {
 // 'plainkube server --enable-node' runs.
 func runImage(args []string) error {
 	const usage = `usage:
-  plainkube image build --tag NAME (--dir DIR [--cmd "ARGS"] | --binary FILE [--links a,b]) [--entrypoint "CMD ARGS"] [--data-dir D | --container-runtime-endpoint E]
+  plainkube image build --tag NAME (--dir DIR [--cmd "ARGS"] [--user U] | --binary FILE [--links a,b]) [--entrypoint "CMD ARGS"] [--data-dir D | --container-runtime-endpoint E]
   plainkube image load FILE.tar [--data-dir D | --container-runtime-endpoint E]
   plainkube image ls [--data-dir D | --container-runtime-endpoint E]
   plainkube image rm NAME... [--data-dir D | --container-runtime-endpoint E]`
@@ -587,6 +591,7 @@ func runImage(args []string) error {
 	binary := fs.String("binary", "", "build: one static binary to run as the image's entrypoint")
 	entrypoint := fs.String("entrypoint", "", "build: the entrypoint command (space-separated)")
 	cmd := fs.String("cmd", "", "build --dir: the image's default arguments (its CMD, space-separated), used when a container gives none")
+	user := fs.String("user", "", "build --dir: the user the image runs as (its USER: a name or uid[:gid])")
 	links := fs.String("links", "", "build --binary: comma-separated names to link to the binary in /bin (for busybox: sh,echo,sleep)")
 	endpoint := fs.String("container-runtime-endpoint", "", "the containerd to use (unix:///run/containerd/containerd.sock), as given to the server or agent (default: the one plainkube starts under --data-dir)")
 	fs.Parse(args[1:])
@@ -597,7 +602,7 @@ func runImage(args []string) error {
 	ctx := context.Background()
 	switch args[0] {
 	case "build":
-		if *tag == "" || (*dir == "") == (*binary == "") || (*cmd != "" && *binary != "") {
+		if *tag == "" || (*dir == "") == (*binary == "") || ((*cmd != "" || *user != "") && *binary != "") {
 			return errors.New(usage)
 		}
 		var img v1.Image
@@ -611,7 +616,7 @@ func runImage(args []string) error {
 			}
 			img, err = image.FromBinary(*binary, "/bin/"+filepath.Base(*binary), paths...)
 		} else {
-			img, err = image.FromDir(*dir, image.Config{Entrypoint: strings.Fields(*entrypoint), Cmd: strings.Fields(*cmd)})
+			img, err = image.FromDir(*dir, image.Config{Entrypoint: strings.Fields(*entrypoint), Cmd: strings.Fields(*cmd), User: *user})
 		}
 		if err != nil {
 			return err

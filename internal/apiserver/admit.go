@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"sync"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -32,7 +33,9 @@ func admissionAttributes(ctx context.Context, rs *resourceStore, op admission.Op
 // mutate runs the chain's mutating phase; on a refusal the warnings
 // recorded so far go back to the client.
 func (s *Server) mutate(ctx context.Context, a *admission.Attributes) error {
+	start := time.Now()
 	err := s.cfg.Admission.Mutate(ctx, a)
+	s.cfg.AdmissionMetrics.ObserveStep(admission.StepAdmit, a.Operation, err != nil, time.Since(start))
 	if err != nil {
 		sendWarnings(ctx, a)
 	}
@@ -42,7 +45,9 @@ func (s *Server) mutate(ctx context.Context, a *admission.Attributes) error {
 // validate runs the chain's validating phase and sends the warnings the
 // request's plugins recorded (both phases) back to the client.
 func (s *Server) validate(ctx context.Context, a *admission.Attributes) error {
+	start := time.Now()
 	err := s.cfg.Admission.Validate(ctx, a)
+	s.cfg.AdmissionMetrics.ObserveStep(admission.StepValidate, a.Operation, err != nil, time.Since(start))
 	sendWarnings(ctx, a)
 	return err
 }

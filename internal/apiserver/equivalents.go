@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -152,4 +153,33 @@ func (s *Server) defaultCustom(u *unstructured.Unstructured) {
 		}
 		return
 	}
+}
+
+// KindResource is a resource serving a kind's objects, and whether it is
+// namespaced.
+type KindResource struct {
+	Resource   schema.GroupVersionResource
+	Namespaced bool
+}
+
+// ResourcesForKind lists the resources whose objects are of kind gvk (at
+// its version), built-in and custom, as upstream's REST mapper's
+// RESTMappings.
+func (s *Server) ResourcesForKind(gvk schema.GroupVersionKind) []KindResource {
+	var out []KindResource
+	add := func(rs *resourceStore) {
+		if rs.res.Kind == gvk {
+			out = append(out, KindResource{Resource: rs.gvr, Namespaced: rs.res.Namespaced})
+		}
+	}
+	for _, rs := range s.stores {
+		add(rs)
+	}
+	if st := s.custom.Load(); st != nil {
+		for _, rs := range st.stores {
+			add(rs)
+		}
+	}
+	slices.SortFunc(out, func(a, b KindResource) int { return strings.Compare(a.Resource.String(), b.Resource.String()) })
+	return out
 }

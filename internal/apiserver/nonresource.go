@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -34,6 +36,11 @@ func (s *Server) serveNonResource(w http.ResponseWriter, r *http.Request, info r
 			"gitTreeState": "clean", "buildDate": "", "goVersion": v.GoVersion, "compiler": "gc", "platform": v.Platform,
 			"emulationMajor": v.Major, "emulationMinor": v.Minor, "minCompatibilityMajor": v.Major, "minCompatibilityMinor": v.Minor,
 		})
+		return
+	case path == "/metrics" && s.cfg.Metrics != nil:
+		// As upstream's: authorized like any non-resource path (get on
+		// /metrics, which system:monitoring grants).
+		promhttp.HandlerFor(s.cfg.Metrics, promhttp.HandlerOpts{}).ServeHTTP(w, r)
 		return
 	case strings.HasPrefix(path, "/debug/pprof"):
 		// Go's profiler, as upstream's --profiling (authorized like any
@@ -69,7 +76,7 @@ func (s *Server) serveNonResource(w http.ResponseWriter, r *http.Request, info r
 		}
 	case path == "/":
 		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(map[string][]string{"paths": {"/api", "/api/v1", "/apis", "/healthz", "/livez", "/openapi/v2", "/openapi/v3", "/readyz", "/version"}})
+		json.NewEncoder(w).Encode(map[string][]string{"paths": {"/api", "/api/v1", "/apis", "/healthz", "/livez", "/metrics", "/openapi/v2", "/openapi/v3", "/readyz", "/version"}})
 		return
 	}
 	s.codecs.writeError(w, r, apierrors.NewNotFound(schema.GroupResource{}, ""))

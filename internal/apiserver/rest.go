@@ -633,6 +633,10 @@ func (s *Server) handleDelete(rq *request) error {
 		s.writeResult(rq, code, obj)
 		return nil
 	}
+	if rq.rs.res != nil && rq.rs.res.ReturnDeletedObject {
+		s.writeResult(rq, http.StatusOK, obj)
+		return nil
+	}
 	m := metaOf(obj)
 	s.codecs.writeObject(rq.w, rq.out, http.StatusOK, &metav1.Status{
 		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},

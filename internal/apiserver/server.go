@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	pathvalidation "k8s.io/apimachinery/pkg/api/validation/path"
 	"k8s.io/apimachinery/pkg/fields"
@@ -40,6 +42,11 @@ type Config struct {
 	ServiceAccounts *auth.ServiceAccountTokens
 	// Admission is the admission chain every write passes through.
 	Admission admission.Chain
+	// AdmissionMetrics times the chain's two steps (nil: not timed).
+	AdmissionMetrics *admission.Metrics
+	// Metrics is what /metrics serves, in Prometheus' text format (nil:
+	// /metrics is not found).
+	Metrics prometheus.Gatherer
 	// Version is served at /version.
 	Version VersionInfo
 	// KubeletClient reaches node agents' APIs; it presents the API

@@ -38,6 +38,7 @@ type Config struct {
 	Cmd        []string
 	Env        []string
 	WorkingDir string
+	User       string // a name or uid[:gid]; "" root
 }
 
 // epoch is the time stamped on every layer entry, so that a build is
@@ -71,7 +72,7 @@ func Build(files []File, cfg Config) (v1.Image, error) {
 	if len(env) == 0 {
 		env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
 	}
-	cf.Config = v1.Config{Entrypoint: cfg.Entrypoint, Cmd: cfg.Cmd, Env: env, WorkingDir: cfg.WorkingDir}
+	cf.Config = v1.Config{Entrypoint: cfg.Entrypoint, Cmd: cfg.Cmd, Env: env, WorkingDir: cfg.WorkingDir, User: cfg.User}
 	return mutate.ConfigFile(img, cf)
 }
 

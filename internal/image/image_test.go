@@ -111,7 +111,7 @@ func TestImportListRemove(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	img, err := image.Build([]image.File{{Path: "/hello", Data: []byte("hi\n")}}, image.Config{Cmd: []string{"/hello"}})
+	img, err := image.Build([]image.File{{Path: "/hello", Data: []byte("hi\n")}}, image.Config{Cmd: []string{"/hello"}, User: "1234"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,6 +121,9 @@ func TestImportListRemove(t *testing.T) {
 	st, err := p.Images.ImageStatus(ctx, criImage("example.com/hello:1"), false)
 	if err != nil || st.Image == nil {
 		t.Fatalf("CRI does not see the imported image: %v %v", st, err)
+	}
+	if st.Image.Uid.GetValue() != 1234 {
+		t.Errorf("CRI reports the image's user as %v, want uid 1234 (its config's User)", st.Image.Uid)
 	}
 	if err := image.Remove(ctx, p.Socket(), "example.com/hello:1"); err != nil {
 		t.Fatal(err)

@@ -181,12 +181,12 @@ func buildModel(scheme *runtime.Scheme, resources []registry.Resource, custom ma
 	}()
 	g := newGenerator(v3, registeredKinds(scheme))
 	m = &model{gen: g, paths: map[schema.GroupVersion][]pathSpec{}, roots: map[schema.GroupVersion][]string{}}
-	common := []string{
-		g.define(reflect.TypeFor[metav1.Status]()),
-		g.define(reflect.TypeFor[metav1.DeleteOptions]()),
-		g.define(reflect.TypeFor[metav1.Patch]()),
-		g.define(reflect.TypeFor[metav1.APIResourceList]()),
-	}
+	// The definitions operations refer to besides the kinds'.
+	g.define(reflect.TypeFor[metav1.Status]())
+	g.define(reflect.TypeFor[metav1.DeleteOptions]())
+	g.define(reflect.TypeFor[metav1.Patch]())
+	g.define(reflect.TypeFor[metav1.APIResourceList]())
+	g.define(reflect.TypeFor[metav1.WatchEvent]())
 	for _, r := range resources {
 		if r.Kind.Version == "" || r.Kind.Kind == "" || r.Plural == "" {
 			continue
@@ -195,17 +195,23 @@ func buildModel(scheme *runtime.Scheme, resources []registry.Resource, custom ma
 		if _, ok := m.paths[gv]; !ok {
 			m.gvs = append(m.gvs, gv)
 			m.paths[gv] = []pathSpec{apiResourcesPath(gv)}
-			m.roots[gv] = slices.Clone(common)
 		}
 		k := resolveKinds(g, scheme, r, custom)
 		m.paths[gv] = append(m.paths[gv], resourcePaths(r, k)...)
-		m.roots[gv] = append(m.roots[gv], k.kind)
-		if k.list != "" {
-			m.roots[gv] = append(m.roots[gv], k.list)
-		}
-		for _, s := range k.sub {
-			if s.def != "" {
-				m.roots[gv] = append(m.roots[gv], s.def)
+	}
+	// A document holds the definitions its operations refer to, and what
+	// those refer to.
+	for gv, paths := range m.paths {
+		for _, p := range paths {
+			for _, op := range p.ops {
+				if op.body != "" {
+					m.roots[gv] = append(m.roots[gv], op.body)
+				}
+				for _, r := range op.responses {
+					if r.def != "" && r.def != defString {
+						m.roots[gv] = append(m.roots[gv], r.def)
+					}
+				}
 			}
 		}
 	}
@@ -414,7 +420,7 @@ func (st *state) buildV3(scheme *runtime.Scheme) (*v3Set, error) {
 				paths.Paths[p.path] = v3Path(p, tag)
 			}
 			names := slices.Sorted(maps.Keys(m.gen.closure(m.roots[gv])))
-			data, err := encodeV3(paths, names, m.gen.defs, encoded)
+			data, err := encodeV3(gv, paths, names, m.gen.defs, encoded)
 			if err != nil {
 				st.v3Err = fmt.Errorf("openapi: encoding %s: %w", gvPath(gv), err)
 				return
@@ -449,7 +455,6 @@ var (
 			Type: "apiKey", Description: "Bearer Token authentication", Name: "authorization", In: "header",
 		}}},
 	})
-	v3Security = mustJSON([]map[string][]string{{"BearerToken": {}}})
 )
 
 func mustJSON(v any) []byte {
@@ -461,9 +466,9 @@ func mustJSON(v any) []byte {
 }
 
 // encodeV3 writes one group version's OpenAPI 3.0 document:
-// {"openapi","info","paths","components":{"schemas","securitySchemes"},"security"}.
+// {"openapi","info","paths","components":{"schemas","securitySchemes"}}.
 // encoded caches definitions already written for other group versions.
-func encodeV3(paths *spec3.Paths, names []string, defs map[string]*spec.Schema, encoded map[string][]byte) ([]byte, error) {
+func encodeV3(gv schema.GroupVersion, paths *spec3.Paths, names []string, defs map[string]*spec.Schema, encoded map[string][]byte) ([]byte, error) {
 	var buf bytes.Buffer
 	buf.Write(v3Prologue[:len(v3Prologue)-1]) // without the closing brace
 	buf.WriteString(`,"paths":`)
@@ -475,7 +480,11 @@ func encodeV3(paths *spec3.Paths, names []string, defs map[string]*spec.Schema, 
 	buf.WriteString(`,"components":{"schemas":{`)
 	for i, name := range names {
 		data, ok := encoded[name]
-		if !ok {
+		if own := ownKinds(defs[name], gv); own != nil {
+			if data, err = own.MarshalJSON(); err != nil {
+				return nil, fmt.Errorf("%s: %w", name, err)
+			}
+		} else if !ok {
 			if data, err = defs[name].MarshalJSON(); err != nil {
 				return nil, fmt.Errorf("%s: %w", name, err)
 			}
@@ -491,10 +500,34 @@ func encodeV3(paths *spec3.Paths, names []string, defs map[string]*spec.Schema, 
 	}
 	buf.WriteString(`},`)
 	buf.Write(v3Epilogue[1:]) // without the opening brace
-	buf.WriteString(`,"security":`)
-	buf.Write(v3Security)
 	buf.WriteByte('}')
 	return buf.Bytes(), nil
+}
+
+// ownKinds returns, for a definition registered as a kind in several
+// groups (DeleteOptions, WatchEvent), a copy that lists only the kinds of
+// the document's group version and of the core group, as upstream's
+// documents do; nil for any other definition.
+func ownKinds(s *spec.Schema, gv schema.GroupVersion) *spec.Schema {
+	l, ok := s.Extensions[extGVK].([]any)
+	if !ok || len(l) < 2 {
+		return nil
+	}
+	var kept []any
+	for _, e := range l {
+		m, _ := e.(map[string]any)
+		g, v := m["group"], m["version"]
+		if (g == "" && v == "v1") || (g == gv.Group && v == gv.Version) {
+			kept = append(kept, e)
+		}
+	}
+	if len(kept) == len(l) {
+		return nil
+	}
+	c := *s
+	c.Extensions = maps.Clone(s.Extensions)
+	c.Extensions[extGVK] = kept
+	return &c
 }
 
 func allRoots(m *model) []string {
@@ -528,8 +561,12 @@ func (st *state) buildV2(scheme *runtime.Scheme) (*v2Doc, error) {
 		for _, gv := range m.gvs {
 			tag := tagName(gv)
 			for _, p := range m.paths[gv] {
-				sw.Paths.Paths[p.path] = v2Path(p, tag, sw.Parameters)
+				sw.Paths.Paths[p.path] = v2Path(p, tag)
 			}
+		}
+		if err := sharedV2Params(sw); err != nil {
+			st.v2Err = fmt.Errorf("openapi: sharing v2 parameters: %w", err)
+			return
 		}
 		for name := range m.gen.closure(allRoots(m)) {
 			sw.Definitions[name] = *m.gen.defs[name]

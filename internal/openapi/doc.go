@@ -11,13 +11,22 @@
 //
 // # How the documents are made
 //
-// Nothing is written by hand. Schemas come from reflection over the Go
-// types registered in a runtime.Scheme (the k8s.io/api types):
+// Nothing is written by hand. Where a module publishes the definitions
+// upstream's generator made (apiextensions-apiserver: apimachinery's meta
+// types, the special scalars, autoscaling/v1, the CRD types;
+// kube-aggregator: apiregistration), they are used as published (see
+// generated.go). The rest of the schemas come from reflection over the Go
+// types registered in a runtime.Scheme (the k8s.io/api types), following
+// the rules of upstream's generator:
 //
 //   - struct fields become properties, named by their json tags, with
-//     inline embedded structs flattened; no field is marked required
-//     (upstream takes that from comment markers, which do not survive
-//     compilation);
+//     inline embedded structs flattened; a field without omitempty is
+//     required, and gets a default when upstream's generator enforces
+//     one ({} for a struct held by value, the zero value of an always
+//     written scalar); comment markers (+optional on a field without
+//     omitempty, +listType on types client-go has no schema for,
+//     +union) do not survive compilation, and are the known differences
+//     from upstream's documents;
 //   - descriptions come from each type's SwaggerDoc method;
 //   - patchStrategy/patchMergeKey struct tags become
 //     x-kubernetes-patch-strategy/x-kubernetes-patch-merge-key;
@@ -35,9 +44,14 @@
 //     the type as a kind.
 //
 // Paths come from the registry.Resource list: for each resource its
-// collection, item, all-namespaces list and subresource paths, with
-// upstream's operation IDs (readCoreV1NamespacedPod), x-kubernetes-action,
-// x-kubernetes-group-version-kind, query parameters and media types.
+// collection, item, all-namespaces list, deprecated /watch/ and
+// subresource paths, with upstream's operation IDs
+// (readCoreV1NamespacedPod), descriptions, x-kubernetes-action,
+// x-kubernetes-group-version-kind and media types. Query parameters are
+// the fields of the options kinds (ListOptions, PodLogOptions...) with
+// their documentation; those every operation of a path takes are listed
+// on the path. internal/server's TestOpenAPIV3MatchesUpstream compares
+// the result with upstream's published documents.
 // Resources whose kind has no Go type (custom resources) get a schema that
 // keeps unknown fields unless SetCustomResourceSchemas supplies one, and
 // no strategic merge patch.

@@ -1,9 +1,12 @@
 package openapi
 
 import (
+	"reflect"
 	"slices"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"plainkube.dev/plainkube/internal/registry"
@@ -18,62 +21,95 @@ type param struct {
 	name, in, typ, desc string
 }
 
+// Query parameters are the fields of the options kinds the verbs read
+// (ListOptions, CreateOptions, PodLogOptions...), described by the
+// options kinds' own documentation, as upstream lists them. The few that
+// are not options fields are upstream's fixed words.
 var (
-	pPretty          = param{"pretty", "query", "string", "If 'true', the output is pretty-printed (indented). Defaults to 'false' unless the client looks like a browser or a command-line HTTP tool."}
-	pDryRun          = param{"dryRun", "query", "string", "When present, the request is checked and processed but nothing is persisted. The only valid value is All, which dry-runs every stage."}
-	pFieldManager    = param{"fieldManager", "query", "string", "A name for the actor making the change, recorded in managedFields. At most 128 printable characters. Required for apply patches, optional otherwise."}
-	pFieldValidation = param{"fieldValidation", "query", "string", "What to do with unknown or duplicate fields in the request body: Ignore drops them silently, Warn drops them and returns a warning for each (the default), Strict rejects the request with an error."}
-	pForce           = param{"force", "query", "boolean", "Force an apply patch to take ownership of fields other managers own, instead of failing with a conflict. Must be unset for other patch types."}
-
-	pAllowWatchBookmarks  = param{"allowWatchBookmarks", "query", "boolean", "Ask the server to send BOOKMARK watch events, which carry only a resourceVersion. Servers may ignore it; clients must not assume bookmarks arrive at any particular time."}
-	pContinue             = param{"continue", "query", "string", "The continue token from the previous page of a paginated list. Tokens expire; an expired token yields 410 Gone and the client must start again without one."}
-	pFieldSelector        = param{"fieldSelector", "query", "string", "Only return objects whose fields match this selector, such as metadata.name=foo. Defaults to everything."}
-	pLabelSelector        = param{"labelSelector", "query", "string", "Only return objects whose labels match this selector. Defaults to everything."}
-	pLimit                = param{"limit", "query", "integer", "The most items to return in one list response; if more exist the server sets metadata.continue. Servers may return fewer items, and the remaining count in metadata.remainingItemCount."}
-	pResourceVersion      = param{"resourceVersion", "query", "string", "Constrains which resource versions a list or watch may be served from. Its meaning depends on resourceVersionMatch; see the API concepts documentation. Defaults to unset."}
-	pResourceVersionMatch = param{"resourceVersionMatch", "query", "string", "How resourceVersion applies to a list: Exact or NotOlderThan. Only valid together with resourceVersion. Defaults to unset."}
-	pSendInitialEvents    = param{"sendInitialEvents", "query", "boolean", "With watch=true, begin the watch with synthetic ADDED events for the current state, followed by a BOOKMARK annotated k8s.io/initial-events-end. Requires resourceVersionMatch=NotOlderThan."}
-	pTimeoutSeconds       = param{"timeoutSeconds", "query", "integer", "A time limit for the list or watch call, regardless of activity."}
-	pWatch                = param{"watch", "query", "boolean", "Watch for changes to the described objects and return them as a stream of add, update and remove events. Specify resourceVersion."}
-
-	pGracePeriodSeconds = param{"gracePeriodSeconds", "query", "integer", "Seconds to wait before the object is deleted; a non-negative integer. Zero means delete immediately. Unset means the kind's default."}
-	pIgnoreStoreRead    = param{"ignoreStoreReadErrorWithClusterBreakingPotential", "query", "boolean", "Delete the object even if it cannot be read from storage (it is corrupt or undecodable). Dangerous: may break the cluster. Needs the delete-ignore-read-errors permission."}
-	pOrphanDependents   = param{"orphanDependents", "query", "boolean", "Deprecated: use propagationPolicy. If true, dependents are orphaned; if false, the orphan finalizer is removed."}
-	pPropagationPolicy  = param{"propagationPolicy", "query", "string", "Whether and how dependents are garbage collected: Orphan, Background or Foreground."}
-
+	pPretty    = param{"pretty", "query", "string", "If 'true', then the output is pretty printed. Defaults to 'false' unless the user-agent indicates a browser or command-line HTTP tool (curl and wget)."}
 	pName      = param{"name", "path", "string", "name of the %s"}
 	pNamespace = param{"namespace", "path", "string", "object name and auth scope, such as for teams and projects"}
 	pPath      = param{"path", "path", "string", "path to the resource"}
 
-	pContainer = param{"container", "query", "string", "The container to use; defaults to the only container if there is one."}
-	pStdin     = param{"stdin", "query", "boolean", "Redirect standard input."}
-	pStdout    = param{"stdout", "query", "boolean", "Redirect standard output."}
-	pStderr    = param{"stderr", "query", "boolean", "Redirect standard error."}
-	pTTY       = param{"tty", "query", "boolean", "Allocate a terminal."}
-	pCommand   = param{"command", "query", "string", "The command to run; repeat the parameter for each argument."}
-	pPorts     = param{"ports", "query", "integer", "The pod ports to forward."}
-	pProxyPath = param{"path", "query", "string", "The path to pass on to the proxied target."}
-
-	pFollow       = param{"follow", "query", "boolean", "Keep streaming the log as it grows."}
-	pInsecureTLS  = param{"insecureSkipTLSVerifyBackend", "query", "boolean", "Do not verify the serving certificate of the node agent the log is read from."}
-	pLimitBytes   = param{"limitBytes", "query", "integer", "Stop after this many bytes of log."}
-	pPrevious     = param{"previous", "query", "boolean", "Return the log of the previous, terminated instance of the container."}
-	pSinceSeconds = param{"sinceSeconds", "query", "integer", "Only return log lines newer than this many seconds."}
-	pStream       = param{"stream", "query", "string", "Which stream to return: All, Stdout or Stderr. Defaults to All."}
-	pTailLines    = param{"tailLines", "query", "integer", "Only return this many lines from the end of the log."}
-	pTimestamps   = param{"timestamps", "query", "boolean", "Prefix every log line with an RFC 3339 timestamp."}
+	listParams   = optionParams(metav1.ListOptions{})
+	createParams = optionParams(metav1.CreateOptions{})
+	updateParams = optionParams(metav1.UpdateOptions{})
+	patchParams  = optionParams(metav1.PatchOptions{})
+	deleteParams = optionParams(metav1.DeleteOptions{})
+	// deletecollection reads both DeleteOptions and ListOptions; where
+	// both have a field, ListOptions' words are upstream's.
+	deleteCollParams  = mergeParams(deleteParams, withoutParams(listParams, "watch", "allowWatchBookmarks"))
+	logParams         = optionParams(corev1.PodLogOptions{})
+	execParams        = optionParams(corev1.PodExecOptions{})
+	attachParams      = optionParams(corev1.PodAttachOptions{})
+	portForwardParams = optionParams(corev1.PodPortForwardOptions{})
+	podProxyParams    = optionParams(corev1.PodProxyOptions{})
+	nodeProxyParams   = optionParams(corev1.NodeProxyOptions{})
+	svcProxyParams    = optionParams(corev1.ServiceProxyOptions{})
 )
 
-var (
-	writeParams      = []param{pDryRun, pFieldManager, pFieldValidation}
-	patchParams      = []param{pDryRun, pFieldManager, pFieldValidation, pForce}
-	listParams       = []param{pAllowWatchBookmarks, pContinue, pFieldSelector, pLabelSelector, pLimit, pResourceVersion, pResourceVersionMatch, pSendInitialEvents, pTimeoutSeconds, pWatch}
-	deleteParams     = []param{pDryRun, pGracePeriodSeconds, pIgnoreStoreRead, pOrphanDependents, pPropagationPolicy}
-	deleteCollParams = []param{pContinue, pDryRun, pFieldSelector, pGracePeriodSeconds, pIgnoreStoreRead, pLabelSelector, pLimit, pOrphanDependents, pPropagationPolicy, pResourceVersion, pResourceVersionMatch, pSendInitialEvents, pTimeoutSeconds}
-	logParams        = []param{pContainer, pFollow, pInsecureTLS, pLimitBytes, pPrevious, pSinceSeconds, pStream, pTailLines, pTimestamps}
-	execParams       = []param{pCommand, pContainer, pStderr, pStdin, pStdout, pTTY}
-	attachParams     = []param{pContainer, pStderr, pStdin, pStdout, pTTY}
-)
+// optionParams lists the query parameters an options kind is read from:
+// its scalar and list-of-scalar fields, by JSON name, sorted.
+func optionParams(opts any) []param {
+	t := reflect.TypeOf(opts)
+	var docs map[string]string
+	if d, ok := opts.(swaggerDoc); ok {
+		docs = d.SwaggerDoc()
+	}
+	var out []param
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, inline, skip := jsonField(f)
+		if skip || inline || name == "kind" || name == "apiVersion" {
+			continue
+		}
+		ft := f.Type
+		for ft.Kind() == reflect.Pointer || ft.Kind() == reflect.Slice {
+			ft = ft.Elem()
+		}
+		var typ string
+		switch ft.Kind() {
+		case reflect.String:
+			typ = "string"
+		case reflect.Bool:
+			typ = "boolean"
+		case reflect.Int, reflect.Int32, reflect.Int64:
+			typ = "integer"
+		default:
+			continue // structs (preconditions, sinceTime) are not query parameters
+		}
+		out = append(out, param{name, "query", typ, docs[name]})
+	}
+	sortParams(out)
+	return out
+}
+
+// mergeParams is a and those of b a does not have, sorted; b's words win.
+func mergeParams(a, b []param) []param {
+	out := slices.Clone(b)
+	for _, p := range a {
+		if !slices.ContainsFunc(b, func(q param) bool { return q.name == p.name }) {
+			out = append(out, p)
+		}
+	}
+	sortParams(out)
+	return out
+}
+
+func withoutParams(ps []param, names ...string) []param {
+	return slices.DeleteFunc(slices.Clone(ps), func(p param) bool { return slices.Contains(names, p.name) })
+}
+
+// sortParams orders parameters by name, then path before query, as
+// upstream's documents list them.
+func sortParams(ps []param) {
+	slices.SortStableFunc(ps, func(a, b param) int {
+		if c := strings.Compare(a.name, b.name); c != 0 {
+			return c
+		}
+		return strings.Compare(a.in, b.in)
+	})
+}
 
 // Media types.
 const (
@@ -94,6 +130,7 @@ const (
 	defDeleteOptions   = "io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions"
 	defPatch           = "io.k8s.apimachinery.pkg.apis.meta.v1.Patch"
 	defAPIResourceList = "io.k8s.apimachinery.pkg.apis.meta.v1.APIResourceList"
+	defWatchEvent      = "io.k8s.apimachinery.pkg.apis.meta.v1.WatchEvent"
 	defObjectMeta      = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 	defListMeta        = "io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta"
 	// defString marks a plain-string response (logs, connect).
@@ -119,6 +156,9 @@ type opSpec struct {
 	// media types it is accepted as.
 	body      string
 	bodyTypes []string
+	// consumes, for an operation with no body, is what Swagger 2.0 says it
+	// consumes (*/* when empty).
+	consumes  []string
 	produces  []string
 	responses []response
 }
@@ -198,19 +238,31 @@ func resourcePaths(r registry.Resource, k resolvedKinds) []pathSpec {
 		patchTypes = []string{mtJSONPatch, mtMergePatch, mtApply}
 	}
 
+	// What a delete answers: a Status, or the object for stores that
+	// return it.
+	deleted := defStatus
+	if r.ReturnDeletedObject {
+		deleted = k.kind
+	}
+	listDesc := "list objects of kind "
+
+	if has("watch") {
+		listDesc = "list or watch objects of kind "
+	}
+
 	var paths []pathSpec
 	coll := pathSpec{path: collection, params: nsParams}
 	if has("list") {
 		coll.ops = append(coll.ops, opSpec{
 			method: "get", id: "list" + gvc + scope + kind, action: "list", gvk: &gvk,
-			desc: "list or watch objects of kind " + kind, params: listParams,
+			desc: listDesc + kind, params: listParams,
 			produces: listTypes, responses: []response{{200, "OK", k.list}},
 		})
 	}
 	if has("create") {
 		coll.ops = append(coll.ops, opSpec{
 			method: "post", id: "create" + gvc + scope + kind, action: "post", gvk: &gvk,
-			desc: "create a " + kind, params: writeParams, body: k.kind, bodyTypes: []string{"*/*"},
+			desc: "create " + article(kind) + kind, params: createParams, body: k.kind, bodyTypes: []string{"*/*"},
 			produces: objTypes, responses: []response{{200, "OK", k.kind}, {201, "Created", k.kind}, {202, "Accepted", k.kind}},
 		})
 	}
@@ -235,7 +287,7 @@ func resourcePaths(r registry.Resource, k resolvedKinds) []pathSpec {
 	if has("update") {
 		it.ops = append(it.ops, opSpec{
 			method: "put", id: "replace" + gvc + scope + kind, action: "put", gvk: &gvk,
-			desc: "replace the specified " + kind, params: writeParams, body: k.kind, bodyTypes: []string{"*/*"},
+			desc: "replace the specified " + kind, params: updateParams, body: k.kind, bodyTypes: []string{"*/*"},
 			produces: objTypes, responses: []response{{200, "OK", k.kind}, {201, "Created", k.kind}},
 		})
 	}
@@ -249,8 +301,8 @@ func resourcePaths(r registry.Resource, k resolvedKinds) []pathSpec {
 	if has("delete") {
 		it.ops = append(it.ops, opSpec{
 			method: "delete", id: "delete" + gvc + scope + kind, action: "delete", gvk: &gvk,
-			desc: "delete a " + kind, params: deleteParams, body: defDeleteOptions, bodyTypes: []string{"*/*"},
-			produces: objTypes, responses: []response{{200, "OK", defStatus}, {202, "Accepted", defStatus}},
+			desc: "delete " + article(kind) + kind, params: deleteParams, body: defDeleteOptions, bodyTypes: []string{"*/*"},
+			produces: objTypes, responses: []response{{200, "OK", deleted}, {202, "Accepted", deleted}},
 		})
 	}
 	if len(it.ops) > 0 {
@@ -260,15 +312,81 @@ func resourcePaths(r registry.Resource, k resolvedKinds) []pathSpec {
 	if r.Namespaced && has("list") {
 		paths = append(paths, pathSpec{path: prefix + "/" + r.Plural, params: []param{pPretty}, ops: []opSpec{{
 			method: "get", id: "list" + gvc + kind + "ForAllNamespaces", action: "list", gvk: &gvk,
-			desc: "list or watch objects of kind " + kind, params: listParams,
+			desc: listDesc + kind, params: listParams,
 			produces: listTypes, responses: []response{{200, "OK", k.list}},
 		}}})
+	}
+
+	if has("watch") && has("list") {
+		// The deprecated /watch/ paths, which the server still serves.
+		watchPrefix := prefix + "/watch"
+		watchColl := watchPrefix + "/" + r.Plural
+		if r.Namespaced {
+			watchColl = watchPrefix + "/namespaces/{namespace}/" + r.Plural
+		}
+		watchTypes := listTypes
+		watchOp := func(id, action, desc string) []opSpec {
+			return []opSpec{{method: "get", id: id, action: action, gvk: &gvk, desc: desc, params: listParams,
+				produces: watchTypes, responses: []response{{200, "OK", defWatchEvent}}}}
+		}
+		listWatch := "watch individual changes to a list of " + kind + ". deprecated: use the 'watch' parameter with a list operation instead."
+		paths = append(paths,
+			pathSpec{path: watchColl, params: nsParams, ops: watchOp("watch"+gvc+scope+kind+"List", "watchlist", listWatch)},
+			pathSpec{path: watchColl + "/{name}", params: itemParams, ops: watchOp("watch"+gvc+scope+kind, "watch",
+				"watch changes to an object of kind "+kind+". deprecated: use the 'watch' parameter with a list operation instead, filtered to a single item with the 'fieldSelector' parameter.")})
+		if r.Namespaced {
+			paths = append(paths, pathSpec{path: watchPrefix + "/" + r.Plural, params: []param{pPretty},
+				ops: watchOp("watch"+gvc+kind+"ListForAllNamespaces", "watchlist", listWatch)})
+		}
 	}
 
 	for _, sub := range r.Subresources {
 		paths = append(paths, subresourcePaths(sub, item, itemParams, gvc, scope, kind, gvk, k, patchTypes)...)
 	}
+	for i := range paths {
+		hoistParams(&paths[i])
+	}
 	return paths
+}
+
+// hoistParams puts the parameters every operation of a path takes (its
+// path-level ones and any the operations share) on the path, and leaves
+// each operation the rest, as upstream's documents list them.
+func hoistParams(p *pathSpec) {
+	if len(p.ops) == 0 {
+		sortParams(p.params)
+		return
+	}
+	full := make([][]param, len(p.ops))
+	for i, op := range p.ops {
+		full[i] = append(slices.Clone(p.params), op.params...)
+	}
+	var common []param
+	for _, c := range full[0] {
+		if !slices.Contains(common, c) && !slices.ContainsFunc(full[1:], func(f []param) bool { return !slices.Contains(f, c) }) {
+			common = append(common, c)
+		}
+	}
+	sortParams(common)
+	p.params = common
+	for i := range p.ops {
+		own := slices.DeleteFunc(full[i], func(q param) bool { return slices.Contains(common, q) })
+		sortParams(own)
+		p.ops[i].params = own
+	}
+}
+
+// article is the article upstream puts before a kind in operation
+// descriptions: "an Event", "a Pod", none before a plural-looking kind
+// ("Endpoints").
+func article(kind string) string {
+	if strings.HasSuffix(kind, "s") && !strings.HasSuffix(kind, "ss") {
+		return ""
+	}
+	if kind != "" && strings.ContainsRune("AEIOUaeiou", rune(kind[0])) {
+		return "an "
+	}
+	return "a "
 }
 
 // subresourcePaths describes the paths of one subresource of item.
@@ -281,16 +399,26 @@ func subresourcePaths(sub, item string, itemParams []param, gvc, scope, kind str
 	if sk, ok := k.sub[sub]; ok {
 		def, subGVK = sk.def, sk.gvk
 	}
+	// A subresource's name parameter names its own kind (the Scale, the
+	// PodExecOptions).
+	itemParams = slices.Clone(itemParams)
+	for i, p := range itemParams {
+		if p.name == "name" && p.in == "path" {
+			itemParams[i].desc = strings.Replace(pName.desc, "%s", subGVK.Kind, 1)
+		}
+	}
 	post := func(desc string) []pathSpec {
 		return []pathSpec{{path: path, params: itemParams, ops: []opSpec{{
 			method: "post", id: "create" + name, action: "post", gvk: &subGVK,
-			desc: desc, params: writeParams, body: def, bodyTypes: []string{"*/*"},
+			desc: desc, params: createParams, body: def, bodyTypes: []string{"*/*"},
 			produces: objTypes, responses: []response{{200, "OK", def}, {201, "Created", def}, {202, "Accepted", def}},
 		}}}}
 	}
 	connect := func(methods []string, params []param, withPath bool) []pathSpec {
-		p := pathSpec{path: path, params: itemParams}
-		pp := pathSpec{path: path + "/{path}", params: append(append([]param(nil), itemParams...), pPath)}
+		// Connections take no pretty.
+		base := slices.DeleteFunc(slices.Clone(itemParams), func(p param) bool { return p == pPretty })
+		p := pathSpec{path: path, params: base}
+		pp := pathSpec{path: path + "/{path}", params: append(slices.Clone(base), pPath)}
 		for _, m := range methods {
 			op := opSpec{
 				method: m, action: "connect", gvk: &subGVK, params: params,
@@ -301,7 +429,6 @@ func subresourcePaths(sub, item string, itemParams []param, gvc, scope, kind str
 			p.ops = append(p.ops, op)
 			if withPath {
 				op.id += "WithPath"
-				op.params = nil
 				pp.ops = append(pp.ops, op)
 			}
 		}
@@ -312,15 +439,15 @@ func subresourcePaths(sub, item string, itemParams []param, gvc, scope, kind str
 	}
 	switch sub {
 	case "binding":
-		return post("create binding of a " + kind)
+		return post("create binding of " + article(kind) + kind)
 	case "eviction":
-		return post("create eviction of a " + kind)
+		return post("create eviction of " + article(kind) + kind)
 	case "token":
-		return post("create token of a " + kind)
+		return post("create token of " + article(kind) + kind)
 	case "finalize":
 		return []pathSpec{{path: path, params: itemParams, ops: []opSpec{{
 			method: "put", id: "replace" + name, action: "put", gvk: &subGVK,
-			desc: "replace finalize of the specified " + kind, params: writeParams, body: def, bodyTypes: []string{"*/*"},
+			desc: "replace finalize of the specified " + kind, params: updateParams, body: def, bodyTypes: []string{"*/*"},
 			produces: objTypes, responses: []response{{200, "OK", def}, {201, "Created", def}},
 		}}}}
 	case "log":
@@ -334,9 +461,16 @@ func subresourcePaths(sub, item string, itemParams []param, gvc, scope, kind str
 	case "attach":
 		return connect([]string{"get", "post"}, attachParams, false)
 	case "portforward":
-		return connect([]string{"get", "post"}, []param{pPorts}, false)
+		return connect([]string{"get", "post"}, portForwardParams, false)
 	case "proxy":
-		return connect([]string{"delete", "get", "head", "options", "patch", "post", "put"}, []param{pProxyPath}, true)
+		params := podProxyParams
+		switch kind {
+		case "Node":
+			params = nodeProxyParams
+		case "Service":
+			params = svcProxyParams
+		}
+		return connect([]string{"delete", "get", "head", "options", "patch", "post", "put"}, params, true)
 	}
 	// status, scale, ephemeralcontainers, resize, approval, and any other
 	// subresource that reads and writes a whole object.
@@ -347,7 +481,7 @@ func subresourcePaths(sub, item string, itemParams []param, gvc, scope, kind str
 		},
 		{
 			method: "put", id: "replace" + name, action: "put", gvk: &subGVK,
-			desc: "replace " + sub + " of the specified " + kind, params: writeParams, body: def, bodyTypes: []string{"*/*"},
+			desc: "replace " + sub + " of the specified " + kind, params: updateParams, body: def, bodyTypes: []string{"*/*"},
 			produces: objTypes, responses: []response{{200, "OK", def}, {201, "Created", def}},
 		},
 		{
@@ -367,7 +501,7 @@ func apiResourcesPath(gv schema.GroupVersion) pathSpec {
 	}
 	return pathSpec{path: prefix, ops: []opSpec{{
 		method: "get", id: "get" + groupCamel(gv.Group) + upperFirst(gv.Version) + "APIResources",
-		desc: "get available resources", produces: []string{mtJSON, mtYAML, mtProtobuf},
+		desc: "get available resources", produces: []string{mtJSON, mtYAML, mtProtobuf}, consumes: []string{mtJSON, mtYAML, mtProtobuf},
 		responses: []response{{200, "OK", defAPIResourceList}},
 	}}}
 }

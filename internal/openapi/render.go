@@ -1,6 +1,14 @@
 package openapi
 
 import (
+	"encoding/base64"
+	"encoding/json"
+	"hash/fnv"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
 	"k8s.io/kube-openapi/pkg/spec3"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 )
@@ -109,31 +117,77 @@ func v3Path(p pathSpec, tag string) *spec3.Path {
 
 // ---- Swagger 2.0 ----
 
-// v2Params writes parameters. Query parameters, the same everywhere, are
-// written once in the document's parameters section (shared) and
-// referred to, as upstream does; kubectl follows those references.
-func v2Params(ps []param, shared map[string]spec.Parameter) []spec.Parameter {
+// v2Params writes parameters inline; sharedV2Params then moves the ones
+// many operations repeat to the document's parameters section.
+func v2Params(ps []param) []spec.Parameter {
 	if len(ps) == 0 {
 		return nil
 	}
 	out := make([]spec.Parameter, 0, len(ps))
 	for _, p := range ps {
-		sp := spec.Parameter{
+		out = append(out, spec.Parameter{
 			ParamProps:        spec.ParamProps{Name: p.name, In: p.in, Description: p.desc, Required: p.in == "path"},
 			SimpleSchema:      spec.SimpleSchema{Type: p.typ},
 			CommonValidations: spec.CommonValidations{UniqueItems: true},
-		}
-		if p.in == "query" && shared != nil {
-			key := p.name + "-" + p.in
-			if prev, ok := shared[key]; ok && prev.Description != p.desc {
-				panic("openapi: two query parameters named " + p.name)
-			}
-			shared[key] = sp
-			sp = spec.Parameter{Refable: spec.Refable{Ref: spec.MustCreateRef("#/parameters/" + key)}}
-		}
-		out = append(out, sp)
+		})
 	}
 	return out
+}
+
+// sharedV2Params writes each parameter that is not specific to a kind
+// once, in the document's parameters section, and refers to it, as
+// upstream's Swagger builder does: named by the parameter's name and a
+// hash of its JSON form. Name parameters and kind bodies are specific;
+// dryRun and fieldValidation stay inline because kubectl looked for them
+// there to detect server support.
+func sharedV2Params(sw *spec.Swagger) error {
+	sw.Parameters = map[string]spec.Parameter{}
+	names := map[string]string{} // JSON → shared name
+	share := func(ps []spec.Parameter) error {
+		for i, p := range ps {
+			switch {
+			case p.Ref.String() != "",
+				(p.In == "query" || p.In == "path") && p.Name == "name",
+				p.In == "query" && (p.Name == "fieldValidation" || p.Name == "dryRun"),
+				p.In == "body" && p.Schema != nil && !strings.HasPrefix(p.Schema.Ref.String(), "#/definitions/io.k8s.apimachinery"):
+				continue
+			}
+			data, err := json.Marshal(p)
+			if err != nil {
+				return err
+			}
+			name, ok := names[string(data)]
+			if !ok {
+				h := fnv.New64()
+				h.Write(data)
+				name = p.Name + "-" + base64.URLEncoding.EncodeToString(h.Sum(nil)[:6])
+				for n := 1; ; n++ {
+					if _, taken := sw.Parameters[name]; !taken {
+						break
+					}
+					name = p.Name + "-" + strconv.Itoa(n)
+				}
+				names[string(data)] = name
+				sw.Parameters[name] = p
+			}
+			ps[i] = spec.Parameter{Refable: spec.Refable{Ref: spec.MustCreateRef("#/parameters/" + name)}}
+		}
+		return nil
+	}
+	for _, path := range slices.Sorted(maps.Keys(sw.Paths.Paths)) {
+		item := sw.Paths.Paths[path]
+		for _, op := range []*spec.Operation{item.Get, item.Put, item.Post, item.Delete, item.Options, item.Head, item.Patch} {
+			if op != nil {
+				if err := share(op.Parameters); err != nil {
+					return err
+				}
+			}
+		}
+		if err := share(item.Parameters); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func v2Schema(def string) *spec.Schema {
@@ -143,15 +197,18 @@ func v2Schema(def string) *spec.Schema {
 	return &spec.Schema{SchemaProps: spec.SchemaProps{Ref: spec.MustCreateRef("#/definitions/" + def)}}
 }
 
-func v2Operation(op opSpec, tag string, shared map[string]spec.Parameter) *spec.Operation {
+func v2Operation(op opSpec, tag string) *spec.Operation {
 	o := &spec.Operation{OperationProps: spec.OperationProps{
 		Description: op.desc, ID: op.id, Tags: []string{tag}, Schemes: []string{"https"},
-		Consumes: op.bodyTypes, Produces: op.produces, Parameters: v2Params(op.params, shared),
+		Consumes: op.bodyTypes, Produces: op.produces, Parameters: v2Params(op.params),
 	}}
 	if op.body != "" {
 		o.Parameters = append([]spec.Parameter{{ParamProps: spec.ParamProps{
 			Name: "body", In: "body", Required: op.body != defDeleteOptions, Schema: v2Schema(op.body),
 		}}}, o.Parameters...)
+	}
+	if len(o.Consumes) == 0 {
+		o.Consumes = op.consumes
 	}
 	if len(o.Consumes) == 0 {
 		o.Consumes = []string{"*/*"}
@@ -169,10 +226,10 @@ func v2Operation(op opSpec, tag string, shared map[string]spec.Parameter) *spec.
 	return o
 }
 
-func v2Path(p pathSpec, tag string, shared map[string]spec.Parameter) spec.PathItem {
-	out := spec.PathItem{PathItemProps: spec.PathItemProps{Parameters: v2Params(p.params, shared)}}
+func v2Path(p pathSpec, tag string) spec.PathItem {
+	out := spec.PathItem{PathItemProps: spec.PathItemProps{Parameters: v2Params(p.params)}}
 	for _, op := range p.ops {
-		o := v2Operation(op, tag, shared)
+		o := v2Operation(op, tag)
 		switch op.method {
 		case "get":
 			out.Get = o

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 
@@ -28,26 +29,18 @@ const (
 // Interfaces by which apimachinery types describe themselves to upstream's
 // generator; the same methods are there at run time.
 type (
-	swaggerDoc     interface{ SwaggerDoc() map[string]string }
-	openAPIType    interface{ OpenAPISchemaType() []string }
-	openAPIFormat  interface{ OpenAPISchemaFormat() string }
-	openAPIV3OneOf interface{ OpenAPIV3OneOfTypes() []string }
-	jsonMarshaler  = json.Marshaler
+	swaggerDoc      interface{ SwaggerDoc() map[string]string }
+	openAPIType     interface{ OpenAPISchemaType() []string }
+	openAPIFormat   interface{ OpenAPISchemaFormat() string }
+	openAPIV3OneOf  interface{ OpenAPIV3OneOfTypes() []string }
+	jsonMarshaler   = json.Marshaler
+	jsonUnmarshaler = json.Unmarshaler
 )
 
-// Descriptions of the few apimachinery types that have no SwaggerDoc
-// method, in our own words.
+// Descriptions of the apimachinery types that have neither a SwaggerDoc
+// method nor a published definition (generated.go), in our own words.
 var extraDescriptions = map[string]string{
-	"io.k8s.apimachinery.pkg.apis.meta.v1.Time":         "Time is a timestamp, serialized as an RFC 3339 string in UTC with second precision.",
-	"io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime":    "MicroTime is a timestamp, serialized as an RFC 3339 string in UTC with microsecond precision.",
-	"io.k8s.apimachinery.pkg.apis.meta.v1.Duration":     "Duration is a time span, serialized as a Go duration string such as \"1h30m\".",
-	"io.k8s.apimachinery.pkg.api.resource.Quantity":     "Quantity is a fixed-point number with an optional suffix, such as \"100m\", \"1.5\", \"128Mi\" or \"1e3\". Binary suffixes are Ki, Mi, Gi, Ti, Pi and Ei; decimal suffixes are m, k, M, G, T, P and E. It is serialized as a string; clients may also send a plain number.",
-	"io.k8s.apimachinery.pkg.util.intstr.IntOrString":   "IntOrString holds either an int32 or a string. In JSON and YAML it is written as whichever of the two it holds.",
-	"io.k8s.apimachinery.pkg.runtime.RawExtension":      "RawExtension holds an embedded object of any kind, serialized as that object's own JSON.",
-	"io.k8s.apimachinery.pkg.apis.meta.v1.FieldsV1":     "FieldsV1 is the set of fields a manager owns, as a trie of field paths in JSON.",
-	"io.k8s.apimachinery.pkg.apis.meta.v1.GroupVersion": "GroupVersion names an API group and version, serialized as \"group/version\".",
-	"io.k8s.apimachinery.pkg.apis.meta.v1.Patch":        "Patch gives a name and type to the body of a PATCH request; its shape depends on the patch content type.",
-	"io.k8s.apimachinery.pkg.runtime.Unknown":           "Unknown holds an object whose kind the server could not decode.",
+	"io.k8s.apimachinery.pkg.util.intstr.IntOrString": "IntOrString holds either an int32 or a string. In JSON and YAML it is written as whichever of the two it holds.",
 }
 
 // generator turns Go types into OpenAPI definitions, in either the
@@ -58,8 +51,12 @@ type generator struct {
 	// refPrefix is "#/definitions/" (v2) or "#/components/schemas/" (v3).
 	refPrefix string
 	hints     map[string]*typeHints
-	// kinds maps a Go type to every group/version/kind it is registered as.
-	kinds map[reflect.Type][]schema.GroupVersionKind
+	// kinds maps a Go type to every group/version/kind it is registered as;
+	// kindsByName the same by definition name.
+	kinds       map[reflect.Type][]schema.GroupVersionKind
+	kindsByName map[string][]schema.GroupVersionKind
+	// generated are the published definitions (generated.go).
+	generated map[string]common.OpenAPIDefinition
 
 	defs  map[string]*spec.Schema
 	deps  map[string]map[string]bool // definition → definitions it refers to
@@ -70,12 +67,17 @@ type generator struct {
 
 func newGenerator(v3 bool, kinds map[reflect.Type][]schema.GroupVersionKind) *generator {
 	g := &generator{
-		v3:    v3,
-		hints: smdHints(),
-		kinds: kinds,
-		defs:  map[string]*spec.Schema{},
-		deps:  map[string]map[string]bool{},
-		names: map[reflect.Type]string{},
+		v3:          v3,
+		hints:       smdHints(),
+		kinds:       kinds,
+		kindsByName: map[string][]schema.GroupVersionKind{},
+		generated:   generatedDefinitions(v3),
+		defs:        map[string]*spec.Schema{},
+		deps:        map[string]map[string]bool{},
+		names:       map[reflect.Type]string{},
+	}
+	for t, gvks := range kinds {
+		g.kindsByName[definitionName(t)] = gvks
 	}
 	if v3 {
 		g.refPrefix = "#/components/schemas/"
@@ -98,6 +100,9 @@ func (g *generator) define(t reflect.Type) string {
 	if _, ok := g.defs[name]; ok {
 		return name
 	}
+	if _, ok := g.generated[name]; ok {
+		return g.defineGenerated(name)
+	}
 	// Reserve the name first: types refer to themselves (JSONSchemaProps).
 	s := &spec.Schema{}
 	g.defs[name] = s
@@ -106,6 +111,27 @@ func (g *generator) define(t reflect.Type) string {
 	g.current = name
 	*s = g.definitionBody(t, name)
 	g.current = outer
+	return name
+}
+
+// defineGenerated defines a published definition and what it refers to.
+func (g *generator) defineGenerated(name string) string {
+	if _, ok := g.defs[name]; ok {
+		return name
+	}
+	def := g.generated[name]
+	s := g.generatedSchema(def)
+	if gvks := g.kindsByName[name]; len(gvks) > 0 {
+		s.AddExtension(extGVK, gvkExtension(gvks))
+	}
+	g.defs[name] = &s
+	g.deps[name] = map[string]bool{}
+	for _, d := range def.Dependencies {
+		g.deps[name][d] = true
+		if _, ok := g.generated[d]; ok {
+			g.defineGenerated(d)
+		}
+	}
 	return name
 }
 
@@ -132,9 +158,6 @@ func (g *generator) definitionBody(t reflect.Type, name string) spec.Schema {
 			}
 		} else {
 			s.Type = types
-		}
-		if g.v3 && s.Format == "int-or-string" {
-			s.AddExtension(extIntOrString, true)
 		}
 	case t.Kind() == reflect.Struct && (implements(t, (*jsonMarshaler)(nil)) || implements(reflect.PointerTo(t), (*jsonMarshaler)(nil))):
 		// Types with their own JSON form and no declared schema type.
@@ -201,6 +224,12 @@ func (g *generator) addFieldsWithHints(s *spec.Schema, t reflect.Type, hints *ty
 		}
 		fs := g.fieldSchema(f, jsonName, docs[jsonName], hints)
 		s.Properties[jsonName] = fs
+		if !hasOmitEmpty(f) {
+			// Upstream's generator makes a field without omitempty
+			// required (unless a +optional comment says otherwise, which
+			// the compiled types do not keep).
+			s.Required = append(s.Required, jsonName)
+		}
 	}
 }
 
@@ -260,20 +289,66 @@ func (g *generator) fieldSchema(f reflect.StructField, jsonName, doc string, hin
 	if fh.mapType != "" {
 		ext[extMapType] = fh.mapType
 	}
-	if g.v3 && s.Ref.String() != "" && (doc != "" || len(ext) > 0 || fh.hasDef) {
+	def, hasDef := zeroDefault(f), false
+	hasDef = def != nil
+	if fh.hasDef {
+		def, hasDef = jsonValue(fh.def), true
+	}
+	if g.v3 && s.Ref.String() != "" && (doc != "" || len(ext) > 0 || hasDef) {
 		// OpenAPI 3.0 ignores the siblings of a $ref, so upstream wraps
 		// the reference in allOf to describe the field. (Swagger 2.0
 		// readers, kubectl's included, read the siblings.)
 		s = spec.Schema{SchemaProps: spec.SchemaProps{AllOf: []spec.Schema{s}}}
 	}
 	s.Description = doc
-	if g.v3 && fh.hasDef {
-		s.Default = jsonValue(fh.def)
+	if hasDef && g.v3 {
+		// Upstream publishes defaults in v3 only.
+		s.Default = def
 	}
 	if len(ext) > 0 {
 		s.Extensions = ext
 	}
 	return s
+}
+
+func hasOmitEmpty(f reflect.StructField) bool {
+	_, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+	return slices.Contains(strings.Split(opts, ","), "omitempty")
+}
+
+// zeroDefault is the default upstream's generator gives a field whether or
+// not its comments name one: {} for a struct held by value (that is not
+// a scalar in disguise such as Time or Quantity), the zero value for a
+// scalar that is always written (no omitempty); nil otherwise.
+func zeroDefault(f reflect.StructField) any {
+	t := f.Type
+	if implements(t, (*jsonUnmarshaler)(nil)) || implements(reflect.PointerTo(t), (*jsonUnmarshaler)(nil)) {
+		return nil
+	}
+	if _, opts, _ := strings.Cut(f.Tag.Get("json"), ","); slices.Contains(strings.Split(opts, ","), "string") {
+		return nil
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		if t.NumField() == 1 && t.Field(0).Anonymous {
+			return zeroDefault(t.Field(0))
+		}
+		return map[string]any{}
+	case reflect.String:
+		if !hasOmitEmpty(f) {
+			return ""
+		}
+	case reflect.Bool:
+		if !hasOmitEmpty(f) {
+			return false
+		}
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+		if !hasOmitEmpty(f) {
+			return 0
+		}
+	}
+	return nil
 }
 
 // inlineSchema is the schema written where a value of type t appears: a
@@ -300,16 +375,9 @@ func (g *generator) inlineSchema(t reflect.Type) spec.Schema {
 			return spec.Schema{SchemaProps: spec.SchemaProps{Type: []string{"string"}, Format: "byte"}}
 		}
 		items := g.inlineSchema(t.Elem())
-		if g.v3 && items.Ref.String() != "" && isStructRef(t.Elem()) {
-			// Upstream's v3 documents default struct list items to {}.
-			items = spec.Schema{SchemaProps: spec.SchemaProps{AllOf: []spec.Schema{items}, Default: map[string]any{}}}
-		}
 		return spec.Schema{SchemaProps: spec.SchemaProps{Type: []string{"array"}, Items: &spec.SchemaOrArray{Schema: &items}}}
 	case reflect.Map:
 		val := g.inlineSchema(t.Elem())
-		if g.v3 && val.Ref.String() != "" && isStructRef(t.Elem()) {
-			val = spec.Schema{SchemaProps: spec.SchemaProps{AllOf: []spec.Schema{val}, Default: map[string]any{}}}
-		}
 		return spec.Schema{SchemaProps: spec.SchemaProps{Type: []string{"object"}, AdditionalProperties: &spec.SchemaOrBool{Allows: true, Schema: &val}}}
 	}
 	typ, format := common.OpenAPITypeFormat(t.Kind().String())

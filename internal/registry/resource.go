@@ -63,6 +63,10 @@ type Resource struct {
 	// TracksGeneration: metadata.generation starts at 1 and bumps on every
 	// change outside metadata and status.
 	TracksGeneration bool
+	// ReturnDeletedObject: a delete that removes the object at once answers
+	// with the object as it was, instead of a Status (upstream's
+	// ReturnDeletedObject stores: pods, services, storage classes...).
+	ReturnDeletedObject bool
 	// Strategy supplies the per-resource rules; nil fields mean "nothing to do".
 	Strategy Strategy
 }

@@ -21,7 +21,12 @@ import (
 // gizmoWebhook converts gizmos between v1 (spec.size) and v2
 // (spec.dimensions.size) as a conversion webhook does.
 func gizmoWebhook(t *testing.T, calls *atomic.Int32) *httptest.Server {
-	return httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return httptest.NewTLSServer(gizmoConversion(calls))
+}
+
+// gizmoConversion is gizmoWebhook's handler.
+func gizmoConversion(calls *atomic.Int32) http.HandlerFunc {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		calls.Add(1)
 		review := &apiextensionsv1.ConversionReview{}
 		if err := json.NewDecoder(r.Body).Decode(review); err != nil || review.Request == nil {
@@ -54,20 +59,17 @@ func gizmoWebhook(t *testing.T, calls *atomic.Int32) *httptest.Server {
 		review.Response, review.Request = resp, nil
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(review)
-	}))
+	})
 }
 
-func TestCustomResourceWebhookConversion(t *testing.T) {
-	_, cfg := startServer(t)
-	var calls atomic.Int32
-	hook := gizmoWebhook(t, &calls)
-	defer hook.Close()
-	caBundle := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: hook.Certificate().Raw})
+// gizmoCRD is the gizmos CRD: v1 stored (spec.size), v2 served
+// (spec.dimensions.size), converted by the webhook at url.
+func gizmoCRD(url string, caBundle []byte) *apiextensionsv1.CustomResourceDefinition {
 	obj := func(props map[string]apiextensionsv1.JSONSchemaProps) *apiextensionsv1.CustomResourceValidation {
 		return &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{
 			"spec": {Type: "object", Properties: props}}}}
 	}
-	crd := &apiextensionsv1.CustomResourceDefinition{
+	return &apiextensionsv1.CustomResourceDefinition{
 		ObjectMeta: metav1.ObjectMeta{Name: "gizmos.example.com"},
 		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
 			Group: "example.com", Scope: apiextensionsv1.NamespaceScoped,
@@ -78,11 +80,20 @@ func TestCustomResourceWebhookConversion(t *testing.T) {
 					"dimensions": {Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{"size": {Type: "string"}}}})},
 			},
 			Conversion: &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.WebhookConverter, Webhook: &apiextensionsv1.WebhookConversion{
-				ClientConfig:             &apiextensionsv1.WebhookClientConfig{URL: ptr.To(hook.URL + "/convert"), CABundle: caBundle},
+				ClientConfig:             &apiextensionsv1.WebhookClientConfig{URL: ptr.To(url), CABundle: caBundle},
 				ConversionReviewVersions: []string{"v1"},
 			}},
 		},
 	}
+}
+
+func TestCustomResourceWebhookConversion(t *testing.T) {
+	_, cfg := startServer(t)
+	var calls atomic.Int32
+	hook := gizmoWebhook(t, &calls)
+	defer hook.Close()
+	caBundle := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: hook.Certificate().Raw})
+	crd := gizmoCRD(hook.URL+"/convert", caBundle)
 	createCRD(t, cfg, crd)
 	ctx := context.Background()
 	dyn := dynamicClient(t, cfg)

@@ -18,6 +18,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
@@ -98,6 +101,15 @@ type Options struct {
 	PodSecurityExemptions podsecurity.Exemptions
 	// ExtraAdmission are plugins run after all others (tests).
 	ExtraAdmission []admission.Plugin
+	// EnableAdmissionPlugins and DisableAdmissionPlugins turn upstream's
+	// admission plugins on and off by name, as kube-apiserver's
+	// --enable-admission-plugins and --disable-admission-plugins (the
+	// plugins DefaultAdmission leaves off count as off by default).
+	EnableAdmissionPlugins, DisableAdmissionPlugins []string
+	// AdmissionControlConfigFile is an AdmissionConfiguration giving
+	// plugins their configuration (--admission-control-config-file; only
+	// EventRateLimit's is read).
+	AdmissionControlConfigFile string
 	// DialAggregated opens the API server's connections to aggregated API
 	// servers' endpoints (nil: a plain dialer). Tests route them to a
 	// loopback listener.
@@ -255,18 +267,34 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	validatingPolicies := policy.NewValidating(authz) // reads the policies once the API serves them
 	// The webhooks read their configurations once the API serves
 	// (startWebhooks).
-	webhooks := admwebhook.New(admwebhook.Options{Authorizer: authz, Logger: log})
+	// /metrics: the admission metrics and Go's and the process's own, as
+	// upstream's API server has them.
+	metricsRegistry := prometheus.NewRegistry()
+	metricsRegistry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	admissionMetrics := admission.NewMetrics(metricsRegistry)
+	webhooks := admwebhook.New(admwebhook.Options{Authorizer: authz, Logger: log, Metrics: admissionMetrics})
 	deps := admissionDeps{objects: objects, serviceAccounts: saAdmission, authz: authz, rbac: rbacAuthz,
 		services: alloc, policies: validatingPolicies, webhooks: webhooks, controllerDefaults: opts.DefaultAdmission, extra: opts.ExtraAdmission,
-		limitRanger: limitranger.New(), podSecurity: podsecurity.New(), resourceQuota: resourcequota.New()}
-	chain := admissionChain(deps)
+		limitRanger: limitranger.New(), podSecurity: podsecurity.New(), resourceQuota: resourcequota.New(),
+		enable: opts.EnableAdmissionPlugins, disable: opts.DisableAdmissionPlugins, kinds: &serverKinds{}}
+	if deps.pluginConfigs, err = readAdmissionConfig(opts.AdmissionControlConfigFile); err != nil {
+		s.stop()
+		return nil, err
+	}
+	chain, err := admissionChain(deps)
+	if err != nil {
+		s.stop()
+		return nil, err
+	}
 	api, err := apiserver.New(apiserver.Config{
-		Storage:         s.store,
-		Resources:       resources,
-		Authenticator:   auth.Union{auth.ClientCertAuthenticator{}, saTokens, bootstrapTokens},
-		ServiceAccounts: saTokens,
-		Admission:       chain,
-		Authorizer:      authz,
+		Storage:          s.store,
+		Resources:        resources,
+		Authenticator:    auth.Union{auth.ClientCertAuthenticator{}, saTokens, bootstrapTokens},
+		ServiceAccounts:  saTokens,
+		Admission:        chain.Instrument(admissionMetrics),
+		AdmissionMetrics: admissionMetrics,
+		Metrics:          metricsRegistry,
+		Authorizer:       authz,
 		Version: apiserver.VersionInfo{Major: version.Major, Minor: version.Minor, GitVersion: version.GitVersion(),
 			GitCommit: version.GitCommit, GoVersion: runtime.Version(), Platform: version.Platform()},
 		KubeletClient: kubeletClient,
@@ -281,6 +309,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	s.API = api
 	saAdmission.Objects = api
 	objects.api = api
+	deps.kinds.api = api
 	if bootstrapTokens.Get, err = secretGetter(s.LoopbackConfig()); err != nil {
 		s.stop()
 		return nil, err

@@ -674,6 +674,12 @@ func TestEventsInBothAPIs(t *testing.T) {
 	if err != nil || len(list.Items) != 2 {
 		t.Fatalf("core list: %d items, %v", len(list.Items), err)
 	}
+	// core/v1's "source" is the reporting controller for an event without
+	// source.component, as upstream's.
+	list, err = cs.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "source=example.com/test"})
+	if err != nil || len(list.Items) != 1 || list.Items[0].Name != "new-made" {
+		t.Fatalf("core list by source: %d items, %v", len(list.Items), err)
+	}
 }
 
 // TestUpdateDuringGracefulDeletion: a status update of a pod in graceful

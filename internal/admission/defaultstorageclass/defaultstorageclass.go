@@ -2,7 +2,6 @@ package defaultstorageclass
 
 import (
 	"context"
-	"sort"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -55,21 +54,7 @@ func (p *plugin) mutate(ctx context.Context, a *admission.Attributes) error {
 // Default picks the default class of objs: of those annotated default,
 // the newest, then the first by name; nil if none is.
 func Default(objs []runtime.Object) *storagev1.StorageClass {
-	var defaults []*storagev1.StorageClass
-	for _, o := range objs {
-		if sc, ok := o.(*storagev1.StorageClass); ok && (sc.Annotations[IsDefaultAnnotation] == "true" || sc.Annotations[BetaIsDefaultAnnotation] == "true") {
-			defaults = append(defaults, sc)
-		}
-	}
-	if len(defaults) == 0 {
-		return nil
-	}
-	sort.Slice(defaults, func(i, j int) bool {
-		ti, tj := defaults[i].CreationTimestamp.UnixNano(), defaults[j].CreationTimestamp.UnixNano()
-		if ti == tj {
-			return defaults[i].Name < defaults[j].Name
-		}
-		return ti > tj
+	return admission.NewestOf(objs, func(sc *storagev1.StorageClass) bool {
+		return sc.Annotations[IsDefaultAnnotation] == "true" || sc.Annotations[BetaIsDefaultAnnotation] == "true"
 	})
-	return defaults[0]
 }

@@ -43,14 +43,18 @@ type Options struct {
 	// errors).
 	Authorizer auth.Authorizer
 	Logger     *slog.Logger
+	// Metrics records each call (apiserver_admission_webhook_*; nil:
+	// nothing is recorded).
+	Metrics *admission.Metrics
 }
 
 // Webhooks are the two webhook plugins. They refuse requests (as not yet
 // ready) until Start gives them their configurations.
 type Webhooks struct {
-	wiring atomic.Pointer[wiring]
-	authz  conditionAuthorizer
-	log    *slog.Logger
+	wiring  atomic.Pointer[wiring]
+	authz   conditionAuthorizer
+	log     *slog.Logger
+	metrics *admission.Metrics
 }
 
 // wiring is what the plugins read webhooks from and call them with.
@@ -62,7 +66,7 @@ type wiring struct {
 
 // New makes the webhook plugins; Start them once the API serves.
 func New(opts Options) *Webhooks {
-	w := &Webhooks{log: opts.Logger}
+	w := &Webhooks{log: opts.Logger, metrics: opts.Metrics}
 	if opts.Authorizer != nil {
 		w.authz = Authorizer(opts.Authorizer)
 	}
@@ -132,6 +136,23 @@ func (w *Webhooks) ready(ctx context.Context, a *admission.Attributes) (*wiring,
 type callError struct {
 	name   string
 	reason error
+	// code is the HTTP status the failure counts as in the metrics when
+	// the webhook did not answer one (0: 503, upstream's for a call that
+	// failed or an answer that made no sense).
+	code int
+}
+
+// statusCode is the HTTP status of the failure: the webhook's answer, or
+// what upstream counts it as.
+func (e *callError) statusCode() int {
+	var st *apierrors.StatusError
+	switch {
+	case errors.As(e.reason, &st):
+		return int(st.ErrStatus.Code)
+	case e.code != 0:
+		return e.code
+	}
+	return http.StatusServiceUnavailable
 }
 
 func (e *callError) Error() string {
@@ -173,7 +194,7 @@ func (w *Webhooks) call(ctx context.Context, c *wiring, a *admission.Attributes,
 	h := inv.hook
 	if a.DryRun {
 		if h.sideEffects == nil {
-			return nil, &callError{name: h.name, reason: errors.New("Webhook SideEffects is nil")}
+			return nil, &callError{name: h.name, reason: errors.New("Webhook SideEffects is nil"), code: http.StatusBadRequest}
 		}
 		if se := *h.sideEffects; se != admissionregistrationv1.SideEffectClassNone && se != admissionregistrationv1.SideEffectClassNoneOnDryRun {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("admission webhook %q does not support dry run", h.name))
@@ -181,7 +202,7 @@ func (w *Webhooks) call(ctx context.Context, c *wiring, a *admission.Attributes,
 	}
 	rv, err := newReview(a, inv, obj, old)
 	if err != nil {
-		return nil, &callError{name: h.name, reason: fmt.Errorf("could not create admission objects: %w", err)}
+		return nil, &callError{name: h.name, reason: fmt.Errorf("could not create admission objects: %w", err), code: http.StatusBadRequest}
 	}
 	timeout := time.Duration(h.timeoutSeconds) * time.Second
 	if timeout <= 0 || timeout > 30*time.Second {
@@ -206,16 +227,61 @@ func (w *Webhooks) call(ctx context.Context, c *wiring, a *admission.Attributes,
 		a.AddWarning(msg)
 	}
 	if !resp.allowed {
+		inv.denied = true
 		return nil, denied(h.name, resp.result)
 	}
 	return resp, nil
 }
 
 // failedOpen handles a call failure of a webhook whose failurePolicy is
-// Ignore: logged and recorded as upstream's failed-open audit annotation.
+// Ignore: logged, counted and recorded as upstream's failed-open audit
+// annotation.
 func (w *Webhooks) failedOpen(a *admission.Attributes, h *hook, annotationKey string, err error) {
+	if errors.Is(err, context.Canceled) {
+		// As upstream: the request went away, not the webhook.
+		return
+	}
 	w.log.Warn("failed calling webhook, failing open", "webhook", h.name, "err", err)
+	w.metrics.ObserveWebhookFailOpen(h.name, metricsStep(h))
 	a.AddAnnotation(annotationKey, h.name)
+}
+
+// metricsStep is the type label of a webhook's metrics, as upstream's.
+func metricsStep(h *hook) string {
+	if h.mutating {
+		return admission.StepAdmit
+	}
+	return admission.StepWebhookValidate
+}
+
+// observe records one call of inv's webhook that began at start and
+// ended with err, as upstream's dispatchers do: a failure refuses the
+// request unless the failurePolicy is Ignore; a refusal by the webhook
+// counts with its code; any other error as the server's own, code 0.
+func (w *Webhooks) observe(a *admission.Attributes, inv *invocation, start time.Time, err error) {
+	if w.metrics == nil {
+		return
+	}
+	h, step, took := inv.hook, metricsStep(inv.hook), time.Since(start)
+	var ce *callError
+	var st apierrors.APIStatus
+	switch {
+	case err == nil:
+		w.metrics.ObserveWebhook(h.name, step, a.Operation, http.StatusOK, false, took)
+	case errors.As(err, &ce):
+		code, rejected := ce.statusCode(), !h.ignoresFailures()
+		if rejected && !errors.Is(err, context.Canceled) {
+			w.metrics.ObserveWebhookRejection(h.name, step, a.Operation, admission.WebhookCallingError, code)
+		}
+		w.metrics.ObserveWebhook(h.name, step, a.Operation, code, rejected, took)
+	case inv.denied && errors.As(err, &st):
+		code := int(st.Status().Code)
+		w.metrics.ObserveWebhookRejection(h.name, step, a.Operation, admission.WebhookNoError, code)
+		w.metrics.ObserveWebhook(h.name, step, a.Operation, code, true, took)
+	default:
+		w.metrics.ObserveWebhookRejection(h.name, step, a.Operation, admission.WebhookInternalError, 0)
+		w.metrics.ObserveWebhook(h.name, step, a.Operation, 0, true, took)
+	}
 }
 
 // clientConfig is the shared client's view of a webhook's clientConfig.

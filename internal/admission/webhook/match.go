@@ -42,6 +42,9 @@ type invocation struct {
 	hook     *hook
 	resource schema.GroupVersionResource
 	kind     schema.GroupVersionKind
+	// denied is set once the webhook has refused the request (for the
+	// metrics, which tell a refusal from a failure).
+	denied bool
 }
 
 var namespacesResource = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}

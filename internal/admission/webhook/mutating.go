@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"reflect"
+	"time"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 
@@ -66,7 +68,9 @@ func (m *mutation) round(ctx context.Context, hooks []*hook) error {
 		if inv == nil || !m.state.ShouldCall(h.uid) {
 			continue
 		}
+		start := time.Now()
 		changed, err := m.call(ctx, inv)
+		m.w.observe(a, inv, start, err)
 		a.AddAnnotation(fmt.Sprintf("mutation.webhook.admission.k8s.io/round_%d_index_%d", round, i), mutationAnnotation(h, changed))
 		m.state.Called(h.uid, changed, h.reinvocationPolicy == admissionregistrationv1.IfNeededReinvocationPolicy)
 		if err == nil {
@@ -101,7 +105,7 @@ func (m *mutation) call(ctx context.Context, inv *invocation) (changed bool, err
 	}
 	patch, err := jsonpatch.DecodePatch(resp.patch)
 	if err != nil {
-		return false, &callError{name: h.name, reason: fmt.Errorf("received undecodable patch in webhook response: %w", err)}
+		return false, &callError{name: h.name, reason: fmt.Errorf("received undecodable patch in webhook response: %w", err), code: http.StatusInternalServerError}
 	}
 	if len(patch) == 0 {
 		return false, nil
@@ -110,7 +114,7 @@ func (m *mutation) call(ctx context.Context, inv *invocation) (changed bool, err
 		return false, apierrors.NewInternalError(fmt.Errorf("admission webhook %q attempted to modify the object, which is not supported for this operation", h.name))
 	}
 	if resp.patchType != admissionv1.PatchTypeJSONPatch {
-		return false, &callError{name: h.name, reason: fmt.Errorf("unsupported patch type %q", resp.patchType)}
+		return false, &callError{name: h.name, reason: fmt.Errorf("unsupported patch type %q", resp.patchType), code: http.StatusInternalServerError}
 	}
 	js, err := encode(obj, inv.kind)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -62,7 +63,9 @@ func (w *Webhooks) validate(ctx context.Context, a *admission.Attributes) error 
 					errs[i] = apierrors.NewInternalError(fmt.Errorf("%s/%v has panicked: %v", ValidatingName, h.name, p))
 				}
 			}()
+			start := time.Now()
 			_, err := w.call(ctx, wr, a, c.inv, c.obj, c.old)
+			w.observe(a, c.inv, start, err)
 			var ce *callError
 			if errors.As(err, &ce) {
 				if h.ignoresFailures() {

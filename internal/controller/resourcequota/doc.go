@@ -12,5 +12,7 @@
 // is package internal/api/quota's, the same the admission plugin charges.
 // Objects of the kinds it watches are read from informers; other
 // count/<resource>.<group> quotas list their objects' metadata when the
-// quota is recounted.
+// quota is recounted, and from then on the deletes of that resource are
+// watched (through its metadata) so that a deleted object gives its unit
+// back at once.
 package resourcequota

@@ -3,6 +3,7 @@ package resourcequota
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -22,6 +23,7 @@ import (
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
 
 	"plainkube.dev/plainkube/internal/api/quota"
 	"plainkube.dev/plainkube/internal/controller"
@@ -71,6 +73,7 @@ func New(cfg *rest.Config) (*Controller, error) {
 }
 
 type run struct {
+	ctx      context.Context
 	client   kubernetes.Interface
 	metadata metadata.Interface
 	mapper   *restmapper.DeferredDiscoveryRESTMapper
@@ -78,6 +81,12 @@ type run struct {
 	typed    map[schema.GroupResource]func(namespace string) ([]runtime.Object, error)
 	log      *slog.Logger
 	now      func() time.Time
+	queue    workqueue.TypedInterface[string]
+
+	// monitored are the resources counted only through their metadata
+	// whose deletes are watched (monitor).
+	mu        sync.Mutex
+	monitored map[schema.GroupVersionResource]bool
 }
 
 // Run watches quotas and the objects they count until ctx ends.
@@ -88,7 +97,8 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	podInf := b.SharedInformers().Core().V1().Pods()
 	svcInf := b.Informers().Core().V1().Services()
 	pvcInf := b.Informers().Core().V1().PersistentVolumeClaims()
-	r := &run{client: c.Client, metadata: c.metadata, quotas: qInf.Lister(), log: b.Logger(), now: c.now,
+	r := &run{ctx: ctx, client: c.Client, metadata: c.metadata, quotas: qInf.Lister(), log: b.Logger(), now: c.now,
+		queue: b.Queue(), monitored: map[schema.GroupVersionResource]bool{},
 		mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(c.Client.Discovery())),
 		typed: map[schema.GroupResource]func(string) ([]runtime.Object, error){
 			{Resource: "pods"}: func(ns string) ([]runtime.Object, error) {
@@ -237,6 +247,7 @@ func (r *run) listMetadata(gr schema.GroupResource, ns string) ([]runtime.Object
 	if err != nil {
 		return nil, err
 	}
+	r.monitor(gvr)
 	list, err := r.metadata.Resource(gvr).Namespace(ns).List(context.Background(), metav1.ListOptions{})
 	if apierrors.IsNotFound(err) || apierrors.IsMethodNotSupported(err) {
 		return nil, nil
@@ -249,6 +260,42 @@ func (r *run) listMetadata(gr schema.GroupResource, ns string) ([]runtime.Object
 		out[i] = &list.Items[i]
 	}
 	return out, nil
+}
+
+// monitor watches the deletes of gvr's objects, once a quota counts them,
+// so that a deleted object gives its unit back at once rather than at the
+// next full recount (upstream's quota monitors watch every resource).
+func (r *run) monitor(gvr schema.GroupVersionResource) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.monitored[gvr] {
+		return
+	}
+	r.monitored[gvr] = true
+	inf := metadatainformer.NewFilteredMetadataInformer(r.metadata, gvr, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer()
+	quotasOf := r.onChange(nil)
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
+		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = t.Obj
+		}
+		for _, key := range quotasOf(nil, obj) {
+			r.queue.Add(key)
+		}
+	}}); err != nil {
+		r.log.Warn("cannot watch deletes of a counted resource", "resource", gvr.String(), "err", err)
+		return
+	}
+	go inf.Run(r.ctx.Done())
+	// What was deleted before the watch began is seen by one more count.
+	go func() {
+		if !cache.WaitForCacheSync(r.ctx.Done(), inf.HasSynced) {
+			return
+		}
+		quotas, _ := r.quotas.List(labels.Everything())
+		for _, q := range quotas {
+			r.queue.Add(q.Namespace + "/" + q.Name)
+		}
+	}()
 }
 
 // apply writes the planned status with the quota's resourceVersion; a

@@ -68,3 +68,51 @@ func TestRecount(t *testing.T) {
 	}
 	usedIs("a finished pod no longer counts", corev1.ResourceList{"pods": resourceOf("1"), "count/configmaps": resourceOf("0"), "count/deployments.apps": resourceOf("0")})
 }
+
+// TestDeleteOfMetadataCountedObject: an object counted only under
+// count/<resource>.<group> (not one of the kinds the controller watches
+// from the start) gives its unit back as soon as it is deleted, not at the
+// five-minute recount.
+func TestDeleteOfMetadataCountedObject(t *testing.T) {
+	cfg := controllertest.StartServer(t)
+	c, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Logger = controllertest.Logger(t)
+	controllertest.Run(t, c, 2)
+	cs := controllertest.Clientset(t, cfg)
+	ctx := context.Background()
+	sa := func(name string) *corev1.ServiceAccount {
+		return &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	}
+	for _, name := range []string{"a", "b"} {
+		if _, err := cs.CoreV1().ServiceAccounts("default").Create(ctx, sa(name), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hard := corev1.ResourceList{"count/serviceaccounts": resourceOf("10")}
+	if _, err := cs.CoreV1().ResourceQuotas("default").Create(ctx, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "q"},
+		Spec: corev1.ResourceQuotaSpec{Hard: hard}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	usedIs := func(what, n string) {
+		t.Helper()
+		controllertest.Eventually(t, what, func() (bool, error) {
+			got, err := cs.CoreV1().ResourceQuotas("default").Get(ctx, "q", metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			return quota.Equal(got.Status.Used, corev1.ResourceList{"count/serviceaccounts": resourceOf(n)}), nil
+		})
+	}
+	usedIs("the first count", "2")
+	if err := cs.CoreV1().ServiceAccounts("default").Delete(ctx, "a", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	usedIs("the unit of a deleted service account given back", "1")
+	if err := cs.CoreV1().ServiceAccounts("default").Delete(ctx, "b", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	usedIs("the unit of the other given back", "0")
+}

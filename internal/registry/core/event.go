@@ -26,6 +26,12 @@ func events() registry.Resource {
 			Validate: validated(func(obj runtime.Object) field.ErrorList { return ValidateEvent(obj.(*corev1.Event)) }),
 			SelectableFields: func(obj runtime.Object) fields.Set {
 				e := obj.(*corev1.Event)
+				// An event written through events.k8s.io has no
+				// source.component: its reporting controller stands in.
+				source := e.Source.Component
+				if source == "" {
+					source = e.ReportingController
+				}
 				return fields.Set{
 					"involvedObject.kind":            e.InvolvedObject.Kind,
 					"involvedObject.namespace":       e.InvolvedObject.Namespace,
@@ -36,7 +42,7 @@ func events() registry.Resource {
 					"involvedObject.fieldPath":       e.InvolvedObject.FieldPath,
 					"reason":                         e.Reason,
 					"reportingComponent":             e.ReportingController,
-					"source":                         e.Source.Component,
+					"source":                         source,
 					"type":                           e.Type,
 				}
 			},

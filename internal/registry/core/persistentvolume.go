@@ -25,12 +25,13 @@ var now = func() metav1.Time { return metav1.NewTime(time.Now().UTC().Truncate(t
 
 func persistentVolumes() registry.Resource {
 	return registry.Resource{
-		Kind:         corev1.SchemeGroupVersion.WithKind("PersistentVolume"),
-		Plural:       "persistentvolumes",
-		Singular:     "persistentvolume",
-		ShortNames:   []string{"pv"},
-		Namespaced:   false,
-		Subresources: []string{"status"},
+		Kind:                corev1.SchemeGroupVersion.WithKind("PersistentVolume"),
+		Plural:              "persistentvolumes",
+		ReturnDeletedObject: true,
+		Singular:            "persistentvolume",
+		ShortNames:          []string{"pv"},
+		Namespaced:          false,
+		Subresources:        []string{"status"},
 		Strategy: registry.Strategy{
 			Default: func(obj runtime.Object) { defaultPersistentVolume(obj.(*corev1.PersistentVolume)) },
 			PrepareForCreate: func(_ context.Context, obj runtime.Object) {

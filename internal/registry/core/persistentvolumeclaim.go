@@ -19,12 +19,13 @@ const betaStorageClassAnnotation = "volume.beta.kubernetes.io/storage-class"
 
 func persistentVolumeClaims() registry.Resource {
 	return registry.Resource{
-		Kind:         corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim"),
-		Plural:       "persistentvolumeclaims",
-		Singular:     "persistentvolumeclaim",
-		ShortNames:   []string{"pvc"},
-		Namespaced:   true,
-		Subresources: []string{"status"},
+		Kind:                corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim"),
+		Plural:              "persistentvolumeclaims",
+		ReturnDeletedObject: true,
+		Singular:            "persistentvolumeclaim",
+		ShortNames:          []string{"pvc"},
+		Namespaced:          true,
+		Subresources:        []string{"status"},
 		Strategy: registry.Strategy{
 			Default: func(obj runtime.Object) {
 				pvc := obj.(*corev1.PersistentVolumeClaim)

@@ -21,12 +21,13 @@ import (
 
 func pods() registry.Resource {
 	return registry.Resource{
-		Kind:       corev1.SchemeGroupVersion.WithKind("Pod"),
-		Plural:     "pods",
-		Singular:   "pod",
-		ShortNames: []string{"po"},
-		Categories: []string{"all"},
-		Namespaced: true,
+		Kind:                corev1.SchemeGroupVersion.WithKind("Pod"),
+		Plural:              "pods",
+		ReturnDeletedObject: true,
+		Singular:            "pod",
+		ShortNames:          []string{"po"},
+		Categories:          []string{"all"},
+		Namespaced:          true,
 		Subresources: []string{"status", "binding", "eviction", "ephemeralcontainers",
 			"resize", "log", "exec", "attach", "portforward", "proxy"},
 		Parts: map[string]registry.Part{"ephemeralcontainers": {Merge: func(obj, old runtime.Object) runtime.Object {

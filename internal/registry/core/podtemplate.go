@@ -11,10 +11,11 @@ import (
 
 func podTemplates() registry.Resource {
 	return registry.Resource{
-		Kind:       corev1.SchemeGroupVersion.WithKind("PodTemplate"),
-		Plural:     "podtemplates",
-		Singular:   "podtemplate",
-		Namespaced: true,
+		Kind:                corev1.SchemeGroupVersion.WithKind("PodTemplate"),
+		Plural:              "podtemplates",
+		ReturnDeletedObject: true,
+		Singular:            "podtemplate",
+		Namespaced:          true,
 		Strategy: registry.Strategy{
 			Default: func(obj runtime.Object) { podspec.DefaultPodTemplateSpec(&obj.(*corev1.PodTemplate).Template) },
 			Validate: validated(func(obj runtime.Object) field.ErrorList {

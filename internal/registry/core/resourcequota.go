@@ -14,12 +14,13 @@ import (
 
 func resourceQuotas() registry.Resource {
 	return registry.Resource{
-		Kind:         corev1.SchemeGroupVersion.WithKind("ResourceQuota"),
-		Plural:       "resourcequotas",
-		Singular:     "resourcequota",
-		ShortNames:   []string{"quota"},
-		Namespaced:   true,
-		Subresources: []string{"status"},
+		Kind:                corev1.SchemeGroupVersion.WithKind("ResourceQuota"),
+		Plural:              "resourcequotas",
+		ReturnDeletedObject: true,
+		Singular:            "resourcequota",
+		ShortNames:          []string{"quota"},
+		Namespaced:          true,
+		Subresources:        []string{"status"},
 		Strategy: registry.Strategy{
 			Default: func(obj runtime.Object) {
 				q := obj.(*corev1.ResourceQuota)

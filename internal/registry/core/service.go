@@ -33,14 +33,15 @@ var NodePortRange = [2]int32{30000, 32767}
 
 func services() registry.Resource {
 	return registry.Resource{
-		Kind:         corev1.SchemeGroupVersion.WithKind("Service"),
-		Plural:       "services",
-		Singular:     "service",
-		ShortNames:   []string{"svc"},
-		Categories:   []string{"all"},
-		Namespaced:   true,
-		Subresources: []string{"status", "proxy"},
-		Handlers:     map[string]registry.Handler{"proxy": subresources.Proxy},
+		Kind:                corev1.SchemeGroupVersion.WithKind("Service"),
+		Plural:              "services",
+		ReturnDeletedObject: true,
+		Singular:            "service",
+		ShortNames:          []string{"svc"},
+		Categories:          []string{"all"},
+		Namespaced:          true,
+		Subresources:        []string{"status", "proxy"},
+		Handlers:            map[string]registry.Handler{"proxy": subresources.Proxy},
 		Strategy: registry.Strategy{
 			Default: func(obj runtime.Object) { defaultService(obj.(*corev1.Service)) },
 			PrepareForCreate: func(_ context.Context, obj runtime.Object) {

@@ -10,13 +10,14 @@ import (
 
 func serviceAccounts() registry.Resource {
 	return registry.Resource{
-		Kind:         corev1.SchemeGroupVersion.WithKind("ServiceAccount"),
-		Plural:       "serviceaccounts",
-		Singular:     "serviceaccount",
-		ShortNames:   []string{"sa"},
-		Namespaced:   true,
-		Subresources: []string{"token"},
-		Handlers:     map[string]registry.Handler{"token": subresources.Token},
+		Kind:                corev1.SchemeGroupVersion.WithKind("ServiceAccount"),
+		Plural:              "serviceaccounts",
+		ReturnDeletedObject: true,
+		Singular:            "serviceaccount",
+		ShortNames:          []string{"sa"},
+		Namespaced:          true,
+		Subresources:        []string{"token"},
+		Handlers:            map[string]registry.Handler{"token": subresources.Token},
 		// Service accounts have no defaults and nothing to validate beyond
 		// their metadata.
 		Strategy: registry.Strategy{

@@ -13,10 +13,11 @@ import (
 
 func deviceClasses() registry.Resource {
 	return registry.Resource{
-		Kind:             resourcev1.SchemeGroupVersion.WithKind("DeviceClass"),
-		Plural:           "deviceclasses",
-		Singular:         "deviceclass",
-		TracksGeneration: true,
+		Kind:                resourcev1.SchemeGroupVersion.WithKind("DeviceClass"),
+		Plural:              "deviceclasses",
+		ReturnDeletedObject: true,
+		Singular:            "deviceclass",
+		TracksGeneration:    true,
 		Strategy: registry.Strategy{
 			Validate: func(obj runtime.Object) field.ErrorList {
 				return validateDeviceClassSpec(&obj.(*resourcev1.DeviceClass).Spec, nil)

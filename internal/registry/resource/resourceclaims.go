@@ -19,12 +19,13 @@ import (
 
 func resourceClaims() registry.Resource {
 	return registry.Resource{
-		Kind:         resourcev1.SchemeGroupVersion.WithKind("ResourceClaim"),
-		Plural:       "resourceclaims",
-		Singular:     "resourceclaim",
-		Namespaced:   true,
-		Subresources: []string{"status"},
-		Parts:        map[string]registry.Part{"status": {Merge: mergeClaimStatus}},
+		Kind:                resourcev1.SchemeGroupVersion.WithKind("ResourceClaim"),
+		Plural:              "resourceclaims",
+		ReturnDeletedObject: true,
+		Singular:            "resourceclaim",
+		Namespaced:          true,
+		Subresources:        []string{"status"},
+		Parts:               map[string]registry.Part{"status": {Merge: mergeClaimStatus}},
 		Strategy: registry.Strategy{
 			Default: func(obj runtime.Object) { defaultDeviceClaim(&obj.(*resourcev1.ResourceClaim).Spec.Devices) },
 			PrepareForCreate: func(_ context.Context, obj runtime.Object) {
@@ -52,10 +53,11 @@ func resourceClaims() registry.Resource {
 
 func resourceClaimTemplates() registry.Resource {
 	return registry.Resource{
-		Kind:       resourcev1.SchemeGroupVersion.WithKind("ResourceClaimTemplate"),
-		Plural:     "resourceclaimtemplates",
-		Singular:   "resourceclaimtemplate",
-		Namespaced: true,
+		Kind:                resourcev1.SchemeGroupVersion.WithKind("ResourceClaimTemplate"),
+		Plural:              "resourceclaimtemplates",
+		ReturnDeletedObject: true,
+		Singular:            "resourceclaimtemplate",
+		Namespaced:          true,
 		Strategy: registry.Strategy{
 			Default: func(obj runtime.Object) {
 				defaultDeviceClaim(&obj.(*resourcev1.ResourceClaimTemplate).Spec.Spec.Devices)

@@ -19,10 +19,11 @@ import (
 
 func resourceSlices() registry.Resource {
 	return registry.Resource{
-		Kind:             resourcev1.SchemeGroupVersion.WithKind("ResourceSlice"),
-		Plural:           "resourceslices",
-		Singular:         "resourceslice",
-		TracksGeneration: true,
+		Kind:                resourcev1.SchemeGroupVersion.WithKind("ResourceSlice"),
+		Plural:              "resourceslices",
+		ReturnDeletedObject: true,
+		Singular:            "resourceslice",
+		TracksGeneration:    true,
 		Strategy: registry.Strategy{
 			Default: func(obj runtime.Object) { defaultTaints(obj.(*resourcev1.ResourceSlice).Spec.Devices) },
 			PrepareForCreate: func(_ context.Context, obj runtime.Object) {

@@ -26,9 +26,10 @@ const (
 
 func csiDrivers() registry.Resource {
 	return registry.Resource{
-		Kind:     storagev1.SchemeGroupVersion.WithKind("CSIDriver"),
-		Plural:   "csidrivers",
-		Singular: "csidriver",
+		Kind:                storagev1.SchemeGroupVersion.WithKind("CSIDriver"),
+		Plural:              "csidrivers",
+		ReturnDeletedObject: true,
+		Singular:            "csidriver",
 		Strategy: registry.Strategy{
 			Default: func(obj runtime.Object) { defaultCSIDriver(&obj.(*storagev1.CSIDriver).Spec) },
 			// The generation counts changes of the spec, from 0 as

@@ -18,10 +18,11 @@ const csiNodeIDMaxLength = 256
 
 func csiNodes() registry.Resource {
 	return registry.Resource{
-		Kind:         storagev1.SchemeGroupVersion.WithKind("CSINode"),
-		Plural:       "csinodes",
-		Singular:     "csinode",
-		Subresources: []string{"status"},
+		Kind:                storagev1.SchemeGroupVersion.WithKind("CSINode"),
+		Plural:              "csinodes",
+		ReturnDeletedObject: true,
+		Singular:            "csinode",
+		Subresources:        []string{"status"},
 		// Storage health (status.storageHealth) is upstream's alpha
 		// CSIVolumeHealth, off by default: a status write keeps what the
 		// stored object has and drops what it would add.

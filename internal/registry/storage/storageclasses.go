@@ -22,10 +22,11 @@ const (
 
 func storageClasses() registry.Resource {
 	return registry.Resource{
-		Kind:       storagev1.SchemeGroupVersion.WithKind("StorageClass"),
-		Plural:     "storageclasses",
-		Singular:   "storageclass",
-		ShortNames: []string{"sc"},
+		Kind:                storagev1.SchemeGroupVersion.WithKind("StorageClass"),
+		Plural:              "storageclasses",
+		ReturnDeletedObject: true,
+		Singular:            "storageclass",
+		ShortNames:          []string{"sc"},
 		Strategy: registry.Strategy{
 			Default: func(obj runtime.Object) {
 				sc := obj.(*storagev1.StorageClass)

@@ -22,10 +22,11 @@ const (
 
 func volumeAttachments() registry.Resource {
 	return registry.Resource{
-		Kind:         storagev1.SchemeGroupVersion.WithKind("VolumeAttachment"),
-		Plural:       "volumeattachments",
-		Singular:     "volumeattachment",
-		Subresources: []string{"status"},
+		Kind:                storagev1.SchemeGroupVersion.WithKind("VolumeAttachment"),
+		Plural:              "volumeattachments",
+		ReturnDeletedObject: true,
+		Singular:            "volumeattachment",
+		Subresources:        []string{"status"},
 		Strategy: registry.Strategy{
 			PrepareForCreate: func(_ context.Context, obj runtime.Object) {
 				obj.(*storagev1.VolumeAttachment).Status = storagev1.VolumeAttachmentStatus{}

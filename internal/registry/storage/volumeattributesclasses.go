@@ -12,10 +12,11 @@ import (
 
 func volumeAttributesClasses() registry.Resource {
 	return registry.Resource{
-		Kind:       storagev1.SchemeGroupVersion.WithKind("VolumeAttributesClass"),
-		Plural:     "volumeattributesclasses",
-		Singular:   "volumeattributesclass",
-		ShortNames: []string{"vac"},
+		Kind:                storagev1.SchemeGroupVersion.WithKind("VolumeAttributesClass"),
+		Plural:              "volumeattributesclasses",
+		ReturnDeletedObject: true,
+		Singular:            "volumeattributesclass",
+		ShortNames:          []string{"vac"},
 		Strategy: registry.Strategy{
 			Validate: func(obj runtime.Object) field.ErrorList {
 				return validateVolumeAttributesClass(obj.(*storagev1.VolumeAttributesClass))

@@ -14,7 +14,9 @@ import (
 )
 
 // Binding serves pods/binding: the scheduler's assignment of a pod to a
-// node, once. It sets spec.nodeName, the binding's annotations and the
+// node, once. It sets spec.nodeName, the binding's annotations and labels
+// (as upstream with PodTopologyLabelsAdmission on: the PodTopologyLabels
+// admission plugin puts the node's zone and region there) and the
 // PodScheduled condition.
 var Binding = registry.Handler{Serve: serveBinding, KeepsGeneration: true}
 
@@ -56,6 +58,12 @@ func serveBinding(rq *registry.Request) error {
 				pod.Annotations = map[string]string{}
 			}
 			pod.Annotations[k] = v
+		}
+		for k, v := range b.Labels {
+			if pod.Labels == nil {
+				pod.Labels = map[string]string{}
+			}
+			pod.Labels[k] = v
 		}
 		setPodCondition(pod, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(rq.API.Now().UTC().Truncate(time.Second))})
 		pod.ResourceVersion = ""
