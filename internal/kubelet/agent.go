@@ -154,7 +154,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err := os.MkdirAll(a.localPathDir(), 0o700); err != nil {
 		return fmt.Errorf("local-path folder: %w", err)
 	}
-	a.vols = volumes.NewManager(volumes.Config{Dir: filepath.Join(a.opts.DataDir, "volumes"), Client: a.cs,
+	a.vols = volumes.NewManager(volumes.Config{Dir: filepath.Join(a.opts.DataDir, "volumes"), Client: a.cs, NodeName: a.opts.NodeName,
 		ResyncInterval: a.opts.VolumeResyncInterval, Allocatable: a.allocatable(), Events: a.events, Logger: a.log})
 	q := reconcile.NewQueue[types.NamespacedName]("kubelet-pods")
 	var wg sync.WaitGroup

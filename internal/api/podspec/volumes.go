@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"plainkube.dev/plainkube/internal/api/certificates"
 )
 
 const fileModeErrorMsg = "must be a number between 0 and 0777 (octal), both inclusive"
@@ -562,15 +564,23 @@ func validateResourceFieldSelector(fs *corev1.ResourceFieldSelector, fldPath *fi
 
 func validateProjected(p *corev1.ProjectedVolumeSource, fldPath *field.Path) field.ErrorList {
 	errs := validateFileMode(p.DefaultMode, fldPath.Child("defaultMode"))
+	errs = append(errs, validateUserField(p.DefaultUser, fldPath.Child("defaultUser"))...)
 	paths := sets.New[string]()
-	dup := func(cur string, bad any) {
+	// dupErr records path cur, reporting it if another source has it.
+	dupErr := func(cur string, bad any) *field.Error {
 		if cur == "" {
-			return
+			return nil
 		}
 		if paths.Has(cur) {
-			errs = append(errs, field.Invalid(fldPath, bad, "conflicting duplicate paths"))
+			return field.Invalid(fldPath, bad, "conflicting duplicate paths")
 		}
 		paths.Insert(cur)
+		return nil
+	}
+	dup := func(cur string, bad any) {
+		if e := dupErr(cur, bad); e != nil {
+			errs = append(errs, e)
+		}
 	}
 	for i, src := range p.Sources {
 		n := 0
@@ -623,6 +633,7 @@ func validateProjected(p *corev1.ProjectedVolumeSource, fldPath *field.Path) fie
 			} else {
 				errs = append(errs, validateLocalNonReservedPath(t.Path, fldPath.Child("path"))...)
 			}
+			errs = append(errs, validateUserField(t.User, pp.Child("user"))...)
 		}
 		if b := src.ClusterTrustBundle; b != nil {
 			n++
@@ -634,6 +645,13 @@ func validateProjected(p *corev1.ProjectedVolumeSource, fldPath *field.Path) fie
 				if *b.Name == "" {
 					errs = append(errs, field.Required(pp.Child("name"), "must be a valid object name"))
 				}
+				signer := ""
+				if i := strings.LastIndex(*b.Name, ":"); i >= 0 {
+					signer = strings.ReplaceAll((*b.Name)[:i], ":", "/")
+				}
+				for _, msg := range certificates.ClusterTrustBundleNameRule(signer)(*b.Name, false) {
+					errs = append(errs, field.Invalid(pp.Child("name"), *b.Name, "not a valid clustertrustbundlename: "+msg))
+				}
 				if b.LabelSelector != nil {
 					errs = append(errs, field.Invalid(pp.Child("labelSelector"), b.LabelSelector, "labelSelector must be unset if name is specified"))
 				}
@@ -641,6 +659,7 @@ func validateProjected(p *corev1.ProjectedVolumeSource, fldPath *field.Path) fie
 				if *b.SignerName == "" {
 					errs = append(errs, field.Required(pp.Child("signerName"), "must be a valid signer name"))
 				}
+				errs = append(errs, certificates.ValidateSignerName(pp.Child("signerName"), *b.SignerName)...)
 				errs = append(errs, metavalidation.ValidateLabelSelector(b.LabelSelector, metavalidation.LabelSelectorValidationOptions{}, pp.Child("labelSelector"))...)
 			default:
 				errs = append(errs, field.Required(pp, "either name or signerName must be specified"))
@@ -648,15 +667,76 @@ func validateProjected(p *corev1.ProjectedVolumeSource, fldPath *field.Path) fie
 			if b.Path == "" {
 				errs = append(errs, field.Required(pp.Child("path"), ""))
 			}
+			errs = append(errs, validateUserField(b.User, pp.Child("user"))...)
 			errs = append(errs, validateLocalNonReservedPath(b.Path, pp.Child("path"))...)
 			dup(b.Path, b.Path)
 		}
-		if src.PodCertificate != nil {
+		if c := src.PodCertificate; c != nil {
 			n++
+			errs = append(errs, validatePodCertificateProjection(c, sp.Child("podCertificate"), dupErr)...)
 		}
 		if n > 1 {
 			errs = append(errs, field.Forbidden(sp, "may not specify more than 1 volume type per source"))
 		}
+	}
+	return errs
+}
+
+// podCertificateKeyTypes are the key types a podCertificate projection
+// may ask for, in upstream's order.
+var podCertificateKeyTypes = []string{"RSA3072", "RSA4096", "ECDSAP256", "ECDSAP384", "ECDSAP521", "ED25519"}
+
+// validatePodCertificateProjection checks one podCertificate source as
+// upstream does; dup records each path it writes, returning collisions
+// with the volume's other sources.
+func validatePodCertificateProjection(c *corev1.PodCertificateProjection, pp *field.Path, dup func(cur string, bad any) *field.Error) field.ErrorList {
+	errs := certificates.ValidateSignerName(pp.Child("signerName"), c.SignerName)
+	if c.UserAnnotations != nil {
+		errs = append(errs, certificates.ValidateUserAnnotations(c.UserAnnotations, pp.Child("userAnnotations"))...)
+	}
+	errs = append(errs, validateUserField(c.User, pp.Child("user"))...)
+	if !contains(podCertificateKeyTypes, c.KeyType) {
+		errs = append(errs, field.NotSupported(pp.Child("keyType"), c.KeyType, podCertificateKeyTypes))
+	}
+	if e := c.MaxExpirationSeconds; e != nil {
+		if *e < certificates.MinMaxExpirationSeconds {
+			errs = append(errs, field.Invalid(pp.Child("maxExpirationSeconds"), *e, fmt.Sprintf("if provided, maxExpirationSeconds must be >= %d", certificates.MinMaxExpirationSeconds)))
+		}
+		upper := certificates.MaxMaxExpirationSeconds
+		if certificates.IsKubernetesSigner(c.SignerName) {
+			upper = certificates.KubernetesMaxMaxExpirationSeconds
+		}
+		if *e > int32(upper) {
+			errs = append(errs, field.Invalid(pp.Child("maxExpirationSeconds"), *e, fmt.Sprintf("if provided, maxExpirationSeconds must be <= %d", upper)))
+		}
+	}
+	paths := 0
+	for _, f := range []struct {
+		name, path string
+	}{{"credentialBundlePath", c.CredentialBundlePath}, {"keyPath", c.KeyPath}, {"certificateChainPath", c.CertificateChainPath}} {
+		if f.path == "" {
+			continue
+		}
+		paths++
+		errs = append(errs, validateLocalNonReservedPath(f.path, pp.Child(f.name))...)
+		if e := dup(f.path, f.path); e != nil {
+			errs = append(errs, e)
+		}
+	}
+	if paths == 0 {
+		errs = append(errs, field.Required(pp, "specify at least one of credentialBundlePath, keyPath, and certificateChainPath"))
+	}
+	return errs
+}
+
+// validateUserField: a user ID in the range Linux allows.
+func validateUserField(user *int64, fldPath *field.Path) field.ErrorList {
+	if user == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	for _, msg := range validation.IsValidUserID(*user) {
+		errs = append(errs, field.Invalid(fldPath, *user, msg))
 	}
 	return errs
 }

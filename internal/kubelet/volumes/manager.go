@@ -15,8 +15,10 @@ import (
 	"syscall"
 	"time"
 
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
@@ -57,14 +59,17 @@ type Manager struct {
 	mu     sync.Mutex
 	pods   map[types.UID]*podVolumes
 	tokens tokenCache
+	certs  podCertificateCache
 }
 
 // Config is what a Manager works with.
 type Config struct {
 	// Dir holds a directory of volumes per pod (<DataDir>/volumes).
 	Dir string
-	// Client reads ConfigMaps and Secrets and asks for tokens.
-	Client kubernetes.Interface
+	// Client reads ConfigMaps, Secrets and ClusterTrustBundles, asks for
+	// tokens and requests pod certificates, as node NodeName.
+	Client   kubernetes.Interface
+	NodeName string
 	// ResyncInterval is how often the volumes from the API are rewritten.
 	ResyncInterval time.Duration
 	// Allocatable is the node's, for limits that containers do not set.
@@ -125,6 +130,7 @@ func (m *Manager) forget(uid types.UID, live map[types.UID]bool) {
 		}
 	}
 	m.tokens.forget(uid, live)
+	m.certs.forget(uid, live)
 }
 
 // podMeta is what of a pod's metadata its downward API files show.
@@ -263,6 +269,20 @@ func (m *Manager) volumeObjects(ctx context.Context, pod *corev1.Pod) volumeObje
 		},
 		Token: func(t *corev1.ServiceAccountTokenProjection) (string, error) {
 			return m.tokens.token(ctx, m.cfg.Client, pod, t, time.Now())
+		},
+		TrustBundle: func(name string) (*certificatesv1.ClusterTrustBundle, error) {
+			return m.cfg.Client.CertificatesV1().ClusterTrustBundles().Get(ctx, name, metav1.GetOptions{})
+		},
+		TrustBundles: func(signerName string) ([]certificatesv1.ClusterTrustBundle, error) {
+			l, err := m.cfg.Client.CertificatesV1().ClusterTrustBundles().List(ctx, metav1.ListOptions{
+				FieldSelector: fields.OneTermEqualSelector("spec.signerName", signerName).String()})
+			if err != nil {
+				return nil, err
+			}
+			return l.Items, nil
+		},
+		PodCertificate: func(volume string, index int, src *corev1.PodCertificateProjection) ([]byte, []byte, error) {
+			return m.certs.credentials(ctx, podCertificateRequester{m.cfg.Client, m.cfg.NodeName}, pod, volume, index, src, time.Now())
 		},
 		Allocatable: m.cfg.Allocatable,
 	}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -115,6 +116,13 @@ type volumeObjects struct {
 	ConfigMap func(name string) (*corev1.ConfigMap, error)
 	Secret    func(name string) (*corev1.Secret, error)
 	Token     func(t *corev1.ServiceAccountTokenProjection) (string, error)
+	// TrustBundle reads a ClusterTrustBundle; TrustBundles lists a
+	// signer's.
+	TrustBundle  func(name string) (*certificatesv1.ClusterTrustBundle, error)
+	TrustBundles func(signerName string) ([]certificatesv1.ClusterTrustBundle, error)
+	// PodCertificate is the PEM key and certificate chain of source
+	// index of the pod's projected volume.
+	PodCertificate func(volume string, index int, src *corev1.PodCertificateProjection) (key, chain []byte, err error)
 	// Claim and Volume read the pod's PersistentVolumeClaims and the
 	// PersistentVolumes they are bound to.
 	Claim  func(name string) (*corev1.PersistentVolumeClaim, error)
@@ -236,12 +244,21 @@ func podProjectionOwner(pod *corev1.Pod) projectionOwner {
 // projectedPayload is the files of a projected volume: each source's, in
 // order (a later path replaces an earlier one). Every failing source is
 // reported.
-func projectedPayload(pod *corev1.Pod, src *corev1.ProjectedVolumeSource, objs volumeObjects) (payload, error) {
+func projectedPayload(pod *corev1.Pod, volume string, src *corev1.ProjectedVolumeSource, objs volumeObjects) (payload, error) {
 	p := payload{}
 	mode := fileMode(src.DefaultMode, defaultFileMode)
 	modeP := int32(mode)
+	owner := podProjectionOwner(pod)
+	// owned is a file of credentials: 0600 when the pod names an owner.
+	owned := func(data []byte) atomicwriter.File {
+		f := atomicwriter.File{Data: data, Mode: mode, FsUser: owner.FsUser}
+		if owner.FsUser != nil || owner.FsGroup {
+			f.Mode = tokenFileModeOwned
+		}
+		return f
+	}
 	var errs []error
-	for _, s := range src.Sources {
+	for i, s := range src.Sources {
 		var err error
 		switch {
 		case s.ConfigMap != nil:
@@ -269,15 +286,20 @@ func projectedPayload(pod *corev1.Pod, src *corev1.ProjectedVolumeSource, objs v
 			}
 			var tok string
 			if tok, err = objs.Token(t); err == nil {
-				owner := podProjectionOwner(pod)
-				f := atomicwriter.File{Data: []byte(tok), Mode: mode, FsUser: owner.FsUser}
-				if owner.FsUser != nil || owner.FsGroup {
-					f.Mode = tokenFileModeOwned
-				}
-				p[path.Clean(t.Path)] = f
+				p[path.Clean(t.Path)] = owned([]byte(tok))
 			}
-		case s.ClusterTrustBundle != nil, s.PodCertificate != nil:
-			err = errors.New("clusterTrustBundle and podCertificate projections are not supported by plainkube yet")
+		case s.ClusterTrustBundle != nil:
+			if err = checkRelative(s.ClusterTrustBundle.Path); err != nil {
+				break
+			}
+			var anchors []byte
+			if anchors, err = trustBundleAnchors(s.ClusterTrustBundle, objs); err == nil {
+				p[path.Clean(s.ClusterTrustBundle.Path)] = owned(anchors)
+			}
+		case s.PodCertificate != nil:
+			err = podCertificateFiles(p, s.PodCertificate, owned, func() ([]byte, []byte, error) {
+				return objs.PodCertificate(volume, i, s.PodCertificate)
+			})
 		}
 		if err != nil {
 			errs = append(errs, err)
@@ -287,6 +309,32 @@ func projectedPayload(pod *corev1.Pod, src *corev1.ProjectedVolumeSource, objs v
 		return nil, joinErrors(errs)
 	}
 	return p, nil
+}
+
+// podCertificateFiles adds a podCertificate source's files to p: the
+// key and chain in one credential bundle, and/or each on its own.
+func podCertificateFiles(p payload, src *corev1.PodCertificateProjection, owned func([]byte) atomicwriter.File, credentials func() ([]byte, []byte, error)) error {
+	for _, f := range []string{src.CredentialBundlePath, src.KeyPath, src.CertificateChainPath} {
+		if f != "" {
+			if err := checkRelative(f); err != nil {
+				return err
+			}
+		}
+	}
+	key, chain, err := credentials()
+	if err != nil {
+		return err
+	}
+	if f := src.CredentialBundlePath; f != "" {
+		p[path.Clean(f)] = owned(slices.Concat(key, chain))
+	}
+	if f := src.KeyPath; f != "" {
+		p[path.Clean(f)] = owned(key)
+	}
+	if f := src.CertificateChainPath; f != "" {
+		p[path.Clean(f)] = owned(chain)
+	}
+	return nil
 }
 
 // joinErrors is upstream's aggregate error text: one error as itself,
@@ -549,7 +597,7 @@ func volumePayload(pod *corev1.Pod, v *corev1.Volume, objs volumeObjects) (paylo
 		p = payload{}
 		err = downwardAPIFiles(p, pod, v.DownwardAPI.Items, v.DownwardAPI.DefaultMode, objs.Allocatable)
 	case v.Projected != nil:
-		p, err = projectedPayload(pod, v.Projected, objs)
+		p, err = projectedPayload(pod, v.Name, v.Projected, objs)
 	default:
 		return nil, false, nil
 	}

@@ -7,7 +7,6 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
@@ -17,9 +16,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	apicertificates "plainkube.dev/plainkube/internal/api/certificates"
 	"plainkube.dev/plainkube/internal/auth"
 	"plainkube.dev/plainkube/internal/registry"
 )
@@ -227,7 +226,7 @@ func validateCSR(csr *certificatesv1.CertificateSigningRequest, opts validationO
 	if !opts.allowLegacySignerName && csr.Spec.SignerName == legacyUnknownSignerName {
 		errs = append(errs, field.Invalid(snp, csr.Spec.SignerName, "the legacy signerName is not allowed via this API version"))
 	} else {
-		errs = append(errs, validateSignerName(snp, csr.Spec.SignerName)...)
+		errs = append(errs, apicertificates.ValidateSignerName(snp, csr.Spec.SignerName)...)
 	}
 	if e := csr.Spec.ExpirationSeconds; e != nil && *e < 600 {
 		errs = append(errs, field.Invalid(sp.Child("expirationSeconds"), *e, "may not specify a duration less than 600 seconds (10 minutes)"))
@@ -344,48 +343,6 @@ func contains(list []string, v string) bool {
 		}
 	}
 	return false
-}
-
-// validateSignerName: "<domain>/<path>", the domain of at least two DNS
-// labels, the path of DNS subdomains separated by dots.
-func validateSignerName(p *field.Path, name string) field.ErrorList {
-	if name == "" {
-		return field.ErrorList{field.Required(p, "")}
-	}
-	segments := strings.Split(name, "/")
-	if len(segments) != 2 {
-		return field.ErrorList{field.Invalid(p, name, "must be a fully qualified domain and path of the form 'example.com/signer-name'")}
-	}
-	var errs field.ErrorList
-	domain, rest := segments[0], segments[1]
-	if len(domain) > validation.DNS1123SubdomainMaxLength {
-		errs = append(errs, field.TooLong(p, domain, validation.DNS1123SubdomainMaxLength))
-	}
-	labels := strings.Split(domain, ".")
-	for _, l := range labels {
-		if msgs := validation.IsDNS1123Label(l); len(msgs) > 0 {
-			for _, msg := range msgs {
-				errs = append(errs, field.Invalid(p, domain, fmt.Sprintf("validating label %q: %s", l, msg)))
-			}
-			break
-		}
-	}
-	if len(labels) < 2 {
-		errs = append(errs, field.Invalid(p, domain, "should be a domain with at least two segments separated by dots"))
-	}
-	for _, l := range strings.Split(rest, ".") {
-		if msgs := validation.IsDNS1123Subdomain(l); len(msgs) > 0 {
-			for _, msg := range msgs {
-				errs = append(errs, field.Invalid(p, rest, fmt.Sprintf("validating label %q: %s", l, msg)))
-			}
-			break
-		}
-	}
-	maxLen := validation.DNS1123SubdomainMaxLength + (validation.DNS1123SubdomainMaxLength + validation.DNS1123LabelMaxLength + 1) + 1
-	if len(name) > maxLen {
-		errs = append(errs, field.TooLong(p, name, maxLen))
-	}
-	return errs
 }
 
 var approvalTypes = []certificatesv1.RequestConditionType{certificatesv1.CertificateApproved, certificatesv1.CertificateDenied}

@@ -4,7 +4,6 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
-	"strings"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
@@ -12,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	apicertificates "plainkube.dev/plainkube/internal/api/certificates"
 	"plainkube.dev/plainkube/internal/registry"
 )
 
@@ -48,7 +48,7 @@ func clusterTrustBundles() registry.Resource {
 func validateCTB(ctb *certificatesv1.ClusterTrustBundle, parseBundle bool) field.ErrorList {
 	var errs field.ErrorList
 	mp := field.NewPath("metadata")
-	nameRule := ctbNameRule(ctb.Spec.SignerName)
+	nameRule := apicertificates.ClusterTrustBundleNameRule(ctb.Spec.SignerName)
 	if g := ctb.GenerateName; g != "" {
 		for _, msg := range nameRule(g, true) {
 			errs = append(errs, field.Invalid(mp.Child("generateName"), g, msg))
@@ -60,32 +60,12 @@ func validateCTB(ctb *certificatesv1.ClusterTrustBundle, parseBundle bool) field
 		}
 	}
 	if ctb.Spec.SignerName != "" {
-		errs = append(errs, validateSignerName(field.NewPath("spec", "signerName"), ctb.Spec.SignerName)...)
+		errs = append(errs, apicertificates.ValidateSignerName(field.NewPath("spec", "signerName"), ctb.Spec.SignerName)...)
 	}
 	if parseBundle {
 		errs = append(errs, validateTrustBundle(field.NewPath("spec", "trustBundle"), ctb.Spec.TrustBundle)...)
 	}
 	return errs
-}
-
-// ctbNameRule is upstream's naming rule: a bundle without a signer has
-// no ":" in its name; a bundle of signer "example.com/foo" is named
-// "example.com:foo:<anything valid>".
-func ctbNameRule(signerName string) func(name string, prefix bool) []string {
-	return func(name string, prefix bool) []string {
-		if signerName == "" {
-			if strings.Contains(name, ":") {
-				return []string{`ClusterTrustBundle without signer name must not have ":" in its name`}
-			}
-			return apivalidation.NameIsDNSSubdomain(name, prefix)
-		}
-		required := strings.ReplaceAll(signerName, "/", ":") + ":"
-		rest, ok := strings.CutPrefix(name, required)
-		if !ok {
-			return []string{fmt.Sprintf("ClusterTrustBundle for signerName %s must be named with prefix %s", signerName, required)}
-		}
-		return apivalidation.NameIsDNSSubdomain(rest, prefix)
-	}
 }
 
 // validateTrustBundle accepts at most 1 MiB of PEM CERTIFICATE blocks,

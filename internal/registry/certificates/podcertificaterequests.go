@@ -22,9 +22,10 @@ import (
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 
+	apicertificates "plainkube.dev/plainkube/internal/api/certificates"
 	"plainkube.dev/plainkube/internal/registry"
 )
 
@@ -32,11 +33,9 @@ import (
 const (
 	maxStubPKCS10RequestSize = 10 * 1024
 	maxCertificateChainSize  = 100 * 1024
-	// spec.maxExpirationSeconds: at least an hour; at most a day for
-	// kubernetes.io signers, 91 days for the others.
-	minMaxExpirationSeconds           = 60 * 60
-	kubernetesMaxMaxExpirationSeconds = 24 * 60 * 60
-	maxMaxExpirationSeconds           = 91 * 24 * 60 * 60
+	// defaultMaxExpirationSeconds is the API's default for
+	// spec.maxExpirationSeconds (a day).
+	defaultMaxExpirationSeconds = 24 * 60 * 60
 )
 
 var (
@@ -57,6 +56,12 @@ func podCertificateRequests() registry.Resource {
 		Namespaced:   true,
 		Subresources: []string{"status"},
 		Strategy: registry.Strategy{
+			Default: func(obj runtime.Object) {
+				s := &obj.(*certificatesv1.PodCertificateRequest).Spec
+				if s.MaxExpirationSeconds == nil {
+					s.MaxExpirationSeconds = ptr.To[int32](defaultMaxExpirationSeconds)
+				}
+			},
 			PrepareForCreate: func(_ context.Context, obj runtime.Object) {
 				obj.(*certificatesv1.PodCertificateRequest).Status = certificatesv1.PodCertificateRequestStatus{}
 			},
@@ -81,19 +86,12 @@ func podCertificateRequests() registry.Resource {
 	}
 }
 
-// isKubernetesSigner: the signer's domain is kubernetes.io or one of its
-// subdomains, reserved to the Kubernetes project.
-func isKubernetesSigner(signerName string) bool {
-	domain, _, _ := strings.Cut(signerName, "/")
-	return domain == "kubernetes.io" || strings.HasSuffix(domain, ".kubernetes.io")
-}
-
 func validatePCR(pcr *certificatesv1.PodCertificateRequest) field.ErrorList {
 	sp := field.NewPath("spec")
 	s := &pcr.Spec
-	errs := validateSignerName(sp.Child("signerName"), s.SignerName)
+	errs := apicertificates.ValidateSignerName(sp.Child("signerName"), s.SignerName)
 	if s.UnverifiedUserAnnotations != nil {
-		errs = append(errs, validateUserAnnotations(s.UnverifiedUserAnnotations, sp.Child("unverifiedUserAnnotations"))...)
+		errs = append(errs, apicertificates.ValidateUserAnnotations(s.UnverifiedUserAnnotations, sp.Child("unverifiedUserAnnotations"))...)
 	}
 	named := func(name, value string) {
 		for _, msg := range apivalidation.NameIsDNSSubdomain(value, false) {
@@ -119,12 +117,12 @@ func validatePCR(pcr *certificatesv1.PodCertificateRequest) field.ErrorList {
 	if s.MaxExpirationSeconds == nil {
 		return append(errs, field.Required(mp, "must be set"))
 	}
-	upper := maxMaxExpirationSeconds
-	if isKubernetesSigner(s.SignerName) {
-		upper = kubernetesMaxMaxExpirationSeconds
+	upper := apicertificates.MaxMaxExpirationSeconds
+	if apicertificates.IsKubernetesSigner(s.SignerName) {
+		upper = apicertificates.KubernetesMaxMaxExpirationSeconds
 	}
-	if e := int(*s.MaxExpirationSeconds); e < minMaxExpirationSeconds || e > upper {
-		errs = append(errs, field.Invalid(mp, s.MaxExpirationSeconds, fmt.Sprintf("must be in the range [%d, %d]", minMaxExpirationSeconds, upper)))
+	if e := int(*s.MaxExpirationSeconds); e < apicertificates.MinMaxExpirationSeconds || e > upper {
+		errs = append(errs, field.Invalid(mp, s.MaxExpirationSeconds, fmt.Sprintf("must be in the range [%d, %d]", apicertificates.MinMaxExpirationSeconds, upper)))
 	}
 	// v1 carries only the stub request; upstream's other form
 	// (pkixPublicKey with proofOfPossession) exists only in v1beta1, so
@@ -133,24 +131,6 @@ func validatePCR(pcr *certificatesv1.PodCertificateRequest) field.ErrorList {
 		return append(errs, field.Invalid(sp, field.OmitValueType{}, "exactly one of (stubPKCS10Request) or (pkixPublicKey, proofOfPossession) must be set"))
 	}
 	return append(errs, validateStubRequest(s.StubPKCS10Request)...)
-}
-
-// validateUserAnnotations: domain-prefixed keys (any case), within the
-// annotations' total size limit.
-func validateUserAnnotations(annotations map[string]string, p *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	keys := make([]string, 0, len(annotations))
-	for k := range annotations {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		errs = append(errs, validation.IsDomainPrefixedKey(p, strings.ToLower(k))...)
-	}
-	if err := apivalidation.ValidateAnnotationsSize(annotations); err != nil {
-		errs = append(errs, field.TooLong(p, "", apivalidation.TotalAnnotationSizeLimitB))
-	}
-	return errs
 }
 
 // validateStubRequest: a DER PKCS#10 request of at most 10 KiB, with an

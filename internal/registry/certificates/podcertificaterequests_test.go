@@ -73,6 +73,14 @@ func TestPodCertificateRequestValidation(t *testing.T) {
 		}
 	}
 
+	// An unset maxExpirationSeconds defaults to a day, as the API's.
+	unset := testPCR(t, stub)
+	unset.Spec.MaxExpirationSeconds = nil
+	st.Default(unset)
+	if e := unset.Spec.MaxExpirationSeconds; e == nil || *e != 86400 {
+		t.Errorf("defaulted maxExpirationSeconds = %v", e)
+	}
+
 	old := testPCR(t, stub)
 	changed := old.DeepCopy()
 	changed.Spec.PodName = "other"
