@@ -309,7 +309,7 @@ func TestPodCertificateRequestsFromNodes(t *testing.T) {
 		pod := simplePod(name)
 		pod.Spec.NodeName, pod.Spec.ServiceAccountName = nodeName, "app"
 		pod.Spec.Volumes = []corev1.Volume{{Name: "certs", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
-			Sources: []corev1.VolumeProjection{{PodCertificate: &corev1.PodCertificateProjection{SignerName: "example.com/one", KeyType: "ECDSAP256"}}}}}}}
+			Sources: []corev1.VolumeProjection{{PodCertificate: &corev1.PodCertificateProjection{SignerName: "example.com/one", KeyType: "ECDSAP256", CredentialBundlePath: "bundle.pem"}}}}}}}
 		pod, err := admin.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
