@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -31,6 +30,24 @@ func readyNodes(ctx context.Context, cs kubernetes.Interface) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// withNodes is a client of o's cluster (16 connections) and the count of
+// its Ready nodes, which workload (named in the error) needs at least one
+// of.
+func withNodes(ctx context.Context, o *Options, workload string) (kubernetes.Interface, int, error) {
+	cs, err := clientFor(o.Config, 16)
+	if err != nil {
+		return nil, 0, err
+	}
+	nodes, err := readyNodes(ctx, cs)
+	if err != nil {
+		return nil, 0, err
+	}
+	if nodes == 0 {
+		return nil, 0, fmt.Errorf("no Ready nodes: %s needs nodes (plainkube server --sim-nodes N, or plainkube sim --kubeconfig K --nodes N beside any cluster)", workload)
+	}
+	return cs, nodes, nil
 }
 
 // watchPods calls handle for every pod in ns as it is added or changes, from
@@ -67,16 +84,9 @@ func runDensity(ctx context.Context, o *Options, r *Result) error {
 	if n <= 0 {
 		n = 10000
 	}
-	cs, err := clientFor(o.Config, 16)
+	cs, nodes, err := withNodes(ctx, o, "density")
 	if err != nil {
 		return err
-	}
-	nodes, err := readyNodes(ctx, cs)
-	if err != nil {
-		return err
-	}
-	if nodes == 0 {
-		return errors.New("no Ready nodes: density needs nodes (plainkube server --sim-nodes N, or plainkube sim --kubeconfig K --nodes N beside any cluster)")
 	}
 	r.add("nodes", float64(nodes), "count")
 	r.add("replicas", float64(n), "count")

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -24,16 +23,9 @@ func runPVC(ctx context.Context, o *Options, r *Result) error {
 	if n <= 0 {
 		n = 1000
 	}
-	cs, err := clientFor(o.Config, 16)
+	cs, nodes, err := withNodes(ctx, o, "pvc")
 	if err != nil {
 		return err
-	}
-	nodes, err := readyNodes(ctx, cs)
-	if err != nil {
-		return err
-	}
-	if nodes == 0 {
-		return errors.New("no Ready nodes: pvc needs nodes (plainkube server --sim-nodes N, or plainkube sim --kubeconfig K --nodes N beside any cluster)")
 	}
 	r.add("nodes", float64(nodes), "count")
 	r.add("claims", float64(n), "count")
