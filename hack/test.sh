@@ -26,5 +26,14 @@ command -v kubectl >/dev/null 2>&1 || { echo "kubectl is required for the end-to
 go vet ./...
 # The end-to-end tests run after the others, not beside them: as root they
 # run real nodes (port 10250, CNI bridges) as some package tests do.
-go test -count=1 -timeout 15m $(go list ./... | grep -v '/test/e2e$')
-go test -count=1 -timeout 15m ./test/e2e/
+# Each run's output is kept, and what failed is repeated at the end, where
+# a CI log's tail shows it.
+log=$(mktemp -d)
+trap 'rm -rf "$log"' EXIT
+failed() {
+  echo "== failed in $1:" >&2
+  grep -E -- '--- FAIL|^FAIL|^panic:|_test\.go:[0-9]+:|timed out' "$log/$1" | tail -40 >&2
+  exit 1
+}
+go test -count=1 -timeout 15m $(go list ./... | grep -v '/test/e2e$') 2>&1 | tee "$log/unit" || failed unit
+go test -count=1 -timeout 15m ./test/e2e/ 2>&1 | tee "$log/e2e" || failed e2e

@@ -28,6 +28,7 @@ import (
 	"plainkube.dev/plainkube/internal/auth"
 	"plainkube.dev/plainkube/internal/bench"
 	"plainkube.dev/plainkube/internal/controller/certificates/csrsigning"
+	"plainkube.dev/plainkube/internal/controller/podautoscaler"
 	"plainkube.dev/plainkube/internal/controllermanager"
 	"plainkube.dev/plainkube/internal/image"
 	"plainkube.dev/plainkube/internal/kubelet"
@@ -134,6 +135,7 @@ func runServer(args []string) error {
 	fs.StringVar(&opts.ClusterDNS, "cluster-dns", "", "address of the kube-dns Service pods resolve names at (default: the tenth of --service-cidr, 10.96.0.10; none: no cluster DNS)")
 	nodeFlags := addNodeFlags(fs)
 	nodeGrace := fs.Duration("node-monitor-grace-period", 40*time.Second, "how long a node may miss heartbeats before it is marked unreachable and its pods evicted")
+	autoscaling := addAutoscalingFlags(fs)
 	simNodes := fs.Int("sim-nodes", 0, "run this many simulated nodes in this process (labelled plainkube.dev/simulated=true)")
 	runtimeEndpoint, cniConfDir := runtimeFlags(fs)
 	fs.Parse(args)
@@ -169,7 +171,7 @@ func runServer(args []string) error {
 	if !*disableControllers {
 		opts.Components = append(opts.Components, func(ctx context.Context, env server.ComponentEnv) error {
 			return controllermanager.Run(ctx, env.ConfigAs(auth.ControllerManagerUser()), controllermanager.Options{RootCA: env.CAPEM, LeaderElect: true,
-				NodeMonitorGracePeriod: *nodeGrace, ClusterCIDR: podRange, SigningCA: &csrsigning.CA{Cert: env.CACert, Key: env.CAKey},
+				NodeMonitorGracePeriod: *nodeGrace, Autoscaling: *autoscaling, ClusterCIDR: podRange, SigningCA: &csrsigning.CA{Cert: env.CACert, Key: env.CAKey},
 				KubeletServingCA: &csrsigning.CA{Cert: env.KubeletServingCACert, Key: env.KubeletServingCAKey}, ServiceCIDRs: []netip.Prefix{serviceRange},
 				Informers: env.Informers, Controllers: controllers, ServiceAccountConfig: env.ServiceAccountConfig})
 		})
@@ -233,6 +235,16 @@ func runServer(args []string) error {
 	return nil
 }
 
+// addAutoscalingFlags adds upstream's --horizontal-pod-autoscaler-* flags,
+// with upstream's defaults.
+func addAutoscalingFlags(fs *flag.FlagSet) *controllermanager.AutoscalingOptions {
+	a := &controllermanager.AutoscalingOptions{}
+	fs.DurationVar(&a.SyncPeriod, "horizontal-pod-autoscaler-sync-period", podautoscaler.DefaultSyncPeriod, "how often each HorizontalPodAutoscaler's metrics are read and its target scaled")
+	fs.Float64Var(&a.Tolerance, "horizontal-pod-autoscaler-tolerance", podautoscaler.DefaultSettings.Tolerance, "the smallest ratio of metric to target, away from 1, that scales a target (0: the default)")
+	fs.DurationVar(&a.DownscaleStabilization, "horizontal-pod-autoscaler-downscale-stabilization", podautoscaler.DefaultSettings.DownscaleWindow, "how far back the highest recommendation is taken when scaling down")
+	return a
+}
+
 // runtimeFlags adds --container-runtime-endpoint and --cni-conf-dir.
 func runtimeFlags(fs *flag.FlagSet) (endpoint, cniConfDir *string) {
 	endpoint = fs.String("container-runtime-endpoint", "", "use the containerd already running at this CRI v1 endpoint (unix:///run/containerd/containerd.sock) instead of starting one: "+
@@ -294,6 +306,7 @@ func runControllerManager(args []string) error {
 	servingKey := fs.String("cluster-signing-kubelet-serving-key-file", "", "PEM private key of --cluster-signing-kubelet-serving-cert-file")
 	serviceCIDR := fs.String("service-cluster-ip-range", "10.96.0.0/12", "the cluster's Service range: nodes' serving certificates may not name its addresses")
 	controllersFlag := fs.String("controllers", "*", controllermanager.ControllersFlagUsage())
+	autoscaling := addAutoscalingFlags(fs)
 	fs.Parse(args)
 	controllers, err := controllermanager.ParseControllers(*controllersFlag)
 	if err != nil {
@@ -303,7 +316,7 @@ func runControllerManager(args []string) error {
 	if err != nil {
 		return err
 	}
-	o := controllermanager.Options{RootCA: rootCA(cfg), LeaderElect: *leaderElect, Controllers: controllers}
+	o := controllermanager.Options{RootCA: rootCA(cfg), LeaderElect: *leaderElect, Controllers: controllers, Autoscaling: *autoscaling}
 	if (*signingCert == "") != (*signingKey == "") {
 		return errors.New("--cluster-signing-cert-file and --cluster-signing-key-file go together")
 	}

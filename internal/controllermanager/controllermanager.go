@@ -40,6 +40,9 @@ type Options struct {
 	// NodeMonitorGracePeriod is how long a node may go without a heartbeat
 	// before it is marked unreachable (0: 40 s, upstream's default).
 	NodeMonitorGracePeriod time.Duration
+	// Autoscaling configures the horizontal pod autoscaler, as upstream's
+	// --horizontal-pod-autoscaler-* flags (zero fields: their defaults).
+	Autoscaling AutoscalingOptions
 	// SigningCA signs approved certificate signing requests (the cluster
 	// CA, as upstream's --cluster-signing-cert-file/--cluster-signing-key-file);
 	// without it the CSR signing controller does not run.
@@ -74,6 +77,14 @@ type Options struct {
 	// constructor whose controller runs two of upstream's (New sets it
 	// with ServiceAccountConfig).
 	accountConfig func(name string) (*rest.Config, error)
+}
+
+// AutoscalingOptions are upstream's --horizontal-pod-autoscaler-sync-period,
+// -tolerance and -downscale-stabilization.
+type AutoscalingOptions struct {
+	SyncPeriod             time.Duration
+	Tolerance              float64
+	DownscaleStabilization time.Duration
 }
 
 // Lease timings, as upstream's defaults.

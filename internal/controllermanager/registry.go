@@ -93,7 +93,7 @@ var Registry = []Registration{
 	{pvcprotection.Name, "persistentvolumeclaim-protection-controller", "pvc-protection-controller", sharing(pvcprotection.New), true},
 	{pvprotection.Name, "persistentvolume-protection-controller", "pv-protection-controller", sharing(pvprotection.New), true},
 	{localpath.Name, "local-path-provisioner-controller", bootstrap.LocalPathServiceAccount, sharing(localpath.New), true},
-	{podautoscaler.Name, "horizontal-pod-autoscaler-controller", "horizontal-pod-autoscaler", sharing(podautoscaler.New), true},
+	{podautoscaler.Name, "horizontal-pod-autoscaler-controller", "horizontal-pod-autoscaler", newPodAutoscaler, true},
 }
 
 // ValidateControllers checks a --controllers list: each item is "*", a
@@ -180,6 +180,24 @@ func newNodeLifecycle(cfg *rest.Config, o Options) (reconcile.Controller, error)
 	if o.NodeMonitorGracePeriod > 0 {
 		c.GracePeriod = o.NodeMonitorGracePeriod
 		c.StartupGracePeriod = max(c.StartupGracePeriod, o.NodeMonitorGracePeriod)
+	}
+	return c, nil
+}
+
+func newPodAutoscaler(cfg *rest.Config, o Options) (reconcile.Controller, error) {
+	c, err := podautoscaler.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	c.ShareInformers(o.Informers)
+	if a := o.Autoscaling; a.SyncPeriod > 0 {
+		c.SyncPeriod = a.SyncPeriod
+	}
+	if a := o.Autoscaling; a.Tolerance > 0 {
+		c.Settings.Tolerance = a.Tolerance
+	}
+	if a := o.Autoscaling; a.DownscaleStabilization > 0 {
+		c.Settings.DownscaleWindow = a.DownscaleStabilization
 	}
 	return c, nil
 }

@@ -3,6 +3,10 @@ package controllermanager
 import (
 	"slices"
 	"testing"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"plainkube.dev/plainkube/internal/controller/podautoscaler"
 )
 
 func TestRegistryNamesAreUnique(t *testing.T) {
@@ -70,5 +74,27 @@ func TestControllersFlag(t *testing.T) {
 		if !slices.Equal(got, tt.want) {
 			t.Errorf("%q enables %v, want %v", tt.flag, got, tt.want)
 		}
+	}
+}
+
+// TestAutoscalingOptions: the --horizontal-pod-autoscaler-* values reach
+// the controller; zero values leave upstream's defaults.
+func TestAutoscalingOptions(t *testing.T) {
+	cfg := &rest.Config{Host: "https://127.0.0.1:1"}
+	c, err := newPodAutoscaler(cfg, Options{Autoscaling: AutoscalingOptions{SyncPeriod: 3 * time.Second, Tolerance: 0.25, DownscaleStabilization: time.Minute}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hpa := c.(*podautoscaler.Controller)
+	if hpa.SyncPeriod != 3*time.Second || hpa.Settings.Tolerance != 0.25 || hpa.Settings.DownscaleWindow != time.Minute {
+		t.Fatalf("sync period %v, tolerance %v, downscale window %v", hpa.SyncPeriod, hpa.Settings.Tolerance, hpa.Settings.DownscaleWindow)
+	}
+	c, err = newPodAutoscaler(cfg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hpa = c.(*podautoscaler.Controller)
+	if hpa.SyncPeriod != podautoscaler.DefaultSyncPeriod || hpa.Settings != podautoscaler.DefaultSettings {
+		t.Fatalf("defaults: sync period %v, settings %+v", hpa.SyncPeriod, hpa.Settings)
 	}
 }
