@@ -104,6 +104,7 @@ type Workload struct {
 var Workloads = []Workload{
 	{"startup", "launch a server, time to /readyz and to the first Ready node, RSS after settling", runStartup},
 	{"crud", "create/get/update/list/delete of ConfigMaps and Pods at several concurrencies", runCRUD},
+	{"webhook", "ConfigMap creates with and without a validating webhook on loopback: what a call adds, connections opened", runWebhook},
 	{"list", "LIST of many pods: all namespaces, one namespace, label selector, paginated", runList},
 	{"watch", "many watchers on one resource: latency from a write's response to each watcher", runWatch},
 	{"churn", "creates/updates/deletes while an informer watches: errors and event lag", runChurn},
@@ -138,11 +139,15 @@ func Run(ctx context.Context, names []string, o *Options) (*Report, error) {
 		}
 		res := Result{Workload: w.Name}
 		o.progress("%s: running", w.Name)
+		cpuBefore := o.serverCPU()
 		if err := w.Run(ctx, o, &res); err != nil {
 			res.Error = err.Error()
 		}
 		if len(o.ServerPIDs) > 0 && w.Name != "startup" {
 			res.add("server_rss_after", o.serverRSS(), "MiB")
+			// CPU time, unlike latency, barely moves when other work
+			// shares the machine.
+			res.add("server_cpu", o.serverCPU()-cpuBefore, "s")
 		}
 		o.progress("%s: done", w.Name)
 		rep.Results = append(rep.Results, res)
@@ -191,6 +196,22 @@ func (o *Options) serverRSS() float64 {
 		}
 	}
 	return float64(total) / (1 << 20)
+}
+
+// serverCPU is the CPU time (user and system) ServerPIDs and their
+// descendants have used, in seconds.
+func (o *Options) serverCPU() float64 {
+	var ticks uint64
+	seen := map[int]bool{}
+	for _, pid := range o.ServerPIDs {
+		for _, p := range processTree(pid) {
+			if !seen[p] {
+				seen[p] = true
+				ticks += cpuTicksOf(p)
+			}
+		}
+	}
+	return float64(ticks) / clockTicksPerSecond
 }
 
 func (o *Options) progress(format string, args ...interface{}) {

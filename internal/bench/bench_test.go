@@ -157,7 +157,7 @@ func TestWorkloadsSmall(t *testing.T) {
 		Config: env.Config, Concurrency: []int{1, 4}, Duration: 400 * time.Millisecond,
 		ListPods: 40, Watchers: 5, Events: 3, ServerPIDs: []int{os.Getpid()},
 	}
-	rep, err := Run(context.Background(), []string{"crud", "list", "watch", "churn"}, o)
+	rep, err := Run(context.Background(), []string{"crud", "webhook", "list", "watch", "churn"}, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,10 +165,11 @@ func TestWorkloadsSmall(t *testing.T) {
 		t.Errorf("report lacks the server version or the machine: %+v", rep)
 	}
 	want := map[string][]string{
-		"crud":  {"configmaps_c1_ops_per_sec", "configmaps_c4_create_p99", "pods_c4_delete_p50", "pods_c1_errors", "server_rss_after"},
-		"list":  {"all_namespaces_median", "label_selector_bytes", "paginated_500_median", "server_rss_after"},
-		"watch": {"delivery_p50", "delivery_p99", "deliveries_per_sec", "missed_deliveries"},
-		"churn": {"errors", "informer_mismatches", "event_lag_max"},
+		"crud":    {"configmaps_c1_ops_per_sec", "configmaps_c4_create_p99", "pods_c4_delete_p50", "pods_c1_errors", "server_rss_after"},
+		"webhook": {"create_without_webhook_p50", "create_with_webhook_p50", "webhook_added_p50", "webhook_calls", "webhook_connections_opened"},
+		"list":    {"all_namespaces_median", "label_selector_bytes", "paginated_500_median", "server_rss_after"},
+		"watch":   {"delivery_p50", "delivery_p99", "deliveries_per_sec", "missed_deliveries"},
+		"churn":   {"errors", "informer_mismatches", "event_lag_max"},
 	}
 	for _, res := range rep.Results {
 		if res.Error != "" {
@@ -187,6 +188,13 @@ func TestWorkloadsSmall(t *testing.T) {
 			if v, ok := got[k]; ok && v != 0 {
 				t.Errorf("%s: %s = %v", res.Workload, k, v)
 			}
+		}
+		// The API server keeps its connections to a webhook alive.
+		if calls := got["webhook_calls"]; res.Workload == "webhook" && (calls < 2 || got["webhook_connections_opened"] > calls/2) {
+			t.Errorf("webhook: %v calls on %v new connections", calls, got["webhook_connections_opened"])
+		}
+		if v := got["server_cpu"]; res.Workload == "crud" && v <= 0 {
+			t.Errorf("crud: server_cpu = %v", v)
 		}
 		if v := got["server_rss_after"]; v <= 0 {
 			t.Errorf("%s: server_rss_after = %v", res.Workload, v)

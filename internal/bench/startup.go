@@ -364,3 +364,28 @@ func rssOf(pid int) uint64 {
 	}
 	return 0
 }
+
+// clockTicksPerSecond is Linux's USER_HZ, the unit of /proc/PID/stat's
+// CPU times (100 on every architecture Go supports).
+const clockTicksPerSecond = 100
+
+// cpuTicksOf is the user and system CPU time pid has used, in clock ticks.
+func cpuTicksOf(pid int) uint64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0
+	}
+	// After the command: state, ppid, ... utime is the 12th field, stime the 13th.
+	f := strings.Fields(s[i+1:])
+	if len(f) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseUint(f[11], 10, 64)
+	stime, _ := strconv.ParseUint(f[12], 10, 64)
+	return utime + stime
+}
