@@ -155,7 +155,8 @@ func TestSelectProcs(t *testing.T) {
 		30:   {ppid: 1, start: 700, netns: podNS},  // a container whose shim is gone
 		40:   {ppid: 1, start: 800, netns: other},  // a stranger that reused a recorded pid
 		50:   {ppid: 1, start: 900, netns: other},  // a stranger
-		self: {ppid: 1, netns: hostNS},
+		60:   {ppid: 1, netns: hostNS},             // this process's parent, though in the host's namespace
+		self: {ppid: 60, netns: hostNS},            // this process, though in the host's namespace
 	}
 	recorded := map[int]uint64{10: 500, 40: 1}
 	got := selectProcs(procs, recorded, []nsID{hostNS, podNS})

@@ -18,26 +18,42 @@ const netnsDir = "/run/netns"
 func netnsPath(name string) string { return filepath.Join(netnsDir, name) }
 
 // inNetns runs fn on an OS thread that has entered the named network
-// namespace; the thread is thrown away after (its goroutine ends locked),
-// so no other goroutine ever runs in the namespace. What fn opens there
-// (sockets, /proc/sys/net files) and the processes it starts belong to
-// the namespace; the mount namespace stays the host's, so the hosts'
-// mounts under the cluster's directory are the host's to see and remove.
+// namespace, and returns the thread to the namespace it had before; a
+// thread that could not return stays locked and ends with its goroutine
+// (Go throws such a thread away; Go's main thread it keeps, which is why
+// returning matters: a process whose main thread stayed behind would be
+// one of the namespace's processes). What fn opens there (sockets,
+// /proc/sys/net files) and the processes it starts belong to the
+// namespace; the mount namespace stays the machine's, so the hosts'
+// mounts under the cluster's directory are the machine's to see and remove.
 func inNetns(name string, fn func() error) error {
 	errc := make(chan error, 1)
 	go func() {
-		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		runtime.LockOSThread()
+		orig, err := os.Open(fmt.Sprintf("/proc/self/task/%d/ns/net", unix.Gettid()))
+		if err != nil {
+			runtime.UnlockOSThread()
+			errc <- err
+			return
+		}
+		defer orig.Close()
 		f, err := os.Open(netnsPath(name))
 		if err != nil {
+			runtime.UnlockOSThread()
 			errc <- err
 			return
 		}
 		defer f.Close()
 		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
+			runtime.UnlockOSThread()
 			errc <- fmt.Errorf("entering the network namespace %s: %w", name, err)
 			return
 		}
-		errc <- fn()
+		err = fn()
+		if unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET) == nil {
+			runtime.UnlockOSThread()
+		} // else: stays locked, and the thread ends with this goroutine
+		errc <- err
 	}()
 	return <-errc
 }

@@ -89,7 +89,8 @@ func startTime(pid int) uint64 {
 
 // selectProcs is the pids of procs that are a recorded process (pid with
 // its start time), in one of the namespaces, or a descendant of one of
-// those; never this process or init.
+// those; never init, this process or one of its ancestors (which may have
+// started the hosts).
 func selectProcs(procs map[int]proc, recorded map[int]uint64, namespaces []nsID) []int {
 	in := map[nsID]bool{}
 	for _, n := range namespaces {
@@ -109,7 +110,14 @@ func selectProcs(procs map[int]proc, recorded map[int]uint64, namespaces []nsID)
 			}
 		}
 	}
-	delete(chosen, os.Getpid())
+	for pid := os.Getpid(); pid > 0; {
+		delete(chosen, pid)
+		p, ok := procs[pid]
+		if !ok || p.ppid == pid {
+			break
+		}
+		pid = p.ppid
+	}
 	delete(chosen, 1)
 	var pids []int
 	for pid := range chosen {
