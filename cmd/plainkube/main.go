@@ -56,7 +56,7 @@ Usage:
   plainkube sim --kubeconfig FILE --nodes N
                              run simulated nodes against any cluster
   plainkube bench [flags] WORKLOAD...
-                             measure a cluster (startup crud list watch churn density pod-startup)
+                             measure a cluster (startup crud list watch churn density pod-startup devcluster…)
   plainkube image build|load|ls|rm ...
                              images in the node's containerd, without Docker or a registry
   plainkube token create|list|delete ...
@@ -449,7 +449,7 @@ func runBench(args []string) error {
 	serverCmd := fs.String("server-command", "", "startup: command line that launches a server, with {dataDir}, {port}, {etcdPort} and {etcdPeerPort} placeholders; a line with shell syntax runs under /bin/sh -c (default: this binary's server)")
 	serverPIDs := fs.String("server-pid", "", "comma-separated process ids of the server under test: each workload reports their resident memory (with descendants)")
 	o := bench.Options{Progress: os.Stderr}
-	fs.IntVar(&o.Repeat, "repeat", 3, "startup: runs")
+	fs.IntVar(&o.Repeat, "repeat", 3, "startup, devcluster: runs")
 	fs.DurationVar(&o.NodeWait, "node-wait", 10*time.Second, "startup: how long to wait for a first Ready node after /readyz")
 	concurrency := fs.String("concurrency", "1,16,64", "crud, dns: comma-separated concurrency levels")
 	fs.DurationVar(&o.Duration, "duration", 0, "crud, dns: time per level (default 5s); churn: total time (default 20s)")
@@ -459,6 +459,7 @@ func runBench(args []string) error {
 	fs.IntVar(&o.Replicas, "replicas", 10000, "density: deployment replicas")
 	fs.IntVar(&o.Pods, "pods", 20, "pod-startup: pods")
 	fs.IntVar(&o.Claims, "claims", 1000, "pvc: claims (and pods using them)")
+	fs.IntVar(&o.Agents, "agents", 2, "devcluster: agents beside the server")
 	fs.StringVar(&o.PodImage, "image", "busybox:1.36", "pod-startup: image present on the nodes")
 	fs.IntVar(&o.Services, "services", 1000, "netprog: Services of 10 endpoints each")
 	fs.IntVar(&o.Changes, "changes", 100, "netprog: EndpointSlice changes timed, one at a time")
