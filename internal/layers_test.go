@@ -29,6 +29,8 @@ var layers = []struct {
 }{
 	{name: "programs", prefixes: []string{"cmd/", "examples/", "test/"}, rooms: true},
 	{name: "drivers", prefixes: []string{"pkg/testenv", "internal/bench", "internal/controller/controllertest"}, rooms: true},
+	// The multi-host harness: drives real binaries, below the benchmark that times it.
+	{name: "harness", prefixes: []string{"internal/devcluster"}, rooms: true},
 	{name: "wiring", prefixes: []string{"internal/server", "internal/node", "internal/controllermanager"}, rooms: true},
 	{name: "components", rooms: true, prefixes: []string{
 		"internal/apiserver", "internal/apiextensions", "internal/aggregator", "internal/controller", "internal/scheduler",

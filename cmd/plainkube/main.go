@@ -2,6 +2,7 @@
 //
 //	plainkube server   run the control plane (API server over etcd)
 //	plainkube agent    join this host to a cluster as a node
+//	plainkube dev cluster  a multi-host cluster on this machine
 //	plainkube version  print the version
 package main
 
@@ -56,13 +57,16 @@ Usage:
   plainkube sim --kubeconfig FILE --nodes N
                              run simulated nodes against any cluster
   plainkube bench [flags] WORKLOAD...
-                             measure a cluster (startup crud list watch churn density pod-startup)
+                             measure a cluster (startup crud list watch churn density pod-startup devcluster…)
   plainkube image build|load|ls|rm ...
                              images in the node's containerd, without Docker or a registry
   plainkube token create|list|delete ...
                              the bootstrap tokens hosts join with
   plainkube cleanup [--data-dir DIR]
                              remove what a crashed node left: rules, bridges, mounts (root)
+  plainkube dev cluster [--servers 1] [--agents N] [--dir D]
+                             a cluster of 1+N hosts (network namespaces) on this machine (root);
+                             'dev cluster down --dir D' removes it, 'dev cluster load' imports images
   plainkube version          print the version
 
 Run 'plainkube server -h' for the server's flags.
@@ -93,6 +97,8 @@ func main() {
 		err = runCleanup(os.Args[2:])
 	case "token":
 		err = runToken(os.Args[2:])
+	case "dev":
+		err = runDev(os.Args[2:])
 	case "version", "--version":
 		fmt.Println("plainkube", version.GitVersion())
 	case "help", "-h", "--help":
@@ -132,6 +138,8 @@ func runServer(args []string) error {
 	disableNode := fs.Bool("disable-node", false, "do not run a node agent on this host (by default one runs, with containerd, as root; its API listens on port 10250)")
 	fs.Bool("enable-node", true, "deprecated, the default: a node agent runs unless --disable-node is given")
 	clusterCIDR := fs.String("cluster-cidr", "10.42.0.0/16", "range of pod IPs; each node gets a /24 of it")
+	nodeName := fs.String("node-name", "", "name of this host's Node (default: the host name, lower-cased)")
+	nodeIP := fs.String("node-ip", "", "InternalIP this host's node reports (default: the host's first global IPv4 address)")
 	fs.StringVar(&opts.ClusterDNS, "cluster-dns", "", "address of the kube-dns Service pods resolve names at (default: the tenth of --service-cidr, 10.96.0.10; none: no cluster DNS)")
 	nodeFlags := addNodeFlags(fs)
 	nodeGrace := fs.Duration("node-monitor-grace-period", 40*time.Second, "how long a node may miss heartbeats before it is marked unreachable and its pods evicted")
@@ -196,15 +204,18 @@ func runServer(args []string) error {
 			return err
 		}
 		opts.Components = append(opts.Components, func(ctx context.Context, env server.ComponentEnv) error {
-			name, err := kubelet.DefaultNodeName()
-			if err != nil {
-				return err
+			name := *nodeName
+			if name == "" {
+				var err error
+				if name, err = kubelet.DefaultNodeName(); err != nil {
+					return err
+				}
 			}
 			// The server's node acts as any node: system:node:<name>. The
 			// server, not the node, marks it a control-plane node, as
 			// kubeadm does with the admin's credentials.
 			return node.Run(ctx, env.ConfigAs(auth.NodeUser(name)), nodeFlags.options([]netip.Prefix{serviceRange}, clusterDNS, kubelet.Options{
-				NodeName: name, DataDir: filepath.Join(dataDir, "node"), Logger: log,
+				NodeName: name, NodeIP: *nodeIP, DataDir: filepath.Join(dataDir, "node"), Logger: log,
 				ControlPlane: true, ControlPlaneConfig: env.ConfigAs(auth.APIServerUser()),
 				IssueServingCert: env.IssueServingCert, ClientCA: env.CAPEM, ManifestsDir: manifests,
 				RuntimeEndpoint: *runtimeEndpoint, CNIConfDir: *cniConfDir}))
@@ -451,7 +462,7 @@ func runBench(args []string) error {
 	serverCmd := fs.String("server-command", "", "startup: command line that launches a server, with {dataDir}, {port}, {etcdPort} and {etcdPeerPort} placeholders; a line with shell syntax runs under /bin/sh -c (default: this binary's server)")
 	serverPIDs := fs.String("server-pid", "", "comma-separated process ids of the server under test: each workload reports their resident memory (with descendants)")
 	o := bench.Options{Progress: os.Stderr}
-	fs.IntVar(&o.Repeat, "repeat", 3, "startup: runs")
+	fs.IntVar(&o.Repeat, "repeat", 3, "startup, devcluster: runs")
 	fs.DurationVar(&o.NodeWait, "node-wait", 10*time.Second, "startup: how long to wait for a first Ready node after /readyz")
 	concurrency := fs.String("concurrency", "1,16,64", "crud, dns: comma-separated concurrency levels")
 	fs.DurationVar(&o.Duration, "duration", 0, "crud, dns: time per level (default 5s); churn: total time (default 20s)")
@@ -461,6 +472,7 @@ func runBench(args []string) error {
 	fs.IntVar(&o.Replicas, "replicas", 10000, "density: deployment replicas")
 	fs.IntVar(&o.Pods, "pods", 20, "pod-startup: pods")
 	fs.IntVar(&o.Claims, "claims", 1000, "pvc: claims (and pods using them)")
+	fs.IntVar(&o.Agents, "agents", 2, "devcluster: agents beside the server")
 	fs.StringVar(&o.PodImage, "image", "busybox:1.36", "pod-startup: image present on the nodes")
 	fs.IntVar(&o.Services, "services", 1000, "netprog: Services of 10 endpoints each")
 	fs.IntVar(&o.Changes, "changes", 100, "netprog: EndpointSlice changes timed, one at a time")

@@ -82,6 +82,8 @@ type Options struct {
 	Pods        int
 	// Claims sizes pvc.
 	Claims int
+	// Agents sizes devcluster (default 2).
+	Agents int
 	// Services and Changes size netprog; DNSServer (ip:port) is the DNS
 	// answerer the dns workload asks (default: the first real node's).
 	Services  int
@@ -113,6 +115,7 @@ var Workloads = []Workload{
 	{"pod-startup", "pods on real nodes (image present): creation to Running and Ready", runPodStartup},
 	{"netprog", "Services of 10 endpoints on a real node's proxy: EndpointSlice change to rules in place", runNetprog},
 	{"dns", "a node's DNS answerer: queries/s and latency for a cluster name from one client", runDNS},
+	{"devcluster", "a server and --agents agents as network namespaces of this machine (root): time to every node Ready, and down", runDevCluster},
 }
 
 // Run runs the named workloads and returns the report.
@@ -134,7 +137,7 @@ func Run(ctx context.Context, names []string, o *Options) (*Report, error) {
 		if !ok {
 			return nil, fmt.Errorf("unknown workload %q (known: %s)", name, strings.Join(workloadNames(), ", "))
 		}
-		if w.Name != "startup" && o.Config == nil {
+		if w.Name != "startup" && w.Name != "devcluster" && o.Config == nil { // those two make their own
 			return nil, fmt.Errorf("workload %s needs --kubeconfig", name)
 		}
 		res := Result{Workload: w.Name}
