@@ -35,7 +35,7 @@ func (f family) of(p netip.Prefix) bool { return p.Addr().Is4() == (f.nft == knf
 // proxy masquerades what it marked (hairpin, node ports, traffic from
 // outside the node's pod range to a Service), this chain what the node's
 // pods send out of the cluster.
-const masqueradeChain = "masquerade"
+const masqueradeChain = "pods-out"
 
 // masqueradeRules are the family's rules of the masquerade chain: pod
 // traffic (its source in one of podRanges) is masqueraded unless it goes

@@ -239,12 +239,17 @@ func (n *Network) syncVXLAN(ctx context.Context, self *corev1.Node, own []netip.
 }
 
 // report says, once per change, which nodes the plan has no route to:
-// in the log and as a Warning event on this node.
+// in the log and as a Warning event on this node (a node yet to publish
+// its endpoint only in the log: it is starting).
 func (n *Network) report(plan Plan) {
 	now := map[string]string{}
 	for _, u := range plan.Unreachable {
 		now[u.Node] = u.Reason
 		if n.reported[u.Node] == u.Reason {
+			continue
+		}
+		if u.Pending {
+			n.log.Info("no route to a node's pods yet", "node", u.Node, "reason", u.Reason)
 			continue
 		}
 		n.log.Warn("no route to a node's pods", "node", u.Node, "reason", u.Reason)

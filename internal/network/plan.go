@@ -86,9 +86,12 @@ type FDBEntry struct {
 	Dst netip.Addr
 }
 
-// Unreachable is a node the plan has no route to, and why.
+// Unreachable is a node the plan has no route to, and why. Pending says
+// that the node has yet to publish what the route needs (a node just
+// started), rather than that it cannot be reached.
 type Unreachable struct {
 	Node, Reason string
+	Pending      bool
 }
 
 // Plan is what the node's routing should hold for the other nodes' pod
@@ -126,9 +129,11 @@ func Desired(host Host, nodes []*corev1.Node) Plan {
 			continue
 		}
 		var reasons []string
+		pending := true
 		for _, c := range podCIDRs(n) {
 			if owner := overlapping(taken, c); owner != "" {
 				reasons = append(reasons, fmt.Sprintf("its pod range %s overlaps node %s's", c, owner))
+				pending = false
 				continue
 			}
 			var reason string
@@ -140,12 +145,13 @@ func Desired(host Host, nodes []*corev1.Node) Plan {
 			}
 			if reason != "" {
 				reasons = append(reasons, reason)
+				pending = pending && reason == notPublished
 				continue
 			}
 			taken = append(taken, claim{c, n.Name})
 		}
 		if len(reasons) > 0 {
-			p.Unreachable = append(p.Unreachable, Unreachable{Node: n.Name, Reason: strings.Join(reasons, "; ")})
+			p.Unreachable = append(p.Unreachable, Unreachable{Node: n.Name, Reason: strings.Join(reasons, "; "), Pending: pending})
 		}
 	}
 	slices.SortFunc(p.Routes, func(a, b Route) int { return cmp.Compare(a.Dst.String(), b.Dst.String()) })
@@ -181,13 +187,15 @@ func (p *Plan) addVXLAN(n *corev1.Node, c netip.Prefix) string {
 	mac, err := net.ParseMAC(n.Annotations[AnnotationVXLANMAC])
 	vtep, err2 := netip.ParseAddr(n.Annotations[AnnotationVXLANIP])
 	if err != nil || err2 != nil || !vtep.Is4() {
-		return "it has not published its VXLAN endpoint yet (annotations " + AnnotationVXLANMAC + ", " + AnnotationVXLANIP + ")"
+		return notPublished
 	}
 	p.Routes = append(p.Routes, Route{Dst: c, Via: vtep, Onlink: true})
 	p.Neighbors = append(p.Neighbors, Neighbor{IP: vtep, MAC: mac.String()})
 	p.FDB = append(p.FDB, FDBEntry{MAC: mac.String(), Dst: ip})
 	return ""
 }
+
+const notPublished = "it has not published its VXLAN endpoint yet (annotations " + AnnotationVXLANMAC + ", " + AnnotationVXLANIP + ")"
 
 // claim is a node's pod range the plan routes (or this node's own).
 type claim struct {

@@ -111,9 +111,9 @@ func TestDesired(t *testing.T) {
 			Neighbors: []Neighbor{{IP: addr("10.42.2.0"), MAC: "0e:00:00:00:00:0c"}},
 			FDB:       []FDBEntry{{MAC: "0e:00:00:00:00:0c", Dst: addr("192.168.1.12")}},
 			Unreachable: []Unreachable{
-				{Node: "b", Reason: "it has not published its VXLAN endpoint yet (annotations plainkube.dev/vxlan-mac, plainkube.dev/vxlan-ip)"},
+				{Node: "b", Reason: "it has not published its VXLAN endpoint yet (annotations plainkube.dev/vxlan-mac, plainkube.dev/vxlan-ip)", Pending: true},
 				{Node: "c", Reason: "the vxlan backend carries IPv4 pod ranges only, not fd00:42:0:2::/64"},
-				{Node: "d", Reason: "it has not published its VXLAN endpoint yet (annotations plainkube.dev/vxlan-mac, plainkube.dev/vxlan-ip)"},
+				{Node: "d", Reason: "it has not published its VXLAN endpoint yet (annotations plainkube.dev/vxlan-mac, plainkube.dev/vxlan-ip)", Pending: true},
 			},
 		},
 	}}
