@@ -24,8 +24,10 @@
 // Nodes into the routes, neighbour and forwarding entries wanted, and the
 // nodes it cannot reach; masqueradeRules (masquerade.go) are the nftables
 // rules of the node's table (DefaultTable, families ip and ip6: pod
-// traffic from the node's range to outside the cluster's pod and Service
-// ranges is masqueraded). Network (network.go) is the driver: on every
+// traffic to outside the cluster's pod and Service ranges is
+// masqueraded). A node whose address is one of this host's (two nodes on
+// one host, as tests run them) gets no route: its pods' bridge is here.
+// The VXLAN device is one per host (network namespace). Network (network.go) is the driver: on every
 // Node change and every ResyncPeriod it applies the plan with netlink
 // (links.go), touching only routes of its own protocol mark
 // (RouteProtocol) and entries of its own device, removing those no longer

@@ -25,6 +25,7 @@ const RouteProtocol netlink.RouteProtocol = 112
 // node's address.
 type hostLinks struct {
 	connected []netip.Prefix
+	local     []netip.Addr
 	nodeLink  netlink.Link // nil when no link holds the node's address
 }
 
@@ -46,6 +47,7 @@ func readHost(nodeIP netip.Addr) (hostLinks, error) {
 			continue
 		}
 		h.connected = append(h.connected, p.Masked())
+		h.local = append(h.local, p.Addr())
 		if p.Addr() == nodeIP && h.nodeLink == nil {
 			if h.nodeLink, err = netlink.LinkByIndex(a.LinkIndex); err != nil {
 				return h, err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 
 	"sigs.k8s.io/knftables"
@@ -38,12 +39,16 @@ func (f family) of(p netip.Prefix) bool { return p.Addr().Is4() == (f.nft == knf
 const masqueradeChain = "pods-out"
 
 // masqueradeRules are the family's rules of the masquerade chain: pod
-// traffic (its source in one of podRanges) is masqueraded unless it goes
-// to an address of keep (the cluster's pod ranges and Service ranges: a
-// Service address is translated to a pod's before this hook anyway, so
-// keeping it only spares a lookup) or to a multicast group. nil when the
-// node has no pod range of the family.
-func masqueradeRules(f family, podRanges, keep []netip.Prefix) []string {
+// traffic (its source in one of the cluster's podRanges) is masqueraded
+// unless it goes to a pod range, a Service range (a Service address is
+// translated to a pod's before this hook anyway: keeping it only spares a
+// lookup) or a multicast group. Only the node's own pods send from a pod
+// range through its postrouting hook to elsewhere (other nodes' pods
+// reach the world through their own node), so the rules match the
+// cluster's ranges rather than the node's: every node's table is the
+// same, and two nodes sharing a host (as tests run them) agree on it.
+// nil when the cluster has no pod range of the family.
+func masqueradeRules(f family, podRanges, serviceRanges []netip.Prefix) []string {
 	var src []string
 	for _, p := range podRanges {
 		if f.of(p) {
@@ -54,7 +59,7 @@ func masqueradeRules(f family, podRanges, keep []netip.Prefix) []string {
 		return nil
 	}
 	rules := []string{fmt.Sprintf("%s saddr != %s return", f.ip, anyOf(src))}
-	for _, k := range append(keep, f.multicast) {
+	for _, k := range slices.Concat(podRanges, serviceRanges, []netip.Prefix{f.multicast}) {
 		if f.of(k) {
 			rules = append(rules, fmt.Sprintf("%s daddr %s return", f.ip, k.Masked()))
 		}
@@ -89,14 +94,14 @@ func newMasqueradeTables(name string) (*masqueradeTables, error) {
 }
 
 // apply rewrites each family's table (one transaction each: there is no
-// moment without the rules), or removes it where the node has no pod
+// moment without the rules), or removes it where the cluster has no pod
 // range of the family.
-func (t *masqueradeTables) apply(ctx context.Context, podRanges, keep []netip.Prefix) error {
+func (t *masqueradeTables) apply(ctx context.Context, podRanges, serviceRanges []netip.Prefix) error {
 	var errs []error
 	for f, nft := range t.nft {
 		tx := nft.NewTransaction()
 		tx.Add(&knftables.Table{})
-		rules := masqueradeRules(f, podRanges, keep)
+		rules := masqueradeRules(f, podRanges, serviceRanges)
 		if rules == nil {
 			tx.Delete(&knftables.Table{})
 		} else {

@@ -199,13 +199,12 @@ func (n *Network) sync(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	plan := Desired(Host{NodeName: n.opts.NodeName, Backend: n.opts.Backend, Connected: host.connected}, nodes)
+	plan := Desired(Host{NodeName: n.opts.NodeName, Backend: n.opts.Backend, Connected: host.connected, Local: host.local}, nodes)
 	errs := []error{applyRoutes(plan.Routes, dev)}
 	if dev != 0 {
 		errs = append(errs, applyNeighbors(plan.Neighbors, dev), applyFDB(plan.FDB, dev))
 	}
-	keep := append(slices.Clone(n.opts.ClusterCIDRs), n.opts.ServiceCIDRs...)
-	errs = append(errs, n.masq.apply(ctx, own, keep))
+	errs = append(errs, n.masq.apply(ctx, n.opts.ClusterCIDRs, n.opts.ServiceCIDRs))
 	n.report(plan)
 	if err := errors.Join(errs...); err != nil {
 		return err

@@ -62,6 +62,9 @@ type Host struct {
 	// Connected are the prefixes of the host's addresses: a node whose
 	// address is in one is on a directly connected link (host-gw).
 	Connected []netip.Prefix
+	// Local are the host's own addresses: a node with one of them runs on
+	// this host too (as tests run two nodes), its pods on a bridge here.
+	Local []netip.Addr
 }
 
 // Route sends a pod range to Via: with Onlink through the VXLAN device
@@ -109,10 +112,12 @@ type Plan struct {
 // it — through the node's InternalIP of the range's family (host-gw), or
 // through the VXLAN device to the node's published VTEP, with the
 // neighbour and forwarding entries that take frames there (vxlan). A
-// node with no pod range yet is left out quietly; one that cannot be
-// routed to (its address on no connected subnet, its VTEP not published
-// yet, its range overlapping a range routed already) is named in
-// Unreachable.
+// node with no pod range yet is left out quietly, and so is one on this
+// host (its address one of the host's: its pods' bridge is here, and a
+// route through a local address would replace the bridge's); one that
+// cannot be routed to (its address on no connected subnet, its VTEP not
+// published yet, its range overlapping a range routed already or a
+// subnet of this host) is named in Unreachable.
 func Desired(host Host, nodes []*corev1.Node) Plan {
 	var p Plan
 	var taken []claim // ranges routed, this node's first
@@ -125,7 +130,7 @@ func Desired(host Host, nodes []*corev1.Node) Plan {
 	}
 	sorted := slices.SortedFunc(slices.Values(nodes), func(a, b *corev1.Node) int { return cmp.Compare(a.Name, b.Name) })
 	for _, n := range sorted {
-		if n.Name == host.NodeName {
+		if n.Name == host.NodeName || slices.ContainsFunc(host.Local, func(a netip.Addr) bool { return a == internalIP(n, a.Is4()) }) {
 			continue
 		}
 		var reasons []string
@@ -133,6 +138,11 @@ func Desired(host Host, nodes []*corev1.Node) Plan {
 		for _, c := range podCIDRs(n) {
 			if owner := overlapping(taken, c); owner != "" {
 				reasons = append(reasons, fmt.Sprintf("its pod range %s overlaps node %s's", c, owner))
+				pending = false
+				continue
+			}
+			if i := slices.IndexFunc(host.Connected, c.Overlaps); i >= 0 {
+				reasons = append(reasons, fmt.Sprintf("its pod range %s overlaps this host's subnet %s", c, host.Connected[i]))
 				pending = false
 				continue
 			}

@@ -86,6 +86,12 @@ func TestDesired(t *testing.T) {
 			},
 		},
 	}, {
+		name: "a node on this host gets no route (its bridge is here); a range on a subnet of this host is refused",
+		nodes: []*corev1.Node{self,
+			node("b", []string{"10.42.1.0/24"}, []string{"192.168.1.10"}),
+			node("c", []string{"192.168.1.128/25"}, []string{"192.168.1.12"})},
+		want: Plan{Unreachable: []Unreachable{{Node: "c", Reason: "its pod range 192.168.1.128/25 overlaps this host's subnet 192.168.1.0/24"}}},
+	}, {
 		name:    "vxlan: route onlink to the VTEP, neighbour and forwarding entries; no need of a shared subnet",
 		backend: VXLAN,
 		nodes: []*corev1.Node{self,
@@ -123,7 +129,7 @@ func TestDesired(t *testing.T) {
 			if backend == "" {
 				backend = HostGW
 			}
-			got := Desired(Host{NodeName: "a", Backend: backend, Connected: lan}, tt.nodes)
+			got := Desired(Host{NodeName: "a", Backend: backend, Connected: lan, Local: []netip.Addr{addr("192.168.1.10")}}, tt.nodes)
 			if d := cmp.Diff(tt.want, got, cmp.Comparer(func(a, b netip.Addr) bool { return a == b }),
 				cmp.Comparer(func(a, b netip.Prefix) bool { return a == b })); d != "" {
 				t.Errorf("(-want +got):\n%s", d)
@@ -148,43 +154,45 @@ func TestVTEPAddress(t *testing.T) {
 }
 
 func TestMasqueradeRules(t *testing.T) {
-	keep := []netip.Prefix{pfx("10.42.0.0/16"), pfx("10.96.0.0/12"), pfx("fd00:42::/56")}
+	services := []netip.Prefix{pfx("10.96.0.0/12"), pfx("fd00:96::/108")}
 	tests := []struct {
 		name   string
 		f      family
 		ranges []netip.Prefix
 		want   []string
 	}{{
-		name: "ipv4: pod traffic out of the cluster's ranges", f: ipv4, ranges: []netip.Prefix{pfx("10.42.1.0/24"), pfx("fd00:42:0:1::/64")},
+		name: "ipv4: pod traffic out of the cluster's ranges", f: ipv4, ranges: []netip.Prefix{pfx("10.42.0.0/16"), pfx("fd00:42::/56")},
 		want: []string{
-			"ip saddr != 10.42.1.0/24 return",
+			"ip saddr != 10.42.0.0/16 return",
 			"ip daddr 10.42.0.0/16 return",
 			"ip daddr 10.96.0.0/12 return",
 			"ip daddr 224.0.0.0/4 return",
 			"masquerade fully-random",
 		},
 	}, {
-		name: "ipv6", f: ipv6, ranges: []netip.Prefix{pfx("10.42.1.0/24"), pfx("fd00:42:0:1::/64")},
+		name: "ipv6", f: ipv6, ranges: []netip.Prefix{pfx("10.42.0.0/16"), pfx("fd00:42::/56")},
 		want: []string{
-			"ip6 saddr != fd00:42:0:1::/64 return",
+			"ip6 saddr != fd00:42::/56 return",
 			"ip6 daddr fd00:42::/56 return",
+			"ip6 daddr fd00:96::/108 return",
 			"ip6 daddr ff00::/8 return",
 			"masquerade fully-random",
 		},
 	}, {
-		name: "no range of the family: no table", f: ipv6, ranges: []netip.Prefix{pfx("10.42.1.0/24")},
+		name: "no range of the family: no table", f: ipv6, ranges: []netip.Prefix{pfx("10.42.0.0/16")},
 	}, {
-		name: "two ranges of a family", f: ipv4, ranges: []netip.Prefix{pfx("10.42.1.0/24"), pfx("10.43.1.7/24")},
+		name: "two ranges of a family, unmasked", f: ipv4, ranges: []netip.Prefix{pfx("10.42.0.0/16"), pfx("10.43.7.0/16")},
 		want: []string{
-			"ip saddr != { 10.42.1.0/24, 10.43.1.0/24 } return",
+			"ip saddr != { 10.42.0.0/16, 10.43.0.0/16 } return",
 			"ip daddr 10.42.0.0/16 return",
+			"ip daddr 10.43.0.0/16 return",
 			"ip daddr 10.96.0.0/12 return",
 			"ip daddr 224.0.0.0/4 return",
 			"masquerade fully-random",
 		},
 	}}
 	for _, tt := range tests {
-		if d := cmp.Diff(tt.want, masqueradeRules(tt.f, tt.ranges, keep)); d != "" {
+		if d := cmp.Diff(tt.want, masqueradeRules(tt.f, tt.ranges, services)); d != "" {
 			t.Errorf("%s (-want +got):\n%s", tt.name, d)
 		}
 	}
