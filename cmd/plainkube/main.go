@@ -679,8 +679,8 @@ func runImage(args []string) error {
 	return nil
 }
 
-// nodeFlags are the flags of what runs beside the node agent: the service
-// proxy and the node's DNS answerer.
+// nodeFlags are the flags of what runs beside the node agent: the pod
+// network, the service proxy and the node's DNS answerer.
 type nodeFlags struct {
 	clusterDomain, dnsUpstreams, proxyTable, podNetwork *string
 	dnsPort                                             *int

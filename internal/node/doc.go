@@ -5,6 +5,6 @@
 // cluster), the service proxy (package proxy: Services to nftables) and
 // the node's DNS answerer (package dns, behind the kube-dns Service
 // through an EndpointSlice of the node's own). The pod network and the
-// proxy share the factory's informer of Nodes. 'plainkube server' runs one on its host, 'plainkube agent' on a
-// joined host.
+// proxy share the factory's informer of Nodes. 'plainkube server' runs
+// one on its host, 'plainkube agent' on a joined host.
 package node
