@@ -62,7 +62,7 @@ func testBackend(t *testing.T, env *testenv.Env, backend Backend) {
 	}
 	// A fourth node off the nodes' subnet: host-gw cannot route to it (and
 	// says so); nothing is ever sent there.
-	createNode(t, ctx, admin, "node-far", "10.250.9.9", "10.252.9.0/24")
+	createNode(t, ctx, admin, "node-far", "10.251.9.9", "10.252.9.0/24")
 
 	// One pod network per node, in its namespace, as that node.
 	var wg sync.WaitGroup
@@ -135,7 +135,7 @@ func testBackend(t *testing.T, env *testenv.Env, backend Backend) {
 			}
 			for _, c := range node.Status.Conditions {
 				if c.Type == corev1.NodeNetworkUnavailable && c.Status == corev1.ConditionFalse && c.Reason == ReasonRoutesMissing &&
-					strings.Contains(c.Message, "node-far (its InternalIP 10.250.9.9 is not on a directly connected subnet") {
+					strings.Contains(c.Message, "node-far (its InternalIP 10.251.9.9 is not on a directly connected subnet") {
 					return nil
 				}
 			}
