@@ -46,6 +46,7 @@ func runDev(args []string) error {
 		fs.StringVar(&o.DNSUpstream, "dns-upstream", "", "ip:port the hosts' DNS answerers forward other names to (default "+devcluster.DefaultDNSUpstream+
 			" in each host's namespace, where nothing listens: no query leaves the machine)")
 		fs.DurationVar(&o.ReadyTimeout, "timeout", 60*time.Second, "how long to wait for every node to be Ready")
+		fs.StringVar(&o.PodNetwork, "pod-network", "", "every host's --pod-network: host-gw (default) or vxlan")
 	}
 	fs.Parse(args)
 	switch verb {

@@ -36,6 +36,7 @@ import (
 	"plainkube.dev/plainkube/internal/kubelet/containerd"
 	"plainkube.dev/plainkube/internal/kubelet/sim"
 	"plainkube.dev/plainkube/internal/kubelet/tlsbootstrap"
+	"plainkube.dev/plainkube/internal/network"
 	"plainkube.dev/plainkube/internal/node"
 	"plainkube.dev/plainkube/internal/pki"
 	"plainkube.dev/plainkube/internal/scheduler"
@@ -214,7 +215,7 @@ func runServer(args []string) error {
 			// The server's node acts as any node: system:node:<name>. The
 			// server, not the node, marks it a control-plane node, as
 			// kubeadm does with the admin's credentials.
-			return node.Run(ctx, env.ConfigAs(auth.NodeUser(name)), nodeFlags.options([]netip.Prefix{serviceRange}, clusterDNS, kubelet.Options{
+			return node.Run(ctx, env.ConfigAs(auth.NodeUser(name)), nodeFlags.options(podRange, serviceRange, clusterDNS, kubelet.Options{
 				NodeName: name, NodeIP: *nodeIP, DataDir: filepath.Join(dataDir, "node"), Logger: log,
 				ControlPlane: true, ControlPlaneConfig: env.ConfigAs(auth.APIServerUser()),
 				IssueServingCert: env.IssueServingCert, ClientCA: env.CAPEM, ManifestsDir: manifests,
@@ -387,12 +388,17 @@ func runAgent(args []string) error {
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	runtimeEndpoint, cniConfDir := runtimeFlags(fs)
 	serviceCIDR := fs.String("service-cidr", "10.96.0.0/12", "the cluster's Service range, as the server's --service-cidr (its unallocated addresses are rejected on this node)")
+	clusterCIDR := fs.String("cluster-cidr", "10.42.0.0/16", "the cluster's pod range, as the server's --cluster-cidr (pod traffic to addresses outside it and the Service range is masqueraded)")
 	clusterDNS := fs.String("cluster-dns", "", "address pods resolve names at (default: the kube-system/kube-dns Service's)")
 	nodeFlags := addNodeFlags(fs)
 	fs.Parse(args)
 	serviceRange, err := netip.ParsePrefix(*serviceCIDR)
 	if err != nil {
 		return fmt.Errorf("--service-cidr: %w", err)
+	}
+	podRange, err := netip.ParsePrefix(*clusterCIDR)
+	if err != nil {
+		return fmt.Errorf("--cluster-cidr: %w", err)
 	}
 	if *serverURL == "" {
 		return errors.New("agent: --server is required")
@@ -433,7 +439,7 @@ func runAgent(args []string) error {
 	if err := os.MkdirAll(manifests, 0o755); err != nil {
 		return err
 	}
-	o := nodeFlags.options([]netip.Prefix{serviceRange}, *clusterDNS, kubelet.Options{
+	o := nodeFlags.options(podRange, serviceRange, *clusterDNS, kubelet.Options{
 		DataDir: filepath.Join(*dataDir, "node"), NodeName: *nodeName, NodeIP: *nodeIP,
 		APIPort: *port, ClientCA: creds.CAPEM, Logger: log, ManifestsDir: manifests,
 		RuntimeEndpoint: *runtimeEndpoint, CNIConfDir: *cniConfDir,
@@ -673,12 +679,12 @@ func runImage(args []string) error {
 	return nil
 }
 
-// nodeFlags are the flags of what runs beside the node agent: the service
-// proxy and the node's DNS answerer.
+// nodeFlags are the flags of what runs beside the node agent: the pod
+// network, the service proxy and the node's DNS answerer.
 type nodeFlags struct {
-	clusterDomain, dnsUpstreams, proxyTable *string
-	dnsPort                                 *int
-	disableProxy, disableDNS                *bool
+	clusterDomain, dnsUpstreams, proxyTable, podNetwork *string
+	dnsPort                                             *int
+	disableProxy, disableDNS                            *bool
 }
 
 func addNodeFlags(fs *flag.FlagSet) *nodeFlags {
@@ -689,25 +695,29 @@ func addNodeFlags(fs *flag.FlagSet) *nodeFlags {
 		proxyTable:    fs.String("proxy-table", "plainkube", "name of the service proxy's nftables table (ip and ip6 families)"),
 		disableProxy:  fs.Bool("disable-proxy", false, "run no service proxy on this node"),
 		disableDNS:    fs.Bool("disable-dns", false, "run no DNS answerer on this node"),
+		podNetwork: fs.String("pod-network", string(network.HostGW), "how pods reach other nodes' pods: host-gw (routes through the nodes' addresses; the nodes share a link) "+
+			"or vxlan (VXLAN over UDP 8472 between the nodes' addresses; pods' MTU 50 bytes less); every node of a cluster uses the same"),
 	}
 }
 
-// preflight says what the service proxy needs that the host lacks.
+// preflight says what the flags get wrong, or what the service proxy and
+// the pod network need that the host lacks.
 func (f *nodeFlags) preflight() error {
-	if *f.disableProxy {
-		return nil
+	if _, err := network.ParseBackend(*f.podNetwork); err != nil {
+		return fmt.Errorf("--pod-network: %w", err)
 	}
 	if _, err := exec.LookPath("nft"); err != nil {
-		return errors.New("the service proxy programs nftables with nft; install it with: apt-get install -y nftables (or pass --disable-proxy)")
+		return errors.New("the service proxy and the pod network's masquerading program nftables with nft; install it with: apt-get install -y nftables")
 	}
 	return nil
 }
 
 // options are the node's options from the flags, around the agent's
 // (whose ClusterDNS and ClusterDomain they set).
-func (f *nodeFlags) options(serviceCIDRs []netip.Prefix, clusterDNS string, agent kubelet.Options) node.Options {
-	o := node.Options{Agent: agent, ServiceCIDRs: serviceCIDRs, DisableProxy: *f.disableProxy, DisableDNS: *f.disableDNS,
-		DNSPort: *f.dnsPort, ProxyTable: *f.proxyTable}
+func (f *nodeFlags) options(clusterCIDR, serviceCIDR netip.Prefix, clusterDNS string, agent kubelet.Options) node.Options {
+	backend, _ := network.ParseBackend(*f.podNetwork) // checked by preflight
+	o := node.Options{Agent: agent, ServiceCIDRs: []netip.Prefix{serviceCIDR}, DisableProxy: *f.disableProxy, DisableDNS: *f.disableDNS,
+		DNSPort: *f.dnsPort, ProxyTable: *f.proxyTable, PodNetwork: backend, ClusterCIDRs: []netip.Prefix{clusterCIDR}}
 	o.Agent.ClusterDomain = *f.clusterDomain
 	if clusterDNS != "" && !*f.disableDNS {
 		o.Agent.ClusterDNS = []string{clusterDNS}

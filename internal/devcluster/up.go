@@ -48,9 +48,11 @@ type Options struct {
 	Subnet netip.Prefix
 	// DNSUpstream is the hosts' --dns-upstream (default DefaultDNSUpstream).
 	DNSUpstream string
-	// ClusterCIDR is the server's --cluster-cidr (default 10.42.0.0/16,
-	// inside the namespaces: the host never routes it).
+	// ClusterCIDR is the server's and the agents' --cluster-cidr (default
+	// 10.42.0.0/16, inside the namespaces: the host never routes it).
 	ClusterCIDR string
+	// PodNetwork is every host's --pod-network (default: theirs, host-gw).
+	PodNetwork string
 	// ServerArgs and AgentArgs are more flags for the server and for every agent.
 	ServerArgs, AgentArgs []string
 	// ReadyTimeout bounds the wait for every node to be Ready (default 60s).
@@ -171,8 +173,13 @@ func (c *Cluster) up(ctx context.Context, o Options, started time.Time) error {
 	}
 	c.progress(o, "network %s on bridge %s (%s): %d namespaces", c.Subnet, c.Bridge, c.Gateway, len(c.Hosts))
 	s := c.Server()
+	var common []string
+	if o.PodNetwork != "" {
+		common = []string{"--pod-network", o.PodNetwork}
+	}
 	args := []string{"server", "--data-dir", s.DataDir, "--node-name", s.NodeName, "--node-ip", s.Addr.String(),
 		"--cluster-cidr", o.ClusterCIDR, "--dns-upstream", o.DNSUpstream}
+	args = append(args, common...)
 	if err := c.start(s, append(args, o.ServerArgs...)); err != nil {
 		return err
 	}
@@ -184,7 +191,9 @@ func (c *Cluster) up(ctx context.Context, o Options, started time.Time) error {
 	for i := range c.Hosts[1:] {
 		h := &c.Hosts[1+i]
 		args := []string{"agent", "--server", c.ServerURL(), "--token", token, "--ca-cert-hash", caHash,
-			"--data-dir", h.DataDir, "--node-name", h.NodeName, "--node-ip", h.Addr.String(), "--dns-upstream", o.DNSUpstream}
+			"--data-dir", h.DataDir, "--node-name", h.NodeName, "--node-ip", h.Addr.String(), "--dns-upstream", o.DNSUpstream,
+			"--cluster-cidr", o.ClusterCIDR}
+		args = append(args, common...)
 		if err := c.start(h, append(args, o.AgentArgs...)); err != nil {
 			return err
 		}

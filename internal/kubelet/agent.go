@@ -148,7 +148,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	a.host = readHost(a.opts, version)
 	a.hostDNS = network.ResolvConf(resolvconf.Host())
-	a.net = network.NewPodNetwork(a.rt.CNIConfDir(), filepath.Join(a.opts.DataDir, "cni", "ipam"))
+	a.net = network.NewPodNetwork(a.rt.CNIConfDir(), filepath.Join(a.opts.DataDir, "cni", "ipam"), a.opts.PodMTU)
 	a.events = events.Start(ctx, a.cs, a.opts.NodeName)
 	a.probes = probes.NewRunner(a.cri, a.events, a.log)
 	if err := os.MkdirAll(a.localPathDir(), 0o700); err != nil {

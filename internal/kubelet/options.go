@@ -53,6 +53,10 @@ type Options struct {
 	// host network get their addresses from the Node's pod CIDR; until it
 	// has one, their sandboxes cannot start.
 	PodCIDR string
+	// PodMTU is the MTU of the pods' interfaces and their bridge (0: the
+	// CNI bridge plugin's default, 1500); the pod network's backend sets
+	// it (see internal/network's PodMTU).
+	PodMTU int
 	// ManifestsDir, when set, is the folder of static pod manifests (a Pod
 	// in YAML or JSON per file), which the agent runs without the API
 	// server and mirrors into it (static.go). It is read every

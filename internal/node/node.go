@@ -18,6 +18,7 @@ import (
 
 	"plainkube.dev/plainkube/internal/dns"
 	"plainkube.dev/plainkube/internal/kubelet"
+	"plainkube.dev/plainkube/internal/network"
 	"plainkube.dev/plainkube/internal/proxy"
 )
 
@@ -42,6 +43,11 @@ type Options struct {
 	DNSUpstreams []string
 	// ProxyTable names the proxy's nftables table (default "plainkube").
 	ProxyTable string
+	// PodNetwork is how pods reach other nodes' pods (default host-gw);
+	// ClusterCIDRs are the cluster's pod ranges (default 10.42.0.0/16):
+	// pod traffic to anywhere else is masqueraded by the node.
+	PodNetwork   network.Backend
+	ClusterCIDRs []netip.Prefix
 }
 
 // DNSServiceName is the Service (in kube-system) pods resolve names at.
@@ -69,6 +75,12 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if nodeIP == "" {
 		nodeIP = kubelet.HostIPv4()
 	}
+	nodeAddr, _ := netip.ParseAddr(nodeIP)
+	if opts.Agent.PodMTU == 0 {
+		if opts.Agent.PodMTU, err = network.PodMTU(opts.PodNetwork, nodeAddr); err != nil {
+			return fmt.Errorf("the pods' MTU: %w", err)
+		}
+	}
 	if len(opts.Agent.ClusterDNS) == 0 {
 		if ip := lookupClusterDNS(ctx, cs, log); ip != "" {
 			opts.Agent.ClusterDNS = []string{ip}
@@ -81,7 +93,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	factory := informers.NewSharedInformerFactory(cs, 0)
-	errs := make(chan error, 4)
+	errs := make(chan error, 5)
 	running := 0
 	start := func(name string, run func(context.Context) error) {
 		running++
@@ -95,10 +107,16 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 			errs <- err
 		}()
 	}
+	podNet, err := network.New(cs, factory, network.Options{NodeName: nodeName, NodeIP: nodeAddr, Backend: opts.PodNetwork,
+		ClusterCIDRs: opts.ClusterCIDRs, ServiceCIDRs: opts.ServiceCIDRs, Logger: log})
+	if err != nil {
+		return err
+	}
+	start("pod network", podNet.Run)
 	if !opts.DisableProxy {
 		var addrs []netip.Addr
-		if a, err := netip.ParseAddr(nodeIP); err == nil {
-			addrs = append(addrs, a)
+		if nodeAddr.IsValid() {
+			addrs = append(addrs, nodeAddr)
 		}
 		p, err := proxy.New(cs, factory, proxy.Options{NodeName: nodeName, Addresses: addrs, ServiceCIDRs: opts.ServiceCIDRs,
 			Table: opts.ProxyTable, Metrics: agent.MetricsRegisterer(), Logger: log})

@@ -16,11 +16,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
-	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -122,12 +119,10 @@ func New(cs kubernetes.Interface, factory informers.SharedInformerFactory, opts 
 	p.health = newHealthServers(p.log)
 	svcInf := factory.Core().V1().Services()
 	sliceInf := factory.Discovery().V1().EndpointSlices()
-	// Its own Node only (a node may read no other), as kube-proxy's.
-	nodeInf := factory.InformerFor(&corev1.Node{}, func(cs kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
-		return coreinformers.NewFilteredNodeInformer(cs, resync, cache.Indexers{}, func(o *metav1.ListOptions) {
-			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", opts.NodeName).String()
-		})
-	})
+	// The factory's informer of every Node, which the node's pod network
+	// shares (a factory holds one informer per type): the proxy reads
+	// only its own Node of it.
+	nodeInf := factory.Core().V1().Nodes().Informer()
 	cidrInf := factory.Networking().V1().ServiceCIDRs()
 	p.services, p.slices, p.nodes, p.cidrs = svcInf.Lister(), sliceInf.Lister(), corelisters.NewNodeLister(nodeInf.GetIndexer()), cidrInf.Lister()
 	p.synced = []cache.InformerSynced{svcInf.Informer().HasSynced, sliceInf.Informer().HasSynced, nodeInf.HasSynced, cidrInf.Informer().HasSynced}

@@ -34,11 +34,14 @@ func BridgeName(podCIDR netip.Prefix) string {
 }
 
 // cniConfig renders the CNI configuration list for podCIDR: a bridge
-// (the gateway of the pods, masquerading their traffic to other networks,
-// hairpin so that a pod reaches itself through a hostPort), host-local
-// address management over podCIDR with its state in ipamDir, portmap for
-// hostPort, and loopback.
-func cniConfig(podCIDR, ipamDir string) ([]byte, error) {
+// (the gateway of the pods, hairpin so that a pod reaches itself through
+// a hostPort; with mtu, when not 0, as the bridge's and the pods'
+// interfaces' MTU), host-local address management over podCIDR with its
+// state in ipamDir, portmap for hostPort, and loopback. The bridge does
+// not masquerade: pods reach other nodes' pods by their own addresses,
+// and the node's pod network (internal/network) masquerades only what
+// leaves the cluster.
+func cniConfig(podCIDR, ipamDir string, mtu int) ([]byte, error) {
 	prefix, err := netip.ParsePrefix(podCIDR)
 	if err != nil {
 		return nil, fmt.Errorf("pod CIDR %q: %w", podCIDR, err)
@@ -48,23 +51,26 @@ func cniConfig(podCIDR, ipamDir string) ([]byte, error) {
 	if prefix.Addr().Is6() {
 		route = "::/0"
 	}
+	bridge := map[string]any{
+		"type":        "bridge",
+		"bridge":      BridgeName(prefix),
+		"isGateway":   true,
+		"hairpinMode": true,
+		"ipam": map[string]any{
+			"type":    "host-local",
+			"ranges":  [][]map[string]string{{{"subnet": prefix.String()}}},
+			"routes":  []map[string]string{{"dst": route}},
+			"dataDir": ipamDir,
+		},
+	}
+	if mtu > 0 {
+		bridge["mtu"] = mtu
+	}
 	conf := map[string]any{
 		"cniVersion": "1.0.0",
 		"name":       CNINetworkName,
 		"plugins": []any{
-			map[string]any{
-				"type":        "bridge",
-				"bridge":      BridgeName(prefix),
-				"isGateway":   true,
-				"ipMasq":      true,
-				"hairpinMode": true,
-				"ipam": map[string]any{
-					"type":    "host-local",
-					"ranges":  [][]map[string]string{{{"subnet": prefix.String()}}},
-					"routes":  []map[string]string{{"dst": route}},
-					"dataDir": ipamDir,
-				},
-			},
+			bridge,
 			map[string]any{"type": "portmap", "capabilities": map[string]bool{"portMappings": true}},
 			map[string]any{"type": "loopback"},
 		},
@@ -74,8 +80,8 @@ func cniConfig(podCIDR, ipamDir string) ([]byte, error) {
 
 // writeCNIConfig writes the configuration for podCIDR into confDir, if it
 // is not there already (containerd reloads on every change).
-func writeCNIConfig(confDir, podCIDR, ipamDir string) error {
-	b, err := cniConfig(podCIDR, ipamDir)
+func writeCNIConfig(confDir, podCIDR, ipamDir string, mtu int) error {
+	b, err := cniConfig(podCIDR, ipamDir, mtu)
 	if err != nil {
 		return err
 	}
@@ -100,15 +106,17 @@ func writeCNIConfig(confDir, podCIDR, ipamDir string) error {
 // has a pod CIDR and again if it changes. It is safe for concurrent use.
 type PodNetwork struct {
 	confDir, ipamDir string
+	mtu              int
 	mu               sync.Mutex
 	podCIDR          string // the one configured
 }
 
 // NewPodNetwork makes the pod network whose configuration goes into
 // confDir (the runtime's CNI directory), with the host-local address
-// state under ipamDir. Nothing is written until Ensure.
-func NewPodNetwork(confDir, ipamDir string) *PodNetwork {
-	return &PodNetwork{confDir: confDir, ipamDir: ipamDir}
+// state under ipamDir, and pods' interfaces of mtu bytes (0: the
+// bridge plugin's default). Nothing is written until Ensure.
+func NewPodNetwork(confDir, ipamDir string, mtu int) *PodNetwork {
+	return &PodNetwork{confDir: confDir, ipamDir: ipamDir, mtu: mtu}
 }
 
 // Ensure configures the pod network for podCIDR, if it is given and not
@@ -119,7 +127,7 @@ func (n *PodNetwork) Ensure(podCIDR string) (bool, error) {
 	if podCIDR == "" || podCIDR == n.podCIDR {
 		return false, nil
 	}
-	if err := writeCNIConfig(n.confDir, podCIDR, n.ipamDir); err != nil {
+	if err := writeCNIConfig(n.confDir, podCIDR, n.ipamDir, n.mtu); err != nil {
 		return false, fmt.Errorf("writing the CNI configuration: %w", err)
 	}
 	n.podCIDR = podCIDR

@@ -13,16 +13,18 @@ import (
 func TestCNIConfig(t *testing.T) {
 	tests := []struct {
 		cidr, subnet, route string
+		mtu                 int
 		wantErr             bool
 	}{
 		{cidr: "10.42.0.0/24", subnet: "10.42.0.0/24", route: "0.0.0.0/0"},
+		{cidr: "10.42.1.0/24", subnet: "10.42.1.0/24", route: "0.0.0.0/0", mtu: 1450},
 		{cidr: "10.42.3.7/24", subnet: "10.42.3.0/24", route: "0.0.0.0/0"}, // masked
 		{cidr: "fd00:42::/64", subnet: "fd00:42::/64", route: "::/0"},
 		{cidr: "10.42.0.0", wantErr: true},
 		{cidr: "", wantErr: true},
 	}
 	for _, tt := range tests {
-		b, err := cniConfig(tt.cidr, "/data/ipam")
+		b, err := cniConfig(tt.cidr, "/data/ipam", tt.mtu)
 		if tt.wantErr {
 			if err == nil {
 				t.Errorf("%q: no error", tt.cidr)
@@ -36,19 +38,23 @@ func TestCNIConfig(t *testing.T) {
 		if err := json.Unmarshal(b, &got); err != nil {
 			t.Fatal(err)
 		}
+		bridge := map[string]any{
+			"type": "bridge", "bridge": BridgeName(netip.MustParsePrefix(tt.subnet)), "isGateway": true, "hairpinMode": true,
+			"ipam": map[string]any{
+				"type":    "host-local",
+				"ranges":  []any{[]any{map[string]any{"subnet": tt.subnet}}},
+				"routes":  []any{map[string]any{"dst": tt.route}},
+				"dataDir": "/data/ipam",
+			},
+		}
+		if tt.mtu != 0 {
+			bridge["mtu"] = float64(tt.mtu)
+		}
 		want := map[string]any{
 			"cniVersion": "1.0.0",
 			"name":       "plainkube",
 			"plugins": []any{
-				map[string]any{
-					"type": "bridge", "bridge": BridgeName(netip.MustParsePrefix(tt.subnet)), "isGateway": true, "ipMasq": true, "hairpinMode": true,
-					"ipam": map[string]any{
-						"type":    "host-local",
-						"ranges":  []any{[]any{map[string]any{"subnet": tt.subnet}}},
-						"routes":  []any{map[string]any{"dst": tt.route}},
-						"dataDir": "/data/ipam",
-					},
-				},
+				bridge,
 				map[string]any{"type": "portmap", "capabilities": map[string]any{"portMappings": true}},
 				map[string]any{"type": "loopback"},
 			},
@@ -61,7 +67,7 @@ func TestCNIConfig(t *testing.T) {
 
 func TestWriteCNIConfig(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "net.d")
-	if err := writeCNIConfig(dir, "10.42.0.0/24", "/ipam"); err != nil {
+	if err := writeCNIConfig(dir, "10.42.0.0/24", "/ipam", 0); err != nil {
 		t.Fatal(err)
 	}
 	ents, _ := os.ReadDir(dir)
@@ -70,7 +76,7 @@ func TestWriteCNIConfig(t *testing.T) {
 	}
 	fi, _ := ents[0].Info()
 	// Unchanged: not rewritten (containerd reloads on every write).
-	if err := writeCNIConfig(dir, "10.42.0.0/24", "/ipam"); err != nil {
+	if err := writeCNIConfig(dir, "10.42.0.0/24", "/ipam", 0); err != nil {
 		t.Fatal(err)
 	}
 	fi2, _ := os.Stat(filepath.Join(dir, ents[0].Name()))

@@ -21,6 +21,7 @@ const (
 	plainkubeControllerPrefix = "plainkube:controller:"
 	nodeProxier               = "plainkube:node-proxier"
 	nodeDNS                   = "plainkube:node-dns"
+	nodeNetwork               = "plainkube:node-network"
 	groupNodes                = "system:nodes"
 )
 
@@ -36,10 +37,14 @@ const (
 //   - a plainkube node runs its service proxy and its DNS answerer under
 //     the node's own credentials, so system:nodes are bound to
 //     plainkube:node-proxier (what kube-proxy's system:node-proxier holds,
-//     but Nodes: the proxy reads only its own, which the Node authorizer
-//     allows) and to plainkube:node-dns: read Services and EndpointSlices,
-//     and keep the kube-dns EndpointSlice of the node's answerer in
-//     kube-system.
+//     but Nodes, which the next role gives) and to plainkube:node-dns:
+//     read Services and EndpointSlices, and keep the kube-dns
+//     EndpointSlice of the node's answerer in kube-system;
+//   - its pod network, also under the node's credentials, reads every
+//     Node (their pod ranges, addresses and VXLAN endpoints, as flannel's
+//     role does), and the proxy shares that informer: system:nodes are
+//     bound to plainkube:node-network, list and watch of Nodes. A node
+//     writes only its own (the Node authorizer and NodeRestriction).
 func Plainkube() Policy {
 	serviceLB := plainkubeControllerPrefix + ServiceLBServiceAccount
 	localPath := plainkubeControllerPrefix + LocalPathServiceAccount
@@ -69,12 +74,16 @@ func Plainkube() Policy {
 				rule("list", "watch").groups(coreGroup).resources("services"),
 				rule("list", "watch").groups(discoveryGroup).resources("endpointslices"),
 			),
+			clusterRole(nodeNetwork,
+				rule("list", "watch").groups(coreGroup).resources("nodes"),
+			),
 		},
 		ClusterRoleBindings: []rbacv1.ClusterRoleBinding{
 			clusterRoleBinding(serviceLB, serviceAccountSubject(kubeSystem, ServiceLBServiceAccount)),
 			clusterRoleBinding(localPath, serviceAccountSubject(kubeSystem, LocalPathServiceAccount)),
 			clusterRoleBinding(nodeDNS, groupSubject(groupNodes)),
 			clusterRoleBinding(nodeProxier, groupSubject(groupNodes)),
+			clusterRoleBinding(nodeNetwork, groupSubject(groupNodes)),
 		},
 		Roles: []rbacv1.Role{
 			namespacedRole(kubeSystem, nodeDNS,
