@@ -36,6 +36,7 @@ import (
 	"plainkube.dev/plainkube/internal/kubelet/containerd"
 	"plainkube.dev/plainkube/internal/kubelet/sim"
 	"plainkube.dev/plainkube/internal/kubelet/tlsbootstrap"
+	"plainkube.dev/plainkube/internal/netpol"
 	"plainkube.dev/plainkube/internal/node"
 	"plainkube.dev/plainkube/internal/pki"
 	"plainkube.dev/plainkube/internal/scheduler"
@@ -676,29 +677,32 @@ func runImage(args []string) error {
 // nodeFlags are the flags of what runs beside the node agent: the service
 // proxy and the node's DNS answerer.
 type nodeFlags struct {
-	clusterDomain, dnsUpstreams, proxyTable *string
-	dnsPort                                 *int
-	disableProxy, disableDNS                *bool
+	clusterDomain, dnsUpstreams, proxyTable, netpolTable *string
+	dnsPort                                              *int
+	disableProxy, disableDNS, disableNetworkPolicy       *bool
 }
 
 func addNodeFlags(fs *flag.FlagSet) *nodeFlags {
 	return &nodeFlags{
-		clusterDomain: fs.String("cluster-domain", "cluster.local", "the cluster's DNS domain"),
-		dnsUpstreams:  fs.String("dns-upstream", "", "comma-separated ip:port resolvers the node's DNS forwards other names to (default: the host's, from /etc/resolv.conf)"),
-		dnsPort:       fs.Int("dns-port", 53, "port of the node's DNS answerer, at the node's address"),
-		proxyTable:    fs.String("proxy-table", "plainkube", "name of the service proxy's nftables table (ip and ip6 families)"),
-		disableProxy:  fs.Bool("disable-proxy", false, "run no service proxy on this node"),
-		disableDNS:    fs.Bool("disable-dns", false, "run no DNS answerer on this node"),
+		clusterDomain:        fs.String("cluster-domain", "cluster.local", "the cluster's DNS domain"),
+		dnsUpstreams:         fs.String("dns-upstream", "", "comma-separated ip:port resolvers the node's DNS forwards other names to (default: the host's, from /etc/resolv.conf)"),
+		dnsPort:              fs.Int("dns-port", 53, "port of the node's DNS answerer, at the node's address"),
+		proxyTable:           fs.String("proxy-table", "plainkube", "name of the service proxy's nftables table (ip and ip6 families)"),
+		disableProxy:         fs.Bool("disable-proxy", false, "run no service proxy on this node"),
+		disableDNS:           fs.Bool("disable-dns", false, "run no DNS answerer on this node"),
+		netpolTable:          fs.String("network-policy-table", netpol.DefaultTable, "name of the NetworkPolicy enforcer's nftables table (ip and ip6 families)"),
+		disableNetworkPolicy: fs.Bool("disable-network-policy", false, "enforce no NetworkPolicies on this node"),
 	}
 }
 
-// preflight says what the service proxy needs that the host lacks.
+// preflight says what the service proxy and the NetworkPolicy enforcer
+// need that the host lacks.
 func (f *nodeFlags) preflight() error {
-	if *f.disableProxy {
+	if *f.disableProxy && *f.disableNetworkPolicy {
 		return nil
 	}
 	if _, err := exec.LookPath("nft"); err != nil {
-		return errors.New("the service proxy programs nftables with nft; install it with: apt-get install -y nftables (or pass --disable-proxy)")
+		return errors.New("the service proxy and the NetworkPolicy enforcer program nftables with nft; install it with: apt-get install -y nftables (or pass --disable-proxy and --disable-network-policy)")
 	}
 	return nil
 }
@@ -707,7 +711,7 @@ func (f *nodeFlags) preflight() error {
 // (whose ClusterDNS and ClusterDomain they set).
 func (f *nodeFlags) options(serviceCIDRs []netip.Prefix, clusterDNS string, agent kubelet.Options) node.Options {
 	o := node.Options{Agent: agent, ServiceCIDRs: serviceCIDRs, DisableProxy: *f.disableProxy, DisableDNS: *f.disableDNS,
-		DNSPort: *f.dnsPort, ProxyTable: *f.proxyTable}
+		DisableNetworkPolicy: *f.disableNetworkPolicy, DNSPort: *f.dnsPort, ProxyTable: *f.proxyTable, NetworkPolicyTable: *f.netpolTable}
 	o.Agent.ClusterDomain = *f.clusterDomain
 	if clusterDNS != "" && !*f.disableDNS {
 		o.Agent.ClusterDNS = []string{clusterDNS}
@@ -725,11 +729,12 @@ func runCleanup(args []string) error {
 	fs := flag.NewFlagSet("cleanup", flag.ExitOnError)
 	dataDir := fs.String("data-dir", server.DefaultDataDir(), "the server's data directory (its node's files are in node/), or a joined agent's (--data-dir of plainkube agent)")
 	table := fs.String("proxy-table", "plainkube", "the service proxy's nftables table")
+	netpolTable := fs.String("network-policy-table", netpol.DefaultTable, "the NetworkPolicy enforcer's nftables table")
 	fs.Parse(args)
 	if os.Geteuid() != 0 {
 		return errors.New("cleanup needs root")
 	}
-	return node.Cleanup(context.Background(), filepath.Join(*dataDir, "node"), *table, func(s string) { fmt.Println(s) })
+	return node.Cleanup(context.Background(), filepath.Join(*dataDir, "node"), *table, *netpolTable, func(s string) { fmt.Println(s) })
 }
 
 // listFlag is a comma-separated list flag.

@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"plainkube.dev/plainkube/internal/mounts"
+	"plainkube.dev/plainkube/internal/netpol"
 	"plainkube.dev/plainkube/internal/proxy"
 )
 
@@ -20,16 +21,25 @@ import (
 var bridgeName = regexp.MustCompile(`^pk[0-9a-f]{8}$`)
 
 // Cleanup removes what a node that did not stop cleanly left on the host:
-// the service proxy's nftables tables, the pod bridges, the pod address
+// the service proxy's and the network policy enforcer's nftables tables
+// (netpolTable "" is netpol's default), the pod bridges, the pod address
 // allocations under nodeDir, and the mounts under it (pods' tmpfs
 // volumes). Containers still running are containerd's to stop. It says
 // what it removed through report.
-func Cleanup(ctx context.Context, nodeDir, proxyTable string, report func(string)) error {
+func Cleanup(ctx context.Context, nodeDir, proxyTable, netpolTable string, report func(string)) error {
 	var errs []error
 	if err := proxy.RemoveTables(ctx, proxyTable); err != nil {
 		errs = append(errs, fmt.Errorf("nftables: %w", err))
 	} else {
 		report("removed the nftables tables ip/ip6 " + proxyTable)
+	}
+	if netpolTable == "" {
+		netpolTable = netpol.DefaultTable
+	}
+	if err := netpol.RemoveTables(ctx, netpolTable); err != nil {
+		errs = append(errs, fmt.Errorf("nftables: %w", err))
+	} else {
+		report("removed the nftables tables ip/ip6 " + netpolTable)
 	}
 	ifaces, _ := net.Interfaces()
 	for _, i := range ifaces {

@@ -1,8 +1,9 @@
 // Package node assembles what runs on every node of a plainkube cluster,
 // each a client of the API server and of nothing else: the node agent
 // (package kubelet: pods on containerd), the service proxy (package
-// proxy: Services to nftables) and the node's DNS answerer (package dns,
-// behind the kube-dns Service through an EndpointSlice of the node's
-// own). 'plainkube server' runs one on its host, 'plainkube agent' on a
+// proxy: Services to nftables), the NetworkPolicy enforcer (package
+// netpol: policies to nftables, for the node's own pods) and the node's
+// DNS answerer (package dns, behind the kube-dns Service through an
+// EndpointSlice of the node's own). 'plainkube server' runs one on its host, 'plainkube agent' on a
 // joined host.
 package node

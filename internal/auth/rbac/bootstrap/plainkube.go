@@ -21,6 +21,7 @@ const (
 	plainkubeControllerPrefix = "plainkube:controller:"
 	nodeProxier               = "plainkube:node-proxier"
 	nodeDNS                   = "plainkube:node-dns"
+	nodeNetworkPolicy         = "plainkube:node-network-policy"
 	groupNodes                = "system:nodes"
 )
 
@@ -39,7 +40,12 @@ const (
 //     but Nodes: the proxy reads only its own, which the Node authorizer
 //     allows) and to plainkube:node-dns: read Services and EndpointSlices,
 //     and keep the kube-dns EndpointSlice of the node's answerer in
-//     kube-system.
+//     kube-system;
+//   - and its NetworkPolicy enforcer under them too, bound to
+//     plainkube:node-network-policy: list and watch NetworkPolicies,
+//     Namespaces and every Pod (a policy's peers are pods of any node; a
+//     node's own Pod reads are narrowed by the Node authorizer, which has
+//     no opinion on these, as upstream's policy agents read all pods).
 func Plainkube() Policy {
 	serviceLB := plainkubeControllerPrefix + ServiceLBServiceAccount
 	localPath := plainkubeControllerPrefix + LocalPathServiceAccount
@@ -69,12 +75,17 @@ func Plainkube() Policy {
 				rule("list", "watch").groups(coreGroup).resources("services"),
 				rule("list", "watch").groups(discoveryGroup).resources("endpointslices"),
 			),
+			clusterRole(nodeNetworkPolicy,
+				rule("list", "watch").groups(networkingGroup).resources("networkpolicies"),
+				rule("list", "watch").groups(coreGroup).resources("pods", "namespaces"),
+			),
 		},
 		ClusterRoleBindings: []rbacv1.ClusterRoleBinding{
 			clusterRoleBinding(serviceLB, serviceAccountSubject(kubeSystem, ServiceLBServiceAccount)),
 			clusterRoleBinding(localPath, serviceAccountSubject(kubeSystem, LocalPathServiceAccount)),
 			clusterRoleBinding(nodeDNS, groupSubject(groupNodes)),
 			clusterRoleBinding(nodeProxier, groupSubject(groupNodes)),
+			clusterRoleBinding(nodeNetworkPolicy, groupSubject(groupNodes)),
 		},
 		Roles: []rbacv1.Role{
 			namespacedRole(kubeSystem, nodeDNS,
