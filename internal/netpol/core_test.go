@@ -285,6 +285,18 @@ func TestPolicyVerdicts(t *testing.T) {
 	}
 }
 
+func TestRangeExpr(t *testing.T) {
+	for lo, want := range map[string]string{
+		"10.0.0.0-10.0.255.255": "10.0.0.0/16", "10.2.0.0-10.255.255.255": "10.2.0.0-10.255.255.255",
+		"10.0.0.5-10.0.0.5": "10.0.0.5", "0.0.0.0-255.255.255.255": "0.0.0.0/0", "10.0.0.1-10.0.0.2": "10.0.0.1-10.0.0.2",
+	} {
+		a, b, _ := strings.Cut(lo, "-")
+		if got := rangeExpr(addrRange{netip.MustParseAddr(a), netip.MustParseAddr(b)}); got != want {
+			t.Errorf("%s: %s, want %s", lo, got, want)
+		}
+	}
+}
+
 func TestBlockRanges(t *testing.T) {
 	for _, tc := range []struct {
 		blocks []*networkingv1.IPBlock

@@ -23,9 +23,11 @@
 //   - a namespace's chain jumps, for each of its policies, to the
 //     policy's chain when the pod is in the policy's set of selected pods,
 //     and drops what none of them accepted;
-//   - a policy's chain has one rule per (peer kind, port) of each of its
-//     rules, matching named sets of peer addresses, ipBlock ranges and
-//     (address . protocol . port) tuples for named ports.
+//   - a policy's chain has one rule per (peer match, port) of each of its
+//     rules, matching named sets of peer pods' addresses and of
+//     (address . protocol . port) tuples for named ports, and ipBlock
+//     ranges written in the rule (no interval sets: nft dumps the
+//     elements of every interval set of a table before each transaction).
 //
 // So a new pod that a policy selects, or one that becomes a peer, is an
 // element added to a set; a changed policy rewrites its own chains only.

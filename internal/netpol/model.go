@@ -52,7 +52,7 @@ type rule struct {
 	hasPods bool
 	pods    []netip.Addr
 	// hasBlocks: some peer is an ipBlock; ranges are the blocks' addresses
-	// without their exceptions, merged.
+	// (of the family) without their exceptions, merged.
 	hasBlocks bool
 	ranges    []addrRange
 	// anyPort: the rule names no ports.

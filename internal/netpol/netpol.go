@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/informers"
@@ -62,6 +63,9 @@ type Netpol struct {
 	// ipBlock): a pod or namespace anywhere may change them.
 	spanning map[string]bool
 	kick     chan struct{}
+	// afterSync, when set (by tests), hears of each successful sync: the
+	// policies it programmed.
+	afterSync func(keys []string)
 }
 
 type familyTable struct {
@@ -183,51 +187,91 @@ func containerPorts(p *corev1.Pod) [][]corev1.ContainerPort {
 // namespace: it has a namespaceSelector, or an egress named port to no
 // peer in particular or to an ipBlock (resolved on the pods there).
 func spansNamespaces(np *networkingv1.NetworkPolicy) bool {
-	named := func(ports []networkingv1.NetworkPolicyPort) bool {
-		return slices.ContainsFunc(ports, func(p networkingv1.NetworkPolicyPort) bool { return p.Port != nil && p.Port.Type == intstr.String })
+	hasNamespaceSelector := func(peers []networkingv1.NetworkPolicyPeer) bool {
+		return slices.ContainsFunc(peers, func(p networkingv1.NetworkPolicyPeer) bool { return p.NamespaceSelector != nil })
 	}
 	for _, r := range np.Spec.Ingress {
-		for _, peer := range r.From {
-			if peer.NamespaceSelector != nil {
-				return true
-			}
+		if hasNamespaceSelector(r.From) {
+			return true
 		}
 	}
 	for _, r := range np.Spec.Egress {
-		if named(r.Ports) && len(r.To) == 0 {
+		if hasNamespaceSelector(r.To) || namedPortToAny(r) {
 			return true
-		}
-		for _, peer := range r.To {
-			if peer.NamespaceSelector != nil || peer.IPBlock != nil && named(r.Ports) {
-				return true
-			}
 		}
 	}
 	return false
 }
 
+// namedPortToAny reports whether egress rule r has a named port and no
+// peer that limits it to pods of selected namespaces: its tuples are of
+// pods anywhere (no peers, or an ipBlock).
+func namedPortToAny(r networkingv1.NetworkPolicyEgressRule) bool {
+	named := slices.ContainsFunc(r.Ports, func(p networkingv1.NetworkPolicyPort) bool { return p.Port != nil && p.Port.Type == intstr.String })
+	return named && (len(r.To) == 0 || slices.ContainsFunc(r.To, func(p networkingv1.NetworkPolicyPeer) bool { return p.IPBlock != nil }))
+}
+
 // markNamespace marks dirty the policies a pod of namespace ns may
-// change: ns's own and the spanning ones ("": the spanning ones only).
+// change: ns's own, and the spanning ones whose peers may be in ns ("":
+// every spanning one, as when a namespace's labels change).
 func (n *Netpol) markNamespace(ns string) {
 	var keys []string
+	var nsLabels labels.Set
 	if ns != "" {
 		nps, _ := n.policies.NetworkPolicies(ns).List(labels.Everything())
 		for _, np := range nps {
 			keys = append(keys, np.Namespace+"/"+np.Name)
 		}
+		if obj, err := n.namespaces.Get(ns); err == nil {
+			nsLabels = obj.Labels
+		}
+	}
+	n.mu.Lock()
+	spanning := slices.Collect(maps.Keys(n.spanning))
+	n.mu.Unlock()
+	for _, key := range spanning {
+		if ns != "" {
+			pns, name, _ := cache.SplitMetaNamespaceKey(key)
+			if np, err := n.policies.NetworkPolicies(pns).Get(name); err == nil && !mayHavePeersIn(np, nsLabels) {
+				continue
+			}
+		}
+		keys = append(keys, key)
+	}
+	if len(keys) == 0 {
+		return
 	}
 	n.mu.Lock()
 	for _, k := range keys {
 		n.dirty[k] = true
 	}
-	for k := range n.spanning {
-		n.dirty[k] = true
-	}
-	changed := len(keys) > 0 || len(n.spanning) > 0
 	n.mu.Unlock()
-	if changed {
-		n.poke()
+	n.poke()
+}
+
+// mayHavePeersIn reports whether a pod of a namespace labelled nsLabels
+// may be one of spanning policy np's peers.
+func mayHavePeersIn(np *networkingv1.NetworkPolicy, nsLabels labels.Set) bool {
+	matches := func(peers []networkingv1.NetworkPolicyPeer) bool {
+		return slices.ContainsFunc(peers, func(p networkingv1.NetworkPolicyPeer) bool {
+			if p.NamespaceSelector == nil {
+				return false
+			}
+			sel, err := metav1.LabelSelectorAsSelector(p.NamespaceSelector)
+			return err != nil || sel.Matches(nsLabels)
+		})
 	}
+	for _, r := range np.Spec.Ingress {
+		if matches(r.From) {
+			return true
+		}
+	}
+	for _, r := range np.Spec.Egress {
+		if matches(r.To) || namedPortToAny(r) {
+			return true
+		}
+	}
+	return false
 }
 
 func (n *Netpol) poke() {
@@ -376,6 +420,9 @@ func (n *Netpol) syncOnce(ctx context.Context) error {
 		return fail(errors.Join(errs...))
 	}
 	n.log.Debug("network policy rules programmed", "full", full, "policies", len(keys), "operations", ops, "took", time.Since(start))
+	if n.afterSync != nil {
+		n.afterSync(keys)
+	}
 	return nil
 }
 

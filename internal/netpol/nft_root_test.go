@@ -170,6 +170,45 @@ func roundTrip(c net.Conn, wait time.Duration) error {
 	return err
 }
 
+// startDriver runs a Netpol over cs in the node's namespace until the
+// test ends; afterSync, if set, hears of its syncs.
+func (n *testNet) startDriver(cs *fake.Clientset, afterSync func([]string)) *Netpol {
+	t := n.t
+	factory := informers.NewSharedInformerFactory(cs, 0)
+	np, err := New(factory, Options{NodeName: "node1", Table: "plainkube-netpol-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	np.afterSync = afterSync
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	factory.Start(ctx.Done())
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+		factory.Shutdown() // after the cancel: it waits for the informers to stop
+	})
+	go func() {
+		// The driver's goroutine stays on a thread in the node's
+		// namespace: nft, conntrack and the sysctls act there. The thread
+		// is never unlocked, so it ends with the goroutine.
+		runtime.LockOSThread()
+		f, err := os.Open("/var/run/netns/" + n.node)
+		if err == nil {
+			err = unix.Setns(int(f.Fd()), unix.CLONE_NEWNET)
+			f.Close()
+		}
+		if err != nil {
+			done <- err
+			return
+		}
+		done <- np.Run(ctx)
+	}()
+	return np
+}
+
 // TestEnforcedInNetworkNamespaces runs the driver with real nftables in a
 // node's network namespace against pods on its bridge, and checks real
 // TCP connections.
@@ -191,32 +230,8 @@ func TestEnforcedInNetworkNamespaces(t *testing.T) {
 		pod("client", map[string]string{"app": "client"}),
 		pod("other", map[string]string{"app": "other"}),
 	)
-	factory := informers.NewSharedInformerFactory(cs, 0)
-	np, err := New(factory, Options{NodeName: "node1", Table: "plainkube-netpol-test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	t.Cleanup(func() { cancel(); <-done })
-	factory.Start(ctx.Done())
-	t.Cleanup(factory.Shutdown)
-	go func() {
-		// The driver's goroutine stays on a thread in the node's
-		// namespace: nft, conntrack and the sysctls act there. The thread
-		// is never unlocked, so it ends with the goroutine.
-		runtime.LockOSThread()
-		f, err := os.Open("/var/run/netns/" + n.node)
-		if err == nil {
-			err = unix.Setns(int(f.Fd()), unix.CLONE_NEWNET)
-			f.Close()
-		}
-		if err != nil {
-			done <- err
-			return
-		}
-		done <- np.Run(ctx)
-	}()
+	ctx := t.Context()
+	n.startDriver(cs, nil)
 
 	server, server9090, other := ips["server"]+":8080", ips["server"]+":9090", ips["other"]+":8080"
 	create := func(p *networkingv1.NetworkPolicy) {

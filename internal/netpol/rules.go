@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/base32"
 	"fmt"
+	"net/netip"
 	"strconv"
 	"strings"
 
@@ -97,10 +98,9 @@ func ruleSet(d direction, key string, i int, kind string) string {
 	return tag(key) + "-" + d.prefix() + strconv.Itoa(i) + "-" + kind
 }
 
-// setSpec is a set's type; interval sets hold ranges.
+// setSpec is a set's type.
 type setSpec struct {
-	typ      string
-	interval bool
+	typ string
 }
 
 // objects are what one policy writes into the table: chains (name →
@@ -139,7 +139,7 @@ func (f family) render(key string, c *compiled) objects {
 }
 
 // renderRule adds rule r's sets to o and returns its rules: one accept
-// per kind of peer (pod addresses, ipBlock ranges) and port.
+// per peer match (the set of pod addresses, each ipBlock range) and port.
 func (f family) renderRule(o *objects, d direction, key string, i int, r rule) []string {
 	var peers []string
 	if r.anyPeer {
@@ -153,17 +153,12 @@ func (f family) renderRule(o *objects, d direction, key string, i int, r rule) [
 		}
 		peers = append(peers, fmt.Sprintf("%s @%s ", f.peerField(d), name))
 	}
-	if r.hasBlocks {
-		name := ruleSet(d, key, i, "cidrs")
-		o.sets[name] = setSpec{typ: f.addrType, interval: true}
-		for _, ar := range r.ranges {
-			e := ar.lo.String()
-			if ar.hi != ar.lo {
-				e += "-" + ar.hi.String()
-			}
-			o.elements[name] = append(o.elements[name], e)
-		}
-		peers = append(peers, fmt.Sprintf("%s @%s ", f.peerField(d), name))
+	// ipBlock ranges are matched in the rules themselves, one rule a
+	// range: they change only with the policy, and an interval set per
+	// rule would cost every transaction a dump of its elements (nft reads
+	// the elements of every interval set of the table first).
+	for _, ar := range r.ranges {
+		peers = append(peers, fmt.Sprintf("%s %s ", f.peerField(d), rangeExpr(ar)))
 	}
 	var ports []string
 	if r.anyPort {
@@ -204,6 +199,20 @@ func (f family) renderRule(o *objects, d direction, key string, i int, r rule) [
 		}
 	}
 	return out
+}
+
+// rangeExpr is ar as nft writes it: an address, a prefix, or a range.
+func rangeExpr(ar addrRange) string {
+	if ar.lo == ar.hi {
+		return ar.lo.String()
+	}
+	bits := ar.lo.BitLen()
+	for b := 0; b <= bits; b++ {
+		if p := netip.PrefixFrom(ar.lo, b); p.Masked().Addr() == ar.lo && prefixRange(p).hi == ar.hi {
+			return p.String()
+		}
+	}
+	return ar.lo.String() + "-" + ar.hi.String()
 }
 
 // skeleton are the table's fixed objects: its base chains and verdict
@@ -249,11 +258,7 @@ func (f family) namespaceRules(d direction, keys []string) []string {
 }
 
 func (f family) set(name string, s setSpec) *knftables.Set {
-	set := &knftables.Set{Name: name, Type: s.typ}
-	if s.interval {
-		set.Flags = []knftables.SetFlag{knftables.IntervalFlag}
-	}
-	return set
+	return &knftables.Set{Name: name, Type: s.typ}
 }
 
 func setElement(set, key string) *knftables.Element {
