@@ -140,7 +140,7 @@ func New(factory informers.SharedInformerFactory, opts Options) (*Netpol, error)
 	}); err != nil {
 		return nil, err
 	}
-	onNamespace := func(obj any) { n.markNamespace("") }
+	onNamespace := func(any) { n.markNamespace("") }
 	if _, err := nsInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: onNamespace, DeleteFunc: onNamespace,
 		UpdateFunc: func(old, cur any) {
