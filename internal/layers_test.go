@@ -34,7 +34,7 @@ var layers = []struct {
 	{name: "wiring", prefixes: []string{"internal/server", "internal/node", "internal/controllermanager"}, rooms: true},
 	{name: "components", rooms: true, prefixes: []string{
 		"internal/apiserver", "internal/apiextensions", "internal/aggregator", "internal/controller", "internal/scheduler",
-		"internal/kubelet", "internal/proxy", "internal/dns", "internal/network",
+		"internal/kubelet", "internal/proxy", "internal/dns", "internal/network", "internal/netpol",
 	}},
 	{name: "api server libraries", serverSide: true, prefixes: []string{
 		"internal/registry", "internal/auth", "internal/admission", "internal/openapi", "internal/printers", "internal/webhook",

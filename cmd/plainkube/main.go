@@ -36,6 +36,7 @@ import (
 	"plainkube.dev/plainkube/internal/kubelet/containerd"
 	"plainkube.dev/plainkube/internal/kubelet/sim"
 	"plainkube.dev/plainkube/internal/kubelet/tlsbootstrap"
+	"plainkube.dev/plainkube/internal/netpol"
 	"plainkube.dev/plainkube/internal/network"
 	"plainkube.dev/plainkube/internal/node"
 	"plainkube.dev/plainkube/internal/pki"
@@ -682,9 +683,9 @@ func runImage(args []string) error {
 // nodeFlags are the flags of what runs beside the node agent: the pod
 // network, the service proxy and the node's DNS answerer.
 type nodeFlags struct {
-	clusterDomain, dnsUpstreams, proxyTable, podNetwork *string
-	dnsPort                                             *int
-	disableProxy, disableDNS                            *bool
+	clusterDomain, dnsUpstreams, proxyTable, podNetwork, netpolTable *string
+	dnsPort                                                          *int
+	disableProxy, disableDNS, disableNetworkPolicy                   *bool
 }
 
 func addNodeFlags(fs *flag.FlagSet) *nodeFlags {
@@ -697,17 +698,19 @@ func addNodeFlags(fs *flag.FlagSet) *nodeFlags {
 		disableDNS:    fs.Bool("disable-dns", false, "run no DNS answerer on this node"),
 		podNetwork: fs.String("pod-network", string(network.HostGW), "how pods reach other nodes' pods: host-gw (routes through the nodes' addresses; the nodes share a link) "+
 			"or vxlan (VXLAN over UDP 8472 between the nodes' addresses; pods' MTU 50 bytes less); every node of a cluster uses the same"),
+		netpolTable:          fs.String("network-policy-table", netpol.DefaultTable, "name of the NetworkPolicy enforcer's nftables table (ip and ip6 families)"),
+		disableNetworkPolicy: fs.Bool("disable-network-policy", false, "enforce no NetworkPolicies on this node"),
 	}
 }
 
-// preflight says what the flags get wrong, or what the service proxy and
-// the pod network need that the host lacks.
+// preflight says what the flags get wrong, or what the service proxy, the
+// pod network and the NetworkPolicy enforcer need that the host lacks.
 func (f *nodeFlags) preflight() error {
 	if _, err := network.ParseBackend(*f.podNetwork); err != nil {
 		return fmt.Errorf("--pod-network: %w", err)
 	}
 	if _, err := exec.LookPath("nft"); err != nil {
-		return errors.New("the service proxy and the pod network's masquerading program nftables with nft; install it with: apt-get install -y nftables")
+		return errors.New("the service proxy, the pod network's masquerading and the NetworkPolicy enforcer program nftables with nft; install it with: apt-get install -y nftables")
 	}
 	return nil
 }
@@ -717,7 +720,8 @@ func (f *nodeFlags) preflight() error {
 func (f *nodeFlags) options(clusterCIDR, serviceCIDR netip.Prefix, clusterDNS string, agent kubelet.Options) node.Options {
 	backend, _ := network.ParseBackend(*f.podNetwork) // checked by preflight
 	o := node.Options{Agent: agent, ServiceCIDRs: []netip.Prefix{serviceCIDR}, DisableProxy: *f.disableProxy, DisableDNS: *f.disableDNS,
-		DNSPort: *f.dnsPort, ProxyTable: *f.proxyTable, PodNetwork: backend, ClusterCIDRs: []netip.Prefix{clusterCIDR}}
+		DNSPort: *f.dnsPort, ProxyTable: *f.proxyTable, PodNetwork: backend, ClusterCIDRs: []netip.Prefix{clusterCIDR},
+		DisableNetworkPolicy: *f.disableNetworkPolicy, NetworkPolicyTable: *f.netpolTable}
 	o.Agent.ClusterDomain = *f.clusterDomain
 	if clusterDNS != "" && !*f.disableDNS {
 		o.Agent.ClusterDNS = []string{clusterDNS}
@@ -735,11 +739,12 @@ func runCleanup(args []string) error {
 	fs := flag.NewFlagSet("cleanup", flag.ExitOnError)
 	dataDir := fs.String("data-dir", server.DefaultDataDir(), "the server's data directory (its node's files are in node/), or a joined agent's (--data-dir of plainkube agent)")
 	table := fs.String("proxy-table", "plainkube", "the service proxy's nftables table")
+	netpolTable := fs.String("network-policy-table", netpol.DefaultTable, "the NetworkPolicy enforcer's nftables table")
 	fs.Parse(args)
 	if os.Geteuid() != 0 {
 		return errors.New("cleanup needs root")
 	}
-	return node.Cleanup(context.Background(), filepath.Join(*dataDir, "node"), *table, func(s string) { fmt.Println(s) })
+	return node.Cleanup(context.Background(), filepath.Join(*dataDir, "node"), *table, *netpolTable, func(s string) { fmt.Println(s) })
 }
 
 // listFlag is a comma-separated list flag.

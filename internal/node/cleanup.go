@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"plainkube.dev/plainkube/internal/mounts"
+	"plainkube.dev/plainkube/internal/netpol"
 	"plainkube.dev/plainkube/internal/network"
 	"plainkube.dev/plainkube/internal/proxy"
 )
@@ -21,12 +22,13 @@ import (
 var bridgeName = regexp.MustCompile(`^pk[0-9a-f]{8}$`)
 
 // Cleanup removes what a node that did not stop cleanly left on the host:
-// the service proxy's nftables tables, the pod network's (its table, its
+// the service proxy's and the NetworkPolicy enforcer's nftables tables
+// (netpolTable "" is netpol's default), the pod network's (its table, its
 // routes to other nodes' pods, its VXLAN device), the pod bridges, the
 // pod address allocations under nodeDir, and the mounts under it (pods'
 // tmpfs volumes). Containers still running are containerd's to stop. It
 // says what it removed through report.
-func Cleanup(ctx context.Context, nodeDir, proxyTable string, report func(string)) error {
+func Cleanup(ctx context.Context, nodeDir, proxyTable, netpolTable string, report func(string)) error {
 	var errs []error
 	if err := proxy.RemoveTables(ctx, proxyTable); err != nil {
 		errs = append(errs, fmt.Errorf("nftables: %w", err))
@@ -35,6 +37,14 @@ func Cleanup(ctx context.Context, nodeDir, proxyTable string, report func(string
 	}
 	if err := network.Cleanup(ctx, network.DefaultTable, report); err != nil {
 		errs = append(errs, fmt.Errorf("pod network: %w", err))
+	}
+	if netpolTable == "" {
+		netpolTable = netpol.DefaultTable
+	}
+	if err := netpol.RemoveTables(ctx, netpolTable); err != nil {
+		errs = append(errs, fmt.Errorf("nftables: %w", err))
+	} else {
+		report("removed the nftables tables ip/ip6 " + netpolTable)
 	}
 	ifaces, _ := net.Interfaces()
 	for _, i := range ifaces {

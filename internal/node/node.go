@@ -18,6 +18,7 @@ import (
 
 	"plainkube.dev/plainkube/internal/dns"
 	"plainkube.dev/plainkube/internal/kubelet"
+	"plainkube.dev/plainkube/internal/netpol"
 	"plainkube.dev/plainkube/internal/network"
 	"plainkube.dev/plainkube/internal/proxy"
 )
@@ -33,8 +34,9 @@ type Options struct {
 	// 10.96.0.0/12).
 	ServiceCIDRs []netip.Prefix
 	// DisableProxy and DisableDNS leave the service proxy or the DNS
-	// answerer out (another one serves the node).
-	DisableProxy, DisableDNS bool
+	// answerer out (another one serves the node); DisableNetworkPolicy
+	// leaves NetworkPolicies unenforced on the node.
+	DisableProxy, DisableDNS, DisableNetworkPolicy bool
 	// DNSPort is the port the node's DNS answers on, at the node's
 	// address (default 53).
 	DNSPort int
@@ -48,6 +50,9 @@ type Options struct {
 	// pod traffic to anywhere else is masqueraded by the node.
 	PodNetwork   network.Backend
 	ClusterCIDRs []netip.Prefix
+	// NetworkPolicyTable names the policy enforcer's nftables table
+	// (default "plainkube-netpol").
+	NetworkPolicyTable string
 }
 
 // DNSServiceName is the Service (in kube-system) pods resolve names at.
@@ -124,6 +129,13 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 			return err
 		}
 		start("service proxy", p.Run)
+	}
+	if !opts.DisableNetworkPolicy {
+		np, err := netpol.New(factory, netpol.Options{NodeName: nodeName, Table: opts.NetworkPolicyTable, Logger: log})
+		if err != nil {
+			return err
+		}
+		start("network policy", np.Run)
 	}
 	if !opts.DisableDNS {
 		port := opts.DNSPort

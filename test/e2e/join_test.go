@@ -46,8 +46,9 @@ func TestJoinNode(t *testing.T) {
 	const node2 = "e2e-joined"
 	agentDir := t.TempDir()
 	server := fmt.Sprintf("https://127.0.0.1:%d", c.port)
-	// The server's node already runs the host's service proxy and DNS.
-	common := []string{"--data-dir", agentDir, "--node-name", node2, "--port", "10251", "--disable-proxy", "--disable-dns"}
+	// The server's node already runs the host's service proxy, DNS and
+	// NetworkPolicy enforcer (one table each per host).
+	common := []string{"--data-dir", agentDir, "--node-name", node2, "--port", "10251", "--disable-proxy", "--disable-dns", "--disable-network-policy"}
 	agent := startAgent(t, append([]string{"--server", server, "--token", strings.TrimSpace(string(token)), "--ca-cert-hash", pki.CertHash(ca)}, common...))
 	t.Cleanup(func() { agent.stop(t) }) // whichever agent runs then
 	// Containers outlive their agent: remove the pod first (cleanups run

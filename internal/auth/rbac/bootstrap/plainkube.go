@@ -22,6 +22,7 @@ const (
 	nodeProxier               = "plainkube:node-proxier"
 	nodeDNS                   = "plainkube:node-dns"
 	nodeNetwork               = "plainkube:node-network"
+	nodeNetworkPolicy         = "plainkube:node-network-policy"
 	groupNodes                = "system:nodes"
 )
 
@@ -44,7 +45,12 @@ const (
 //     Node (their pod ranges, addresses and VXLAN endpoints, as flannel's
 //     role does), and the proxy shares that informer: system:nodes are
 //     bound to plainkube:node-network, list and watch of Nodes. A node
-//     writes only its own (the Node authorizer and NodeRestriction).
+//     writes only its own (the Node authorizer and NodeRestriction);
+//   - and its NetworkPolicy enforcer under them too, bound to
+//     plainkube:node-network-policy: list and watch NetworkPolicies,
+//     Namespaces and every Pod (a policy's peers are pods of any node; a
+//     node's own Pod reads are narrowed by the Node authorizer, which has
+//     no opinion on these, as upstream's policy agents read all pods).
 func Plainkube() Policy {
 	serviceLB := plainkubeControllerPrefix + ServiceLBServiceAccount
 	localPath := plainkubeControllerPrefix + LocalPathServiceAccount
@@ -77,6 +83,10 @@ func Plainkube() Policy {
 			clusterRole(nodeNetwork,
 				rule("list", "watch").groups(coreGroup).resources("nodes"),
 			),
+			clusterRole(nodeNetworkPolicy,
+				rule("list", "watch").groups(networkingGroup).resources("networkpolicies"),
+				rule("list", "watch").groups(coreGroup).resources("pods", "namespaces"),
+			),
 		},
 		ClusterRoleBindings: []rbacv1.ClusterRoleBinding{
 			clusterRoleBinding(serviceLB, serviceAccountSubject(kubeSystem, ServiceLBServiceAccount)),
@@ -84,6 +94,7 @@ func Plainkube() Policy {
 			clusterRoleBinding(nodeDNS, groupSubject(groupNodes)),
 			clusterRoleBinding(nodeProxier, groupSubject(groupNodes)),
 			clusterRoleBinding(nodeNetwork, groupSubject(groupNodes)),
+			clusterRoleBinding(nodeNetworkPolicy, groupSubject(groupNodes)),
 		},
 		Roles: []rbacv1.Role{
 			namespacedRole(kubeSystem, nodeDNS,
