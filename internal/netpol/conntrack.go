@@ -14,7 +14,7 @@ import (
 // local reports the node's own addresses. It returns how many it deleted.
 func deleteForbidden(f family, j *judge, local func(netip.Addr) bool) (uint, error) {
 	fam := netlink.InetFamily(unix.AF_INET)
-	if f.is6 {
+	if f.Is6 {
 		fam = unix.AF_INET6
 	}
 	return netlink.ConntrackDeleteFilters(netlink.ConntrackTable, fam, forbidden{j, local})

@@ -269,7 +269,7 @@ func podAddrs(p *corev1.Pod, f family) []netip.Addr {
 	}
 	var out []netip.Addr
 	add := func(s string) {
-		if a, err := netip.ParseAddr(s); err == nil && a.Unmap().Is6() == f.is6 && !slices.Contains(out, a.Unmap()) {
+		if a, err := netip.ParseAddr(s); err == nil && a.Unmap().Is6() == f.Is6 && !slices.Contains(out, a.Unmap()) {
 			out = append(out, a.Unmap())
 		}
 	}
@@ -318,12 +318,12 @@ func blockRanges(blocks []*networkingv1.IPBlock, f family) []addrRange {
 	var all []addrRange
 	for _, b := range blocks {
 		cidr, err := netip.ParsePrefix(b.CIDR)
-		if err != nil || cidr.Addr().Is6() != f.is6 {
+		if err != nil || cidr.Addr().Is6() != f.Is6 {
 			continue
 		}
 		parts := []addrRange{prefixRange(cidr)}
 		for _, ex := range b.Except {
-			if e, err := netip.ParsePrefix(ex); err == nil && e.Addr().Is6() == f.is6 {
+			if e, err := netip.ParsePrefix(ex); err == nil && e.Addr().Is6() == f.Is6 {
 				parts = subtract(parts, prefixRange(e))
 			}
 		}

@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/knftables"
 
+	"plainkube.dev/plainkube/internal/netfilter"
 	"plainkube.dev/plainkube/internal/reconcile"
 )
 
@@ -62,7 +63,7 @@ type Netpol struct {
 	// (namespaceSelector peers; egress named ports to any pod or an
 	// ipBlock): a pod or namespace anywhere may change them.
 	spanning map[string]bool
-	kick     chan struct{}
+	kick     reconcile.Kick
 	// afterSync, when set (by tests), hears of each successful sync: the
 	// policies it programmed.
 	afterSync func(keys []string)
@@ -90,7 +91,7 @@ func New(factory informers.SharedInformerFactory, opts Options) (*Netpol, error)
 		opts.Logger = slog.Default()
 	}
 	n := &Netpol{opts: opts, log: opts.Logger.With("component", "netpol"), dirty: map[string]bool{}, full: true,
-		spanning: map[string]bool{}, kick: make(chan struct{}, 1)}
+		spanning: map[string]bool{}, kick: reconcile.NewKick()}
 	polInf := factory.Networking().V1().NetworkPolicies()
 	podInf := factory.Core().V1().Pods()
 	nsInf := factory.Core().V1().Namespaces()
@@ -152,7 +153,7 @@ func New(factory informers.SharedInformerFactory, opts Options) (*Netpol, error)
 		return nil, err
 	}
 	for _, f := range families {
-		nft, err := knftables.New(f.nft, opts.Table)
+		nft, err := knftables.New(f.NFT, opts.Table)
 		if err != nil {
 			return nil, fmt.Errorf("nftables: %w", err)
 		}
@@ -274,12 +275,7 @@ func mayHavePeersIn(np *networkingv1.NetworkPolicy, nsLabels labels.Set) bool {
 	return false
 }
 
-func (n *Netpol) poke() {
-	select {
-	case n.kick <- struct{}{}:
-	default:
-	}
-}
+func (n *Netpol) poke() { n.kick.Poke() }
 
 // Run enforces policies on the node until ctx ends. nft and conntrack are
 // called from the calling goroutine (so a test may run it in a network
@@ -292,30 +288,12 @@ func (n *Netpol) Run(ctx context.Context) error {
 	if err := filterBridged(); err != nil {
 		n.log.Warn("bridged pod traffic may not reach the policy rules (br_netfilter)", "err", err)
 	}
-	resync := time.NewTicker(n.opts.ResyncPeriod)
-	defer resync.Stop()
-	backoff := time.Duration(0)
-	for {
-		if err := n.syncOnce(ctx); err != nil {
+	reconcile.SyncLoop{Sync: n.syncOnce, Period: n.opts.ResyncPeriod, MinBackoff: 100 * time.Millisecond, OnResync: n.rewriteAll,
+		Failed: func(err error) {
 			n.log.Warn("programming the network policy rules failed; rewriting the table", "err", err)
 			n.rewriteAll()
-			backoff = min(max(2*backoff, 100*time.Millisecond), 10*time.Second)
-		} else {
-			backoff = 0
-		}
-		var retry <-chan time.Time
-		if backoff > 0 {
-			retry = time.After(backoff)
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-n.kick:
-		case <-retry:
-		case <-resync.C:
-			n.rewriteAll()
-		}
-	}
+		}}.Run(ctx, n.kick)
+	return nil
 }
 
 func (n *Netpol) rewriteAll() {
@@ -401,7 +379,7 @@ func (n *Netpol) syncOnce(ctx context.Context) error {
 		}
 		ops += tx.NumOperations()
 		if err := t.nft.Run(ctx, tx); err != nil {
-			errs = append(errs, fmt.Errorf("%s table: %w", t.fam.nft, err))
+			errs = append(errs, fmt.Errorf("%s table: %w", t.fam.NFT, err))
 			continue
 		}
 		if !narrowed {
@@ -411,9 +389,9 @@ func (n *Netpol) syncOnce(ctx context.Context) error {
 			local = localAddrs()
 		}
 		if deleted, err := deleteForbidden(t.fam, t.state.judge(), local); err != nil {
-			n.log.Warn("deleting the conntrack entries of forbidden connections", "family", t.fam.nft, "err", err)
+			n.log.Warn("deleting the conntrack entries of forbidden connections", "family", t.fam.NFT, "err", err)
 		} else if deleted > 0 {
-			n.log.Debug("cut connections a policy forbids", "family", t.fam.nft, "entries", deleted)
+			n.log.Debug("cut connections a policy forbids", "family", t.fam.NFT, "entries", deleted)
 		}
 	}
 	if len(errs) > 0 {
@@ -430,39 +408,16 @@ func (n *Netpol) syncOnce(ctx context.Context) error {
 // node's bridge) through the ip and ip6 hooks, loading br_netfilter if
 // need be.
 func filterBridged() error {
-	files := []string{"/proc/sys/net/bridge/bridge-nf-call-iptables", "/proc/sys/net/bridge/bridge-nf-call-ip6tables"}
-	if _, err := os.Stat(files[0]); err != nil {
+	if _, err := os.Stat(netfilter.BridgedIPv4); err != nil {
 		if out, err := exec.Command("modprobe", "br_netfilter").CombinedOutput(); err != nil {
 			return fmt.Errorf("modprobe br_netfilter: %v: %s", err, out)
 		}
 	}
-	var errs []error
-	for _, f := range files {
-		if b, err := os.ReadFile(f); err == nil && len(b) > 0 && b[0] == '1' {
-			continue
-		}
-		if err := os.WriteFile(f, []byte("1"), 0o644); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
+	return netfilter.TurnOn(netfilter.BridgedIPv4, netfilter.BridgedIPv6)
 }
 
 // RemoveTables deletes the tables named table (both families), as after
 // a node that crashed or stopped enforcing; a missing table is no error.
 func RemoveTables(ctx context.Context, table string) error {
-	var errs []error
-	for _, f := range families {
-		nft, err := knftables.New(f.nft, table)
-		if err != nil {
-			return fmt.Errorf("nftables: %w", err)
-		}
-		tx := nft.NewTransaction()
-		tx.Add(&knftables.Table{})
-		tx.Delete(&knftables.Table{})
-		if err := nft.Run(ctx, tx); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
+	return netfilter.RemoveTables(ctx, table)
 }

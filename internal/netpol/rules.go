@@ -8,20 +8,17 @@ import (
 	"strconv"
 	"strings"
 
+	"plainkube.dev/plainkube/internal/netfilter"
 	"sigs.k8s.io/knftables"
 )
 
-// family is one IP family's table and syntax.
-type family struct {
-	nft      knftables.Family
-	ip       string // "ip" or "ip6", the address match keyword
-	addrType string // the set element type of an address
-	is6      bool
-}
+// family is one IP family's table and syntax, with the package's
+// rendering.
+type family struct{ netfilter.Family }
 
 var (
-	ipv4     = family{nft: knftables.IPv4Family, ip: "ip", addrType: "ipv4_addr"}
-	ipv6     = family{nft: knftables.IPv6Family, ip: "ip6", addrType: "ipv6_addr", is6: true}
+	ipv4     = family{netfilter.IPv4}
+	ipv6     = family{netfilter.IPv6}
 	families = []family{ipv4, ipv6}
 )
 
@@ -59,16 +56,16 @@ func (d direction) prefix() string {
 // pod (its destination for ingress), and peerField the other one.
 func (f family) addrField(d direction) string {
 	if d == ingress {
-		return f.ip + " daddr"
+		return f.IP + " daddr"
 	}
-	return f.ip + " saddr"
+	return f.IP + " saddr"
 }
 
 func (f family) peerField(d direction) string {
 	if d == ingress {
-		return f.ip + " saddr"
+		return f.IP + " saddr"
 	}
-	return f.ip + " daddr"
+	return f.IP + " daddr"
 }
 
 // tag names a policy (namespace/name) or a namespace in chain and set
@@ -121,7 +118,7 @@ func (f family) render(key string, c *compiled) objects {
 		return o
 	}
 	sel := selectedSet(key)
-	o.sets[sel] = setSpec{typ: f.addrType}
+	o.sets[sel] = setSpec{typ: f.AddrType}
 	for _, a := range c.targets {
 		o.elements[sel] = append(o.elements[sel], a.String())
 	}
@@ -147,7 +144,7 @@ func (f family) renderRule(o *objects, d direction, key string, i int, r rule) [
 	}
 	if r.hasPods {
 		name := ruleSet(d, key, i, "pods")
-		o.sets[name] = setSpec{typ: f.addrType}
+		o.sets[name] = setSpec{typ: f.AddrType}
 		for _, a := range r.pods {
 			o.elements[name] = append(o.elements[name], a.String())
 		}
@@ -182,14 +179,14 @@ func (f family) renderRule(o *objects, d direction, key string, i int, r rule) [
 	}
 	if r.hasNamed {
 		name := ruleSet(d, key, i, "named")
-		o.sets[name] = setSpec{typ: f.addrType + " . inet_proto . inet_service"}
+		o.sets[name] = setSpec{typ: f.AddrType + " . inet_proto . inet_service"}
 		for _, t := range r.named {
 			o.elements[name] = append(o.elements[name], fmt.Sprintf("%s . %s . %d", t.addr, t.proto, t.port))
 		}
 		// The destination, protocol and port: the selected pod's named
 		// port (ingress) from a peer, or a peer's named port (egress,
 		// whose tuples are the peers').
-		named := fmt.Sprintf("%s daddr . meta l4proto . th dport @%s ", f.ip, name)
+		named := fmt.Sprintf("%s daddr . meta l4proto . th dport @%s ", f.IP, name)
 		if d == egress {
 			out = append(out, named+"accept")
 		} else {
@@ -228,8 +225,8 @@ func (f family) skeleton() ([]*knftables.Chain, []*knftables.Map) {
 		base(egressInputChain, knftables.InputHook),
 	}
 	maps := []*knftables.Map{
-		{Name: ingressPodsMap, Type: f.addrType + " : verdict"},
-		{Name: egressPodsMap, Type: f.addrType + " : verdict"},
+		{Name: ingressPodsMap, Type: f.AddrType + " : verdict"},
+		{Name: egressPodsMap, Type: f.AddrType + " : verdict"},
 	}
 	return chains, maps
 }

@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
+	"plainkube.dev/plainkube/internal/netfilter"
 )
 
 // RouteProtocol marks the routes the pod network adds (the originator
@@ -309,20 +309,15 @@ func removeRoutes() (int, error) {
 // enableForwarding turns on the kernel's forwarding of the families of
 // podRanges: pods' packets to other nodes pass through the host.
 func enableForwarding(podRanges []netip.Prefix) error {
-	var errs []error
+	var switches []string
 	for _, p := range podRanges {
-		file := "/proc/sys/net/ipv4/ip_forward"
 		if p.Addr().Is6() {
-			file = "/proc/sys/net/ipv6/conf/all/forwarding"
-		}
-		if b, err := os.ReadFile(file); err == nil && len(b) > 0 && b[0] == '1' {
-			continue
-		}
-		if err := os.WriteFile(file, []byte("1"), 0o644); err != nil {
-			errs = append(errs, err)
+			switches = append(switches, netfilter.IPv6Forwarding)
+		} else {
+			switches = append(switches, netfilter.IPv4Forwarding)
 		}
 	}
-	return errors.Join(errs...)
+	return netfilter.TurnOn(switches...)
 }
 
 // changes are what to write (add or replace) and what to delete to make

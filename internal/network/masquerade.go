@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"plainkube.dev/plainkube/internal/netfilter"
 	"sigs.k8s.io/knftables"
 )
 
@@ -15,19 +16,16 @@ import (
 // pod network's masquerading.
 const DefaultTable = "plainkube-podnet"
 
-// family is one IP family's nftables names.
+// family is one IP family's nftables names and multicast range.
 type family struct {
-	nft       knftables.Family
-	ip        string // the rules' protocol keyword
+	netfilter.Family
 	multicast netip.Prefix
 }
 
 var (
-	ipv4 = family{nft: knftables.IPv4Family, ip: "ip", multicast: netip.MustParsePrefix("224.0.0.0/4")}
-	ipv6 = family{nft: knftables.IPv6Family, ip: "ip6", multicast: netip.MustParsePrefix("ff00::/8")}
+	ipv4 = family{netfilter.IPv4, netip.MustParsePrefix("224.0.0.0/4")}
+	ipv6 = family{netfilter.IPv6, netip.MustParsePrefix("ff00::/8")}
 )
-
-func (f family) of(p netip.Prefix) bool { return p.Addr().Is4() == (f.nft == knftables.IPv4Family) }
 
 // masqueradeChain hooks into postrouting at the source-NAT priority, as
 // the service proxy's does; whichever of the two translates a connection
@@ -51,17 +49,17 @@ const masqueradeChain = "pods-out"
 func masqueradeRules(f family, podRanges, serviceRanges []netip.Prefix) []string {
 	var src []string
 	for _, p := range podRanges {
-		if f.of(p) {
+		if f.Of(p) {
 			src = append(src, p.Masked().String())
 		}
 	}
 	if len(src) == 0 {
 		return nil
 	}
-	rules := []string{fmt.Sprintf("%s saddr != %s return", f.ip, anyOf(src))}
+	rules := []string{fmt.Sprintf("%s saddr != %s return", f.IP, anyOf(src))}
 	for _, k := range slices.Concat(podRanges, serviceRanges, []netip.Prefix{f.multicast}) {
-		if f.of(k) {
-			rules = append(rules, fmt.Sprintf("%s daddr %s return", f.ip, k.Masked()))
+		if f.Of(k) {
+			rules = append(rules, fmt.Sprintf("%s daddr %s return", f.IP, k.Masked()))
 		}
 	}
 	return append(rules, "masquerade fully-random")
@@ -84,7 +82,7 @@ type masqueradeTables struct {
 func newMasqueradeTables(name string) (*masqueradeTables, error) {
 	t := &masqueradeTables{name: name, nft: map[family]knftables.Interface{}}
 	for _, f := range []family{ipv4, ipv6} {
-		nft, err := knftables.New(f.nft, name)
+		nft, err := knftables.New(f.NFT, name)
 		if err != nil {
 			return nil, fmt.Errorf("nftables: %w", err)
 		}
@@ -113,7 +111,7 @@ func (t *masqueradeTables) apply(ctx context.Context, podRanges, serviceRanges [
 			}
 		}
 		if err := nft.Run(ctx, tx); err != nil {
-			errs = append(errs, fmt.Errorf("%s table %s: %w", f.nft, t.name, err))
+			errs = append(errs, fmt.Errorf("%s table %s: %w", f.NFT, t.name, err))
 		}
 	}
 	return errors.Join(errs...)
@@ -123,10 +121,7 @@ func (t *masqueradeTables) apply(ctx context.Context, podRanges, serviceRanges [
 func (t *masqueradeTables) remove(ctx context.Context) error {
 	var errs []error
 	for _, nft := range t.nft {
-		tx := nft.NewTransaction()
-		tx.Add(&knftables.Table{}) // so that the delete finds it
-		tx.Delete(&knftables.Table{})
-		if err := nft.Run(ctx, tx); err != nil {
+		if err := netfilter.RemoveTable(ctx, nft); err != nil {
 			errs = append(errs, err)
 		}
 	}

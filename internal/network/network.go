@@ -23,6 +23,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"plainkube.dev/plainkube/internal/reconcile"
 )
 
 // Options configure a Network.
@@ -56,7 +57,7 @@ type Network struct {
 	nodes    corelisters.NodeLister
 	synced   cache.InformerSynced
 	log      *slog.Logger
-	kick     chan struct{}
+	kick     reconcile.Kick
 	masq     *masqueradeTables
 	recorder record.EventRecorder
 	// reported is the reason last said for each unreachable node.
@@ -96,7 +97,7 @@ func New(cs kubernetes.Interface, factory informers.SharedInformerFactory, opts 
 		return nil, err
 	}
 	n := &Network{opts: opts, cs: cs, log: opts.Logger.With("component", "pod-network", "backend", string(opts.Backend)),
-		kick: make(chan struct{}, 1), masq: masq, reported: map[string]string{}}
+		kick: reconcile.NewKick(), masq: masq, reported: map[string]string{}}
 	inf := factory.Core().V1().Nodes()
 	n.nodes, n.synced = inf.Lister(), inf.Informer().HasSynced
 	_, err = inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -120,12 +121,7 @@ func routingChanged(o, c *corev1.Node) bool {
 		o.Annotations[AnnotationVXLANIP] != c.Annotations[AnnotationVXLANIP]
 }
 
-func (n *Network) poke() {
-	select {
-	case n.kick <- struct{}{}:
-	default:
-	}
-}
+func (n *Network) poke() { n.kick.Poke() }
 
 // Run keeps the node's routes until ctx ends. It acts on the network
 // namespace of the thread it runs on: a caller running it for another
@@ -140,28 +136,13 @@ func (n *Network) Run(ctx context.Context) error {
 	if !cache.WaitForCacheSync(ctx.Done(), n.synced) {
 		return nil
 	}
-	resync := time.NewTicker(n.opts.ResyncPeriod)
-	defer resync.Stop()
-	backoff := time.Duration(0)
-	for {
-		if err := n.sync(ctx); err != nil && ctx.Err() == nil {
-			n.log.Warn("programming the pod network", "err", err)
-			backoff = min(max(2*backoff, 200*time.Millisecond), 10*time.Second)
-		} else {
-			backoff = 0
-		}
-		var retry <-chan time.Time
-		if backoff > 0 {
-			retry = time.After(backoff)
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-n.kick:
-		case <-retry:
-		case <-resync.C:
-		}
-	}
+	reconcile.SyncLoop{Sync: n.sync, Period: n.opts.ResyncPeriod, MinBackoff: 200 * time.Millisecond,
+		Failed: func(err error) {
+			if ctx.Err() == nil {
+				n.log.Warn("programming the pod network", "err", err)
+			}
+		}}.Run(ctx, n.kick)
+	return nil
 }
 
 // sync brings the host in line with the Nodes once.

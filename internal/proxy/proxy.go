@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"maps"
 	"net/netip"
-	"os"
 	"slices"
 	"sync"
 	"time"
@@ -28,6 +27,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/knftables"
 
+	"plainkube.dev/plainkube/internal/netfilter"
 	"plainkube.dev/plainkube/internal/reconcile"
 )
 
@@ -79,7 +79,7 @@ type Proxy struct {
 	// triggers are the EndpointSlices' last-change times not yet
 	// programmed, for the network programming latency.
 	triggers []time.Time
-	kick     chan struct{}
+	kick     reconcile.Kick
 
 	tables []*familyTable
 	// warned is the last warning recorded per Service, so that a warning
@@ -114,7 +114,7 @@ func New(cs kubernetes.Interface, factory informers.SharedInformerFactory, opts 
 		opts.Logger = slog.Default()
 	}
 	p := &Proxy{opts: opts, cs: cs, log: opts.Logger.With("component", "proxy"), dirty: map[string]bool{}, full: true,
-		kick: make(chan struct{}, 1), warned: map[string]string{}}
+		kick: reconcile.NewKick(), warned: map[string]string{}}
 	p.metrics = newMetrics(opts.Metrics)
 	p.health = newHealthServers(p.log)
 	svcInf := factory.Core().V1().Services()
@@ -183,7 +183,7 @@ func New(cs kubernetes.Interface, factory informers.SharedInformerFactory, opts 
 		return nil, err
 	}
 	for _, f := range p.families() {
-		nft, err := knftables.New(f.nft, opts.Table)
+		nft, err := knftables.New(f.NFT, opts.Table)
 		if err != nil {
 			return nil, fmt.Errorf("nftables: %w", err)
 		}
@@ -196,7 +196,7 @@ func New(cs kubernetes.Interface, factory informers.SharedInformerFactory, opts 
 func (p *Proxy) families() []family {
 	var out []family
 	for _, f := range []family{ipv4, ipv6} {
-		if slices.ContainsFunc(p.opts.ServiceCIDRs, func(c netip.Prefix) bool { return c.Addr().Is6() == f.is6 }) {
+		if slices.ContainsFunc(p.opts.ServiceCIDRs, func(c netip.Prefix) bool { return c.Addr().Is6() == f.Is6 }) {
 			out = append(out, f)
 		}
 	}
@@ -220,12 +220,7 @@ func (p *Proxy) rewriteAll() {
 	p.mu.Unlock()
 }
 
-func (p *Proxy) poke() {
-	select {
-	case p.kick <- struct{}{}:
-	default:
-	}
-}
+func (p *Proxy) poke() { p.kick.Poke() }
 
 // Run programs the node until ctx ends, then leaves only the fence that
 // rejects the service range (see fence).
@@ -242,30 +237,12 @@ func (p *Proxy) Run(ctx context.Context) error {
 	}
 	defer p.health.closeAll()
 	defer p.fence()
-	resync := time.NewTicker(p.opts.ResyncPeriod)
-	defer resync.Stop()
-	backoff := time.Duration(0)
-	for {
-		if err := p.syncOnce(ctx); err != nil {
+	reconcile.SyncLoop{Sync: p.syncOnce, Period: p.opts.ResyncPeriod, MinBackoff: 100 * time.Millisecond, OnResync: p.rewriteAll,
+		Failed: func(err error) {
 			p.log.Warn("programming the service rules failed; rewriting the table", "err", err)
 			p.rewriteAll()
-			backoff = min(max(2*backoff, 100*time.Millisecond), 10*time.Second)
-		} else {
-			backoff = 0
-		}
-		var retry <-chan time.Time
-		if backoff > 0 {
-			retry = time.After(backoff)
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-p.kick:
-		case <-retry:
-		case <-resync.C:
-			p.rewriteAll()
-		}
-	}
+		}}.Run(ctx, p.kick)
+	return nil
 }
 
 // fence empties the tables of every Service's rules when the proxy
@@ -280,13 +257,13 @@ func (p *Proxy) fence() {
 	for _, t := range p.tables {
 		existing, err := t.nft.ListAll(ctx)
 		if err != nil && !knftables.IsNotFound(err) {
-			p.log.Warn("fencing the service range", "family", t.fam.nft, "err", err)
+			p.log.Warn("fencing the service range", "family", t.fam.NFT, "err", err)
 			continue
 		}
 		tx := t.nft.NewTransaction()
 		t.state.full(tx, node, nil, existing)
 		if err := t.nft.Run(ctx, tx); err != nil {
-			p.log.Warn("fencing the service range", "family", t.fam.nft, "err", err)
+			p.log.Warn("fencing the service range", "family", t.fam.NFT, "err", err)
 		}
 	}
 }
@@ -414,7 +391,7 @@ func (p *Proxy) syncOnce(ctx context.Context) error {
 		}
 		if err := t.nft.Run(ctx, tx); err != nil {
 			// The state no longer says what is in the table.
-			errs = append(errs, fmt.Errorf("%s table: %w", t.fam.nft, err))
+			errs = append(errs, fmt.Errorf("%s table: %w", t.fam.NFT, err))
 			continue
 		}
 		var stale []udpFlow
@@ -450,7 +427,7 @@ func (p *Proxy) compute(f family, key string, node *Node, listening func(hostPor
 	}
 	sel := labels.SelectorFromSet(labels.Set{discoveryv1.LabelServiceName: name})
 	epSlices, _ := p.slices.EndpointSlices(ns).List(sel)
-	return f.render(svc, servicePorts(svc, epSlices, node, f.is6), node, listening)
+	return f.render(svc, servicePorts(svc, epSlices, node, f.Is6), node, listening)
 }
 
 // recordWarnings records a Warning event on each Service whose warnings
@@ -483,38 +460,11 @@ func (p *Proxy) recordWarnings(keys []string, warnings map[string][]string) {
 // the same bridge is translated back), and route_localnet for NodePorts
 // on 127.0.0.1.
 func enableForwarding() error {
-	var errs []error
-	for _, f := range []string{
-		"/proc/sys/net/ipv4/ip_forward",
-		"/proc/sys/net/bridge/bridge-nf-call-iptables",
-		"/proc/sys/net/bridge/bridge-nf-call-ip6tables",
-		"/proc/sys/net/ipv4/conf/all/route_localnet",
-	} {
-		if b, err := os.ReadFile(f); err == nil && len(b) > 0 && b[0] == '1' {
-			continue
-		}
-		if err := os.WriteFile(f, []byte("1"), 0o644); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
+	return netfilter.TurnOn(netfilter.IPv4Forwarding, netfilter.BridgedIPv4, netfilter.BridgedIPv6, netfilter.RouteLocalnet)
 }
 
 // RemoveTables deletes the proxy's tables named table (both families), as
 // after a node that crashed; a missing table is no error.
 func RemoveTables(ctx context.Context, table string) error {
-	var errs []error
-	for _, f := range []family{ipv4, ipv6} {
-		nft, err := knftables.New(f.nft, table)
-		if err != nil {
-			return fmt.Errorf("nftables: %w", err)
-		}
-		tx := nft.NewTransaction()
-		tx.Add(&knftables.Table{}) // so that the delete finds it
-		tx.Delete(&knftables.Table{})
-		if err := nft.Run(ctx, tx); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
+	return netfilter.RemoveTables(ctx, table)
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"plainkube.dev/plainkube/internal/netfilter"
 	"sigs.k8s.io/knftables"
 )
 
@@ -61,17 +62,13 @@ const (
 	masqueradeBit = "0x4000"
 )
 
-// family is one IP family's table and syntax.
-type family struct {
-	nft      knftables.Family
-	ip       string // "ip" or "ip6", the address match keyword
-	addrType string // the set element type of an address
-	is6      bool
-}
+// family is one IP family's table and syntax, with the package's
+// rendering.
+type family struct{ netfilter.Family }
 
 var (
-	ipv4 = family{nft: knftables.IPv4Family, ip: "ip", addrType: "ipv4_addr"}
-	ipv6 = family{nft: knftables.IPv6Family, ip: "ip6", addrType: "ipv6_addr", is6: true}
+	ipv4 = family{netfilter.IPv4}
+	ipv6 = family{netfilter.IPv6}
 )
 
 // element is one map or set element of a Service's.
@@ -183,7 +180,7 @@ func (f family) renderPort(r *serviceRules, sp servicePort, node *Node, add func
 			set := "aff-" + chainTag(sp.id+"@"+e.String()+"/"+strconv.Itoa(int(sp.affinitySeconds)))
 			r.sets[set] = time.Duration(sp.affinitySeconds) * time.Second
 			affinity[e] = set
-			rules = append(rules, fmt.Sprintf("update @%s { %s saddr }", set, f.ip))
+			rules = append(rules, fmt.Sprintf("update @%s { %s saddr }", set, f.IP))
 		}
 		rules = append(rules, fmt.Sprintf("meta l4proto %s dnat to %s", proto, e))
 		r.chains[c] = rules
@@ -207,7 +204,7 @@ func (f family) renderPort(r *serviceRules, sp servicePort, node *Node, add func
 			chains := make([]string, len(eps))
 			for i, e := range eps {
 				chains[i] = endpointChain(e)
-				rules = append(rules, fmt.Sprintf("%s saddr @%s goto %s", f.ip, affinity[e], chains[i]))
+				rules = append(rules, fmt.Sprintf("%s saddr @%s goto %s", f.IP, affinity[e], chains[i]))
 			}
 			if len(chains) == 1 {
 				return append(rules, "goto "+chains[0])
@@ -233,8 +230,8 @@ func (f family) renderPort(r *serviceRules, sp servicePort, node *Node, add func
 	noEndpoints := "goto " + rejectChain
 	if len(internal) > 0 {
 		masq := "jump " + markMasqChain
-		if node.PodCIDR.IsValid() && node.PodCIDR.Addr().Is6() == f.is6 {
-			masq = fmt.Sprintf("%s saddr != %s jump %s", f.ip, node.PodCIDR.Masked(), markMasqChain)
+		if node.PodCIDR.IsValid() && node.PodCIDR.Addr().Is6() == f.Is6 {
+			masq = fmt.Sprintf("%s saddr != %s jump %s", f.IP, node.PodCIDR.Masked(), markMasqChain)
 		}
 		r.chains[svcChain] = append([]string{masq}, balance(svcChain, internal)...)
 		for _, ip := range sp.clusterIPs {
@@ -288,8 +285,8 @@ func (f family) renderPort(r *serviceRules, sp servicePort, node *Node, add func
 		// endpoints serve; pods and the node itself use the internal
 		// path instead.
 		if _, ok := r.chains[svcChain]; ok {
-			if node.PodCIDR.IsValid() && node.PodCIDR.Addr().Is6() == f.is6 {
-				ext = append(ext, fmt.Sprintf("%s saddr %s goto %s", f.ip, node.PodCIDR.Masked(), svcChain))
+			if node.PodCIDR.IsValid() && node.PodCIDR.Addr().Is6() == f.Is6 {
+				ext = append(ext, fmt.Sprintf("%s saddr %s goto %s", f.IP, node.PodCIDR.Masked(), svcChain))
 			}
 			ext = append(ext, "fib saddr type local goto "+svcChain)
 		}
@@ -348,32 +345,32 @@ func (f family) skeleton() (chains []*knftables.Chain, maps []*knftables.Map, se
 	}
 	l4 := "inet_proto . inet_service"
 	maps = []*knftables.Map{
-		{Name: serviceIPsMap, Type: f.addrType + " . " + l4 + " : verdict"},
+		{Name: serviceIPsMap, Type: f.AddrType + " . " + l4 + " : verdict"},
 		{Name: nodePortsMap, Type: l4 + " : verdict"},
-		{Name: noEndpointsMap, Type: f.addrType + " . " + l4 + " : verdict"},
+		{Name: noEndpointsMap, Type: f.AddrType + " . " + l4 + " : verdict"},
 		{Name: noEndpointNodePortsMap, Type: l4 + " : verdict"},
 	}
 	for _, proto := range slotProtocols {
-		maps = append(maps, &knftables.Map{Name: endpointSlotsPrefix + proto, TypeOf: "numgen random mod 2 : " + f.ip + " daddr . " + proto + " dport"})
+		maps = append(maps, &knftables.Map{Name: endpointSlotsPrefix + proto, TypeOf: "numgen random mod 2 : " + f.IP + " daddr . " + proto + " dport"})
 	}
 	sets = []*knftables.Set{
-		{Name: nodePortIPsSet, Type: f.addrType},
-		{Name: clusterIPsSet, Type: f.addrType},
-		{Name: serviceCIDRsSet, Type: f.addrType, Flags: []knftables.SetFlag{knftables.IntervalFlag}},
-		{Name: hairpinSet, Type: f.addrType + " . " + f.addrType},
+		{Name: nodePortIPsSet, Type: f.AddrType},
+		{Name: clusterIPsSet, Type: f.AddrType},
+		{Name: serviceCIDRsSet, Type: f.AddrType, Flags: []knftables.SetFlag{knftables.IntervalFlag}},
+		{Name: hairpinSet, Type: f.AddrType + " . " + f.AddrType},
 	}
 	return chains, maps, sets
 }
 
 // skeletonRules are the rules of the fixed chains.
 func (f family) skeletonRules() map[string][]string {
-	ip := f.ip
+	ip := f.IP
 	rejectWith := "reject with icmp type port-unreachable"
-	if f.is6 {
+	if f.Is6 {
 		rejectWith = "reject with icmpv6 type port-unreachable"
 	}
 	var guard []string // IPv6 serves no NodePorts on ::1
-	if !f.is6 {
+	if !f.Is6 {
 		guard = []string{`iifname != "lo" ip daddr 127.0.0.0/8 ip saddr != 127.0.0.0/8 ct status & dnat == 0 drop`}
 	}
 	return map[string][]string{
@@ -419,7 +416,7 @@ var slotProtocols = []string{"tcp", "udp", "sctp"}
 // dnatRule sends a packet to a random endpoint of the pool of proto
 // placed at slots.
 func (f family) dnatRule(proto string, slots slotRange) string {
-	return fmt.Sprintf("meta l4proto %s dnat %s to numgen random mod %d offset %d map @%s%s", proto, f.ip, slots.n, slots.base, endpointSlotsPrefix, proto)
+	return fmt.Sprintf("meta l4proto %s dnat %s to numgen random mod %d offset %d map @%s%s", proto, f.IP, slots.n, slots.base, endpointSlotsPrefix, proto)
 }
 
 // nodeElements are the node's own elements: its NodePort addresses and
@@ -427,18 +424,18 @@ func (f family) dnatRule(proto string, slots slotRange) string {
 func (f family) nodeElements(node *Node) []element {
 	var out []element
 	addrs := node.Addresses
-	if !f.is6 {
+	if !f.Is6 {
 		addrs = append(slices.Clone(addrs), netip.MustParseAddr("127.0.0.1"))
 	}
 	seen := map[netip.Addr]bool{}
 	for _, a := range addrs {
-		if a.Is6() == f.is6 && !seen[a] {
+		if a.Is6() == f.Is6 && !seen[a] {
 			seen[a] = true
 			out = append(out, element{container: nodePortIPsSet, key: a.String()})
 		}
 	}
 	for _, p := range node.ServiceCIDRs {
-		if p.Addr().Is6() == f.is6 {
+		if p.Addr().Is6() == f.Is6 {
 			out = append(out, element{container: serviceCIDRsSet, key: p.Masked().String()})
 		}
 	}

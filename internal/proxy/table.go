@@ -324,7 +324,7 @@ func (s *tableState) full(tx *knftables.Transaction, node *Node, services map[st
 // affinitySet remembers the clients pinned to one endpoint, each for
 // timeout after its last connection.
 func (f family) affinitySet(name string, timeout time.Duration) *knftables.Set {
-	return &knftables.Set{Name: name, Type: f.addrType, Flags: []knftables.SetFlag{knftables.DynamicFlag, knftables.TimeoutFlag}, Timeout: &timeout}
+	return &knftables.Set{Name: name, Type: f.AddrType, Flags: []knftables.SetFlag{knftables.DynamicFlag, knftables.TimeoutFlag}, Timeout: &timeout}
 }
 
 func knftablesElement(e element) *knftables.Element {
