@@ -25,30 +25,15 @@ import (
 // process; the same directory comes up again and goes down again from its
 // names alone (no state file: a run that crashed). Root only.
 func TestDevCluster(t *testing.T) {
-	requireRealNode(t)
-	for _, bin := range []string{"ip", "nft"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Skipf("skipping: %s is not installed", bin)
-		}
-	}
+	requireDevCluster(t)
 	dir := t.TempDir()
 	id, _ := devcluster.ClusterID(dir)
 	netnsBefore := netnsNames()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	dc, err := devcluster.Up(ctx, devcluster.Options{Dir: dir, Agents: 2, Binary: binary, ReadyTimeout: 90 * time.Second,
+	dc, c := upDevCluster(t, ctx, devcluster.Options{Dir: dir, Agents: 2,
 		// Node lifecycle acts within seconds of missed heartbeats (10 s apart).
 		ServerArgs: []string{"--node-monitor-grace-period", "15s"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := dc.Down(); err != nil {
-			t.Errorf("down: %v", err)
-		}
-	})
-	t.Logf("3 hosts up, every node Ready, after %s", dc.Took.Round(time.Millisecond))
-	c := &cluster{t: t, dataDir: dir, kubectl: kubectlPath(t)} // kubectl with dir/admin.kubeconfig
 
 	nodes := c.must("get", "nodes", "-o", "custom-columns=NAME:.metadata.name,READY:.status.conditions[?(@.type=='Ready')].status,IP:.status.addresses[?(@.type=='InternalIP')].address,CIDR:.spec.podCIDR", "--no-headers")
 	t.Logf("nodes:\n%s", nodes)
@@ -191,4 +176,58 @@ func requireNothingLeft(t *testing.T, dir, id string, netnsBefore map[string]boo
 			t.Errorf("after down, %s is left in %s", gone, dir)
 		}
 	}
+}
+
+// requireDevCluster skips unless this host can run a dev cluster: the node
+// agent's needs, ip and nft.
+func requireDevCluster(t *testing.T) {
+	t.Helper()
+	requireRealNode(t)
+	for _, bin := range []string{"ip", "nft"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			t.Skipf("skipping: %s is not installed", bin)
+		}
+	}
+}
+
+// upDevCluster brings up a dev cluster with this test's binary (in
+// o.Dir, or a fresh directory), taken down when the test ends, with the
+// image archives loaded into every host; c runs kubectl against it.
+func upDevCluster(t *testing.T, ctx context.Context, o devcluster.Options, imageTars ...string) (dc *devcluster.Cluster, c *cluster) {
+	t.Helper()
+	if o.Dir == "" {
+		o.Dir = t.TempDir()
+	}
+	o.Binary, o.ReadyTimeout = binary, 90*time.Second
+	dc, err := devcluster.Up(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := dc.Down(); err != nil {
+			t.Errorf("down: %v", err)
+		}
+	})
+	t.Logf("%d hosts up, every node Ready, after %s", 1+o.Agents, dc.Took.Round(time.Millisecond))
+	for _, tar := range imageTars {
+		if err := dc.LoadImage(ctx, tar); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dc, &cluster{t: t, dataDir: o.Dir, kubectl: kubectlPath(t)} // kubectl with Dir/admin.kubeconfig
+}
+
+// nettoolImageTar is the nettool image (test/e2e/nettool) as an archive
+// to load into a dev cluster's hosts.
+func nettoolImageTar(t *testing.T) string {
+	t.Helper()
+	img, err := image.FromBinary(nettool, "/bin/nettool")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tar := filepath.Join(t.TempDir(), "nettool.tar")
+	if err := image.Save(img, "nettool:e2e", tar); err != nil {
+		t.Fatal(err)
+	}
+	return tar
 }

@@ -3,13 +3,11 @@ package e2e
 import (
 	"context"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"plainkube.dev/plainkube/internal/devcluster"
-	"plainkube.dev/plainkube/internal/image"
 )
 
 // TestNetworkPolicy is issue #21's NetworkPolicy walk-through (see
@@ -30,36 +28,11 @@ func TestNetworkPolicy(t *testing.T) {
 // programs its pods. The pods share that node (no pod network between
 // hosts yet).
 func TestNetworkPolicyOnDevCluster(t *testing.T) {
-	requireRealNode(t)
-	for _, bin := range []string{"ip", "nft"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Skipf("skipping: %s is not installed", bin)
-		}
-	}
-	dir := t.TempDir()
+	requireDevCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	dc, err := devcluster.Up(ctx, devcluster.Options{Dir: dir, Agents: 1, Binary: binary, ReadyTimeout: 90 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := dc.Down(); err != nil {
-			t.Errorf("down: %v", err)
-		}
-	})
-	img, err := image.FromBinary(nettool, "/bin/nettool")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tar := filepath.Join(t.TempDir(), "nettool.tar")
-	if err := image.Save(img, "nettool:e2e", tar); err != nil {
-		t.Fatal(err)
-	}
-	if err := dc.LoadImage(ctx, tar); err != nil {
-		t.Fatal(err)
-	}
-	networkPolicyWalkthrough(t, &cluster{t: t, dataDir: dir, kubectl: kubectlPath(t)}, "agent1")
+	_, c := upDevCluster(t, ctx, devcluster.Options{Agents: 1}, nettoolImageTar(t))
+	networkPolicyWalkthrough(t, c, "agent1")
 }
 
 // networkPolicyWalkthrough is issue #21's NetworkPolicy walk-through, with

@@ -5,13 +5,11 @@ import (
 	"fmt"
 	"net/netip"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"plainkube.dev/plainkube/internal/devcluster"
-	"plainkube.dev/plainkube/internal/image"
 	"plainkube.dev/plainkube/internal/network"
 )
 
@@ -22,44 +20,17 @@ import (
 // reaches the Service's pods on the other nodes, again by its own
 // address. Root only.
 func TestPodNetworkAcrossHosts(t *testing.T) {
-	requireRealNode(t)
-	for _, bin := range []string{"ip", "nft"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Skipf("skipping: %s is not installed", bin)
-		}
-	}
-	img, err := image.FromBinary(nettool, "/bin/nettool")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tar := filepath.Join(t.TempDir(), "nettool.tar")
-	if err := image.Save(img, "nettool:e2e", tar); err != nil {
-		t.Fatal(err)
-	}
+	requireDevCluster(t)
+	tar := nettoolImageTar(t)
 	for _, backend := range []network.Backend{network.HostGW, network.VXLAN} {
 		t.Run(string(backend), func(t *testing.T) { testPodNetwork(t, backend, tar) })
 	}
 }
 
 func testPodNetwork(t *testing.T, backend network.Backend, imageTar string) {
-	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	dc, err := devcluster.Up(ctx, devcluster.Options{Dir: dir, Agents: 2, Binary: binary, ReadyTimeout: 90 * time.Second,
-		PodNetwork: string(backend)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := dc.Down(); err != nil {
-			t.Errorf("down: %v", err)
-		}
-	})
-	t.Logf("3 hosts up after %s", dc.Took.Round(time.Millisecond))
-	if err := dc.LoadImage(ctx, imageTar); err != nil {
-		t.Fatal(err)
-	}
-	c := &cluster{t: t, dataDir: dir, kubectl: kubectlPath(t)}
+	dc, c := upDevCluster(t, ctx, devcluster.Options{Agents: 2, PodNetwork: string(backend)}, imageTar)
 	c.must("apply", "-f", writeFile(t, t.TempDir(), "web.yaml", `apiVersion: apps/v1
 kind: Deployment
 metadata: {name: web}
