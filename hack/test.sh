@@ -14,6 +14,8 @@ if [ "$(id -u)" = 0 ]; then
   [ -x /bin/busybox ] || need+=(busybox-static)
   command -v iptables >/dev/null 2>&1 || need+=(iptables)
   command -v nft >/dev/null 2>&1 || need+=(nftables)
+  # The multi-host tests (dev clusters of network namespaces) use ip.
+  command -v ip >/dev/null 2>&1 || need+=(iproute2)
 fi
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
