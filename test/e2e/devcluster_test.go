@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -20,7 +21,9 @@ import (
 // runs: the server and two agents joined with a token are Ready; an image
 // loaded into every host runs in a pod the scheduler puts on an agent, and
 // the API server reads its log from that agent's namespace; the agent's
-// processes killed with SIGKILL make its node NotReady; 'plainkube dev
+// processes killed with SIGKILL make its node NotReady and a Deployment's
+// pod there is recreated on the other nodes (node lifecycle's taint
+// eviction, with the pods' one-second tolerations); 'plainkube dev
 // cluster down' leaves no namespace, link, nftables table, mount or
 // process; the same directory comes up again and goes down again from its
 // names alone (no state file: a run that crashed). Root only.
@@ -90,6 +93,41 @@ spec:
 	}
 	c.eventually([]string{"hello-from-agent2"}, "logs", "on-agent2")
 
+	// A Deployment with a pod on every node; NotReady nodes are left out of
+	// the spread (nodeTaintsPolicy: Honor), so the replacement fits.
+	c.must("apply", "-f", writeFile(t, t.TempDir(), "spread.yaml", `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: spread}
+spec:
+  replicas: 3
+  selector: {matchLabels: {app: spread}}
+  template:
+    metadata: {labels: {app: spread}}
+    spec:
+      terminationGracePeriodSeconds: 1
+      topologySpreadConstraints:
+      - {maxSkew: 1, topologyKey: kubernetes.io/hostname, whenUnsatisfiable: DoNotSchedule, nodeTaintsPolicy: Honor, labelSelector: {matchLabels: {app: spread}}}
+      tolerations:
+      - {key: node.kubernetes.io/unreachable, operator: Exists, effect: NoExecute, tolerationSeconds: 1}
+      - {key: node.kubernetes.io/not-ready, operator: Exists, effect: NoExecute, tolerationSeconds: 1}
+      containers:
+      - {name: c, image: busybox:e2e, imagePullPolicy: Never, command: ["sleep", "3599"]}
+`))
+	c.eventually([]string{"3/3"}, "get", "deployment", "spread")
+	spread := func() map[string]int {
+		out := c.must("get", "pods", "-l", "app=spread", "-o", `jsonpath={range .items[?(@.status.phase=="Running")]}{.spec.nodeName} {.metadata.deletionTimestamp}{"\n"}{end}`)
+		perNode := map[string]int{}
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+			if f := strings.Fields(line); len(f) == 1 { // not terminating
+				perNode[f[0]]++
+			}
+		}
+		return perNode
+	}
+	if perNode := spread(); len(perNode) != 3 {
+		t.Fatalf("the Deployment's running pods by node: %v, want one on each of 3", perNode)
+	}
+
 	// kill -9 of agent1's processes: its node goes NotReady.
 	killed := time.Now()
 	if err := dc.Crash("agent1"); err != nil {
@@ -100,6 +138,11 @@ spec:
 		return strings.Contains(out, "NotReady"), out
 	})
 	t.Logf("agent1 NotReady %s after its processes were killed", time.Since(killed).Round(time.Second))
+	waitFor(t, 60*time.Second, "the pod on agent1 recreated on the other nodes", func() (bool, string) {
+		perNode := spread()
+		return perNode["agent1"] == 0 && perNode["server0"]+perNode["agent2"] == 3, fmt.Sprint(perNode)
+	})
+	t.Logf("3 pods running on server0 and agent2 %s after agent1's processes were killed", time.Since(killed).Round(time.Second))
 
 	// down, as the command (from the state file), then nothing is left.
 	if out, err := exec.Command(binary, "dev", "cluster", "down", "--dir", dir).CombinedOutput(); err != nil {

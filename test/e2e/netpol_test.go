@@ -20,37 +20,41 @@ func TestNetworkPolicy(t *testing.T) {
 	c := startCluster(t, "--enable-node", "--bind-address", "0.0.0.0", "--cluster-cidr", "10.121.0.0/16", "--dns-upstream", fakeUpstream(t))
 	c.eventually([]string{"Ready", "control-plane"}, "get", "nodes")
 	buildNettool(t, c.dataDir)
-	networkPolicyWalkthrough(t, c, "")
+	networkPolicyWalkthrough(t, c, "", "")
 }
 
-// TestNetworkPolicyOnDevCluster is the walk-through on a joined agent of a
-// dev cluster (hosts as network namespaces): the agent's own enforcer
-// programs its pods. The pods share that node (no pod network between
-// hosts yet).
+// TestNetworkPolicyOnDevCluster is the walk-through across the hosts of a
+// dev cluster (network namespaces, the host-gw pod network): the server
+// pod on agent2, its clients on agent1, so each agent's own enforcer
+// programs its pods and the policies hold between nodes.
 func TestNetworkPolicyOnDevCluster(t *testing.T) {
 	requireDevCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	_, c := upDevCluster(t, ctx, devcluster.Options{Agents: 1}, nettoolImageTar(t))
-	networkPolicyWalkthrough(t, c, "agent1")
+	_, c := upDevCluster(t, ctx, devcluster.Options{Agents: 2}, nettoolImageTar(t))
+	networkPolicyWalkthrough(t, c, "agent2", "agent1")
 }
 
 // networkPolicyWalkthrough is issue #21's NetworkPolicy walk-through, with
-// kubectl, in a namespace of its own (its pods on node, if given): a
-// default-deny policy blocks all ingress (but the kubelet's probes), an
-// allow policy for app=client on port 8080 admits exactly that client —
-// by the pod's address and through its Service — and deleting the
-// policies restores traffic.
-func networkPolicyWalkthrough(t *testing.T, c *cluster, node string) {
+// kubectl, in a namespace of its own (the server pod on serverNode and its
+// clients on clientNode, if given): a default-deny policy blocks all
+// ingress (but the kubelet's probes), an allow policy for app=client on
+// port 8080 admits exactly that client — by the pod's address and through
+// its Service — and deleting the policies restores traffic; then an
+// egress policy whose ipBlock excepts the server's node's pod range stops
+// one client from reaching the pods there, and only that client.
+func networkPolicyWalkthrough(t *testing.T, c *cluster, serverNode, clientNode string) {
 	t.Cleanup(func() {
 		c.run("delete", "namespace", "np", "--wait=false")
 		c.eventually([]string{"No resources found"}, "get", "pods", "-n", "np")
 	})
-	placement := ""
-	if node != "" {
-		placement = "\n  nodeSelector: {kubernetes.io/hostname: " + node + "}"
+	placement := func(node string) string {
+		if node == "" {
+			return ""
+		}
+		return "\n  nodeSelector: {kubernetes.io/hostname: " + node + "}"
 	}
-	c.must("apply", "-f", writeFile(t, t.TempDir(), "pods.yaml", strings.ReplaceAll(`apiVersion: v1
+	c.must("apply", "-f", writeFile(t, t.TempDir(), "pods.yaml", strings.NewReplacer("\n  serverNode:", placement(serverNode), "\n  clientNode:", placement(clientNode)).Replace(`apiVersion: v1
 kind: Namespace
 metadata: {name: np}
 ---
@@ -58,6 +62,7 @@ apiVersion: v1
 kind: Pod
 metadata: {name: server, namespace: np, labels: {app: server}}
 spec:
+  serverNode:
   terminationGracePeriodSeconds: 1
   containers:
   - name: c
@@ -78,6 +83,7 @@ apiVersion: v1
 kind: Pod
 metadata: {name: client, namespace: np, labels: {app: client}}
 spec:
+  clientNode:
   terminationGracePeriodSeconds: 1
   containers:
   - {name: c, image: nettool:e2e, imagePullPolicy: Never, command: ["nettool", "pause"]}
@@ -86,10 +92,11 @@ apiVersion: v1
 kind: Pod
 metadata: {name: other, namespace: np, labels: {app: other}}
 spec:
+  clientNode:
   terminationGracePeriodSeconds: 1
   containers:
   - {name: c, image: nettool:e2e, imagePullPolicy: Never, command: ["nettool", "pause"]}
-`, "\n  terminationGracePeriodSeconds: 1", placement+"\n  terminationGracePeriodSeconds: 1")))
+`)))
 	waitPods(t, c, "--for=condition=Ready", "-n", "np", "pod/server", "pod/client", "pod/other")
 	serverIP := c.must("get", "pod", "server", "-n", "np", "-o", "jsonpath={.status.podIP}")
 	clusterIP := c.must("get", "svc", "server", "-n", "np", "-o", "jsonpath={.spec.clusterIP}")
@@ -147,4 +154,22 @@ spec:
 	c.must("delete", "networkpolicy", "-n", "np", "default-deny", "allow-client")
 	expect("other", direct, true)
 	expect("other", service, true)
+
+	// Egress by address: other may go anywhere but to the server's node's
+	// pods (by the pod's address or, after the Service's DNAT, through it).
+	serverPods := c.must("get", "node", c.must("get", "pod", "server", "-n", "np", "-o", "jsonpath={.spec.nodeName}"), "-o", "jsonpath={.spec.podCIDR}")
+	c.must("apply", "-f", writeFile(t, t.TempDir(), "egress.yaml", `apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: not-to-the-server-node, namespace: np}
+spec:
+  podSelector: {matchLabels: {app: other}}
+  policyTypes: [Egress]
+  egress:
+  - to: [{ipBlock: {cidr: 0.0.0.0/0, except: [`+serverPods+`]}}]
+`))
+	expect("other", direct, false)
+	expect("other", service, false)
+	expect("client", direct, true)
+	c.must("delete", "networkpolicy", "-n", "np", "not-to-the-server-node")
+	expect("other", direct, true)
 }
