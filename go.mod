@@ -34,13 +34,10 @@ require (
 )
 
 require (
-	github.com/NYTimes/gziphandler v1.1.1 // indirect
-	github.com/google/nftables v0.3.0 // indirect
-	github.com/kylelemons/godebug v1.1.0 // indirect
+	github.com/google/nftables v0.3.0
 	github.com/mdlayher/netlink v1.11.2 // indirect
 	github.com/mdlayher/socket v0.6.1 // indirect
 	k8s.io/dynamic-resource-allocation v0.37.2
-	k8s.io/kms v0.37.2 // indirect
 	k8s.io/kube-aggregator v0.37.2
 )
 

@@ -73,6 +73,9 @@ type familyTable struct {
 	fam   family
 	nft   knftables.Interface
 	state *tableState
+	// elements writes the transactions of element changes only (nil:
+	// all go through nft).
+	elements *netfilter.ElementWriter
 }
 
 // New makes a Netpol whose informers are registered on factory (the
@@ -157,7 +160,7 @@ func New(factory informers.SharedInformerFactory, opts Options) (*Netpol, error)
 		if err != nil {
 			return nil, fmt.Errorf("nftables: %w", err)
 		}
-		n.tables = append(n.tables, &familyTable{fam: f, nft: nft, state: newTableState(f)})
+		n.tables = append(n.tables, &familyTable{fam: f, nft: nft, state: newTableState(f), elements: f.NewElementWriter(opts.Table)})
 	}
 	return n, nil
 }
@@ -378,7 +381,11 @@ func (n *Netpol) syncOnce(ctx context.Context) error {
 			continue
 		}
 		ops += tx.NumOperations()
-		if err := t.nft.Run(ctx, tx); err != nil {
+		if err := t.elements.Run(ctx, t.nft, tx, &t.state.log); err != nil {
+			if errors.Is(err, netfilter.ErrNetlink) {
+				n.log.Warn("writing elements over netlink failed; nft writes them from now on", "family", t.fam.NFT, "err", err)
+				t.elements = nil
+			}
 			errs = append(errs, fmt.Errorf("%s table: %w", t.fam.NFT, err))
 			continue
 		}

@@ -279,6 +279,23 @@ func TestEnforcedInNetworkNamespaces(t *testing.T) {
 	n.expect("client", service, true) // judged after the DNAT, by the endpoint
 	n.expect("other", service, false)
 
+	t.Log("a pod relabelled into a peer selector is admitted, and out of it no longer (element changes only)")
+	relabel := func(app string) {
+		t.Helper()
+		p, err := cs.CoreV1().Pods("x").Get(ctx, "other", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Labels["app"] = app
+		if _, err := cs.CoreV1().Pods("x").Update(ctx, p, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	relabel("client")
+	n.expect("other", server, true)
+	relabel("other")
+	n.expect("other", server, false)
+
 	t.Log("a named port resolves to the server's container port")
 	create(policy("x", "allow-metrics", map[string]string{"app": "server"}, nil,
 		[]networkingv1.NetworkPolicyIngressRule{{Ports: []networkingv1.NetworkPolicyPort{port(tcp, intstr.FromString("metrics"))}}}, nil))

@@ -258,6 +258,17 @@ func (f family) set(name string, s setSpec) *knftables.Set {
 	return &knftables.Set{Name: name, Type: s.typ}
 }
 
-func setElement(set, key string) *knftables.Element {
-	return &knftables.Element{Set: set, Key: strings.Split(key, " . ")}
+// setElement is key added to or deleted from the set named set.
+func setElement(set string, spec setSpec, key string, delete bool) netfilter.ElementChange {
+	return netfilter.ElementChange{Delete: delete, Set: set, KeyType: spec.typ, Key: strings.Split(key, " . ")}
+}
+
+// dispatchElement sends address a to chain in direction d's map, or
+// deletes a's element if chain is "".
+func (f family) dispatchElement(d direction, a netip.Addr, chain string) netfilter.ElementChange {
+	c := netfilter.ElementChange{Delete: chain == "", Set: dispatchMap(d), KeyType: f.AddrType, ValueType: "verdict", Key: []string{a.String()}}
+	if chain != "" {
+		c.Value = []string{"goto " + chain}
+	}
+	return c
 }

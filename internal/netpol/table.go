@@ -7,6 +7,8 @@ import (
 	"slices"
 
 	"sigs.k8s.io/knftables"
+
+	"plainkube.dev/plainkube/internal/netfilter"
 )
 
 // tableState is what was written into one family's table, per policy, so
@@ -26,6 +28,9 @@ type tableState struct {
 	// address's map element sends to.
 	refs     [2]map[netip.Addr]map[string]int
 	dispatch [2]map[netip.Addr]string
+	// log mirrors the transaction's element changes, so that one of
+	// nothing else can go over netlink.
+	log netfilter.ElementLog
 }
 
 // policyState is one policy as written.
@@ -49,6 +54,7 @@ func (s *tableState) reset() {
 		s.refs[d] = map[netip.Addr]map[string]int{}
 		s.dispatch[d] = map[netip.Addr]string{}
 	}
+	s.log.Reset()
 }
 
 // full adds to tx a rewrite of the whole table from scratch (the table is
@@ -179,11 +185,11 @@ func (s *tableState) apply(tx *knftables.Transaction, updates map[string]*compil
 				continue
 			}
 			if have != "" {
-				tx.Delete(&knftables.Element{Map: dispatchMap(d), Key: []string{a.String()}})
+				s.log.Add(tx, s.fam.dispatchElement(d, a, ""))
 				delete(s.dispatch[d], a)
 			}
 			if want != "" {
-				tx.Add(&knftables.Element{Map: dispatchMap(d), Key: []string{a.String()}, Value: []string{"goto " + want}})
+				s.log.Add(tx, s.fam.dispatchElement(d, a, want))
 				s.dispatch[d][a] = want
 				narrowed = true
 			}
@@ -235,13 +241,13 @@ func (s *tableState) diff(tx *knftables.Transaction, key string, old, cur object
 		for _, e := range cur.elements[name] {
 			want[e] = true
 			if !have[e] {
-				tx.Add(setElement(name, e))
+				s.log.Add(tx, setElement(name, cur.sets[name], e, false))
 				narrowed = narrowed || name == sel
 			}
 		}
 		for _, e := range old.elements[name] {
 			if !want[e] {
-				tx.Delete(setElement(name, e))
+				s.log.Add(tx, setElement(name, cur.sets[name], e, true))
 				narrowed = true
 			}
 		}

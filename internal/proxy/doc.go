@@ -21,7 +21,10 @@
 // topology hints; traffic policies); render (rules.go) turns them into
 // the Service's chains, sets and map elements; tableState (table.go)
 // diffs them against what was written last into a knftables transaction,
-// so one changed EndpointSlice rewrites only its Service's part. Proxy
+// so one changed EndpointSlice rewrites only its Service's part; when
+// that part is endpoint and hairpin elements only, they go over netlink
+// in one atomic batch (netfilter.ElementWriter, elements.go), without
+// nft's reading of the whole table before each transaction. Proxy
 // (proxy.go) is the driver: informer events mark Services dirty, Run
 // syncs them, rewrites the whole table at start, every ResyncPeriod and
 // after a failed transaction, and leaves only a fence rejecting the

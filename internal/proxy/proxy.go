@@ -93,6 +93,9 @@ type familyTable struct {
 	fam   family
 	nft   knftables.Interface
 	state *tableState
+	// elements writes the element-only changes of a sync (nil: all go
+	// through nft).
+	elements *netfilter.ElementWriter
 }
 
 // New makes a Proxy whose informers are registered on factory (the caller
@@ -187,7 +190,7 @@ func New(cs kubernetes.Interface, factory informers.SharedInformerFactory, opts 
 		if err != nil {
 			return nil, fmt.Errorf("nftables: %w", err)
 		}
-		p.tables = append(p.tables, &familyTable{fam: f, nft: nft, state: newTableState(f)})
+		p.tables = append(p.tables, &familyTable{fam: f, nft: nft, state: newTableState(f), elements: f.NewElementWriter(opts.Table)})
 	}
 	return p, nil
 }
@@ -385,11 +388,16 @@ func (p *Proxy) syncOnce(ctx context.Context) error {
 			}
 		}
 		// An empty transaction (the other family's table, mostly) is not
-		// worth an nft run, which reads the table first.
+		// worth an nft run, which reads the table first; element changes
+		// alone go over netlink.
 		if tx.NumOperations() == 0 {
 			continue
 		}
-		if err := t.nft.Run(ctx, tx); err != nil {
+		if err := t.elements.Run(ctx, t.nft, tx, &t.state.log); err != nil {
+			if errors.Is(err, netfilter.ErrNetlink) {
+				p.log.Warn("writing elements over netlink failed; nft writes them from now on", "err", err)
+				t.elements = nil
+			}
 			// The state no longer says what is in the table.
 			errs = append(errs, fmt.Errorf("%s table: %w", t.fam.NFT, err))
 			continue

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"sigs.k8s.io/knftables"
+
+	"plainkube.dev/plainkube/internal/netfilter"
 )
 
 // tableState is what the proxy last wrote into one family's table, per
@@ -31,6 +33,9 @@ type tableState struct {
 	// hairpin-pairs element goes with the last.
 	hairpins map[netip.Addr]int
 	fam      family
+	// log mirrors the transaction's element changes that could go over
+	// netlink (byNetlink).
+	log netfilter.ElementLog
 }
 
 func newTableState(f family) *tableState {
@@ -46,6 +51,25 @@ func (s *tableState) reset() {
 	s.blocked = map[string]bool{}
 	s.slots = slotAllocator{}
 	s.hairpins = map[netip.Addr]int{}
+	s.log.Reset()
+}
+
+// addElement and deleteElement add the element's change to tx, and to
+// the log when it could go over netlink.
+func (s *tableState) addElement(tx *knftables.Transaction, e element) {
+	if byNetlink(e) {
+		s.log.Add(tx, s.fam.elementChange(e, false))
+		return
+	}
+	tx.Add(knftablesElement(e))
+}
+
+func (s *tableState) deleteElement(tx *knftables.Transaction, e element) {
+	if byNetlink(e) {
+		s.log.Add(tx, s.fam.elementChange(e, true))
+		return
+	}
+	tx.Delete(knftablesElement(e))
 }
 
 // slotRange is n slots of an endpoint-slots map from base.
@@ -111,13 +135,13 @@ func (s *tableState) place(r *serviceRules, old serviceRules) (unused []slotRang
 // in cur and not in old, and removes those of old's no Service serves
 // any more.
 func (s *tableState) updateHairpins(tx *knftables.Transaction, old, cur []netip.Addr) {
-	pair := func(a netip.Addr) *knftables.Element {
-		return &knftables.Element{Set: hairpinSet, Key: []string{a.String(), a.String()}}
+	pair := func(a netip.Addr) element {
+		return element{container: hairpinSet, key: a.String() + " . " + a.String()}
 	}
 	for _, a := range cur {
 		if !slices.Contains(old, a) {
 			if s.hairpins[a]++; s.hairpins[a] == 1 {
-				tx.Add(pair(a))
+				s.addElement(tx, pair(a))
 			}
 		}
 	}
@@ -125,7 +149,7 @@ func (s *tableState) updateHairpins(tx *knftables.Transaction, old, cur []netip.
 		if !slices.Contains(cur, a) {
 			if s.hairpins[a]--; s.hairpins[a] == 0 {
 				delete(s.hairpins, a)
-				tx.Delete(pair(a))
+				s.deleteElement(tx, pair(a))
 			}
 		}
 	}
@@ -188,7 +212,7 @@ func (s *tableState) update(tx *knftables.Transaction, key string, r serviceRule
 	}
 	for _, e := range old.elements {
 		if n, ok := want[e.id()]; !ok || n.value != e.value {
-			tx.Delete(knftablesElement(e))
+			s.deleteElement(tx, e)
 			if !ok {
 				delete(s.owners, e.id())
 				released = released || !strings.HasPrefix(e.container, endpointSlotsPrefix)
@@ -201,7 +225,7 @@ func (s *tableState) update(tx *knftables.Transaction, key string, r serviceRule
 	}
 	for _, e := range r.elements {
 		if o, ok := have[e.id()]; !ok || o.value != e.value {
-			tx.Add(knftablesElement(e))
+			s.addElement(tx, e)
 		}
 		s.owners[e.id()] = key
 	}
