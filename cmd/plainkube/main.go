@@ -480,6 +480,7 @@ func runBench(args []string) error {
 	fs.IntVar(&o.Pods, "pods", 20, "pod-startup: pods")
 	fs.IntVar(&o.Claims, "claims", 1000, "pvc: claims (and pods using them)")
 	fs.IntVar(&o.Agents, "agents", 2, "devcluster: agents beside the server")
+	fs.StringVar(&o.PodNetwork, "pod-network", "", "podnet: the backend to measure, host-gw or vxlan (default: both)")
 	fs.StringVar(&o.PodImage, "image", "busybox:1.36", "pod-startup: image present on the nodes")
 	fs.IntVar(&o.Services, "services", 1000, "netprog: Services of 10 endpoints each")
 	fs.IntVar(&o.Changes, "changes", 100, "netprog: EndpointSlice changes timed, one at a time")

@@ -84,6 +84,8 @@ type Options struct {
 	Claims int
 	// Agents sizes devcluster (default 2).
 	Agents int
+	// PodNetwork is podnet's backend, host-gw or vxlan (default: both).
+	PodNetwork string
 	// Services and Changes size netprog; DNSServer (ip:port) is the DNS
 	// answerer the dns workload asks (default: the first real node's).
 	Services  int
@@ -116,6 +118,13 @@ var Workloads = []Workload{
 	{"netprog", "Services of 10 endpoints on a real node's proxy: EndpointSlice change to rules in place", runNetprog},
 	{"dns", "a node's DNS answerer: queries/s and latency for a cluster name from one client", runDNS},
 	{"devcluster", "a server and --agents agents as network namespaces of this machine (root): time to every node Ready, and down", runDevCluster},
+	{"podnet", "pod to pod on a dev cluster (root), same node and another node, per --pod-network backend: TCP round trip and throughput", runPodNet},
+}
+
+// makesItsCluster says whether the workload starts the cluster it
+// measures (no --kubeconfig needed).
+func makesItsCluster(name string) bool {
+	return name == "startup" || name == "devcluster" || name == "podnet"
 }
 
 // Run runs the named workloads and returns the report.
@@ -137,7 +146,7 @@ func Run(ctx context.Context, names []string, o *Options) (*Report, error) {
 		if !ok {
 			return nil, fmt.Errorf("unknown workload %q (known: %s)", name, strings.Join(workloadNames(), ", "))
 		}
-		if w.Name != "startup" && w.Name != "devcluster" && o.Config == nil { // those two make their own
+		if !makesItsCluster(w.Name) && o.Config == nil {
 			return nil, fmt.Errorf("workload %s needs --kubeconfig", name)
 		}
 		res := Result{Workload: w.Name}

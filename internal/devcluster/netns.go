@@ -2,6 +2,7 @@ package devcluster
 
 import (
 	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,7 +18,7 @@ const netnsDir = "/run/netns"
 
 func netnsPath(name string) string { return filepath.Join(netnsDir, name) }
 
-// inNetns runs fn on an OS thread that has entered the named network
+// InNetns runs fn on an OS thread that has entered the named network
 // namespace, and returns the thread to the namespace it had before; a
 // thread that could not return stays locked and ends with its goroutine
 // (Go throws such a thread away; Go's main thread it keeps, which is why
@@ -26,7 +27,7 @@ func netnsPath(name string) string { return filepath.Join(netnsDir, name) }
 // /proc/sys/net files) and the processes it starts belong to the
 // namespace; the mount namespace stays the machine's, so the hosts'
 // mounts under the cluster's directory are the machine's to see and remove.
-func inNetns(name string, fn func() error) error {
+func InNetns(name string, fn func() error) error {
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
@@ -60,7 +61,7 @@ func inNetns(name string, fn func() error) error {
 
 // startIn starts cmd in the named network namespace.
 func startIn(netns string, cmd *exec.Cmd) error {
-	return inNetns(netns, cmd.Start)
+	return InNetns(netns, cmd.Start)
 }
 
 // ipBatch runs iproute2 commands (one a line, without "ip") in one
@@ -96,7 +97,7 @@ func namedNetns(keep func(string) bool) []string {
 // containerd and the pods' shims are gone.
 func podNetns(node string) ([]string, error) {
 	var h *netlink.Handle
-	if err := inNetns(node, func() (err error) {
+	if err := InNetns(node, func() (err error) {
 		h, err = netlink.NewHandle() // its sockets stay in the namespace
 		return err
 	}); err != nil {
@@ -143,7 +144,37 @@ func removeNetns(name string) error {
 
 // setSysctl writes a sysctl (net.ipv4.ip_forward) inside a namespace.
 func setSysctl(netns, key, value string) error {
-	return inNetns(netns, func() error {
+	return InNetns(netns, func() error {
 		return os.WriteFile(filepath.Join("/proc/sys", strings.ReplaceAll(key, ".", "/")), []byte(value), 0o644)
 	})
+}
+
+// PodNetns names the network namespace (cni-…) of the pod with address
+// ip on one of the cluster's hosts.
+func (c *Cluster) PodNetns(ip netip.Addr) (string, error) {
+	for _, h := range c.Hosts {
+		names, err := podNetnsOrNone(h.Netns)
+		if err != nil {
+			return "", err
+		}
+		for _, name := range names {
+			var has bool
+			err := InNetns(name, func() error {
+				addrs, err := netlink.AddrList(nil, netlink.FAMILY_ALL)
+				for _, a := range addrs {
+					if addr, ok := netip.AddrFromSlice(a.IP); ok && addr.Unmap() == ip {
+						has = true
+					}
+				}
+				return err
+			})
+			if err != nil {
+				return "", err
+			}
+			if has {
+				return name, nil
+			}
+		}
+	}
+	return "", fmt.Errorf("devcluster: no pod network namespace holds %s", ip)
 }
