@@ -62,7 +62,7 @@ type Netpol struct {
 	// spanning are the policies whose peers may be in any namespace
 	// (namespaceSelector peers; egress named ports to any pod or an
 	// ipBlock): a pod or namespace anywhere may change them.
-	spanning map[string]bool
+	spanning map[string]peerNamespaces
 	kick     reconcile.Kick
 	// afterSync, when set (by tests), hears of each successful sync: the
 	// policies it programmed.
@@ -94,7 +94,7 @@ func New(factory informers.SharedInformerFactory, opts Options) (*Netpol, error)
 		opts.Logger = slog.Default()
 	}
 	n := &Netpol{opts: opts, log: opts.Logger.With("component", "netpol"), dirty: map[string]bool{}, full: true,
-		spanning: map[string]bool{}, kick: reconcile.NewKick()}
+		spanning: map[string]peerNamespaces{}, kick: reconcile.NewKick()}
 	polInf := factory.Networking().V1().NetworkPolicies()
 	podInf := factory.Core().V1().Pods()
 	nsInf := factory.Core().V1().Namespaces()
@@ -104,8 +104,8 @@ func New(factory informers.SharedInformerFactory, opts Options) (*Netpol, error)
 		np := obj.(*networkingv1.NetworkPolicy)
 		key := np.Namespace + "/" + np.Name
 		n.mu.Lock()
-		if spansNamespaces(np) {
-			n.spanning[key] = true
+		if peers, ok := spanningPeers(np); ok {
+			n.spanning[key] = peers
 		} else {
 			delete(n.spanning, key)
 		}
@@ -187,24 +187,50 @@ func containerPorts(p *corev1.Pod) [][]corev1.ContainerPort {
 	return out
 }
 
-// spansNamespaces reports whether np's peers may be pods of any
-// namespace: it has a namespaceSelector, or an egress named port to no
-// peer in particular or to an ipBlock (resolved on the pods there).
-func spansNamespaces(np *networkingv1.NetworkPolicy) bool {
-	hasNamespaceSelector := func(peers []networkingv1.NetworkPolicyPeer) bool {
-		return slices.ContainsFunc(peers, func(p networkingv1.NetworkPolicyPeer) bool { return p.NamespaceSelector != nil })
+// peerNamespaces is what a spanning policy's peers say of namespaces,
+// worked out once per change of the policy (a pod event asks every
+// spanning policy): its peers' namespace selectors, and whether an
+// egress named port reaches pods anywhere.
+type peerNamespaces struct {
+	selectors []labels.Selector // nil for one that does not parse: it may match anything
+	anywhere  bool
+}
+
+// spanningPeers says whether np's peers may be pods of any namespace —
+// it has a namespaceSelector, or an egress named port to no peer in
+// particular or to an ipBlock (resolved on the pods there) — and which.
+func spanningPeers(np *networkingv1.NetworkPolicy) (peerNamespaces, bool) {
+	var p peerNamespaces
+	spans := false
+	add := func(peers []networkingv1.NetworkPolicyPeer) {
+		for _, peer := range peers {
+			if peer.NamespaceSelector == nil {
+				continue
+			}
+			spans = true
+			sel, err := metav1.LabelSelectorAsSelector(peer.NamespaceSelector)
+			if err != nil {
+				sel = nil
+			}
+			p.selectors = append(p.selectors, sel)
+		}
 	}
 	for _, r := range np.Spec.Ingress {
-		if hasNamespaceSelector(r.From) {
-			return true
-		}
+		add(r.From)
 	}
 	for _, r := range np.Spec.Egress {
-		if hasNamespaceSelector(r.To) || namedPortToAny(r) {
-			return true
+		add(r.To)
+		if namedPortToAny(r) {
+			spans, p.anywhere = true, true
 		}
 	}
-	return false
+	return p, spans
+}
+
+// mayHavePeersIn reports whether a pod of a namespace labelled nsLabels
+// may be one of the policy's peers.
+func (p peerNamespaces) mayHavePeersIn(nsLabels labels.Set) bool {
+	return p.anywhere || slices.ContainsFunc(p.selectors, func(sel labels.Selector) bool { return sel == nil || sel.Matches(nsLabels) })
 }
 
 // namedPortToAny reports whether egress rule r has a named port and no
@@ -231,17 +257,12 @@ func (n *Netpol) markNamespace(ns string) {
 		}
 	}
 	n.mu.Lock()
-	spanning := slices.Collect(maps.Keys(n.spanning))
-	n.mu.Unlock()
-	for _, key := range spanning {
-		if ns != "" {
-			pns, name, _ := cache.SplitMetaNamespaceKey(key)
-			if np, err := n.policies.NetworkPolicies(pns).Get(name); err == nil && !mayHavePeersIn(np, nsLabels) {
-				continue
-			}
+	for key, peers := range n.spanning {
+		if ns == "" || peers.mayHavePeersIn(nsLabels) {
+			keys = append(keys, key)
 		}
-		keys = append(keys, key)
 	}
+	n.mu.Unlock()
 	if len(keys) == 0 {
 		return
 	}
@@ -251,31 +272,6 @@ func (n *Netpol) markNamespace(ns string) {
 	}
 	n.mu.Unlock()
 	n.poke()
-}
-
-// mayHavePeersIn reports whether a pod of a namespace labelled nsLabels
-// may be one of spanning policy np's peers.
-func mayHavePeersIn(np *networkingv1.NetworkPolicy, nsLabels labels.Set) bool {
-	matches := func(peers []networkingv1.NetworkPolicyPeer) bool {
-		return slices.ContainsFunc(peers, func(p networkingv1.NetworkPolicyPeer) bool {
-			if p.NamespaceSelector == nil {
-				return false
-			}
-			sel, err := metav1.LabelSelectorAsSelector(p.NamespaceSelector)
-			return err != nil || sel.Matches(nsLabels)
-		})
-	}
-	for _, r := range np.Spec.Ingress {
-		if matches(r.From) {
-			return true
-		}
-	}
-	for _, r := range np.Spec.Egress {
-		if matches(r.To) || namedPortToAny(r) {
-			return true
-		}
-	}
-	return false
 }
 
 func (n *Netpol) poke() { n.kick.Poke() }
