@@ -15,7 +15,8 @@ import (
 // The node's admission of a pod, as upstream's kubelet admits a pod before
 // it runs it: a pod whose host ports another pod on the node already holds
 // is rejected (phase Failed, reason NodePorts), so that its controller
-// makes another elsewhere instead of it never starting.
+// makes another elsewhere instead of it never starting; so is one with a
+// sysctl the node does not allow (reason SysctlForbidden, sysctls.go).
 const (
 	reasonNodePorts  = "NodePorts"
 	messageNodePorts = "Predicate NodePorts failed: node(s) didn't have free ports for the requested pod ports"
@@ -78,16 +79,25 @@ func (a *Agent) admit(ctx context.Context, pod *corev1.Pod) (bool, error) {
 			held = append(held, o)
 		}
 	}
-	if !hostPortsConflict(pod, held) {
+	reason, message := "", ""
+	switch {
+	case hostPortsConflict(pod, held):
+		reason, message = reasonNodePorts, messageNodePorts
+	default:
+		if m := forbiddenSysctl(pod); m != "" {
+			reason, message = reasonSysctlForbidden, m
+		}
+	}
+	if reason == "" {
 		a.admitted.decide(pod.UID, true)
 		return true, nil
 	}
-	a.log.Info("rejecting pod", "pod", pod.Namespace+"/"+pod.Name, "reason", reasonNodePorts)
+	a.log.Info("rejecting pod", "pod", pod.Namespace+"/"+pod.Name, "reason", reason)
 	if a.events != nil {
-		a.events.Record(pod, "", corev1.EventTypeWarning, reasonNodePorts, "%s", messageNodePorts)
+		a.events.Record(pod, "", corev1.EventTypeWarning, reason, "%s", message)
 	}
 	upd := pod.DeepCopy()
-	upd.Status.Phase, upd.Status.Reason, upd.Status.Message = corev1.PodFailed, reasonNodePorts, "Pod was rejected: "+messageNodePorts
+	upd.Status.Phase, upd.Status.Reason, upd.Status.Message = corev1.PodFailed, reason, "Pod was rejected: "+message
 	if _, err := a.cs.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, upd, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return false, fmt.Errorf("rejecting pod: %w", err)
 	}

@@ -28,3 +28,30 @@ func TestHostPortsConflict(t *testing.T) {
 		}
 	}
 }
+
+// TestForbiddenSysctl: safe sysctls pass, by either separator; unsafe ones
+// and namespaced ones of a namespace shared with the host are refused, in
+// upstream's words.
+func TestForbiddenSysctl(t *testing.T) {
+	pod := func(hostNet, hostIPC bool, names ...string) *corev1.Pod {
+		p := &corev1.Pod{Spec: corev1.PodSpec{HostNetwork: hostNet, HostIPC: hostIPC, SecurityContext: &corev1.PodSecurityContext{}}}
+		for _, n := range names {
+			p.Spec.SecurityContext.Sysctls = append(p.Spec.SecurityContext.Sysctls, corev1.Sysctl{Name: n, Value: "1"})
+		}
+		return p
+	}
+	for _, c := range []struct {
+		pod  *corev1.Pod
+		want string
+	}{
+		{&corev1.Pod{}, ""},
+		{pod(false, false, "kernel.shm_rmid_forced", "net/ipv4/ip_local_port_range"), ""},
+		{pod(false, false, "kernel.msgmax"), `forbidden sysctl: "kernel.msgmax" not allowlisted`},
+		{pod(true, false, "net.ipv4.tcp_syncookies"), `forbidden sysctl: "net.ipv4.tcp_syncookies" not allowed with host Net enabled`},
+		{pod(false, true, "kernel.shm_rmid_forced"), `forbidden sysctl: "kernel.shm_rmid_forced" not allowed with host IPC enabled`},
+	} {
+		if got := forbiddenSysctl(c.pod); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.pod.Spec.SecurityContext, got, c.want)
+		}
+	}
+}

@@ -195,6 +195,12 @@ func plan(pod *corev1.Pod, obs observed, now time.Time) (acts []action, next tim
 		a, n := planContainer(c, obs, now, gracePeriod(pod), func(code int32) bool { return restarts(pod.Spec.RestartPolicy, code) })
 		acts, next = append(acts, a...), earliest(next, n)
 	}
+	// Ephemeral containers (kubectl debug) start once and never again.
+	never := func(int32) bool { return false }
+	for i := range pod.Spec.EphemeralContainers {
+		a, n := planContainer(podutil.Ephemeral(&pod.Spec.EphemeralContainers[i]), obs, now, gracePeriod(pod), never)
+		acts, next = append(acts, a...), earliest(next, n)
+	}
 	acts = append(acts, planResize(pod, obs, acts)...)
 	return acts, earliest(next, deadline)
 }
@@ -311,6 +317,15 @@ func initProgress(pod *corev1.Pod, obs observed) (next int, failed bool) {
 	return len(pod.Spec.InitContainers), false
 }
 
+// ephemerals are pod's ephemeral containers, as Containers.
+func ephemerals(pod *corev1.Pod) []corev1.Container {
+	var out []corev1.Container
+	for i := range pod.Spec.EphemeralContainers {
+		out = append(out, *podutil.Ephemeral(&pod.Spec.EphemeralContainers[i]))
+	}
+	return out
+}
+
 // imageRecheck is how often a pod waiting for a missing image looks again.
 const imageRecheck = 10 * time.Second
 
@@ -325,7 +340,7 @@ func planDeletion(pod *corev1.Pod, obs observed, now time.Time) []action {
 		return r.State == runtime.Running || r.State == runtime.Created || r.State == runtime.Unknown
 	}
 	var sidecars []corev1.Container
-	for _, c := range slices.Concat(pod.Spec.InitContainers, pod.Spec.Containers) {
+	for _, c := range slices.Concat(pod.Spec.InitContainers, pod.Spec.Containers, ephemerals(pod)) {
 		if podutil.IsSidecar(&c) {
 			sidecars = append(sidecars, c)
 			continue
@@ -447,7 +462,7 @@ func podStatus(pod *corev1.Pod, obs observed, env nodeEnv, now time.Time) corev1
 	}
 
 	prev := map[string]corev1.ContainerStatus{}
-	for _, cs := range slices.Concat(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses) {
+	for _, cs := range slices.Concat(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses, pod.Status.EphemeralContainerStatuses) {
 		prev[cs.Name] = cs
 	}
 	next, initFailed := initProgress(pod, obs)
@@ -483,6 +498,10 @@ func podStatus(pod *corev1.Pod, obs observed, env nodeEnv, now time.Time) corev1
 			initializing(c, &cs)
 		}
 		st.ContainerStatuses = append(st.ContainerStatuses, cs)
+	}
+	st.EphemeralContainerStatuses = nil
+	for _, c := range ephemerals(pod) {
+		st.EphemeralContainerStatuses = append(st.EphemeralContainerStatuses, containerStatus(pod, &c, obs, prev[c.Name], now, func(int32) bool { return false }))
 	}
 
 	if st.QOSClass == "" {

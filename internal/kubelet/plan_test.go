@@ -96,6 +96,16 @@ func TestPlan(t *testing.T) {
 			want: []string{"StopContainer a c1 grace=7s", "StopSandbox sb", "RemoveSandbox sb", "DeletePod"}},
 		{name: "deletion of a pod never started", pod: testPod(corev1.RestartPolicyAlways, deleting(30)),
 			want: []string{"DeletePod"}},
+		{name: "an ephemeral container starts beside the running ones", pod: testPod(corev1.RestartPolicyAlways, withDebugger),
+			obs:  observed{Pod: runtime.Pod{Sandbox: ready(), Containers: runs(running("c1", 0))}},
+			want: []string{"StartContainer debugger #0"}},
+		{name: "an ephemeral container that exited is not restarted", pod: testPod(corev1.RestartPolicyAlways, withDebugger),
+			obs: observed{Pod: runtime.Pod{Sandbox: ready(), Containers: map[string][]runtime.Container{
+				"a": {running("c1", 0)}, "debugger": {{ID: "d1", Name: "debugger", State: runtime.Exited, ExitCode: 1, FinishedAt: t0}}}}}},
+		{name: "deletion stops ephemeral containers too", pod: testPod(corev1.RestartPolicyAlways, withDebugger, deleting(3)),
+			obs: observed{Pod: runtime.Pod{Sandbox: ready(), Containers: map[string][]runtime.Container{
+				"a": {running("c1", 0)}, "debugger": {{ID: "d1", Name: "debugger", State: runtime.Running}}}}},
+			want: []string{"StopContainer a c1 grace=3s", "StopContainer debugger d1 grace=3s", "StopSandbox sb", "RemoveSandbox sb", "DeletePod"}},
 		{name: "old sandboxes are removed", pod: testPod(corev1.RestartPolicyAlways),
 			obs:  observed{Pod: runtime.Pod{Sandbox: ready(), Others: []string{"old"}, Containers: runs(running("c1", 0))}},
 			want: []string{"StopSandbox old", "RemoveSandbox old"}},
@@ -115,6 +125,10 @@ func TestPlan(t *testing.T) {
 			}
 		})
 	}
+}
+
+func withDebugger(p *corev1.Pod) {
+	p.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "debugger", Image: "img"}}}
 }
 
 func TestRestartDelay(t *testing.T) {

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"k8s.io/component-helpers/node/util/sysctl"
+
 	grpcstatus "google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -64,8 +66,22 @@ func SandboxConfig(pod *corev1.Pod, attempt uint32, hostname string, dns *runtim
 		PortMappings: portMappings(pod),
 		Linux: &runtimeapi.LinuxPodSandboxConfig{
 			SecurityContext: sandboxSecurity(pod),
+			Sysctls:         sysctls(pod),
 		},
 	}
+}
+
+// sysctls are the pod's sysctls by their dotted names (the node admitted
+// them: see internal/kubelet's sysctls.go).
+func sysctls(pod *corev1.Pod) map[string]string {
+	if pod.Spec.SecurityContext == nil || len(pod.Spec.SecurityContext.Sysctls) == 0 {
+		return nil
+	}
+	out := map[string]string{}
+	for _, s := range pod.Spec.SecurityContext.Sysctls {
+		out[sysctl.NormalizeName(s.Name)] = s.Value
+	}
+	return out
 }
 
 // portMappings are the pod's hostPorts, for the CNI portmap plugin (a
