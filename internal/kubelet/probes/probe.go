@@ -328,8 +328,9 @@ func probePort(pod *corev1.Pod, port intstr.IntOrString) (int, error) {
 }
 
 // httpGetRequest is the GET of an httpGet probe or hook: to g.Host, else
-// the pod's IP, at g's port (a number or a container port's name), with
-// userAgent (if any) and then g's headers.
+// the pod's IP, at g's port (a number or a container port's name) and
+// path (with its query, if any), with userAgent (if any) and then g's
+// headers.
 func httpGetRequest(ctx context.Context, pod *corev1.Pod, g *corev1.HTTPGetAction, podIP, userAgent string) (*http.Request, error) {
 	port, err := probePort(pod, g.Port)
 	if err != nil {
@@ -343,7 +344,13 @@ func httpGetRequest(ctx context.Context, pod *corev1.Pod, g *corev1.HTTPGetActio
 	if g.Scheme == corev1.URISchemeHTTPS {
 		scheme = "https"
 	}
-	u := url.URL{Scheme: scheme, Host: net.JoinHostPort(host, strconv.Itoa(port)), Path: g.Path}
+	// The path may carry a query ("/dial?host=…"), as upstream's kubelet
+	// reads it; one that does not parse is taken as a plain path.
+	u, err := url.Parse(g.Path)
+	if err != nil {
+		u = &url.URL{Path: g.Path}
+	}
+	u.Scheme, u.Host = scheme, net.JoinHostPort(host, strconv.Itoa(port))
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return nil, err

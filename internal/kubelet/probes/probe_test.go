@@ -5,6 +5,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 var t0 = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
@@ -64,5 +65,25 @@ func TestProbeRecord(t *testing.T) {
 	}
 	if s.Failed {
 		t.Error("failed after 2 failures; the default threshold is 3")
+	}
+}
+
+// TestHTTPGetRequestKeepsTheQuery: a path with a query reaches the server
+// as a path and a query (upstream's conformance hooks ask netexec for
+// /dial?host=…), not as one escaped path.
+func TestHTTPGetRequestKeepsTheQuery(t *testing.T) {
+	pod := &corev1.Pod{}
+	for path, want := range map[string]string{
+		"/dial?host=10.0.0.1&port=8080&request=echo%3Fmsg%3Dprestop": "http://10.0.0.2:8080/dial?host=10.0.0.1&port=8080&request=echo%3Fmsg%3Dprestop",
+		"/healthz": "http://10.0.0.2:8080/healthz",
+		"":         "http://10.0.0.2:8080",
+	} {
+		req, err := httpGetRequest(t.Context(), pod, &corev1.HTTPGetAction{Path: path, Port: intstr.FromInt32(8080)}, "10.0.0.2", "")
+		if err != nil {
+			t.Fatalf("%q: %v", path, err)
+		}
+		if got := req.URL.String(); got != want {
+			t.Errorf("%q: %s, want %s", path, got, want)
+		}
 	}
 }
