@@ -41,6 +41,10 @@
 #   few specs name directly, the same image): Debian's
 #   busybox-static (1.35) with a link for each of its applets and the host's
 #   bash as /bin/sh (see add_bash_sh), CMD sh.
+# - registry.k8s.io/e2e-test-images/nonewprivs:1.4 (upstream's is Alpine with
+#   its nnp, setuid root, as CMD): upstream's nnp program
+#   (k8s.io/kubernetes/test/images/nonewprivs, built static) setuid root at
+#   /usr/local/bin/nnp in a busybox tree, CMD nnp.
 # - registry.k8s.io/e2e-test-images/nginx:1.27.0-2 and :1.28.0-2: busybox's
 #   httpd serving /usr/share/nginx/html (an index.html) on port 80, what the
 #   specs that use nginx expect of it; no nginx configuration or binary.
@@ -71,6 +75,7 @@ nginx_refs=("$e2e_registry/nginx:1.27.0-2" "$e2e_registry/nginx:1.28.0-2")
 pause_ref=registry.k8s.io/pause:3.10.2
 sample_apiserver_ref=$e2e_registry/sample-apiserver:1.29.2
 nonroot_ref=$e2e_registry/nonroot:1.5
+nonewprivs_ref=$e2e_registry/nonewprivs:1.4
 etcd_ref=registry.k8s.io/etcd:3.7.0-0
 
 # Host tools the images copy. Debian packages, installed when missing.
@@ -187,6 +192,17 @@ build_busybox_tree() {
   keep_tree busybox
 }
 
+build_nonewprivs_tree() {
+  local root
+  [ -x "$work/nnp" ] || (cd "$module" && CGO_ENABLED=0 nice -n 19 go build -o "$work/nnp" k8s.io/kubernetes/test/images/nonewprivs)
+  root=$(new_tree nonewprivs)
+  add_busybox "$root"
+  mkdir -p "$root/usr/local/bin"
+  cp "$work/nnp" "$root/usr/local/bin/nnp"
+  chmod 4755 "$root/usr/local/bin/nnp"
+  keep_tree nonewprivs
+}
+
 build_nginx_tree() {
   local root
   root=$(new_tree nginx)
@@ -229,6 +245,7 @@ for demo in nautilus kitten; do
   [ -d "$images/$demo" ] || build_demo_tree "$demo"
 done
 [ -d "$images/nginx" ] || build_nginx_tree
+[ -d "$images/nonewprivs" ] || build_nonewprivs_tree
 [ -d "$images/sample-apiserver" ] || build_sample_apiserver_tree
 [ -d "$images/etcd" ] || build_etcd_tree
 
@@ -243,6 +260,7 @@ for ref in "${busybox_refs[@]}"; do
   "$plainkube" image build --data-dir "$data_dir" --tag "$ref" --dir "$images/busybox" --cmd sh
 done
 "$plainkube" image build --data-dir "$data_dir" --tag "$nonroot_ref" --dir "$images/busybox" --cmd sh --user 1234
+"$plainkube" image build --data-dir "$data_dir" --tag "$nonewprivs_ref" --dir "$images/nonewprivs" --cmd nnp
 for ref in "${nginx_refs[@]}"; do
   "$plainkube" image build --data-dir "$data_dir" --tag "$ref" --dir "$images/nginx" \
     --entrypoint "/bin/httpd -f -p 80 -h /usr/share/nginx/html"
