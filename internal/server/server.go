@@ -208,7 +208,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--service-cidr: %w", err)
 	}
-	if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
+	if err := lockDataDir(opts.DataDir, log); err != nil {
 		return nil, err
 	}
 	alloc := allocator.New(nil, cidr, allocator.DefaultNodePorts)
@@ -235,7 +235,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		}
 		s.store, s.closeStore, etcdStore = st, st.Close, st
 	default:
-		e, err := etcd.StartEmbedded(filepath.Join(opts.DataDir, "etcd"))
+		e, err := etcd.StartEmbedded(filepath.Join(opts.DataDir, "etcd"), embeddedEtcdListener(opts.DataDir, log)...)
 		if err != nil {
 			return nil, fmt.Errorf("embedded etcd: %w", err)
 		}
