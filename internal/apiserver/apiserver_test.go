@@ -70,6 +70,11 @@ func TestPanicInHandlerIsA500AndServerKeepsServing(t *testing.T) {
 func TestStatusCodes(t *testing.T) {
 	h := newTestServer(t)
 	cm := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"}}`
+	// 10,001 operations; and copies that would grow a 100 KB value into
+	// far more than upstream's 3 MiB of copies.
+	tooMany := "[" + strings.TrimSuffix(strings.Repeat(`{"op":"test","path":"/metadata/name","value":"a"},`, 10001), ",") + "]"
+	copies := `[{"op":"add","path":"/data","value":{"k":"` + strings.Repeat("x", 100<<10) + `"}}` +
+		strings.Repeat(`,{"op":"copy","from":"/data/k","path":"/data/k2"}`, 40) + "]"
 	cases := []struct {
 		name, method, path, ct, body string
 		code                         int
@@ -90,6 +95,9 @@ func TestStatusCodes(t *testing.T) {
 		{"rvMatch without rv", "GET", "/api/v1/namespaces/default/configmaps?resourceVersionMatch=Exact", "", "", 422},
 		{"future rv", "GET", "/api/v1/namespaces/default/configmaps?resourceVersion=99999999&resourceVersionMatch=NotOlderThan", "", "", 504},
 		{"patch unsupported type", "PATCH", "/api/v1/namespaces/default/configmaps/a", "application/xml", `{}`, 415},
+		{"json patch of too many operations", "PATCH", "/api/v1/namespaces/default/configmaps/a", "application/json-patch+json", tooMany, 413},
+		{"json patch copying too much", "PATCH", "/api/v1/namespaces/default/configmaps/a", "application/json-patch+json", copies, 422},
+		{"json patch within bounds", "PATCH", "/api/v1/namespaces/default/configmaps/a", "application/json-patch+json", `[{"op":"add","path":"/data","value":{"p":"v"}},{"op":"copy","from":"/data/p","path":"/data/p2"}]`, 200},
 		{"apply without fieldManager", "PATCH", "/api/v1/namespaces/default/configmaps/a", "application/apply-patch+yaml", cm, 422},
 		{"apply", "PATCH", "/api/v1/namespaces/default/configmaps/a?fieldManager=x", "application/apply-patch+yaml", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"},"data":{"k":"x"}}`, 200},
 		{"apply conflict", "PATCH", "/api/v1/namespaces/default/configmaps/a?fieldManager=y", "application/apply-patch+yaml", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"},"data":{"k":"y"}}`, 409},

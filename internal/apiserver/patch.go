@@ -91,6 +91,16 @@ func (s *Server) handlePatch(rq *request, subresource string) error {
 	return nil
 }
 
+// Upstream's bounds on a JSON patch: how many operations, and how much
+// its copy operations may grow the object (twice the largest request,
+// 3 MiB), so that a small patch cannot copy a document into gigabytes.
+const (
+	maxJSONPatchOperations = 10000
+	maxJSONPatchCopyBytes  = 3 << 20
+)
+
+func init() { jsonpatchv4.AccumulatedCopySizeLimit = maxJSONPatchCopyBytes }
+
 func applyPatch(pt types.PatchType, original, patch []byte, schema runtime.Object) ([]byte, error) {
 	switch pt {
 	case types.JSONPatchType:
@@ -102,6 +112,10 @@ func applyPatch(pt types.PatchType, original, patch []byte, schema runtime.Objec
 		p, err := jsonpatchv4.DecodePatch(patch)
 		if err != nil {
 			return nil, badRequest("error decoding json patch: %v", err)
+		}
+		if len(p) > maxJSONPatchOperations {
+			return nil, registry.NewStatusError(http.StatusRequestEntityTooLarge, metav1.StatusReasonRequestEntityTooLarge,
+				fmt.Sprintf("Request entity too large: The allowed maximum operations in a JSON patch is %d, got %d", maxJSONPatchOperations, len(p)))
 		}
 		out, err := p.Apply(original)
 		if err != nil {
