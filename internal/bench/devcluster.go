@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -15,10 +14,7 @@ import (
 // every node Ready, and the removal after; --repeat times, each in a fresh
 // directory. It runs this binary and needs root.
 func runDevCluster(ctx context.Context, o *Options, r *Result) error {
-	if os.Geteuid() != 0 {
-		return errors.New("devcluster needs root (it makes network namespaces)")
-	}
-	self, err := os.Executable()
+	self, err := devClusterBinary("devcluster")
 	if err != nil {
 		return err
 	}
@@ -57,4 +53,13 @@ func runDevCluster(ctx context.Context, o *Options, r *Result) error {
 	r.add("all_ready_max", up.percentile(1), "ms")
 	r.add("down_median", down.percentile(0.5), "ms")
 	return nil
+}
+
+// devClusterBinary is the binary a workload's dev clusters run (this
+// one); making them needs root.
+func devClusterBinary(workload string) (string, error) {
+	if os.Geteuid() != 0 {
+		return "", fmt.Errorf("%s needs root (it makes network namespaces)", workload)
+	}
+	return os.Executable()
 }

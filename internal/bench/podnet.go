@@ -31,10 +31,7 @@ import (
 // path: veth, bridge, the node's routes, and for another node the hosts'
 // link (host-gw) or VXLAN.
 func runPodNet(ctx context.Context, o *Options, r *Result) error {
-	if os.Geteuid() != 0 {
-		return errors.New("podnet needs root (it makes network namespaces)")
-	}
-	self, err := os.Executable()
+	self, err := devClusterBinary("podnet")
 	if err != nil {
 		return err
 	}
