@@ -196,6 +196,13 @@ func (a *Agent) startContainer(ctx context.Context, pod *corev1.Pod, act action)
 		return err
 	}
 	cfg := runtime.ContainerConfig(pod, c, act.Attempt, vars, mounts, a.host.memory.Value())
+	target, err := pidTarget(pod, c.Name, obs)
+	if err != nil {
+		return &startError{c.Name, "CreateContainerConfigError", err}
+	}
+	if ns := cfg.Linux.SecurityContext.NamespaceOptions; target != "" && ns.Pid == runtimeapi.NamespaceMode_CONTAINER {
+		ns.Pid, ns.TargetId = runtimeapi.NamespaceMode_TARGET, target
+	}
 	a.events.Record(pod, c.Name, corev1.EventTypeNormal, events.Pulled, "Container image %q already present on machine", c.Image)
 	id, err := a.cri.CreateContainer(ctx, obs.Sandbox.ID, cfg, sbCfg)
 	if err != nil {
@@ -356,4 +363,22 @@ func (a *Agent) serviceEnvFor(pod *corev1.Pod) (map[string]string, error) {
 		}
 	}
 	return env.ServiceVars(services, pod.Namespace, pod.Spec.EnableServiceLinks), nil
+}
+
+// pidTarget is the ID of the running container whose process namespace
+// ephemeral container name joins (its targetContainerName, as kubectl
+// debug --target sets it), "" for none; an error if that container is
+// not running.
+func pidTarget(pod *corev1.Pod, name string, obs observed) (string, error) {
+	for _, ec := range pod.Spec.EphemeralContainers {
+		if ec.Name != name || ec.TargetContainerName == "" {
+			continue
+		}
+		runs := obs.Containers[ec.TargetContainerName]
+		if len(runs) == 0 || runs[0].State != runtime.Running {
+			return "", fmt.Errorf("the target container %q is not running", ec.TargetContainerName)
+		}
+		return runs[0].ID, nil
+	}
+	return "", nil
 }

@@ -525,3 +525,22 @@ func TestStartupProbeGatesStartedAndReady(t *testing.T) {
 		t.Errorf("actions: %+v", acts)
 	}
 }
+
+// TestPIDTarget: an ephemeral container with a targetContainerName joins
+// that running container's process namespace; a target not running is an
+// error; other containers have none.
+func TestPIDTarget(t *testing.T) {
+	pod := testPod(corev1.RestartPolicyAlways, withDebugger)
+	pod.Spec.EphemeralContainers[0].TargetContainerName = "a"
+	up := observed{Pod: runtime.Pod{Sandbox: ready(), Containers: runs(running("c1", 0))}}
+	if id, err := pidTarget(pod, "debugger", up); id != "c1" || err != nil {
+		t.Errorf("target of debugger: %q %v, want c1", id, err)
+	}
+	if id, err := pidTarget(pod, "a", up); id != "" || err != nil {
+		t.Errorf("target of a: %q %v, want none", id, err)
+	}
+	down := observed{Pod: runtime.Pod{Sandbox: ready(), Containers: runs(exited("c1", 0, 1, t0))}}
+	if _, err := pidTarget(pod, "debugger", down); err == nil {
+		t.Error("an exited target: no error")
+	}
+}
