@@ -18,8 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -129,10 +127,9 @@ func (n *Network) poke() { n.kick.Poke() }
 // the routes and tables stay (the pods outlive the node agent); plainkube
 // cleanup (Cleanup) removes them.
 func (n *Network) Run(ctx context.Context) error {
-	b := record.NewBroadcaster(record.WithContext(ctx))
-	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: n.cs.CoreV1().Events("")})
-	n.recorder = b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "plainkube-pod-network", Host: n.opts.NodeName})
-	defer b.Shutdown()
+	var stopEvents func()
+	n.recorder, stopEvents = reconcile.NodeEventRecorder(ctx, n.cs, "plainkube-pod-network", n.opts.NodeName)
+	defer stopEvents()
 	if !cache.WaitForCacheSync(ctx.Done(), n.synced) {
 		return nil
 	}

@@ -18,8 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	networkinglisters "k8s.io/client-go/listers/networking/v1"
@@ -228,10 +226,9 @@ func (p *Proxy) poke() { p.kick.Poke() }
 // Run programs the node until ctx ends, then leaves only the fence that
 // rejects the service range (see fence).
 func (p *Proxy) Run(ctx context.Context) error {
-	b := record.NewBroadcaster(record.WithContext(ctx))
-	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: p.cs.CoreV1().Events("")})
-	p.recorder = b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "plainkube-proxy", Host: p.opts.NodeName})
-	defer b.Shutdown()
+	var stopEvents func()
+	p.recorder, stopEvents = reconcile.NodeEventRecorder(ctx, p.cs, "plainkube-proxy", p.opts.NodeName)
+	defer stopEvents()
 	if !cache.WaitForCacheSync(ctx.Done(), p.synced...) {
 		return nil
 	}

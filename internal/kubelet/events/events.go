@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 
+	"plainkube.dev/plainkube/internal/reconcile"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
 )
 
@@ -33,10 +33,8 @@ type Recorder struct{ r record.EventRecorder }
 // Start starts recording events through cs as component "kubelet" on
 // host nodeName; it stops when ctx ends.
 func Start(ctx context.Context, cs kubernetes.Interface, nodeName string) *Recorder {
-	b := record.NewBroadcaster(record.WithContext(ctx))
-	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
-	r := b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubelet", Host: nodeName})
-	go func() { <-ctx.Done(); b.Shutdown() }()
+	r, stop := reconcile.NodeEventRecorder(ctx, cs, "kubelet", nodeName)
+	go func() { <-ctx.Done(); stop() }()
 	return &Recorder{r}
 }
 
