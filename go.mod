@@ -33,6 +33,8 @@ require (
 	sigs.k8s.io/yaml v1.6.0
 )
 
+require github.com/kylelemons/godebug v1.1.0 // indirect
+
 require (
 	github.com/google/nftables v0.3.0
 	github.com/mdlayher/netlink v1.11.2 // indirect

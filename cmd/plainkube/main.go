@@ -8,6 +8,8 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -40,6 +42,7 @@ import (
 	"plainkube.dev/plainkube/internal/network"
 	"plainkube.dev/plainkube/internal/node"
 	"plainkube.dev/plainkube/internal/pki"
+	"plainkube.dev/plainkube/internal/reconcile"
 	"plainkube.dev/plainkube/internal/scheduler"
 	schedconfig "plainkube.dev/plainkube/internal/scheduler/config"
 	"plainkube.dev/plainkube/internal/server"
@@ -80,6 +83,10 @@ func main() {
 		os.Exit(2)
 	}
 	var err error
+	switch os.Args[1] {
+	case "server", "agent", "controller-manager", "scheduler", "sim":
+		reconcile.SurvivePanics()
+	}
 	switch os.Args[1] {
 	case "server":
 		err = runServer(os.Args[2:])
@@ -178,9 +185,14 @@ func runServer(args []string) error {
 	if err != nil {
 		return err
 	}
+	// The in-process controller manager and scheduler keep their Lease
+	// identity across restarts: after a crash, the next start leads at
+	// once instead of waiting out the Lease of the last.
+	leaderID := leaderIdentity(opts.DataDir)
 	if !*disableControllers {
 		opts.Components = append(opts.Components, func(ctx context.Context, env server.ComponentEnv) error {
-			return controllermanager.Run(ctx, env.ConfigAs(auth.ControllerManagerUser()), controllermanager.Options{RootCA: env.CAPEM, LeaderElect: true,
+			return controllermanager.Run(ctx, env.ConfigAs(auth.ControllerManagerUser()), controllermanager.Options{RootCA: env.CAPEM,
+				LeaderElection:         &reconcile.LeaderElection{Identity: leaderID},
 				NodeMonitorGracePeriod: *nodeGrace, Autoscaling: *autoscaling, ClusterCIDR: podRange, SigningCA: &csrsigning.CA{Cert: env.CACert, Key: env.CAKey},
 				KubeletServingCA: &csrsigning.CA{Cert: env.KubeletServingCACert, Key: env.KubeletServingCAKey}, ServiceCIDRs: []netip.Prefix{serviceRange},
 				Informers: env.Informers, Controllers: controllers, ServiceAccountConfig: env.ServiceAccountConfig})
@@ -190,7 +202,7 @@ func runServer(args []string) error {
 		// As upstream's kube-scheduler (--leader-elect=true): only the
 		// holder of kube-system/kube-scheduler schedules, and the Lease is
 		// what componentstatuses reports the scheduler's health by.
-		opts.Components = append(opts.Components, schedulerComponent(scheduler.Options{Logger: log, LeaderElection: &scheduler.LeaderElection{}}))
+		opts.Components = append(opts.Components, schedulerComponent(scheduler.Options{Logger: log, LeaderElection: &scheduler.LeaderElection{Identity: leaderID}}))
 	}
 	if !*disableNode {
 		if err := nodePreflight(*runtimeEndpoint); err != nil {
@@ -329,7 +341,10 @@ func runControllerManager(args []string) error {
 	if err != nil {
 		return err
 	}
-	o := controllermanager.Options{RootCA: rootCA(cfg), LeaderElect: *leaderElect, Controllers: controllers, Autoscaling: *autoscaling}
+	o := controllermanager.Options{RootCA: rootCA(cfg), Controllers: controllers, Autoscaling: *autoscaling}
+	if *leaderElect {
+		o.LeaderElection = &reconcile.LeaderElection{}
+	}
 	if (*signingCert == "") != (*signingKey == "") {
 		return errors.New("--cluster-signing-cert-file and --cluster-signing-key-file go together")
 	}
@@ -566,6 +581,18 @@ func runSim(args []string) error {
 
 // schedulerComponent runs the scheduler inside the server process, as
 // system:kube-scheduler.
+// leaderIdentity is the Lease identity of a server's in-process
+// components: the host's name and a hash of the data dir, the same at
+// every start of this server and different for two servers on one host.
+func leaderIdentity(dataDir string) string {
+	host, _ := os.Hostname()
+	if abs, err := filepath.Abs(dataDir); err == nil {
+		dataDir = abs
+	}
+	sum := sha256.Sum256([]byte(dataDir))
+	return host + "_" + hex.EncodeToString(sum[:6])
+}
+
 func schedulerComponent(o scheduler.Options) server.Component {
 	return func(ctx context.Context, env server.ComponentEnv) error {
 		o.Informers = env.Informers // pods held once, with the controllers

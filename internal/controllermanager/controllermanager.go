@@ -2,20 +2,16 @@ package controllermanager
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"log/slog"
 	"net/netip"
-	"os"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/leaderelection"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
 	"k8s.io/client-go/rest"
 
@@ -28,12 +24,11 @@ type Options struct {
 	// RootCA is published in every namespace as the kube-root-ca.crt
 	// ConfigMap; without it that controller does not run.
 	RootCA []byte
-	// LeaderElect makes the controllers run only while this process holds
-	// the kube-system/kube-controller-manager Lease, so that of several
-	// controller managers exactly one acts.
-	LeaderElect bool
-	// Identity names this candidate in the Lease (default: hostname_random).
-	Identity string
+	// LeaderElection makes the controllers run only while this process
+	// holds the Lease (default kube-system/kube-controller-manager), so
+	// that of several controller managers exactly one acts; nil: they run
+	// without.
+	LeaderElection *reconcile.LeaderElection
 	// ClusterCIDR is the range node pod CIDRs (/24 each) come from
 	// (zero: 10.42.0.0/16).
 	ClusterCIDR netip.Prefix
@@ -86,13 +81,6 @@ type AutoscalingOptions struct {
 	Tolerance              float64
 	DownscaleStabilization time.Duration
 }
-
-// Lease timings, as upstream's defaults.
-const (
-	leaseDuration = 15 * time.Second
-	renewDeadline = 10 * time.Second
-	retryPeriod   = 2 * time.Second
-)
 
 // New builds the controllers o.Controllers enables against cfg, in
 // Registry order.
@@ -180,9 +168,9 @@ func (s *serviceAccounts) config(name string) (*rest.Config, error) {
 	return c, nil
 }
 
-// Run runs every controller until ctx ends; with LeaderElect, only while
-// this process leads. Losing the lead stops the controllers and returns an
-// error, as upstream's controller manager exits.
+// Run runs every controller until ctx ends; with LeaderElection, only
+// while this process leads: a manager that loses the Lease stops its
+// controllers, campaigns again, and starts them afresh when it leads again.
 func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
@@ -198,36 +186,21 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err != nil {
 		return err
 	}
-	if !o.LeaderElect {
+	if o.LeaderElection == nil {
 		reconcile.RunAll(ctx, cs...)
 		return nil
 	}
-	id := o.Identity
-	if id == "" {
-		host, _ := os.Hostname()
-		id = host + "_" + string(uuid.NewUUID())
-	}
-	lock := &resourcelock.LeaseLock{
-		LeaseMeta:  metav1.ObjectMeta{Namespace: "kube-system", Name: "kube-controller-manager"},
-		Client:     client.CoordinationV1(),
-		LockConfig: resourcelock.ResourceLockConfig{Identity: id},
-	}
-	lost := errors.New("leader election lost")
-	var result error
-	lctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	leaderelection.RunOrDie(lctx, leaderelection.LeaderElectionConfig{
-		Lock: lock, LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RetryPeriod: retryPeriod,
-		ReleaseOnCancel: true, Name: "kube-controller-manager",
-		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(ctx context.Context) { reconcile.RunAll(ctx, cs...) },
-			OnStoppedLeading: func() {
-				if ctx.Err() == nil {
-					result = lost
-				}
-				cancel()
-			},
-		},
+	terms := 0
+	reconcile.RunLeading(ctx, client, *o.LeaderElection, "kube-controller-manager", slog.Default(), func(term context.Context) {
+		if terms++; terms > 1 {
+			// A controller's queue ends with its term: build them again.
+			if cs, err = New(cfg, o); err != nil {
+				slog.Error("controller manager", "err", err)
+				<-term.Done()
+				return
+			}
+		}
+		reconcile.RunAll(term, cs...)
 	})
-	return result
+	return nil
 }

@@ -287,7 +287,7 @@ func (n *Netpol) Run(ctx context.Context) error {
 	if err := filterBridged(); err != nil {
 		n.log.Warn("bridged pod traffic may not reach the policy rules (br_netfilter)", "err", err)
 	}
-	reconcile.SyncLoop{Sync: n.syncOnce, Period: n.opts.ResyncPeriod, MinBackoff: 100 * time.Millisecond, OnResync: n.rewriteAll,
+	reconcile.SyncLoop{Name: "network-policy", Log: n.log, Sync: n.syncOnce, Period: n.opts.ResyncPeriod, MinBackoff: 100 * time.Millisecond, OnResync: n.rewriteAll,
 		Failed: func(err error) {
 			n.log.Warn("programming the network policy rules failed; rewriting the table", "err", err)
 			n.rewriteAll()

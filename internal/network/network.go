@@ -133,7 +133,7 @@ func (n *Network) Run(ctx context.Context) error {
 	if !cache.WaitForCacheSync(ctx.Done(), n.synced) {
 		return nil
 	}
-	reconcile.SyncLoop{Sync: n.sync, Period: n.opts.ResyncPeriod, MinBackoff: 200 * time.Millisecond,
+	reconcile.SyncLoop{Name: "pod-network", Log: n.log, Sync: n.sync, Period: n.opts.ResyncPeriod, MinBackoff: 200 * time.Millisecond,
 		Failed: func(err error) {
 			if ctx.Err() == nil {
 				n.log.Warn("programming the pod network", "err", err)

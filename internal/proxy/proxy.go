@@ -237,7 +237,7 @@ func (p *Proxy) Run(ctx context.Context) error {
 	}
 	defer p.health.closeAll()
 	defer p.fence()
-	reconcile.SyncLoop{Sync: p.syncOnce, Period: p.opts.ResyncPeriod, MinBackoff: 100 * time.Millisecond, OnResync: p.rewriteAll,
+	reconcile.SyncLoop{Name: "service-proxy", Log: p.log, Sync: p.syncOnce, Period: p.opts.ResyncPeriod, MinBackoff: 100 * time.Millisecond, OnResync: p.rewriteAll,
 		Failed: func(err error) {
 			p.log.Warn("programming the service rules failed; rewriting the table", "err", err)
 			p.rewriteAll()

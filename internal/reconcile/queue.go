@@ -34,7 +34,23 @@ func NewQueue[T comparable](name string) workqueue.TypedRateLimitingInterface[T]
 
 // NewQueueWithRateLimiter is a rate-limited workqueue with the given limiter.
 func NewQueueWithRateLimiter[T comparable](name string, rl workqueue.TypedRateLimiter[T]) workqueue.TypedRateLimitingInterface[T] {
-	return workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[T]{Name: name})
+	return namedQueue[T]{workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[T]{Name: name}), name}
+}
+
+// namedQueue is a workqueue that knows its name (for Panics' loop label).
+type namedQueue[T comparable] struct {
+	workqueue.TypedRateLimitingInterface[T]
+	name string
+}
+
+func (q namedQueue[T]) Name() string { return q.name }
+
+// queueName is q's name, if NewQueue made it.
+func queueName(q any) string {
+	if n, ok := q.(interface{ Name() string }); ok {
+		return n.Name()
+	}
+	return "unnamed-queue"
 }
 
 // ProcessQueue runs workers goroutines taking keys from q and reconciling
@@ -44,12 +60,13 @@ func ProcessQueue[T comparable](ctx context.Context, q workqueue.TypedRateLimiti
 	if workers < 1 {
 		workers = 1
 	}
+	loop := queueName(q)
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for processNext(ctx, q, log, reconcile) {
+			for processNext(ctx, q, loop, log, reconcile) {
 			}
 		}()
 	}
@@ -58,13 +75,13 @@ func ProcessQueue[T comparable](ctx context.Context, q workqueue.TypedRateLimiti
 	wg.Wait()
 }
 
-func processNext[T comparable](ctx context.Context, q workqueue.TypedRateLimitingInterface[T], log *slog.Logger, reconcile ReconcileFunc[T]) bool {
+func processNext[T comparable](ctx context.Context, q workqueue.TypedRateLimitingInterface[T], loop string, log *slog.Logger, reconcile ReconcileFunc[T]) bool {
 	key, quit := q.Get()
 	if quit {
 		return false
 	}
 	defer q.Done(key)
-	res, err := reconcile(ctx, key)
+	res, err := reconcileOnce(ctx, key, loop, log, reconcile)
 	switch {
 	case err != nil:
 		if ctx.Err() == nil {
@@ -80,6 +97,15 @@ func processNext[T comparable](ctx context.Context, q workqueue.TypedRateLimitin
 		q.Forget(key)
 	}
 	return true
+}
+
+// reconcileOnce reconciles key; a panic becomes its error.
+func reconcileOnce[T comparable](ctx context.Context, key T, loop string, log *slog.Logger, reconcile ReconcileFunc[T]) (res Result, err error) {
+	defer Recover(loop, log, &err, "key", key)
+	if hook := testHook.Load(); hook != nil {
+		(*hook)(loop, key)
+	}
+	return reconcile(ctx, key)
 }
 
 // RunWhenSynced waits for the informers, then runs workers workers of fn

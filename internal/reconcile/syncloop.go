@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"log/slog"
 	"time"
 )
 
@@ -26,6 +27,10 @@ func (k Kick) Poke() {
 // every Poke of its Kick and every Period, and after a failure with
 // exponential backoff from MinBackoff to 10 s.
 type SyncLoop struct {
+	// Name names the loop in logs and metrics (Panics).
+	Name string
+	// Log receives a recovered panic; nil means slog.Default().
+	Log  *slog.Logger
 	Sync func(context.Context) error
 	// Failed is told each failed sync (to log it; to make the next sync
 	// write everything).
@@ -42,7 +47,7 @@ func (l SyncLoop) Run(ctx context.Context, kick Kick) {
 	defer resync.Stop()
 	backoff := time.Duration(0)
 	for {
-		if err := l.Sync(ctx); err != nil {
+		if err := l.syncOnce(ctx); err != nil {
 			l.Failed(err)
 			backoff = min(max(2*backoff, l.MinBackoff), 10*time.Second)
 		} else {
@@ -63,4 +68,14 @@ func (l SyncLoop) Run(ctx context.Context, kick Kick) {
 			}
 		}
 	}
+}
+
+// syncOnce runs Sync; a panic becomes its error.
+func (l SyncLoop) syncOnce(ctx context.Context) (err error) {
+	log := l.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	defer Recover(l.Name, log, &err)
+	return l.Sync(ctx)
 }

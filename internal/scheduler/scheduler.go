@@ -6,14 +6,12 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -24,10 +22,9 @@ import (
 	schedulinglisters "k8s.io/client-go/listers/scheduling/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/leaderelection"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
 
+	"plainkube.dev/plainkube/internal/reconcile"
 	schedcache "plainkube.dev/plainkube/internal/scheduler/cache"
 	"plainkube.dev/plainkube/internal/scheduler/config"
 	"plainkube.dev/plainkube/internal/scheduler/framework"
@@ -56,20 +53,9 @@ type Options struct {
 	Rand *rand.Rand
 }
 
-// LeaderElection configures the Lease that schedulers elect a leader with.
-// Zero fields take the defaults shown.
-type LeaderElection struct {
-	// Identity of this candidate; default hostname plus a random suffix.
-	Identity string
-	// Namespace and Name of the Lease; default kube-system/kube-scheduler.
-	Namespace string
-	Name      string
-	// LeaseDuration (15 s), RenewDeadline (10 s) and RetryPeriod (2 s), as
-	// upstream's defaults.
-	LeaseDuration time.Duration
-	RenewDeadline time.Duration
-	RetryPeriod   time.Duration
-}
+// LeaderElection configures the Lease that schedulers elect a leader with
+// (default kube-system/kube-scheduler).
+type LeaderElection = reconcile.LeaderElection
 
 // Scheduler is the scheduler. Make one with New and start it with Run.
 type Scheduler struct {
@@ -180,8 +166,9 @@ func New(cfg *rest.Config, opts Options) (*Scheduler, error) {
 }
 
 // Run starts the informers, waits for them to sync and schedules until
-// ctx ends (or, with leader election, until leadership is lost, which is
-// an error). It waits for bindings in progress before returning.
+// ctx ends (with leader election, while it holds the Lease: one that
+// loses it stops scheduling and campaigns again). It waits for bindings
+// in progress before returning.
 func (s *Scheduler) Run(ctx context.Context) error {
 	if !s.running.CompareAndSwap(false, true) {
 		return errors.New("scheduler: Run called twice")
@@ -208,93 +195,36 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	defer s.broadcaster.Shutdown()
 	defer w.Stop()
 	if s.le == nil {
-		return s.schedule(ctx)
+		s.schedule(ctx)
+		return nil
 	}
 	return s.runWithLeaderElection(ctx)
 }
 
+// runWithLeaderElection schedules while this scheduler holds its Lease;
+// one that loses it steps down and campaigns again, until ctx ends.
 func (s *Scheduler) runWithLeaderElection(ctx context.Context) error {
-	le := *s.le
-	if le.Identity == "" {
-		host, _ := os.Hostname()
-		le.Identity = host + "_" + string(uuid.NewUUID())
-	}
-	if le.Namespace == "" {
-		le.Namespace = "kube-system"
-	}
-	if le.Name == "" {
-		le.Name = "kube-scheduler"
-	}
-	if le.LeaseDuration == 0 {
-		le.LeaseDuration = 15 * time.Second
-	}
-	if le.RenewDeadline == 0 {
-		le.RenewDeadline = 10 * time.Second
-	}
-	if le.RetryPeriod == 0 {
-		le.RetryPeriod = 2 * time.Second
-	}
-	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, le.Namespace, le.Name,
-		s.client.CoreV1(), s.client.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: le.Identity})
-	if err != nil {
-		return err
-	}
-	// The loop runs on this goroutine; the elector only hands over the
-	// context that ends when leadership does.
-	leading := make(chan context.Context, 1)
-	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock:            lock,
-		LeaseDuration:   le.LeaseDuration,
-		RenewDeadline:   le.RenewDeadline,
-		RetryPeriod:     le.RetryPeriod,
-		ReleaseOnCancel: true,
-		Name:            le.Name,
-		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(lctx context.Context) {
-				s.log.Info("became leader", "identity", le.Identity)
-				leading <- lctx
-			},
-			OnStoppedLeading: func() { s.log.Info("not leading", "identity", le.Identity) },
-		},
+	reconcile.RunLeading(ctx, s.client, *s.le, "kube-scheduler", s.log, func(term context.Context) {
+		s.schedule(term)
 	})
-	if err != nil {
-		return err
-	}
-	electorDone := make(chan struct{})
-	go func() {
-		defer close(electorDone)
-		elector.Run(ctx)
-	}()
-	select {
-	case lctx := <-leading:
-		err := s.schedule(lctx)
-		<-electorDone
-		if ctx.Err() != nil || err != nil {
-			return err
-		}
-	case <-electorDone:
-		if ctx.Err() != nil {
-			return nil
-		}
-	}
-	return errors.New("scheduler: leader election lost")
+	return nil
 }
 
-// schedule is the scheduling loop.
-func (s *Scheduler) schedule(ctx context.Context) error {
+// schedule is the scheduling loop; it returns when ctx ends.
+func (s *Scheduler) schedule(ctx context.Context) {
 	defer s.binds.Wait()
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		if ctx.Err() != nil {
-			return nil
+			return
 		}
 		if s.scheduleOne(ctx) {
 			continue
 		}
 		select {
 		case <-ctx.Done():
-			return nil
+			return
 		case <-s.queue.Ready():
 		case <-tick.C:
 			s.queue.Flush()
@@ -354,7 +284,7 @@ func (s *Scheduler) scheduleOne(ctx context.Context) bool {
 	log := s.log.With("pod", pod.Namespace+"/"+pod.Name)
 	s.fillSnapshot()
 	start := time.Now()
-	d := s.algorithms[fwk.ProfileName()].Decide(ctx, fwk, s.snapshot, pod)
+	d := s.decide(ctx, fwk, pod, log)
 	if d.Err != nil {
 		if ctx.Err() != nil {
 			s.queue.Done(pod)
@@ -384,6 +314,14 @@ func (s *Scheduler) scheduleOne(ctx context.Context) bool {
 		s.bind(ctx, fwk, p, assumed, d.State, log)
 	}()
 	return true
+}
+
+// decide runs the profile's algorithm for pod. A panic in a plugin
+// becomes the decision's error: the pod is retried with backoff, as after
+// any scheduler error, and the other pods are scheduled meanwhile.
+func (s *Scheduler) decide(ctx context.Context, fwk *framework.Framework, pod *v1.Pod, log *slog.Logger) (d Decision) {
+	defer reconcile.Recover("scheduler", log, &d.Err)
+	return s.algorithms[fwk.ProfileName()].Decide(ctx, fwk, s.snapshot, pod)
 }
 
 // bind runs the PreBind plugins (binding the pod's volumes, which may

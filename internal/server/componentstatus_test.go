@@ -14,6 +14,7 @@ import (
 
 	"plainkube.dev/plainkube/internal/auth"
 	"plainkube.dev/plainkube/internal/controllermanager"
+	"plainkube.dev/plainkube/internal/reconcile"
 	"plainkube.dev/plainkube/internal/scheduler"
 )
 
@@ -51,7 +52,7 @@ func TestComponentStatuses(t *testing.T) {
 		Components: []Component{func(ctx context.Context, env ComponentEnv) error {
 			envs <- env
 			return controllermanager.Run(ctx, env.ConfigAs(auth.ControllerManagerUser()), controllermanager.Options{RootCA: env.CAPEM,
-				LeaderElect: true, ServiceAccountConfig: env.ServiceAccountConfig, Controllers: []string{"serviceaccount"}})
+				LeaderElection: &reconcile.LeaderElection{}, ServiceAccountConfig: env.ServiceAccountConfig, Controllers: []string{"serviceaccount"}})
 		}}})
 	env := <-envs
 	cs := clientset(t, cfg)

@@ -270,7 +270,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	// /metrics: the admission metrics and Go's and the process's own, as
 	// upstream's API server has them.
 	metricsRegistry := prometheus.NewRegistry()
-	metricsRegistry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metricsRegistry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), reconcile.Panics)
 	admissionMetrics := admission.NewMetrics(metricsRegistry)
 	webhooks := admwebhook.New(admwebhook.Options{Authorizer: authz, Logger: log, Metrics: admissionMetrics})
 	deps := admissionDeps{objects: objects, serviceAccounts: saAdmission, authz: authz, rbac: rbacAuthz,
