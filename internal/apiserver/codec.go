@@ -1,6 +1,8 @@
 package apiserver
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"mime"
 	"net/http"
@@ -158,6 +160,12 @@ func (c *codecs) writeObject(w http.ResponseWriter, n negotiated, code int, obj 
 // accepts (JSON when it accepts none we serve).
 func (c *codecs) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	status := toStatus(err)
+	if status.Code == http.StatusInternalServerError && errors.Is(r.Context().Err(), context.DeadlineExceeded) {
+		// Whatever failed once the request's deadline passed (a storage
+		// call, an admission step's read), the client is told it timed
+		// out, as by upstream's timeout filter.
+		status = &requestTimedOut().ErrStatus
+	}
 	n, nerr := c.negotiate(r, false)
 	if nerr != nil || n.mediaType == mediaYAML {
 		n, _ = c.negotiate(&http.Request{Header: http.Header{}}, false)

@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -29,6 +30,8 @@ func storageError(err error, gr schema.GroupResource, name string) error {
 		return apierrors.NewResourceExpired("too old resource version")
 	case errors.Is(err, storage.ErrFutureRevision):
 		return newTooLargeResourceVersion()
+	case errors.Is(err, context.DeadlineExceeded):
+		return requestTimedOut()
 	}
 	var status apierrors.APIStatus
 	if errors.As(err, &status) {
@@ -47,6 +50,12 @@ func newTooLargeResourceVersion() error {
 	return err
 }
 
+// requestTimedOut is upstream's 504 for a request whose deadline
+// (requestDeadline) passed.
+func requestTimedOut() *apierrors.StatusError {
+	return apierrors.NewTimeoutError("request did not complete within the allotted timeout", 0)
+}
+
 // toStatus returns the Status for any error a handler returns.
 func toStatus(err error) *metav1.Status {
 	var status apierrors.APIStatus
@@ -56,6 +65,9 @@ func toStatus(err error) *metav1.Status {
 			s.Kind, s.APIVersion = "Status", "v1"
 		}
 		return &s
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return &requestTimedOut().ErrStatus
 	}
 	return &apierrors.NewInternalError(err).ErrStatus
 }

@@ -17,16 +17,12 @@ import (
 func (s *Server) serveNonResource(w http.ResponseWriter, r *http.Request, info requestInfo) {
 	path := r.URL.Path
 	switch {
-	case path == "/healthz" || path == "/livez" || strings.HasPrefix(path, "/healthz/") || strings.HasPrefix(path, "/livez/"):
-		s.writeHealth(w, r, true)
+	case path == "/healthz" || path == "/livez" || path == "/readyz":
+		s.serveHealth(w, r, path[1:], "")
 		return
-	case path == "/readyz" || strings.HasPrefix(path, "/readyz/"):
-		select {
-		case <-s.ready:
-			s.writeHealth(w, r, true)
-		default:
-			s.writeHealth(w, r, false)
-		}
+	case strings.HasPrefix(path, "/healthz/") || strings.HasPrefix(path, "/livez/") || strings.HasPrefix(path, "/readyz/"):
+		endpoint, check, _ := strings.Cut(path[1:], "/")
+		s.serveHealth(w, r, endpoint, check)
 		return
 	case path == "/version" || path == "/version/":
 		w.Header().Set("Content-Type", "application/json")
@@ -80,21 +76,6 @@ func (s *Server) serveNonResource(w http.ResponseWriter, r *http.Request, info r
 		return
 	}
 	s.codecs.writeError(w, r, apierrors.NewNotFound(schema.GroupResource{}, ""))
-}
-
-func (s *Server) writeHealth(w http.ResponseWriter, r *http.Request, ok bool) {
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	if !ok {
-		w.WriteHeader(http.StatusInternalServerError)
-		w.Write([]byte("[-]informer-sync failed: watch caches are not ready\nreadyz check failed\n"))
-		return
-	}
-	if r.URL.Query().Has("verbose") {
-		w.Write([]byte("[+]ping ok\n[+]etcd ok\n[+]informer-sync ok\nhealthz check passed\n"))
-		return
-	}
-	w.Write([]byte("ok"))
 }
 
 // serveIssuerDiscovery serves the service-account issuer's OpenID Connect

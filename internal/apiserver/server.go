@@ -60,6 +60,10 @@ type Config struct {
 	// resources are published in it, and their field managers read
 	// ObjectMeta's schema from it.
 	OpenAPI http.Handler
+	// LiveChecks are checked by /livez, /healthz and /readyz (etcd),
+	// ReadyChecks by /readyz alone (the Leases of in-process components);
+	// ping and informer-sync are the server's own.
+	LiveChecks, ReadyChecks []HealthCheck
 	// Components are the parts of the control plane whose health
 	// /api/v1/componentstatuses reports (lent to its handler).
 	Components []registry.ComponentCheck
@@ -305,6 +309,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				s.codecs.writeError(w, r, apierrors.NewTooManyRequests("too many requests, please try again later", 1))
 				return
 			}
+			ctx, cancel, err := requestDeadline(r)
+			if err != nil {
+				s.codecs.writeError(w, r, err)
+				return
+			}
+			defer cancel()
+			r = r.WithContext(ctx)
 		}
 		if s.serveAggregated(w, r, info) {
 			return
@@ -315,6 +326,29 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.serveNonResource(w, r, info)
+}
+
+// maxRequestTimeout is how long a request other than a watch or a stream
+// may take, as upstream's --request-timeout default.
+const maxRequestTimeout = 60 * time.Second
+
+// requestDeadline is r's context with the deadline upstream gives a
+// request that is not long-running: ?timeout= if shorter than
+// maxRequestTimeout (0 meaning none given), else maxRequestTimeout.
+// Storage calls end at the deadline, and the client gets 504.
+func requestDeadline(r *http.Request) (context.Context, context.CancelFunc, error) {
+	timeout := maxRequestTimeout
+	if v := r.URL.Query().Get("timeout"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return nil, nil, apierrors.NewBadRequest("invalid timeout specified in the request URL - " + err.Error())
+		}
+		if d > 0 && d < timeout {
+			timeout = d
+		}
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), timeout)
+	return ctx, cancel, nil
 }
 
 // selectedName is the name a list's or watch's field selector requires

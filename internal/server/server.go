@@ -77,7 +77,13 @@ type Options struct {
 	// manager, the scheduler, nodes…). The server package does not import
 	// them, so their tests can start a control plane.
 	Components []Component
-	Logger     *slog.Logger
+	// LeaderLeases name the kube-system Leases of the leader-elected
+	// components the process runs (kube-controller-manager,
+	// kube-scheduler): /readyz fails while one of them has no current
+	// holder — the server does not call itself ready while, say, no
+	// controller manager leads.
+	LeaderLeases []string
+	Logger       *slog.Logger
 	// ServiceAccountIssuer is the iss of service-account tokens and the
 	// API server's audience ("": https://kubernetes.default.svc.cluster.local).
 	ServiceAccountIssuer string
@@ -299,6 +305,8 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 			GitCommit: version.GitCommit, GoVersion: runtime.Version(), Platform: version.Platform()},
 		KubeletClient: kubeletClient,
 		Components:    componentChecks(etcdStore),
+		LiveChecks:    liveChecks(etcdStore),
+		ReadyChecks:   readyChecks(etcdStore, opts.LeaderLeases),
 		OpenAPI:       openapi.New(resources, scheme),
 		Logger:        log,
 	})
@@ -591,6 +599,44 @@ func ClusterDNSAddress(flag string, serviceCIDR netip.Prefix) (string, error) {
 // (/api/v1/componentstatuses), under upstream's names: the scheduler and
 // the controller manager by their leader Leases, wherever they run, and
 // each member of etcd (none when the store is in memory).
+// etcdCheckTimeout bounds each health check of etcd, as upstream's
+// --etcd-healthcheck-timeout and --etcd-readycheck-timeout.
+const etcdCheckTimeout = 2 * time.Second
+
+// liveChecks are /livez's, /healthz's and /readyz's checks: etcd answers a
+// linearizable read (not checked for an in-memory store).
+func liveChecks(st *etcd.Store) []apiserver.HealthCheck {
+	if st == nil {
+		return nil
+	}
+	return []apiserver.HealthCheck{{Name: "etcd", Check: etcdCheck(st)}}
+}
+
+// readyChecks are /readyz's own: etcd again under upstream's name for it,
+// and that each leader Lease has a current holder.
+func readyChecks(st *etcd.Store, leases []string) []apiserver.HealthCheck {
+	var checks []apiserver.HealthCheck
+	if st != nil {
+		checks = append(checks, apiserver.HealthCheck{Name: "etcd-readiness", Check: etcdCheck(st)})
+	}
+	for _, name := range leases {
+		probe := core.LeaseProbe(metav1.NamespaceSystem, name)
+		checks = append(checks, apiserver.HealthCheck{Name: "leader/" + name, Check: func(ctx context.Context, api registry.API) error {
+			_, _, err := probe(ctx, api)
+			return err
+		}})
+	}
+	return checks
+}
+
+func etcdCheck(st *etcd.Store) func(context.Context, registry.API) error {
+	return func(ctx context.Context, _ registry.API) error {
+		ctx, cancel := context.WithTimeout(ctx, etcdCheckTimeout)
+		defer cancel()
+		return st.Healthy(ctx)
+	}
+}
+
 func componentChecks(st *etcd.Store) []registry.ComponentCheck {
 	checks := []registry.ComponentCheck{
 		{Name: "scheduler", Probe: core.LeaseProbe(metav1.NamespaceSystem, "kube-scheduler")},

@@ -2,6 +2,9 @@ package server
 
 import (
 	"context"
+	"encoding/json"
+	"net/url"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -13,8 +16,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"plainkube.dev/plainkube/internal/auth"
 	"plainkube.dev/plainkube/internal/controller/deployment"
+	"plainkube.dev/plainkube/internal/controllermanager"
 	"plainkube.dev/plainkube/internal/reconcile"
+	"plainkube.dev/plainkube/internal/storage/etcd"
 )
 
 // TestControllerPanicIsRecovered injects a panic into the deployment
@@ -70,4 +76,151 @@ func grepLines(s, substr string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestEtcdOutage stops the external etcd under a server: /readyz (and
+// /livez, /readyz/etcd) turn red within 5 s, a write fails with 504 at its
+// deadline (never a false 2xx), and once etcd is back the server is ready
+// again, serves what was stored before and takes writes.
+func TestEtcdOutage(t *testing.T) {
+	etcdDir := t.TempDir()
+	sock := url.URL{Scheme: "unix", Path: filepath.Join(etcdDir, "client.sock")}
+	startEtcd := func() *etcd.Embedded {
+		t.Helper()
+		e, err := etcd.StartEmbedded(filepath.Join(etcdDir, "data"), etcd.WithoutFsync(), etcd.WithClientURL(sock))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	e := startEtcd()
+	t.Cleanup(func() { e.Close() })
+	_, cfg := startServerWith(t, Options{EtcdServers: []string{e.Endpoint()}})
+	cs := clientset(t, cfg)
+	ctx := context.Background()
+	health := func(path string) (int, string) {
+		code, _, body := raw(t, cfg, "GET", path, "", "", "")
+		return code, body
+	}
+	if code, body := health("/readyz?verbose"); code != 200 || !strings.Contains(body, "[+]etcd ok\n") ||
+		!strings.Contains(body, "[+]etcd-readiness ok\n") || !strings.Contains(body, "[+]informer-sync ok\n") || !strings.HasSuffix(body, "readyz check passed\n") {
+		t.Fatalf("/readyz?verbose: %d %q", code, body)
+	}
+	if code, body := health("/readyz?verbose&exclude=etcd"); code != 200 || !strings.Contains(body, "[+]etcd excluded: ok\n") {
+		t.Errorf("/readyz?exclude=etcd: %d %q", code, body)
+	}
+	if code, body := health("/livez/etcd"); code != 200 || body != "ok" {
+		t.Errorf("/livez/etcd: %d %q", code, body)
+	}
+	if code, _ := health("/readyz/no-such-check"); code != 404 {
+		t.Errorf("/readyz/no-such-check: %d", code)
+	}
+	cm := func(name string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{"k": "v"}}
+	}
+	if _, err := cs.CoreV1().ConfigMaps("default").Create(ctx, cm("before"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	e.Close()
+	stopped := time.Now()
+	for {
+		code, body := health("/readyz")
+		if code == 500 && strings.Contains(body, "[-]etcd failed: reason withheld\n") {
+			break
+		}
+		if time.Since(stopped) > 5*time.Second {
+			t.Fatalf("/readyz 5 s after etcd stopped: %d %q", code, body)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if code, body := health("/livez"); code != 500 {
+		t.Errorf("/livez without etcd: %d %q", code, body)
+	}
+	if code, body := health("/readyz/etcd"); code != 500 || !strings.HasPrefix(body, "internal server error: ") {
+		t.Errorf("/readyz/etcd without etcd: %d %q", code, body)
+	}
+	body, _ := json.Marshal(cm("during"))
+	code, _, resp := raw(t, cfg, "POST", "/api/v1/namespaces/default/configmaps?timeout=2s", "application/json", "application/json", string(body))
+	if code != 504 || !strings.Contains(resp, "request did not complete within the allotted timeout") {
+		t.Errorf("a write without etcd: %d %s", code, resp)
+	}
+
+	e = startEtcd()
+	restarted := time.Now()
+	for {
+		if code, _ := health("/readyz"); code == 200 {
+			break
+		}
+		if time.Since(restarted) > 20*time.Second {
+			code, body := health("/readyz?verbose")
+			t.Fatalf("/readyz 20 s after etcd came back: %d %q", code, body)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if _, err := cs.CoreV1().ConfigMaps("default").Get(ctx, "before", metav1.GetOptions{}); err != nil {
+		t.Errorf("what was stored before the outage: %v", err)
+	}
+	if _, err := cs.CoreV1().ConfigMaps("default").Create(ctx, cm("after"), metav1.CreateOptions{}); err != nil {
+		t.Errorf("a write once etcd is back: %v", err)
+	}
+}
+
+// TestReadyzFollowsTheControllerManagersLease: /readyz checks the Lease of
+// the in-process controller manager. Taken by a candidate that then
+// stops renewing, /readyz fails once that Lease expires, and passes again
+// when the controller manager has campaigned and leads again.
+func TestReadyzFollowsTheControllerManagersLease(t *testing.T) {
+	_, cfg := startServerWith(t, Options{InMemory: true, LeaderLeases: []string{"kube-controller-manager"},
+		Components: []Component{func(ctx context.Context, env ComponentEnv) error {
+			return controllermanager.Run(ctx, env.ConfigAs(auth.ControllerManagerUser()), controllermanager.Options{Controllers: []string{"serviceaccount"},
+				ServiceAccountConfig: env.ServiceAccountConfig, LeaderElection: &reconcile.LeaderElection{Identity: "cm",
+					LeaseDuration: 2 * time.Second, RenewDeadline: time.Second, RetryPeriod: 100 * time.Millisecond}})
+		}}})
+	cs := clientset(t, cfg)
+	ctx := context.Background()
+	readyz := func() (int, string) {
+		code, _, body := raw(t, cfg, "GET", "/readyz?verbose", "", "", "")
+		return code, body
+	}
+	waitReady := func(what string) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			code, body := readyz()
+			if code == 200 && strings.Contains(body, "[+]leader/kube-controller-manager ok\n") {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: /readyz %d %q", what, code, body)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	waitReady("the controller manager leading")
+	leases := cs.CoordinationV1().Leases("kube-system")
+	for attempt := 0; ; attempt++ {
+		l, err := leases.Get(ctx, "kube-controller-manager", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds, l.Spec.RenewTime = ptr.To("thief"), ptr.To[int32](1), &metav1.MicroTime{Time: time.Now()}
+		if _, err = leases.Update(ctx, l, metav1.UpdateOptions{}); err == nil {
+			break
+		} else if attempt == 20 {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		code, body := readyz()
+		if code == 500 && strings.Contains(body, "[-]leader/kube-controller-manager failed: reason withheld\n") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/readyz while the Lease's holder is gone: %d %q", code, body)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	waitReady("the controller manager leading again")
 }

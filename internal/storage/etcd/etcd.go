@@ -250,6 +250,14 @@ func convert(err error) error {
 // Endpoints are the member URLs the store's client was given.
 func (s *Store) Endpoints() []string { return s.client.Endpoints() }
 
+// Healthy reads a key through the cluster's consensus (a linearizable
+// read, as upstream's etcd health checks do): nil once a quorum of
+// members answers.
+func (s *Store) Healthy(ctx context.Context) error {
+	_, err := s.client.Get(ctx, "/registry/health")
+	return err
+}
+
 // Probe checks that the member at endpoint answers (its status), as the
 // API server's health checks of etcd do: nil, or what went wrong.
 func (s *Store) Probe(ctx context.Context, endpoint string) error {
