@@ -190,6 +190,9 @@ func runServer(args []string) error {
 	// once instead of waiting out the Lease of the last.
 	leaderID := leaderIdentity(opts.DataDir)
 	if !*disableControllers {
+		// Ready only while a controller manager leads (the scheduler,
+		// which syncs its informers before it campaigns, is left out of
+		// /readyz so as not to slow the start down by that).
 		opts.LeaderLeases = append(opts.LeaderLeases, "kube-controller-manager")
 		opts.Components = append(opts.Components, func(ctx context.Context, env server.ComponentEnv) error {
 			return controllermanager.Run(ctx, env.ConfigAs(auth.ControllerManagerUser()), controllermanager.Options{RootCA: env.CAPEM,
@@ -200,7 +203,6 @@ func runServer(args []string) error {
 		})
 	}
 	if !*disableScheduler {
-		opts.LeaderLeases = append(opts.LeaderLeases, "kube-scheduler")
 		// As upstream's kube-scheduler (--leader-elect=true): only the
 		// holder of kube-system/kube-scheduler schedules, and the Lease is
 		// what componentstatuses reports the scheduler's health by.

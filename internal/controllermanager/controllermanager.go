@@ -182,25 +182,34 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		defer o.Informers.Wait()
 		defer cancel()
 	}
-	cs, err := New(cfg, o)
-	if err != nil {
-		return err
-	}
 	if o.LeaderElection == nil {
+		cs, err := New(cfg, o)
+		if err != nil {
+			return err
+		}
 		reconcile.RunAll(ctx, cs...)
 		return nil
 	}
-	terms := 0
+	if err := ValidateControllers(o.Controllers); err != nil {
+		return err
+	}
+	// The controllers are built for each term (a controller's queue ends
+	// with its term), after the Lease is taken: a starting server is ready
+	// once its controller manager leads.
 	reconcile.RunLeading(ctx, client, *o.LeaderElection, "kube-controller-manager", slog.Default(), func(term context.Context) {
-		if terms++; terms > 1 {
-			// A controller's queue ends with its term: build them again.
-			if cs, err = New(cfg, o); err != nil {
-				slog.Error("controller manager", "err", err)
-				<-term.Done()
+		for {
+			cs, err := New(cfg, o)
+			if err == nil {
+				reconcile.RunAll(term, cs...)
 				return
 			}
+			slog.Error("controller manager: building the controllers; retrying", "err", err)
+			select {
+			case <-term.Done():
+				return
+			case <-time.After(time.Second):
+			}
 		}
-		reconcile.RunAll(term, cs...)
 	})
 	return nil
 }
