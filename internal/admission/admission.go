@@ -17,9 +17,10 @@ import (
 // then the resource's validation, then every plugin's Validate. The first
 // error refuses the request; wrap plain errors with Forbidden.
 //
-// BeforeCreate, BeforeUpdate and AfterDelete are storage hooks, not
-// upstream admission: what a resource's REST storage does around the
-// write itself (reserving a ClusterIP with an undo), not on dry runs.
+// BeforeCreate, BeforeUpdate, AfterUpdate and AfterDelete are storage
+// hooks, not upstream admission: what a resource's REST storage does
+// around the write itself (reserving a ClusterIP with an undo), never on
+// dry runs (which would reserve, if only for a moment).
 type Plugin struct {
 	Name string
 	// Resources it applies to; empty means every resource.
@@ -32,11 +33,16 @@ type Plugin struct {
 	Mutate       MutateFunc
 	Validate     ValidateFunc
 
-	// BeforeCreate runs after validation, before the object is stored, not
-	// on dry runs; undo (if not nil) is called if storing fails.
+	// BeforeCreate runs after validation, before the object is stored;
+	// undo (if not nil) is called if storing fails.
 	BeforeCreate func(ctx context.Context, obj runtime.Object) (undo func(), err error)
-	// BeforeUpdate runs after validation of an update.
-	BeforeUpdate func(ctx context.Context, obj, old runtime.Object) error
+	// BeforeUpdate runs after validation of an update, before it is
+	// stored; undo as BeforeCreate's (also when the update is retried
+	// after a conflict, or changes nothing).
+	BeforeUpdate func(ctx context.Context, obj, old runtime.Object) (undo func(), err error)
+	// AfterUpdate runs once an update is stored (to let go of what old
+	// held and obj does not).
+	AfterUpdate func(ctx context.Context, obj, old runtime.Object)
 	// AfterDelete runs once the object is gone from storage.
 	AfterDelete func(ctx context.Context, obj runtime.Object)
 }
@@ -99,6 +105,27 @@ func (c Chain) Validate(ctx context.Context, a *Attributes) error {
 // BeforeCreate runs the BeforeCreate steps of gr; on an error it undoes
 // the steps that ran. The undo returned reverses them all.
 func (c Chain) BeforeCreate(ctx context.Context, gr schema.GroupResource, obj runtime.Object) (undo func(), err error) {
+	return c.before(gr, func(p *Plugin) (func(), error) {
+		if p.BeforeCreate == nil {
+			return nil, nil
+		}
+		return p.BeforeCreate(ctx, obj)
+	})
+}
+
+// BeforeUpdate runs the BeforeUpdate steps of gr, as BeforeCreate.
+func (c Chain) BeforeUpdate(ctx context.Context, gr schema.GroupResource, obj, old runtime.Object) (undo func(), err error) {
+	return c.before(gr, func(p *Plugin) (func(), error) {
+		if p.BeforeUpdate == nil {
+			return nil, nil
+		}
+		return p.BeforeUpdate(ctx, obj, old)
+	})
+}
+
+// before runs one kind of Before hook (step) of each plugin of gr in
+// order, stopping at the first error after undoing the steps that ran.
+func (c Chain) before(gr schema.GroupResource, step func(*Plugin) (func(), error)) (undo func(), err error) {
 	var undos []func()
 	undo = func() {
 		for i := len(undos) - 1; i >= 0; i-- {
@@ -107,10 +134,10 @@ func (c Chain) BeforeCreate(ctx context.Context, gr schema.GroupResource, obj ru
 	}
 	for i := range c {
 		p := &c[i]
-		if p.BeforeCreate == nil || !p.appliesTo(gr) {
+		if !p.appliesTo(gr) {
 			continue
 		}
-		u, err := p.BeforeCreate(ctx, obj)
+		u, err := step(p)
 		if err != nil {
 			undo()
 			return nil, err
@@ -122,17 +149,13 @@ func (c Chain) BeforeCreate(ctx context.Context, gr schema.GroupResource, obj ru
 	return undo, nil
 }
 
-// BeforeUpdate runs the BeforeUpdate steps of gr, stopping at the first
-// error.
-func (c Chain) BeforeUpdate(ctx context.Context, gr schema.GroupResource, obj, old runtime.Object) error {
+// AfterUpdate runs the AfterUpdate steps of gr.
+func (c Chain) AfterUpdate(ctx context.Context, gr schema.GroupResource, obj, old runtime.Object) {
 	for i := range c {
-		if p := &c[i]; p.BeforeUpdate != nil && p.appliesTo(gr) {
-			if err := p.BeforeUpdate(ctx, obj, old); err != nil {
-				return err
-			}
+		if p := &c[i]; p.AfterUpdate != nil && p.appliesTo(gr) {
+			p.AfterUpdate(ctx, obj, old)
 		}
 	}
-	return nil
 }
 
 // AfterDelete runs the AfterDelete steps of gr.

@@ -25,7 +25,7 @@
 //
 // Besides upstream's two phases a plugin may have storage hooks
 // (BeforeCreate and BeforeUpdate, which may reserve things and hand back
-// an undo; AfterDelete once an object is gone): the Service allocator's
-// cluster IPs and node ports. They run around the write itself, not on
-// dry-run creates.
+// an undo; AfterUpdate and AfterDelete once the write is stored): the
+// Service allocator's cluster IPs and node ports. They run around the
+// write itself, not on dry runs.
 package admission

@@ -438,7 +438,8 @@ func (s *Server) updateObject(ctx context.Context, rs *resourceStore, ns, name, 
 			return nil, apierrors.NewConflict(rs.gr, name, fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", metaOf(current).GetUID(), uid))
 		}
 		m.SetResourceVersion(strconv.FormatInt(rev, 10))
-		if obj, err = s.prepareUpdate(ctx, rs, obj, current, subresource, opts); err != nil {
+		obj, undo, err := s.prepareUpdate(ctx, rs, obj, current, subresource, opts)
+		if err != nil {
 			return nil, err
 		}
 		m = metaOf(obj)
@@ -448,9 +449,11 @@ func (s *Server) updateObject(ctx context.Context, rs *resourceStore, ns, name, 
 		}
 		data, err := rs.encode(obj)
 		if err != nil {
+			undo()
 			return nil, apierrors.NewInternalError(err)
 		}
 		if string(data) == string(kv.Value) {
+			undo()
 			return current, nil // no-op: nothing written, resourceVersion unchanged
 		}
 		if opts.dryRun {
@@ -460,23 +463,31 @@ func (s *Server) updateObject(ctx context.Context, rs *resourceStore, ns, name, 
 		if rs.deletionComplete(obj, current) {
 			// The last finalizer is gone: the object's deletion completes.
 			if _, _, err := rs.store.Delete(ctx, rs.key(ns, name), rev); err != nil {
+				undo()
 				if errors.Is(err, storage.ErrConflict) && clientRV == "" {
 					continue
 				}
 				return nil, storageError(err, rs.gr, name)
 			}
 			rs.forget(kv.Key)
+			s.cfg.Admission.AfterUpdate(ctx, rs.gr, obj, current)
 			s.cfg.Admission.AfterDelete(ctx, rs.gr, obj)
 			m.SetResourceVersion(strconv.FormatInt(rev, 10))
 			return obj, nil
 		}
 		newRev, err := rs.store.Update(ctx, rs.key(ns, name), data, rev)
+		if err != nil {
+			// What this attempt reserved goes back, a retry included: the
+			// next attempt reserves from what it reads.
+			undo()
+		}
 		if errors.Is(err, storage.ErrConflict) && clientRV == "" && attempt < 100 {
 			continue
 		}
 		if err != nil {
 			return nil, storageError(err, rs.gr, name)
 		}
+		s.cfg.Admission.AfterUpdate(ctx, rs.gr, obj, current)
 		m.SetResourceVersion(strconv.FormatInt(newRev, 10))
 		return rs.asStored(obj), nil
 	}
@@ -488,7 +499,7 @@ func (s *Server) updateObject(ctx context.Context, rs *resourceStore, ns, name, 
 // main-resource update; a writable subresource changes only its part of
 // the object (see resourceStore.part); others (pods' "binding") write
 // what their handler made of the stored object.
-func (s *Server) prepareUpdate(ctx context.Context, rs *resourceStore, obj, old runtime.Object, subresource string, opts writeOptions) (runtime.Object, error) {
+func (s *Server) prepareUpdate(ctx context.Context, rs *resourceStore, obj, old runtime.Object, subresource string, opts writeOptions) (_ runtime.Object, undo func(), err error) {
 	st := rs.res.Strategy
 	// Every written body is defaulted, a /status one too, as upstream
 	// defaults what it decodes (a load balancer ingress IP gets its ipMode).
@@ -499,7 +510,7 @@ func (s *Server) prepareUpdate(ctx context.Context, rs *resourceStore, obj, old 
 	if !opts.admitted {
 		attrs = admissionAttributes(ctx, rs, admission.Update, subresource, metaOf(old).GetNamespace(), metaOf(old).GetName(), obj, old, updateOptions(opts), opts.dryRun)
 		if err := s.mutate(ctx, attrs); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		obj = attrs.Object
 	}
@@ -554,7 +565,7 @@ func (s *Server) prepareUpdate(ctx context.Context, rs *resourceStore, obj, old 
 		}
 	}
 	if len(errs) > 0 {
-		return nil, apierrors.NewInvalid(rs.res.Kind.GroupKind(), m.GetName(), dedupe(errs))
+		return nil, nil, apierrors.NewInvalid(rs.res.Kind.GroupKind(), m.GetName(), dedupe(errs))
 	}
 	if w := st.Warnings; w != nil && (subresource == "" || subresource == "status") {
 		warn(ctx, w(obj, old))
@@ -562,10 +573,16 @@ func (s *Server) prepareUpdate(ctx context.Context, rs *resourceStore, obj, old 
 	if attrs != nil {
 		attrs.Object = obj
 		if err := s.validate(ctx, attrs); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	return obj, s.cfg.Admission.BeforeUpdate(ctx, rs.gr, obj, old)
+	if opts.dryRun {
+		return obj, func() {}, nil // the storage hooks reserve nothing for a dry run
+	}
+	if undo, err = s.cfg.Admission.BeforeUpdate(ctx, rs.gr, obj, old); err != nil {
+		return nil, nil, err
+	}
+	return obj, undo, nil
 }
 
 func (rs *resourceStore) specChanged(obj, old runtime.Object) bool {

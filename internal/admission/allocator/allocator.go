@@ -7,7 +7,9 @@ import (
 	"math/rand/v2"
 	"net/netip"
 	"slices"
+	"strings"
 	"sync/atomic"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -82,23 +84,39 @@ func (a *Services) Plugin() admission.Plugin {
 		BeforeCreate: func(ctx context.Context, obj runtime.Object) (func(), error) {
 			return a.allocate(ctx, obj.(*corev1.Service), nil)
 		},
-		BeforeUpdate: func(ctx context.Context, obj, old runtime.Object) error {
-			_, err := a.allocate(ctx, obj.(*corev1.Service), old.(*corev1.Service))
-			return err
+		BeforeUpdate: func(ctx context.Context, obj, old runtime.Object) (func(), error) {
+			return a.allocate(ctx, obj.(*corev1.Service), old.(*corev1.Service))
+		},
+		AfterUpdate: func(ctx context.Context, obj, old runtime.Object) {
+			a.releaseDropped(ctx, old.(*corev1.Service), obj.(*corev1.Service))
 		},
 		AfterDelete: func(ctx context.Context, obj runtime.Object) {
-			svc := obj.(*corev1.Service)
-			for _, ip := range svc.Spec.ClusterIPs {
-				if ip != corev1.ClusterIPNone {
-					a.releaseIP(ctx, ip, svc)
-				}
-			}
-			for _, p := range svc.Spec.Ports {
-				if p.NodePort != 0 {
-					a.release(ctx, portPrefix+fmt.Sprint(p.NodePort))
-				}
-			}
+			a.releaseDropped(ctx, obj.(*corev1.Service), nil)
 		},
+	}
+}
+
+// releaseDropped lets go of the cluster IPs and node ports svc held that
+// kept (the same Service updated; nil once it is deleted) does not: a type
+// change to ExternalName or ClusterIP, a port removed.
+func (a *Services) releaseDropped(ctx context.Context, svc, kept *corev1.Service) {
+	var keptIPs []string
+	keptPorts := map[int32]bool{}
+	if kept != nil {
+		keptIPs = kept.Spec.ClusterIPs
+		for _, p := range kept.Spec.Ports {
+			keptPorts[p.NodePort] = true
+		}
+	}
+	for _, ip := range svc.Spec.ClusterIPs {
+		if ip != corev1.ClusterIPNone && !slices.Contains(keptIPs, ip) {
+			a.releaseIP(ctx, ip, svc)
+		}
+	}
+	for _, p := range svc.Spec.Ports {
+		if p.NodePort != 0 && !keptPorts[p.NodePort] {
+			a.releasePort(ctx, p.NodePort, owner(svc))
+		}
 	}
 }
 
@@ -203,14 +221,41 @@ func (a *Services) allocate(ctx context.Context, svc, old *corev1.Service) (func
 
 func owner(svc *corev1.Service) string { return svc.Namespace + "/" + svc.Name }
 
+// take records key (a node port) as owner's, with the time: the repair
+// loop leaves a record without its Service alone while it is young (the
+// Service is stored just after).
 func (a *Services) take(ctx context.Context, key, owner string) error {
-	_, err := a.store.Create(ctx, key, []byte(owner))
+	_, err := a.store.Create(ctx, key, []byte(owner+"\n"+time.Now().UTC().Format(time.RFC3339)))
 	return err
+}
+
+// portRecord reads a node port's record: its owner ("namespace/name") and
+// when it was taken (zero for a record of an older server, which kept
+// only the owner).
+func portRecord(value []byte) (owner string, taken time.Time) {
+	owner, at, _ := strings.Cut(string(value), "\n")
+	taken, _ = time.Parse(time.RFC3339, at)
+	return owner, taken
 }
 
 func (a *Services) release(ctx context.Context, key string) {
 	if _, _, err := a.store.Delete(ctx, key, 0); err != nil && !errors.Is(err, storage.ErrNotFound) {
-		_ = err // a leaked allocation only narrows the range
+		_ = err // a leaked allocation only narrows the range, until the repair loop frees it
+	}
+}
+
+// releasePort deletes the node port's record if it is still owner's.
+func (a *Services) releasePort(ctx context.Context, port int32, owner string) {
+	key := portPrefix + fmt.Sprint(port)
+	kv, err := a.store.Get(ctx, key)
+	if err != nil {
+		return
+	}
+	if o, _ := portRecord(kv.Value); o != owner {
+		return
+	}
+	if _, _, err := a.store.Delete(ctx, key, kv.ModRevision); err != nil && !errors.Is(err, storage.ErrNotFound) {
+		_ = err // changed meanwhile, or storage failed: the repair loop sees to it
 	}
 }
 

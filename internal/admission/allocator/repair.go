@@ -3,11 +3,14 @@ package allocator
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/netip"
 	"slices"
+	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -20,8 +23,8 @@ import (
 const (
 	// RepairInterval is how often the repair loop runs, as upstream's.
 	RepairInterval = 3 * time.Minute
-	// orphanGrace: an IPAddress is taken before its Service is stored, so
-	// one without its Service is only an orphan once this old.
+	// orphanGrace: an IPAddress or a node port is taken before its Service
+	// is stored, so one without its Service is only an orphan once this old.
 	orphanGrace = time.Minute
 )
 
@@ -30,11 +33,12 @@ const (
 // ServiceCIDR exists and is Ready; every Service's cluster IP has its
 // IPAddress (and the older records, of a server before IPAddresses, are
 // moved over and removed); an IPAddress of this allocator whose Service is
-// gone or holds another address is deleted.
+// gone or holds another address is deleted; the node port records are
+// made equal to the Services' node ports (repairNodePorts).
 func (a *Services) RunRepair(ctx context.Context, log *slog.Logger, interval time.Duration) {
 	wait.UntilWithContext(ctx, func(ctx context.Context) {
 		if err := a.repair(ctx); err != nil && ctx.Err() == nil {
-			log.Warn("service IP repair", "err", err)
+			log.Warn("service IP and node port repair", "err", err)
 		}
 	}, interval)
 }
@@ -86,11 +90,55 @@ func (a *Services) repair(ctx context.Context) error {
 			return err
 		}
 	}
+	if err := a.repairNodePorts(ctx, svcs.Items); err != nil {
+		return err
+	}
 	if a.legacy.Load() {
 		if err := a.dropLegacy(ctx); err != nil {
 			return err
 		}
 		a.legacy.Store(false)
+	}
+	return nil
+}
+
+// repairNodePorts makes the node port records equal the Services' node
+// ports: a record whose Service does not hold the port (left by a crash
+// between taking it and storing the Service, or by a server before
+// AfterUpdate released dropped ports) is deleted once older than
+// orphanGrace; a port a Service holds without a record gets one.
+func (a *Services) repairNodePorts(ctx context.Context, svcs []corev1.Service) error {
+	held := map[string]string{} // port -> owner
+	for i := range svcs {
+		for _, p := range svcs[i].Spec.Ports {
+			if p.NodePort != 0 {
+				held[fmt.Sprint(p.NodePort)] = owner(&svcs[i])
+			}
+		}
+	}
+	list, err := a.store.List(ctx, portPrefix, storage.ListOptions{})
+	if err != nil {
+		return err
+	}
+	recorded := map[string]bool{}
+	for _, kv := range list.Items {
+		port := strings.TrimPrefix(kv.Key, portPrefix)
+		o, taken := portRecord(kv.Value)
+		if held[port] == o || time.Since(taken) < orphanGrace {
+			recorded[port] = true
+			continue
+		}
+		if _, _, err := a.store.Delete(ctx, kv.Key, kv.ModRevision); err != nil && !errors.Is(err, storage.ErrNotFound) && !errors.Is(err, storage.ErrConflict) {
+			return err
+		}
+	}
+	for port, o := range held {
+		if recorded[port] {
+			continue
+		}
+		if err := a.take(ctx, portPrefix+port, o); err != nil && !errors.Is(err, storage.ErrKeyExists) {
+			return err
+		}
 	}
 	return nil
 }
