@@ -67,6 +67,8 @@ Usage:
                              images in the node's containerd, without Docker or a registry
   plainkube token create|list|delete ...
                              the bootstrap tokens hosts join with
+  plainkube etcd-snapshot save|ls|restore ...
+                             snapshots of the embedded etcd, and a data directory restored from one
   plainkube cleanup [--data-dir DIR]
                              remove what a crashed node left: rules, bridges, mounts (root)
   plainkube dev cluster [--servers 1] [--agents N] [--dir D]
@@ -106,6 +108,8 @@ func main() {
 		err = runCleanup(os.Args[2:])
 	case "token":
 		err = runToken(os.Args[2:])
+	case "etcd-snapshot":
+		err = runEtcdSnapshot(os.Args[2:])
 	case "dev":
 		err = runDev(os.Args[2:])
 	case "version", "--version":

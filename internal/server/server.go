@@ -542,6 +542,17 @@ func startCompactor(ctx context.Context, st storage.Interface, log *slog.Logger)
 			if err := st.Compact(ctx, last); err != nil && !errors.Is(err, storage.ErrCompacted) {
 				log.Warn("compaction failed", "revision", last, "err", err)
 			}
+			// What compactions free is reused by etcd but not given back
+			// to the disk: defragment a member once it is mostly free.
+			if e, ok := st.(*etcd.Store); ok {
+				done, err := e.DefragmentIfFragmented(ctx)
+				if len(done) > 0 {
+					log.Info("defragmented etcd", "members", done)
+				}
+				if err != nil {
+					log.Warn("defragmentation", "err", err)
+				}
+			}
 		}
 		rev, err := st.CurrentRevision(ctx)
 		if err == nil {
@@ -613,11 +624,18 @@ func liveChecks(st *etcd.Store) []apiserver.HealthCheck {
 }
 
 // readyChecks are /readyz's own: etcd again under upstream's name for it,
-// and that each leader Lease has a current holder.
+// no etcd alarm raised, and that each leader Lease has a current holder.
 func readyChecks(st *etcd.Store, leases []string) []apiserver.HealthCheck {
 	var checks []apiserver.HealthCheck
 	if st != nil {
-		checks = append(checks, apiserver.HealthCheck{Name: "etcd-readiness", Check: etcdCheck(st)})
+		checks = append(checks, apiserver.HealthCheck{Name: "etcd-readiness", Check: etcdCheck(st)},
+			// A raised alarm (NOSPACE: the backend quota is used up) leaves
+			// etcd taking reads and deletes only.
+			apiserver.HealthCheck{Name: "etcd-alarms", Check: func(ctx context.Context, _ registry.API) error {
+				ctx, cancel := context.WithTimeout(ctx, etcdCheckTimeout)
+				defer cancel()
+				return st.Alarms(ctx)
+			}})
 	}
 	for _, name := range leases {
 		probe := core.LeaseProbe(metav1.NamespaceSystem, name)

@@ -49,32 +49,13 @@ const startTimeout = 30 * time.Second
 // 127.0.0.1 port and for peers on another (never used by a single node), so
 // parallel instances never collide; logs below error level are dropped.
 func StartEmbedded(dataDir string, opts ...EmbeddedOption) (*Embedded, error) {
-	cfg := embed.NewConfig()
-	cfg.Name = "plainkube"
-	cfg.Dir = dataDir
-	cfg.Logger = "zap"
-	cfg.LogLevel = "error"
-	cfg.LogOutputs = []string{"stderr"}
+	cfg := embeddedConfig(dataDir)
 	closing := new(atomic.Bool)
 	lg, err := quietLogger(closing)
 	if err != nil {
 		return nil, err
 	}
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(lg)
-	// Port 0: the kernel picks a free port when etcd binds, so there is no
-	// window in which another process can take it.
-	loopback := url.URL{Scheme: "http", Host: "127.0.0.1:0"}
-	cfg.ListenClientUrls = []url.URL{loopback}
-	cfg.AdvertiseClientUrls = []url.URL{loopback}
-	cfg.ListenPeerUrls = []url.URL{loopback}
-	cfg.AdvertisePeerUrls = []url.URL{loopback}
-	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
-	cfg.InitialClusterToken = "plainkube"
-	// A single node elects itself after one tick: keep ticks short so that
-	// happens in milliseconds.
-	cfg.TickMs = 10
-	cfg.ElectionMs = 100
-	cfg.InitialElectionTickAdvance = true
 	for _, o := range opts {
 		o(cfg)
 	}
@@ -99,6 +80,32 @@ func StartEmbedded(dataDir string, opts ...EmbeddedOption) (*Embedded, error) {
 		return nil, err
 	}
 	return &Embedded{etcd: e, client: client, endpoint: endpoint, closing: closing}, nil
+}
+
+// embeddedConfig is the configuration of the single member StartEmbedded
+// runs (and RestoreSnapshot restores), before its options.
+func embeddedConfig(dataDir string) *embed.Config {
+	cfg := embed.NewConfig()
+	cfg.Name = "plainkube"
+	cfg.Dir = dataDir
+	cfg.Logger = "zap"
+	cfg.LogLevel = "error"
+	cfg.LogOutputs = []string{"stderr"}
+	// Port 0: the kernel picks a free port when etcd binds, so there is no
+	// window in which another process can take it.
+	loopback := url.URL{Scheme: "http", Host: "127.0.0.1:0"}
+	cfg.ListenClientUrls = []url.URL{loopback}
+	cfg.AdvertiseClientUrls = []url.URL{loopback}
+	cfg.ListenPeerUrls = []url.URL{loopback}
+	cfg.AdvertisePeerUrls = []url.URL{loopback}
+	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
+	cfg.InitialClusterToken = "plainkube"
+	// A single node elects itself after one tick: keep ticks short so that
+	// happens in milliseconds.
+	cfg.TickMs = 10
+	cfg.ElectionMs = 100
+	cfg.InitialElectionTickAdvance = true
+	return cfg
 }
 
 // clientEndpoint is the address to dial for the client listener u.
