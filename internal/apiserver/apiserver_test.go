@@ -122,18 +122,44 @@ func TestStatusCodes(t *testing.T) {
 	}
 }
 
+// TestTooManyRequests: past its seats a client gets 429 with Retry-After;
+// a workload user has at most half the level's seats, the system
+// components seats of their own, and system:masters is never limited.
 func TestTooManyRequests(t *testing.T) {
-	s, err := New(Config{Storage: memory.New(memory.Options{}), Resources: all.Resources(), MaxRequestsInFlight: 1})
+	s, err := New(Config{Storage: memory.New(memory.Options{}), Resources: all.Resources(), MaxRequestsInFlight: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.inFlight <- struct{}{} // one request is being served
-	req := httptest.NewRequest("GET", "/api/v1/namespaces", nil)
-	req = req.WithContext(auth.WithUser(req.Context(), &auth.User{Name: "admin", Groups: []string{auth.GroupMasters}}))
-	rec := httptest.NewRecorder()
-	s.ServeHTTP(rec, req)
-	if rec.Code != 429 || rec.Header().Get("Retry-After") != "1" {
-		t.Fatalf("got %d, Retry-After %q", rec.Code, rec.Header().Get("Retry-After"))
+	bob := &auth.User{Name: "bob", Groups: []string{auth.GroupAuthenticated}}
+	if _, ok := s.seats.acquire(bob); !ok { // bob has one request being served
+		t.Fatal("no seat for bob's first request")
+	}
+	get := func(u *auth.User) *httptest.ResponseRecorder {
+		req := httptest.NewRequest("GET", "/api/v1", nil) // discovery: any authenticated user
+		req = req.WithContext(auth.WithUser(req.Context(), u))
+		rec := httptest.NewRecorder()
+		s.ServeHTTP(rec, req)
+		return rec
+	}
+	if rec := get(bob); rec.Code != 429 || rec.Header().Get("Retry-After") != "1" {
+		t.Fatalf("bob past his share: got %d, Retry-After %q", rec.Code, rec.Header().Get("Retry-After"))
+	}
+	alice := &auth.User{Name: "alice", Groups: []string{auth.GroupAuthenticated}}
+	if rec := get(alice); rec.Code != 200 {
+		t.Fatalf("alice while bob is at his share: %d", rec.Code)
+	}
+	if _, ok := s.seats.acquire(alice); !ok {
+		t.Fatal("no seat for alice")
+	}
+	carol := &auth.User{Name: "carol", Groups: []string{auth.GroupAuthenticated}}
+	if rec := get(carol); rec.Code != 429 {
+		t.Fatalf("carol with the workload level full: %d", rec.Code)
+	}
+	if rec := get(auth.NodeUser("n1")); rec.Code != 200 {
+		t.Fatalf("a node with the workload level full: %d (the system level is its own)", rec.Code)
+	}
+	if rec := get(&auth.User{Name: "admin", Groups: []string{auth.GroupMasters}}); rec.Code != 200 {
+		t.Fatalf("the admin with the workload level full: %d", rec.Code)
 	}
 }
 

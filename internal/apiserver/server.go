@@ -71,8 +71,11 @@ type Config struct {
 	Now func() time.Time
 	// MaxRequestBodyBytes caps request bodies (0: 3 MiB, upstream's limit).
 	MaxRequestBodyBytes int64
-	// MaxRequestsInFlight caps concurrent non-watch requests; beyond it the
-	// server answers 429 with Retry-After (0: 400, upstream's default).
+	// MaxRequestsInFlight caps concurrent non-watch requests of clients
+	// other than system:masters and the system components (which have
+	// half as many of their own; see seats); beyond it, or beyond half of
+	// it for one user, the server answers 429 with Retry-After (0: 400,
+	// upstream's default).
 	MaxRequestsInFlight int
 	Logger              *slog.Logger
 }
@@ -103,7 +106,7 @@ type Server struct {
 	aggregated      atomic.Pointer[map[schema.GroupVersion]*AggregatedAPI]
 	readyOnce       sync.Once
 	ready           chan struct{}
-	inFlight        chan struct{}
+	seats           *seats
 
 	// Custom resources (see SetCustomResources): the served set, replaced
 	// whole under customMu, and the watch cache of each, by storage prefix.
@@ -142,7 +145,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, codecs: newCodecs(), log: cfg.Logger, now: cfg.Now,
 		stores: map[schema.GroupVersionResource]*resourceStore{}, ephemeral: map[schema.GroupVersionResource]*registry.Resource{}, ready: make(chan struct{}),
-		inFlight: make(chan struct{}, cfg.MaxRequestsInFlight), crCaches: map[string]*sharedCache{}}
+		seats: newSeats(cfg.MaxRequestsInFlight), crCaches: map[string]*sharedCache{}}
 	s.streaming = map[string]bool{}
 	for i := range cfg.Resources {
 		res := &cfg.Resources[i]
@@ -302,13 +305,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if info.IsResource || info.Version != "" {
 		if info.Verb != "watch" && !s.streaming[info.Subresource] {
-			select {
-			case s.inFlight <- struct{}{}:
-				defer func() { <-s.inFlight }()
-			default:
+			release, ok := s.seats.acquire(user)
+			if !ok {
 				s.codecs.writeError(w, r, apierrors.NewTooManyRequests("too many requests, please try again later", 1))
 				return
 			}
+			defer release()
 			ctx, cancel, err := requestDeadline(r)
 			if err != nil {
 				s.codecs.writeError(w, r, err)
@@ -316,6 +318,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 			defer cancel()
 			r = r.WithContext(ctx)
+			// The body too is read by the deadline: a client that sends it
+			// slowly holds its slot no longer than any request. (Not every
+			// ResponseWriter can: the in-process transport's has no
+			// connection to time out.)
+			deadline, _ := ctx.Deadline()
+			_ = http.NewResponseController(w).SetReadDeadline(deadline)
 		}
 		if s.serveAggregated(w, r, info) {
 			return

@@ -389,7 +389,11 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	s.listener = ln
 	port := ln.Addr().(*net.TCPAddr).Port
 	s.URL = "https://127.0.0.1:" + strconv.Itoa(port)
-	s.httpServer = &http.Server{Handler: api, TLSConfig: tlsConfig, ReadHeaderTimeout: 30 * time.Second,
+	// As upstream's secure serving: headers within 32 s, an idle
+	// connection closed after 90 s; a request's body is read under the
+	// request's own deadline (apiserver.requestDeadline), watches' and
+	// streams' without one.
+	s.httpServer = &http.Server{Handler: api, TLSConfig: tlsConfig, ReadHeaderTimeout: 32 * time.Second, IdleTimeout: 90 * time.Second,
 		// As upstream: many watches share one client connection.
 		HTTP2:    &http.HTTP2Config{MaxConcurrentStreams: 1000},
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}

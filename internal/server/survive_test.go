@@ -3,9 +3,13 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
 	"net/url"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,7 +17,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
 	"plainkube.dev/plainkube/internal/auth"
@@ -223,4 +229,122 @@ func TestReadyzFollowsTheControllerManagersLease(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	waitReady("the controller manager leading again")
+}
+
+// TestFloodByOneUser: one unprivileged user floods the server with 2,000
+// requests, slow (bodies that take seconds to arrive) and fast. The flood
+// gets 429s; another ordinary user, the admin, and the controllers (a
+// Deployment of 50 replicas) are served meanwhile.
+func TestFloodByOneUser(t *testing.T) {
+	_, cfg := startServer(t)
+	cs := clientset(t, cfg)
+	ctx := context.Background()
+	for _, b := range []struct{ user, role string }{{"flood", "cluster-admin"}, {"bystander", "view"}} {
+		if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: b.user},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: b.role},
+			Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: b.user}}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	as := func(user string) *rest.Config {
+		c := rest.CopyConfig(cfg)
+		c.Impersonate = rest.ImpersonationConfig{UserName: user}
+		return c
+	}
+	floodClient, err := rest.HTTPClientFor(as("flood"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Wait until the flood user's binding is in force.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := clientset(t, as("flood")).CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{}); err == nil {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	var codes sync.Map // status code -> *atomic.Int32
+	count := func(code int) {
+		v, _ := codes.LoadOrStore(code, new(atomic.Int32))
+		v.(*atomic.Int32).Add(1)
+	}
+	var flood sync.WaitGroup
+	slowBody := func(i int) io.Reader {
+		pr, pw := io.Pipe()
+		go func() {
+			time.Sleep(4 * time.Second)
+			fmt.Fprintf(pw, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"slow-%d"}}`, i)
+			pw.Close()
+		}()
+		return pr
+	}
+	for i := range 2000 {
+		flood.Go(func() {
+			var req *http.Request
+			if i%4 == 0 { // 500 slow
+				req, _ = http.NewRequest("POST", cfg.Host+"/api/v1/namespaces/default/configmaps?timeout=10s", slowBody(i))
+				req.Header.Set("Content-Type", "application/json")
+			} else {
+				req, _ = http.NewRequest("GET", cfg.Host+"/api/v1/namespaces/default/configmaps", nil)
+			}
+			resp, err := floodClient.Do(req)
+			if err != nil {
+				count(-1)
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			count(resp.StatusCode)
+		})
+	}
+	time.Sleep(500 * time.Millisecond) // the slow ones hold their seats now
+
+	served := func(who string, call func(context.Context) error) {
+		t.Helper()
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		start := time.Now()
+		if err := call(cctx); err != nil {
+			t.Errorf("%s during the flood: %v", who, err)
+		} else if took := time.Since(start); took > 2*time.Second {
+			t.Errorf("%s during the flood took %v", who, took)
+		}
+	}
+	served("the admin's list of pods", func(ctx context.Context) error {
+		_, err := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+		return err
+	})
+	bystander := clientset(t, as("bystander"))
+	served("another user's list of ConfigMaps", func(ctx context.Context) error {
+		_, err := bystander.CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{})
+		return err
+	})
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "fifty"},
+		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](50), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "fifty"}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "fifty"}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}}}
+	if _, err := cs.AppsV1().Deployments("default").Create(ctx, d, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deadline = time.Now().Add(30 * time.Second)
+	for {
+		pods, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=fifty"})
+		if err == nil && len(pods.Items) == 50 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the controllers made %d of 50 pods during the flood (%v)", len(pods.Items), err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	flood.Wait()
+	got := map[int]int32{}
+	codes.Range(func(k, v any) bool { got[k.(int)] = v.(*atomic.Int32).Load(); return true })
+	if got[http.StatusTooManyRequests] == 0 || got[http.StatusOK] == 0 {
+		t.Errorf("the flood's answers by status: %v; want some 429s and some served", got)
+	}
+	t.Logf("the flood's answers by status: %v", got)
 }
