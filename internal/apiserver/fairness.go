@@ -51,11 +51,11 @@ type seats struct {
 }
 
 // newSeats gives the workload level limit seats (upstream's
-// --max-requests-inflight), the system level half as many, and a workload
-// user half the workload level's.
+// --max-requests-inflight), the system level as many of its own (the
+// controllers and simulated nodes of a big cluster are its busiest
+// clients), and a workload user half the workload level's.
 func newSeats(limit int) *seats {
-	half := max(limit/2, 1)
-	return &seats{systemMax: half, workloadMax: limit, perUserMax: half, byUser: map[string]int{}}
+	return &seats{systemMax: limit, workloadMax: limit, perUserMax: max(limit/2, 1), byUser: map[string]int{}}
 }
 
 // acquire takes a seat for u's request; release gives it back. false: no

@@ -72,8 +72,8 @@ type Config struct {
 	// MaxRequestBodyBytes caps request bodies (0: 3 MiB, upstream's limit).
 	MaxRequestBodyBytes int64
 	// MaxRequestsInFlight caps concurrent non-watch requests of clients
-	// other than system:masters and the system components (which have
-	// half as many of their own; see seats); beyond it, or beyond half of
+	// other than system:masters and the system components (which have as
+	// many of their own; see seats); beyond it, or beyond half of
 	// it for one user, the server answers 429 with Retry-After (0: 400,
 	// upstream's default).
 	MaxRequestsInFlight int
