@@ -348,3 +348,43 @@ func TestFloodByOneUser(t *testing.T) {
 	}
 	t.Logf("the flood's answers by status: %v", got)
 }
+
+// TestHostileBodies: bodies built to exhaust the decoder — JSON and YAML
+// nested a hundred thousand deep, a YAML "billion laughs" of aliases,
+// patches as deep — are refused with a 4xx quickly, and the server keeps
+// serving.
+func TestHostileBodies(t *testing.T) {
+	_, cfg := startServer(t)
+	const depth = 100000
+	nestedJSON := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"deep"},"data":` + strings.Repeat(`{"a":`, depth) + `1` + strings.Repeat(`}`, depth) + `}`
+	nestedYAML := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: deep\ndata: " + strings.Repeat("[", depth) + strings.Repeat("]", depth) + "\n"
+	laughs := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: laughs\n  annotations:\n    a0: &a0 [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n"
+	for i := 1; i < 10; i++ {
+		laughs += fmt.Sprintf("    a%d: &a%d [*a%d,*a%d,*a%d,*a%d,*a%d,*a%d,*a%d,*a%d,*a%d]\n", i, i, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1)
+	}
+	cs := clientset(t, cfg)
+	if _, err := cs.CoreV1().ConfigMaps("default").Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "target"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deepPatch := strings.Repeat(`{"a":`, depth) + `1` + strings.Repeat(`}`, depth)
+	for _, c := range []struct{ name, method, path, contentType, body string }{
+		{"nested JSON", "POST", "/api/v1/namespaces/default/configmaps", "application/json", nestedJSON},
+		{"nested YAML", "POST", "/api/v1/namespaces/default/configmaps", "application/yaml", nestedYAML},
+		{"YAML aliases", "POST", "/api/v1/namespaces/default/configmaps", "application/yaml", laughs},
+		{"nested merge patch", "PATCH", "/api/v1/namespaces/default/configmaps/target", "application/merge-patch+json", deepPatch},
+		{"nested strategic merge patch", "PATCH", "/api/v1/namespaces/default/configmaps/target", "application/strategic-merge-patch+json", deepPatch},
+		{"nested apply", "PATCH", "/api/v1/namespaces/default/configmaps/target?fieldManager=x", "application/apply-patch+yaml", nestedYAML},
+	} {
+		start := time.Now()
+		code, _, body := raw(t, cfg, c.method, c.path, c.contentType, "application/json", c.body)
+		if code < 400 || code >= 500 {
+			t.Errorf("%s: %d %.200s", c.name, code, body)
+		}
+		if took := time.Since(start); took > 5*time.Second {
+			t.Errorf("%s took %v", c.name, took)
+		}
+	}
+	if _, err := cs.CoreV1().ConfigMaps("default").Get(context.Background(), "target", metav1.GetOptions{}); err != nil {
+		t.Errorf("serving after the hostile bodies: %v", err)
+	}
+}
