@@ -34,7 +34,10 @@ require (
 	sigs.k8s.io/yaml v1.6.0
 )
 
-require github.com/kylelemons/godebug v1.1.0 // indirect
+require (
+	github.com/kylelemons/godebug v1.1.0 // indirect
+	k8s.io/kms v0.37.2 // indirect
+)
 
 require (
 	github.com/google/nftables v0.3.0

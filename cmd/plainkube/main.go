@@ -142,6 +142,7 @@ func runServer(args []string) error {
 	fs.Var(listFlag{&opts.PodSecurityExemptions.RuntimeClasses}, "pod-security-exempt-runtime-classes", "comma-separated runtime classes whose pods the PodSecurity admission plugin does not check (exemptions.runtimeClasses)")
 	fs.Var(listFlag{&opts.EnableAdmissionPlugins}, "enable-admission-plugins", "comma-separated admission plugins to turn on besides the default ones, by upstream's names "+
 		"(of those off by default plainkube has OwnerReferencesPermissionEnforcement and EventRateLimit); the order given does not matter")
+	fs.StringVar(&opts.EncryptionProviderConfig, "encryption-provider-config", "", "an EncryptionConfiguration (apiserver.config.k8s.io/v1: aescbc, aesgcm, secretbox, identity) saying which resources are encrypted in etcd (default: DATA/encryption-config.yaml, made at first start: Secrets, aescbc)")
 	fs.StringVar(&opts.AdmissionControlConfigFile, "admission-control-config-file", "", "an AdmissionConfiguration (apiserver.config.k8s.io/v1) giving admission plugins their configuration; plainkube reads EventRateLimit's (eventratelimit.admission.k8s.io/v1alpha1 Configuration)")
 	fs.Var(listFlag{&opts.DisableAdmissionPlugins}, "disable-admission-plugins", "comma-separated admission plugins to turn off even if on by default, by upstream's names")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
@@ -495,6 +496,7 @@ func runBench(args []string) error {
 	fs.IntVar(&o.Repeat, "repeat", 3, "startup, devcluster: runs")
 	fs.DurationVar(&o.NodeWait, "node-wait", 10*time.Second, "startup: how long to wait for a first Ready node after /readyz")
 	concurrency := fs.String("concurrency", "1,16,64", "crud, dns: comma-separated concurrency levels")
+	kinds := fs.String("kinds", "configmaps,pods", "crud: comma-separated kinds to cycle through (configmaps, pods, secrets)")
 	fs.DurationVar(&o.Duration, "duration", 0, "crud, dns: time per level (default 5s); churn: total time (default 20s)")
 	fs.IntVar(&o.ListPods, "list-pods", 10000, "list: pods to create")
 	fs.IntVar(&o.Watchers, "watchers", 1000, "watch: concurrent watchers")
@@ -527,6 +529,12 @@ func runBench(args []string) error {
 			return fmt.Errorf("--concurrency: bad level %q", c)
 		}
 		o.Concurrency = append(o.Concurrency, n)
+	}
+	for _, k := range strings.Split(*kinds, ",") {
+		if k != "configmaps" && k != "pods" && k != "secrets" {
+			return fmt.Errorf("--kinds: unknown kind %q (configmaps, pods, secrets)", k)
+		}
+		o.CRUDKinds = append(o.CRUDKinds, k)
 	}
 	o.ServerCommand = *serverCmd
 	for _, p := range strings.Split(*serverPIDs, ",") {

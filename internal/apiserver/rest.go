@@ -452,7 +452,7 @@ func (s *Server) updateObject(ctx context.Context, rs *resourceStore, ns, name, 
 			undo()
 			return nil, apierrors.NewInternalError(err)
 		}
-		if string(data) == string(kv.Value) {
+		if string(data) == string(kv.Value) && !kv.Stale {
 			undo()
 			return current, nil // no-op: nothing written, resourceVersion unchanged
 		}

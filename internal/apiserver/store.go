@@ -51,16 +51,7 @@ func newResourceStore(res *registry.Resource, st storage.Interface, c *codecs) (
 	if err != nil {
 		return nil, fmt.Errorf("resource %s list: %w", res.Plural, err)
 	}
-	prefix := "/registry/" + res.Plural + "/"
-	if gv.Group != "" {
-		prefix = "/registry/" + gv.Group + "/" + res.Plural + "/"
-	}
-	if sa := res.StoredAs; sa != nil {
-		prefix = "/registry/" + sa.Plural + "/"
-		if sa.Kind.Group != "" {
-			prefix = "/registry/" + sa.Kind.Group + "/" + sa.Plural + "/"
-		}
-	}
+	prefix := StoragePrefix(*res)
 	s := &resourceStore{
 		res: res, gvr: gv.WithResource(res.Plural), gr: gv.WithResource(res.Plural).GroupResource(), listGVK: listGVK,
 		prefix: prefix, store: st, codecs: c,
@@ -228,4 +219,18 @@ func metaOf(obj runtime.Object) metav1.Object {
 		panic(fmt.Sprintf("%T has no ObjectMeta: %v", obj, err))
 	}
 	return acc
+}
+
+// StoragePrefix is the storage key prefix of res's objects:
+// "/registry/<plural>/" for the core group, "/registry/<group>/<plural>/"
+// otherwise (a resource stored as another's, the other's).
+func StoragePrefix(res registry.Resource) string {
+	plural, group := res.Plural, res.Kind.Group
+	if sa := res.StoredAs; sa != nil {
+		plural, group = sa.Plural, sa.Kind.Group
+	}
+	if group == "" {
+		return "/registry/" + plural + "/"
+	}
+	return "/registry/" + group + "/" + plural + "/"
 }

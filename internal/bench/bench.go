@@ -73,6 +73,9 @@ type Options struct {
 	ServerPIDs  []int
 	Repeat      int
 	Concurrency []int
+	// CRUDKinds are the kinds crud cycles through: configmaps, pods,
+	// secrets (default configmaps and pods).
+	CRUDKinds []string
 	Duration    time.Duration
 	ListPods    int
 	Watchers    int

@@ -61,7 +61,7 @@ func benchPod(name string, labels map[string]string) *corev1.Pod {
 }
 
 // runCRUD does create, get, update, list and delete cycles on ConfigMaps
-// and Pods at each concurrency for o.Duration, recording each verb's latency.
+// and Pods (o.CRUDKinds: Secrets too) at each concurrency for o.Duration, recording each verb's latency.
 func runCRUD(ctx context.Context, o *Options, r *Result) error {
 	levels := o.Concurrency
 	if len(levels) == 0 {
@@ -71,7 +71,11 @@ func runCRUD(ctx context.Context, o *Options, r *Result) error {
 	if d <= 0 {
 		d = 5 * time.Second
 	}
-	for _, kind := range []string{"configmaps", "pods"} {
+	kinds := o.CRUDKinds
+	if len(kinds) == 0 {
+		kinds = []string{"configmaps", "pods"}
+	}
+	for _, kind := range kinds {
 		for _, conc := range levels {
 			cs, err := clientFor(o.Config, conc)
 			if err != nil {
@@ -161,45 +165,48 @@ func updateWithRetry[T any](ctx context.Context, obj T,
 	}
 }
 
+// crudClient is a typed client of one kind (objects T, lists L).
+type crudClient[T, L any] interface {
+	Create(context.Context, T, metav1.CreateOptions) (T, error)
+	Get(context.Context, string, metav1.GetOptions) (T, error)
+	Update(context.Context, T, metav1.UpdateOptions) (T, error)
+	List(context.Context, metav1.ListOptions) (L, error)
+	Delete(context.Context, string, metav1.DeleteOptions) error
+}
+
 func crudCycle(ctx context.Context, cs kubernetes.Interface, ns, kind, name string, record func(string, time.Time, error) bool, conflict func()) {
-	zero := int64(0)
-	del := metav1.DeleteOptions{GracePeriodSeconds: &zero}
 	switch kind {
 	case "configmaps":
-		c := cs.CoreV1().ConfigMaps(ns)
-		t := time.Now()
-		obj, err := c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{"k": "v"}}, metav1.CreateOptions{})
-		if !record("create", t, err) {
-			return
-		}
-		t = time.Now()
-		obj, err = c.Get(ctx, name, metav1.GetOptions{})
-		if !record("get", t, err) {
-			return
-		}
-		updateWithRetry(ctx, obj, c.Get, c.Update, func(cm *corev1.ConfigMap) { cm.Data = map[string]string{"k": "v2"} }, record, conflict)
-		t = time.Now()
-		_, err = c.List(ctx, metav1.ListOptions{Limit: 50})
-		record("list", t, err)
-		t = time.Now()
-		record("delete", t, c.Delete(ctx, name, del))
+		cycle(ctx, cs.CoreV1().ConfigMaps(ns), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{"k": "v"}},
+			func(cm *corev1.ConfigMap) { cm.Data = map[string]string{"k": "v2"} }, record, conflict)
+	case "secrets":
+		cycle(ctx, cs.CoreV1().Secrets(ns), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string][]byte{"k": []byte("v")}},
+			func(s *corev1.Secret) { s.Data = map[string][]byte{"k": []byte("v2")} }, record, conflict)
 	case "pods":
-		c := cs.CoreV1().Pods(ns)
-		t := time.Now()
-		obj, err := c.Create(ctx, benchPod(name, map[string]string{"app": "crud"}), metav1.CreateOptions{})
-		if !record("create", t, err) {
-			return
-		}
-		t = time.Now()
-		obj, err = c.Get(ctx, name, metav1.GetOptions{})
-		if !record("get", t, err) {
-			return
-		}
-		updateWithRetry(ctx, obj, c.Get, c.Update, func(p *corev1.Pod) { p.Labels["step"] = "updated" }, record, conflict)
-		t = time.Now()
-		_, err = c.List(ctx, metav1.ListOptions{Limit: 50})
-		record("list", t, err)
-		t = time.Now()
-		record("delete", t, c.Delete(ctx, name, del))
+		cycle(ctx, cs.CoreV1().Pods(ns), benchPod(name, map[string]string{"app": "crud"}),
+			func(p *corev1.Pod) { p.Labels["step"] = "updated" }, record, conflict)
 	}
+}
+
+// cycle creates obj, gets it, updates it with change, lists its kind and
+// deletes it, recording each verb.
+func cycle[T, L any](ctx context.Context, c crudClient[T, L], obj T, change func(T), record func(string, time.Time, error) bool, conflict func()) {
+	name := any(obj).(metav1.Object).GetName()
+	t := time.Now()
+	obj, err := c.Create(ctx, obj, metav1.CreateOptions{})
+	if !record("create", t, err) {
+		return
+	}
+	t = time.Now()
+	obj, err = c.Get(ctx, name, metav1.GetOptions{})
+	if !record("get", t, err) {
+		return
+	}
+	updateWithRetry(ctx, obj, c.Get, c.Update, change, record, conflict)
+	t = time.Now()
+	_, err = c.List(ctx, metav1.ListOptions{Limit: 50})
+	record("list", t, err)
+	zero := int64(0)
+	t = time.Now()
+	record("delete", t, c.Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero}))
 }

@@ -116,6 +116,11 @@ type Options struct {
 	// plugins their configuration (--admission-control-config-file; only
 	// EventRateLimit's is read).
 	AdmissionControlConfigFile string
+	// EncryptionProviderConfig is an EncryptionConfiguration saying which
+	// resources are encrypted in storage, and how
+	// (--encryption-provider-config). "": the one the server generates in
+	// its data dir at first start (Secrets, aescbc), or none in memory.
+	EncryptionProviderConfig string
 	// DialAggregated opens the API server's connections to aggregated API
 	// servers' endpoints (nil: a plain dialer). Tests route them to a
 	// loopback listener.
@@ -248,6 +253,11 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		etcdStore = e.Store()
 		s.store, s.closeStore = etcdStore, e.Close
 	}
+	resources := all.Resources()
+	if s.store, err = encryptAtRest(ctx, s.store, opts, resources); err != nil {
+		s.stop()
+		return nil, err
+	}
 	alloc = allocator.New(s.store, cidr, allocator.DefaultNodePorts)
 
 	kubeletClient, err := kubeletClientFor(bundle)
@@ -263,7 +273,6 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	}
 	saAdmission := saadmission.New()
 	objects := &serverObjects{}
-	resources := all.Resources()
 	scheme := apiserver.Scheme()
 	rbacAuthz := rbac.New(nil) // reads its roles once the API serves them (startRBAC)
 	// As upstream's --authorization-mode=Node,RBAC (with system:masters
@@ -439,7 +448,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		s.stop()
 		return nil, err
 	}
-	go startCompactor(ctx, s.store, log)
+	go startCompactor(ctx, s.store, etcdStore, log)
 	informerClient, err := kubernetes.NewForConfig(s.ConfigAs(auth.ControllerManagerUser()))
 	if err != nil {
 		s.stop()
@@ -531,7 +540,7 @@ func advertiseHost(bind, host string) string {
 }
 
 // startCompactor keeps five minutes of history in storage, as upstream does.
-func startCompactor(ctx context.Context, st storage.Interface, log *slog.Logger) {
+func startCompactor(ctx context.Context, st storage.Interface, members *etcd.Store, log *slog.Logger) {
 	const interval = 5 * time.Minute
 	var last int64
 	t := time.NewTicker(interval)
@@ -548,8 +557,8 @@ func startCompactor(ctx context.Context, st storage.Interface, log *slog.Logger)
 			}
 			// What compactions free is reused by etcd but not given back
 			// to the disk: defragment a member once it is mostly free.
-			if e, ok := st.(*etcd.Store); ok {
-				done, err := e.DefragmentIfFragmented(ctx)
+			if members != nil {
+				done, err := members.DefragmentIfFragmented(ctx)
 				if len(done) > 0 {
 					log.Info("defragmented etcd", "members", done)
 				}

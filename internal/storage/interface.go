@@ -28,6 +28,10 @@ type KeyValue struct {
 	CreateRevision int64
 	// ModRevision is the revision of the last write: the object's resourceVersion.
 	ModRevision int64
+	// Stale: Value is stored in a form a write would not store now (it
+	// was encrypted with a key other than the current one; package
+	// encrypted). An update must write it even if it changes nothing.
+	Stale bool
 }
 
 // EventType says what happened to a key.
@@ -58,6 +62,8 @@ type Event struct {
 	Revision int64
 	// IsCreate is true when a put created the key.
 	IsCreate bool
+	// Stale is KeyValue.Stale for Value.
+	Stale bool
 	// Err is set on EventError.
 	Err error
 }

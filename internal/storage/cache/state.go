@@ -78,7 +78,7 @@ func (s *state) apply(ev storage.Event) (bool, error) {
 		delete(s.items, ev.Key)
 		s.keys.Delete(ev.Key)
 	case storage.EventPut:
-		kv := storage.KeyValue{Key: ev.Key, Value: ev.Value, CreateRevision: ev.Revision, ModRevision: ev.Revision}
+		kv := storage.KeyValue{Key: ev.Key, Value: ev.Value, CreateRevision: ev.Revision, ModRevision: ev.Revision, Stale: ev.Stale}
 		if old, ok := s.items[ev.Key]; ok && !ev.IsCreate {
 			kv.CreateRevision = old.CreateRevision
 		} else if !ok {
