@@ -76,13 +76,13 @@ type Options struct {
 	// CRUDKinds are the kinds crud cycles through: configmaps, pods,
 	// secrets (default configmaps and pods).
 	CRUDKinds []string
-	Duration    time.Duration
-	ListPods    int
-	Watchers    int
-	Events      int
-	Replicas    int
-	PodImage    string
-	Pods        int
+	Duration  time.Duration
+	ListPods  int
+	Watchers  int
+	Events    int
+	Replicas  int
+	PodImage  string
+	Pods      int
 	// Claims sizes pvc.
 	Claims int
 	// Agents sizes devcluster (default 2).
