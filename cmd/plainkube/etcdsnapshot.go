@@ -25,8 +25,9 @@ const etcdSnapshotUsage = `plainkube etcd-snapshot: snapshots of the server's em
                                                start plainkube server --data-dir on it
 
 Each takes --data-dir (default: the server's). A snapshot holds the objects, not
-the certificates: to keep the cluster's CA and keys (so nodes and tokens stay
-valid), copy the old DATA/pki into the new data directory before its first start.
+the keys: copy the old DATA/encryption-config.yaml (without it the Secrets
+cannot be read) and DATA/pki (the cluster's CA and keys, so nodes and tokens
+stay valid) into the new data directory before its first start.
 With an external etcd (--etcd-servers), use etcdctl snapshot save/restore.
 `
 

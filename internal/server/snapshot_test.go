@@ -16,7 +16,8 @@ import (
 )
 
 // TestSnapshotRestore: a snapshot of a running server's embedded etcd,
-// restored into a fresh data directory (with the old certificates), starts
+// restored into a fresh data directory (with the old certificates and
+// encryption key), starts
 // a server holding every object, at revisions past every one the old
 // server handed out.
 func TestSnapshotRestore(t *testing.T) {
@@ -45,6 +46,9 @@ func TestSnapshotRestore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if _, err := cs.CoreV1().Secrets("default").Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "kept"}, StringData: map[string]string{"k": "v"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	snap := filepath.Join(t.TempDir(), "snap.db")
 	sock, _ := filepath.Abs(filepath.Join(oldDir, "etcd.sock"))
 	if err := etcd.SaveSnapshot(ctx, "unix://"+sock, snap); err != nil {
@@ -63,12 +67,22 @@ func TestSnapshotRestore(t *testing.T) {
 	if err := os.CopyFS(filepath.Join(newDir, "pki"), os.DirFS(filepath.Join(oldDir, "pki"))); err != nil {
 		t.Fatal(err)
 	}
+	key, err := os.ReadFile(filepath.Join(oldDir, generatedEncryptionConfig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(newDir, generatedEncryptionConfig), key, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	s, stop = start(newDir)
 	defer func() { stop(); s.Wait() }()
 	cs = client(s)
 	got, err := cs.CoreV1().ConfigMaps("default").Get(ctx, "kept", metav1.GetOptions{})
 	if err != nil || got.Data["k"] != "v" || got.UID != cm.UID {
 		t.Fatalf("after the restore: %v, %v", got, err)
+	}
+	if s, err := cs.CoreV1().Secrets("default").Get(ctx, "kept", metav1.GetOptions{}); err != nil || string(s.Data["k"]) != "v" {
+		t.Errorf("the Secret after the restore (with the old key): %v, %v", s, err)
 	}
 	list, err := cs.CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{})
 	if err != nil {
