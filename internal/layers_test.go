@@ -37,7 +37,7 @@ var layers = []struct {
 		"internal/kubelet", "internal/proxy", "internal/dns", "internal/network", "internal/netpol",
 	}},
 	{name: "api server libraries", serverSide: true, prefixes: []string{
-		"internal/registry", "internal/auth", "internal/admission", "internal/openapi", "internal/printers", "internal/webhook",
+		"internal/registry", "internal/auth", "internal/admission", "internal/audit", "internal/openapi", "internal/printers", "internal/webhook",
 		"internal/loopback",
 	}},
 	{name: "foundations", prefixes: []string{

@@ -142,6 +142,11 @@ func runServer(args []string) error {
 	fs.Var(listFlag{&opts.PodSecurityExemptions.RuntimeClasses}, "pod-security-exempt-runtime-classes", "comma-separated runtime classes whose pods the PodSecurity admission plugin does not check (exemptions.runtimeClasses)")
 	fs.Var(listFlag{&opts.EnableAdmissionPlugins}, "enable-admission-plugins", "comma-separated admission plugins to turn on besides the default ones, by upstream's names "+
 		"(of those off by default plainkube has OwnerReferencesPermissionEnforcement and EventRateLimit); the order given does not matter")
+	fs.StringVar(&opts.Audit.Path, "audit-log-path", "", "write the audit log (audit.k8s.io/v1 Events, one JSON line each) to this file ('-': standard output); needs --audit-policy-file")
+	fs.StringVar(&opts.Audit.PolicyFile, "audit-policy-file", "", "the audit Policy (audit.k8s.io/v1): which requests are logged at which level")
+	fs.IntVar(&opts.Audit.MaxAge, "audit-log-maxage", 0, "days to keep rotated audit log files (0: no limit)")
+	fs.IntVar(&opts.Audit.MaxBackups, "audit-log-maxbackup", 0, "rotated audit log files to keep (0: no limit)")
+	fs.IntVar(&opts.Audit.MaxSize, "audit-log-maxsize", 0, "MiB of an audit log file before it is rotated (0: 100)")
 	fs.StringVar(&opts.EncryptionProviderConfig, "encryption-provider-config", "", "an EncryptionConfiguration (apiserver.config.k8s.io/v1: aescbc, aesgcm, secretbox, identity) saying which resources are encrypted in etcd (default: DATA/encryption-config.yaml, made at first start: Secrets, aescbc)")
 	fs.StringVar(&opts.AdmissionControlConfigFile, "admission-control-config-file", "", "an AdmissionConfiguration (apiserver.config.k8s.io/v1) giving admission plugins their configuration; plainkube reads EventRateLimit's (eventratelimit.admission.k8s.io/v1alpha1 Configuration)")
 	fs.Var(listFlag{&opts.DisableAdmissionPlugins}, "disable-admission-plugins", "comma-separated admission plugins to turn off even if on by default, by upstream's names")

@@ -1,7 +1,9 @@
 package apiserver
 
 import (
+	"bytes"
 	"context"
+	stdjson "encoding/json"
 	"errors"
 	"fmt"
 	"mime"
@@ -16,6 +18,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	"plainkube.dev/plainkube/internal/registry"
+	"sigs.k8s.io/yaml"
 )
 
 // Media types the server reads and writes.
@@ -180,4 +183,35 @@ func (c *codecs) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		}
 	}
 	c.writeObject(w, n, code, status)
+}
+
+// auditJSON is body, of contentType, as JSON for the audit log: JSON as
+// it is, YAML converted, protobuf decoded and encoded again; nil if it is
+// none of these.
+func (c *codecs) auditJSON(contentType string, body []byte) []byte {
+	mt, _, _ := mime.ParseMediaType(contentType)
+	switch {
+	case mt == runtime.ContentTypeJSON || strings.HasSuffix(mt, "+json"):
+		if stdjson.Valid(body) {
+			return body
+		}
+	case mt == runtime.ContentTypeYAML || strings.HasSuffix(mt, "+yaml"):
+		if j, err := yaml.YAMLToJSON(body); err == nil {
+			return j
+		}
+	case mt == runtime.ContentTypeProtobuf:
+		info, ok := runtime.SerializerInfoForMediaType(c.factory.SupportedMediaTypes(), mt)
+		if !ok {
+			return nil
+		}
+		obj, _, err := info.Serializer.Decode(body, nil, nil)
+		if err != nil {
+			return nil
+		}
+		var buf bytes.Buffer
+		if err := c.json.Encode(obj, &buf); err == nil {
+			return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+		}
+	}
+	return nil
 }

@@ -20,6 +20,7 @@ import (
 	"k8s.io/kube-openapi/pkg/validation/spec"
 
 	"plainkube.dev/plainkube/internal/admission"
+	"plainkube.dev/plainkube/internal/audit"
 	"plainkube.dev/plainkube/internal/auth"
 	"plainkube.dev/plainkube/internal/registry"
 	"plainkube.dev/plainkube/internal/storage"
@@ -77,7 +78,9 @@ type Config struct {
 	// it for one user, the server answers 429 with Retry-After (0: 400,
 	// upstream's default).
 	MaxRequestsInFlight int
-	Logger              *slog.Logger
+	// Audit, if set, writes the audit log (--audit-log-path).
+	Audit  *audit.Logger
+	Logger *slog.Logger
 }
 
 // VersionInfo is the body of /version.
@@ -276,6 +279,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// The credentials are the API server's alone: nothing it proxies to (a
 	// node, a pod, a Service) sees them, as upstream's.
 	r.Header.Del("Authorization")
+	authenticated := user
 	user, err := s.impersonate(r.Context(), r, user)
 	if err != nil {
 		s.codecs.writeError(w, r, err)
@@ -294,6 +298,23 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		attrs.LabelSelector = r.URL.Query().Get("labelSelector")
 		if attrs.Name == "" && attrs.Verb != "deletecollection" && attrs.FieldSelector != "" {
 			attrs.Name = selectedName(attrs.FieldSelector)
+		}
+	}
+	if s.cfg.Audit != nil {
+		var impersonatedBy *auth.User
+		if user != authenticated {
+			impersonatedBy = authenticated
+		}
+		if rq := s.cfg.Audit.Begin(w, r, attrs, impersonatedBy, info.Verb == "watch" || s.streaming[info.Subresource]); rq != nil {
+			w = rq.Writer()
+			r.Body = rq.Body(r.Body)
+			defer func() {
+				p := recover()
+				rq.End(p, s.codecs.auditJSON)
+				if p != nil {
+					panic(p) // to the recovery above, which answers 500
+				}
+			}()
 		}
 	}
 	decision, reason, err := s.cfg.Authorizer.Authorize(r.Context(), attrs)

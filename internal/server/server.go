@@ -37,6 +37,7 @@ import (
 	admwebhook "plainkube.dev/plainkube/internal/admission/webhook"
 	"plainkube.dev/plainkube/internal/apiextensions"
 	"plainkube.dev/plainkube/internal/apiserver"
+	"plainkube.dev/plainkube/internal/audit"
 	"plainkube.dev/plainkube/internal/auth"
 	nodeauthz "plainkube.dev/plainkube/internal/auth/node"
 	"plainkube.dev/plainkube/internal/auth/rbac"
@@ -121,6 +122,9 @@ type Options struct {
 	// (--encryption-provider-config). "": the one the server generates in
 	// its data dir at first start (Secrets, aescbc), or none in memory.
 	EncryptionProviderConfig string
+	// Audit, with a Path, writes the audit log (--audit-log-path,
+	// --audit-policy-file, --audit-log-maxage/-maxbackup/-maxsize).
+	Audit audit.Options
 	// DialAggregated opens the API server's connections to aggregated API
 	// servers' endpoints (nil: a plain dialer). Tests route them to a
 	// loopback listener.
@@ -190,6 +194,7 @@ type Server struct {
 	PKI            *pki.Bundle
 	store          storage.Interface
 	closeStore     func() error
+	closeAudit     func() error
 	httpServer     *http.Server
 	listener       net.Listener
 	log            *slog.Logger
@@ -259,6 +264,14 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		return nil, err
 	}
 	alloc = allocator.New(s.store, cidr, allocator.DefaultNodePorts)
+	var auditLog *audit.Logger
+	if opts.Audit.Path != "" {
+		if auditLog, err = audit.New(opts.Audit); err != nil {
+			s.stop()
+			return nil, fmt.Errorf("audit log: %w", err)
+		}
+		s.closeAudit = auditLog.Close
+	}
 
 	kubeletClient, err := kubeletClientFor(bundle)
 	if err != nil {
@@ -314,6 +327,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 			GitCommit: version.GitCommit, GoVersion: runtime.Version(), Platform: version.Platform()},
 		KubeletClient: kubeletClient,
 		Components:    componentChecks(etcdStore),
+		Audit:         auditLog,
 		LiveChecks:    liveChecks(etcdStore),
 		ReadyChecks:   readyChecks(etcdStore, opts.LeaderLeases),
 		OpenAPI:       openapi.New(resources, scheme),
@@ -509,6 +523,9 @@ func (s *Server) shutdown() {
 	}
 	if s.closeStore != nil {
 		s.closeStore()
+	}
+	if s.closeAudit != nil {
+		s.closeAudit()
 	}
 }
 
