@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"gopkg.in/natefinch/lumberjack.v2"
-	authnv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -103,11 +102,11 @@ func (l *Logger) Begin(w http.ResponseWriter, r *http.Request, a auth.Attributes
 	now := metav1.NewMicroTime(time.Now())
 	ev := auditv1.Event{TypeMeta: metav1.TypeMeta{Kind: "Event", APIVersion: auditv1.SchemeGroupVersion.String()},
 		Level: auditv1.Level(cfg.Level), AuditID: types.UID(id), RequestURI: r.URL.RequestURI(), Verb: a.Verb,
-		User: userInfo(a.User), SourceIPs: sourceIPs(r), UserAgent: r.UserAgent(), RequestReceivedTimestamp: now, StageTimestamp: now}
+		User: a.User.UserInfo(), SourceIPs: sourceIPs(r), UserAgent: r.UserAgent(), RequestReceivedTimestamp: now, StageTimestamp: now}
 	if impersonatedBy != nil {
 		// As upstream: user is who authenticated, impersonatedUser whom
 		// the request acts as.
-		ev.User, ev.ImpersonatedUser = userInfo(impersonatedBy), ptrTo(userInfo(a.User))
+		ev.User, ev.ImpersonatedUser = impersonatedBy.UserInfo(), ptrTo(a.User.UserInfo())
 	}
 	if a.IsResource {
 		ev.ObjectRef = &auditv1.ObjectReference{Resource: a.Resource, Namespace: a.Namespace, Name: a.Name,
@@ -278,17 +277,6 @@ func attributesRecord(a auth.Attributes) authorizer.Attributes {
 	return &authorizer.AttributesRecord{User: &user.DefaultInfo{Name: a.User.Name, UID: a.User.UID, Groups: a.User.Groups, Extra: a.User.Extra},
 		Verb: a.Verb, Namespace: a.Namespace, APIGroup: a.APIGroup, APIVersion: a.APIVersion, Resource: a.Resource,
 		Subresource: a.Subresource, Name: a.Name, ResourceRequest: a.IsResource, Path: a.Path}
-}
-
-func userInfo(u *auth.User) authnv1.UserInfo {
-	ui := authnv1.UserInfo{Username: u.Name, UID: u.UID, Groups: u.Groups}
-	if len(u.Extra) > 0 {
-		ui.Extra = map[string]authnv1.ExtraValue{}
-		for k, v := range u.Extra {
-			ui.Extra[k] = v
-		}
-	}
-	return ui
 }
 
 // sourceIPs are X-Forwarded-For's addresses, X-Real-Ip, then the peer's,

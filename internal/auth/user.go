@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 )
 
@@ -118,3 +119,16 @@ type authError string
 func (e authError) Error() string { return string(e) }
 
 const errInvalidToken = authError("invalid bearer token")
+
+// UserInfo is u as the authentication API writes a user (a TokenReview's
+// status, an audit Event).
+func (u *User) UserInfo() authenticationv1.UserInfo {
+	info := authenticationv1.UserInfo{Username: u.Name, UID: u.UID, Groups: u.Groups}
+	if len(u.Extra) > 0 {
+		info.Extra = map[string]authenticationv1.ExtraValue{}
+		for k, v := range u.Extra {
+			info.Extra[k] = v
+		}
+	}
+	return info
+}

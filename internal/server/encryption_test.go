@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"plainkube.dev/plainkube/internal/storage/etcd"
 )
@@ -22,18 +21,7 @@ import (
 func TestSecretsEncryptedAtRest(t *testing.T) {
 	dataDir := t.TempDir()
 	start := func(config string) (*kubernetes.Clientset, func()) {
-		t.Helper()
-		ctx, cancel := context.WithCancel(context.Background())
-		s, err := Start(ctx, Options{DataDir: dataDir, BindAddress: "127.0.0.1", EncryptionProviderConfig: config})
-		if err != nil {
-			cancel()
-			t.Fatalf("start: %v", err)
-		}
-		cfg, err := clientcmd.BuildConfigFromFlags("", s.KubeconfigPath)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return clientset(t, cfg), func() { cancel(); s.Wait() }
+		return startOn(t, Options{DataDir: dataDir, EncryptionProviderConfig: config})
 	}
 	stored := func(key string) string {
 		t.Helper()

@@ -21,26 +21,8 @@ import (
 // a server holding every object, at revisions past every one the old
 // server handed out.
 func TestSnapshotRestore(t *testing.T) {
-	start := func(dataDir string) (*Server, context.CancelFunc) {
-		t.Helper()
-		ctx, cancel := context.WithCancel(context.Background())
-		s, err := Start(ctx, Options{DataDir: dataDir, BindAddress: "127.0.0.1"})
-		if err != nil {
-			cancel()
-			t.Fatalf("start: %v", err)
-		}
-		return s, cancel
-	}
-	client := func(s *Server) *kubernetes.Clientset {
-		cfg, err := clientcmd.BuildConfigFromFlags("", s.KubeconfigPath)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return clientset(t, cfg)
-	}
 	oldDir := filepath.Join(t.TempDir(), "old")
-	s, stop := start(oldDir)
-	cs := client(s)
+	cs, stop := startOn(t, Options{DataDir: oldDir})
 	ctx := context.Background()
 	cm, err := cs.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kept"}, Data: map[string]string{"k": "v"}}, metav1.CreateOptions{})
 	if err != nil {
@@ -55,7 +37,6 @@ func TestSnapshotRestore(t *testing.T) {
 		t.Fatal(err)
 	}
 	stop()
-	s.Wait()
 
 	newDir := filepath.Join(t.TempDir(), "new")
 	if err := etcd.RestoreSnapshot(snap, filepath.Join(newDir, "etcd")); err != nil {
@@ -74,9 +55,8 @@ func TestSnapshotRestore(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(newDir, generatedEncryptionConfig), key, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s, stop = start(newDir)
-	defer func() { stop(); s.Wait() }()
-	cs = client(s)
+	cs, stop = startOn(t, Options{DataDir: newDir})
+	defer stop()
 	got, err := cs.CoreV1().ConfigMaps("default").Get(ctx, "kept", metav1.GetOptions{})
 	if err != nil || got.Data["k"] != "v" || got.UID != cm.UID {
 		t.Fatalf("after the restore: %v, %v", got, err)
@@ -91,4 +71,22 @@ func TestSnapshotRestore(t *testing.T) {
 	if rv, _ := strconv.ParseInt(list.ResourceVersion, 10, 64); rv < 1_000_000_000 {
 		t.Errorf("revision after the restore %d: not moved past every one handed out before", rv)
 	}
+}
+
+// startOn starts a server with opts on opts.DataDir (its embedded etcd)
+// and a loopback port; stop stops it and waits.
+func startOn(t *testing.T, opts Options) (cs *kubernetes.Clientset, stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	opts.BindAddress = "127.0.0.1"
+	s, err := Start(ctx, opts)
+	if err != nil {
+		cancel()
+		t.Fatalf("start: %v", err)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", s.KubeconfigPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return clientset(t, cfg), func() { cancel(); s.Wait() }
 }

@@ -52,7 +52,7 @@ func serve(rq *registry.Request, kind schema.GroupVersionKind, newObject func() 
 	case *authenticationv1.TokenReview:
 		review.Status = tokenReview(r, api, review)
 	case *authenticationv1.SelfSubjectReview:
-		review.Status.UserInfo = userInfo(requester)
+		review.Status.UserInfo = requester.UserInfo()
 	}
 	obj.GetObjectKind().SetGroupVersionKind(kind)
 	api.WriteObject(http.StatusCreated, obj)
@@ -138,16 +138,5 @@ func tokenReview(r *http.Request, api registry.API, review *authenticationv1.Tok
 			return authenticationv1.TokenReviewStatus{Error: "token audiences do not match the requested audiences"}
 		}
 	}
-	return authenticationv1.TokenReviewStatus{Authenticated: true, User: userInfo(u), Audiences: auds}
-}
-
-func userInfo(u *auth.User) authenticationv1.UserInfo {
-	info := authenticationv1.UserInfo{Username: u.Name, UID: u.UID, Groups: u.Groups}
-	if len(u.Extra) > 0 {
-		info.Extra = map[string]authenticationv1.ExtraValue{}
-		for k, v := range u.Extra {
-			info.Extra[k] = v
-		}
-	}
-	return info
+	return authenticationv1.TokenReviewStatus{Authenticated: true, User: u.UserInfo(), Audiences: auds}
 }
