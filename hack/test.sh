@@ -38,4 +38,4 @@ failed() {
   exit 1
 }
 go test -count=1 -timeout 15m $(go list ./... | grep -v '/test/e2e$') 2>&1 | tee "$log/unit" || failed unit
-go test -count=1 -timeout 15m ./test/e2e/ 2>&1 | tee "$log/e2e" || failed e2e
+go test -count=1 -timeout 25m ./test/e2e/ 2>&1 | tee "$log/e2e" || failed e2e
