@@ -20,6 +20,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -64,6 +65,11 @@ type Options struct {
 	// EtcdServers, if set, is an external etcd cluster to use instead of the
 	// embedded one.
 	EtcdServers []string
+	// EtcdCAFile, EtcdCertFile and EtcdKeyFile secure the connection to
+	// EtcdServers (--etcd-cafile, --etcd-certfile, --etcd-keyfile): the CA
+	// the members' certificates are checked against, and this server's
+	// client certificate and key.
+	EtcdCAFile, EtcdCertFile, EtcdKeyFile string
 	// InMemory keeps everything in memory (tests); it ignores EtcdServers.
 	InMemory bool
 	// JoinTokenTTL is how long the join token made at the first start
@@ -245,7 +251,11 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		m := memory.New(memory.Options{})
 		s.store, s.closeStore = m, m.Close
 	case len(opts.EtcdServers) > 0:
-		st, err := etcd.Dial(opts.EtcdServers, nil)
+		tlsConfig, err := etcdClientTLS(opts)
+		if err != nil {
+			return nil, err
+		}
+		st, err := etcd.Dial(opts.EtcdServers, tlsConfig)
 		if err != nil {
 			return nil, fmt.Errorf("etcd %v: %w", opts.EtcdServers, err)
 		}
@@ -640,6 +650,23 @@ func ClusterDNSAddress(flag string, serviceCIDR netip.Prefix) (string, error) {
 // (/api/v1/componentstatuses), under upstream's names: the scheduler and
 // the controller manager by their leader Leases, wherever they run, and
 // each member of etcd (none when the store is in memory).
+// etcdClientTLS is the TLS configuration of the connection to an external
+// etcd; nil when no file is given (plain http:// members).
+func etcdClientTLS(opts Options) (*tls.Config, error) {
+	if opts.EtcdCAFile == "" && opts.EtcdCertFile == "" && opts.EtcdKeyFile == "" {
+		return nil, nil
+	}
+	if (opts.EtcdCertFile == "") != (opts.EtcdKeyFile == "") {
+		return nil, errors.New("--etcd-certfile and --etcd-keyfile go together")
+	}
+	info := transport.TLSInfo{TrustedCAFile: opts.EtcdCAFile, CertFile: opts.EtcdCertFile, KeyFile: opts.EtcdKeyFile}
+	c, err := info.ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("etcd client TLS: %w", err)
+	}
+	return c, nil
+}
+
 // etcdCheckTimeout bounds each health check of etcd, as upstream's
 // --etcd-healthcheck-timeout and --etcd-readycheck-timeout.
 const etcdCheckTimeout = 2 * time.Second
