@@ -129,7 +129,16 @@ func (s *Server) handleWatch(rq *request) error {
 				return nil
 			}
 			lastRev = ev.Revision
-			t, obj := s.watchEvent(rs, ev, lo)
+			t, obj, err := s.watchEvent(rs, ev, lo)
+			if err != nil {
+				// An event that cannot be decoded (a custom resource whose
+				// conversion webhook failed) ends the watch with the error,
+				// as upstream's: the client watches again from the last
+				// event it saw rather than miss this one.
+				ws.send(watch.Error, toStatus(apierrors.NewInternalError(err)))
+				ws.flush()
+				return nil
+			}
 			if obj == nil {
 				continue
 			}
@@ -146,50 +155,53 @@ func (s *Server) handleWatch(rq *request) error {
 
 // watchEvent turns a storage event into the event a client with lo's
 // selectors sees: an object that starts or stops matching is ADDED or DELETED.
-func (s *Server) watchEvent(rs *resourceStore, ev storage.Event, lo *listOptions) (watch.EventType, runtime.Object) {
+func (s *Server) watchEvent(rs *resourceStore, ev storage.Event, lo *listOptions) (watch.EventType, runtime.Object, error) {
 	selective := !lo.labels.Empty() || !lo.fields.Empty()
 	if ev.Type == storage.EventDelete {
 		if len(ev.PrevValue) == 0 {
-			return "", nil
+			return "", nil, nil
 		}
 		// Every watcher sees the same deleted object: decode it once.
 		prev, err := rs.decode(ev.Key+deletedKeySuffix, ev.PrevValue, ev.Revision)
-		if err != nil || !rs.matches(prev, lo) {
-			return "", nil
+		if err != nil {
+			return "", nil, err
 		}
-		return watch.Deleted, prev
+		if !rs.matches(prev, lo) {
+			return "", nil, nil
+		}
+		return watch.Deleted, prev, nil
 	}
 	if len(ev.Value) == 0 {
-		return "", nil
+		return "", nil, nil
 	}
 	cur, err := rs.decode(ev.Key, ev.Value, ev.Revision)
 	if err != nil {
-		return "", nil
+		return "", nil, err
 	}
 	// Without selectors the previous state does not matter.
 	if ev.IsCreate || len(ev.PrevValue) == 0 || !selective {
 		if !rs.matches(cur, lo) {
-			return "", nil
+			return "", nil, nil
 		}
 		if ev.IsCreate || len(ev.PrevValue) == 0 {
-			return watch.Added, cur
+			return watch.Added, cur, nil
 		}
-		return watch.Modified, cur
+		return watch.Modified, cur, nil
 	}
 	prev, err := rs.decodeObject(ev.PrevValue, ev.Revision)
 	if err != nil {
-		return "", nil
+		return "", nil, err
 	}
 	now, before := rs.matches(cur, lo), rs.matches(prev, lo)
 	switch {
 	case now && before:
-		return watch.Modified, cur
+		return watch.Modified, cur, nil
 	case now:
-		return watch.Added, cur
+		return watch.Added, cur, nil
 	case before:
-		return watch.Deleted, cur
+		return watch.Deleted, cur, nil
 	}
-	return "", nil
+	return "", nil, nil
 }
 
 // deletedKeySuffix keys the decoded last state of a deleted object apart

@@ -9,12 +9,14 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 )
 
@@ -137,5 +139,55 @@ func TestCustomResourceWebhookConversion(t *testing.T) {
 	}
 	if err == nil || !strings.Contains(err.Error(), "conversion webhook for example.com/v") {
 		t.Errorf("with the webhook down: %v", err)
+	}
+}
+
+// TestWatchEndsWhenConversionFails: a watch in a version the conversion
+// webhook must produce, when the webhook fails for an event, ends with an
+// ERROR event (the client watches again from the last event it saw), not
+// silently without the event.
+func TestWatchEndsWhenConversionFails(t *testing.T) {
+	_, cfg := startServer(t)
+	var calls atomic.Int32
+	var failing atomic.Bool
+	convert := gizmoConversion(&calls)
+	hook := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if failing.Load() {
+			http.Error(w, "conversion down", http.StatusInternalServerError)
+			return
+		}
+		convert(w, r)
+	}))
+	defer hook.Close()
+	createCRD(t, cfg, gizmoCRD(hook.URL+"/convert", pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: hook.Certificate().Raw})))
+	ctx := context.Background()
+	dyn := dynamicClient(t, cfg)
+	v1 := dyn.Resource(schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "gizmos"}).Namespace("default")
+	v2 := dyn.Resource(schema.GroupVersionResource{Group: "example.com", Version: "v2", Resource: "gizmos"}).Namespace("default")
+	g, err := v1.Create(ctx, &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "example.com/v1", "kind": "Gizmo", "metadata": map[string]interface{}{"name": "g"}, "spec": map[string]interface{}{"size": "S"}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := v2.Watch(ctx, metav1.ListOptions{ResourceVersion: g.GetResourceVersion()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	failing.Store(true)
+	unstructured.SetNestedField(g.Object, "M", "spec", "size")
+	if _, err := v1.Update(ctx, g, metav1.UpdateOptions{}); err != nil { // v1 is stored: no conversion
+		t.Fatal(err)
+	}
+	select {
+	case ev, ok := <-w.ResultChan():
+		if !ok || ev.Type != watch.Error {
+			t.Fatalf("after a failed conversion: %v %v, want an ERROR event", ev.Type, ok)
+		}
+		if st, isStatus := ev.Object.(*metav1.Status); !isStatus || st.Code != 500 {
+			t.Errorf("the ERROR event: %#v", ev.Object)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no event after a failed conversion: the update was dropped")
 	}
 }
