@@ -309,7 +309,9 @@ func TestFloodByOneUser(t *testing.T) {
 		start := time.Now()
 		if err := call(cctx); err != nil {
 			t.Errorf("%s during the flood: %v", who, err)
-		} else if took := time.Since(start); took > 2*time.Second {
+		} else if took := time.Since(start); took > 3500*time.Millisecond {
+			// Before the slow requests' bodies arrive (4 s): served while
+			// the flood holds its seats, not after.
 			t.Errorf("%s during the flood took %v", who, took)
 		}
 	}
