@@ -1,7 +1,6 @@
 package apiserver
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -30,8 +29,6 @@ func storageError(err error, gr schema.GroupResource, name string) error {
 		return apierrors.NewResourceExpired("too old resource version")
 	case errors.Is(err, storage.ErrFutureRevision):
 		return newTooLargeResourceVersion()
-	case errors.Is(err, context.DeadlineExceeded):
-		return requestTimedOut()
 	}
 	var status apierrors.APIStatus
 	if errors.As(err, &status) {
@@ -65,9 +62,6 @@ func toStatus(err error) *metav1.Status {
 			s.Kind, s.APIVersion = "Status", "v1"
 		}
 		return &s
-	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		return &requestTimedOut().ErrStatus
 	}
 	return &apierrors.NewInternalError(err).ErrStatus
 }

@@ -227,14 +227,21 @@ type responseWriter struct {
 const errorBodyLimit = 64 << 10
 
 func (w *responseWriter) WriteHeader(code int) {
-	if w.code == 0 {
-		w.code = code
-		if w.rq.longRunning {
-			w.rq.event.ResponseStatus = &metav1.Status{Code: int32(code)}
-			w.rq.write(auditinternal.StageResponseStarted)
-		}
-	}
+	w.started(code)
 	w.ResponseWriter.WriteHeader(code)
+}
+
+// started records the response's code once, and for a long-running
+// request writes ResponseStarted.
+func (w *responseWriter) started(code int) {
+	if w.code != 0 {
+		return
+	}
+	w.code = code
+	if w.rq.longRunning {
+		w.rq.event.ResponseStatus = &metav1.Status{Code: int32(code)}
+		w.rq.write(auditinternal.StageResponseStarted)
+	}
 }
 
 func (w *responseWriter) Write(p []byte) (int, error) {
@@ -260,13 +267,7 @@ func (w *responseWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	if !ok {
 		return nil, nil, fmt.Errorf("%T cannot hijack", w.ResponseWriter)
 	}
-	if w.code == 0 {
-		w.code = http.StatusSwitchingProtocols
-		if w.rq.longRunning {
-			w.rq.event.ResponseStatus = &metav1.Status{Code: http.StatusSwitchingProtocols}
-			w.rq.write(auditinternal.StageResponseStarted)
-		}
-	}
+	w.started(http.StatusSwitchingProtocols)
 	return h.Hijack()
 }
 

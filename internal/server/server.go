@@ -677,7 +677,7 @@ func liveChecks(st *etcd.Store) []apiserver.HealthCheck {
 	if st == nil {
 		return nil
 	}
-	return []apiserver.HealthCheck{{Name: "etcd", Check: etcdCheck(st)}}
+	return []apiserver.HealthCheck{{Name: "etcd", Check: etcdCheck(st.Healthy)}}
 }
 
 // readyChecks are /readyz's own: etcd again under upstream's name for it,
@@ -685,14 +685,10 @@ func liveChecks(st *etcd.Store) []apiserver.HealthCheck {
 func readyChecks(st *etcd.Store, leases []string) []apiserver.HealthCheck {
 	var checks []apiserver.HealthCheck
 	if st != nil {
-		checks = append(checks, apiserver.HealthCheck{Name: "etcd-readiness", Check: etcdCheck(st)},
+		checks = append(checks, apiserver.HealthCheck{Name: "etcd-readiness", Check: etcdCheck(st.Healthy)},
 			// A raised alarm (NOSPACE: the backend quota is used up) leaves
 			// etcd taking reads and deletes only.
-			apiserver.HealthCheck{Name: "etcd-alarms", Check: func(ctx context.Context, _ registry.API) error {
-				ctx, cancel := context.WithTimeout(ctx, etcdCheckTimeout)
-				defer cancel()
-				return st.Alarms(ctx)
-			}})
+			apiserver.HealthCheck{Name: "etcd-alarms", Check: etcdCheck(st.Alarms)})
 	}
 	for _, name := range leases {
 		probe := core.LeaseProbe(metav1.NamespaceSystem, name)
@@ -704,11 +700,12 @@ func readyChecks(st *etcd.Store, leases []string) []apiserver.HealthCheck {
 	return checks
 }
 
-func etcdCheck(st *etcd.Store) func(context.Context, registry.API) error {
+// etcdCheck is a health check asking etcd (probe) within etcdCheckTimeout.
+func etcdCheck(probe func(context.Context) error) func(context.Context, registry.API) error {
 	return func(ctx context.Context, _ registry.API) error {
 		ctx, cancel := context.WithTimeout(ctx, etcdCheckTimeout)
 		defer cancel()
-		return st.Healthy(ctx)
+		return probe(ctx)
 	}
 }
 

@@ -52,6 +52,16 @@ func (s *Store) transformer(key string) value.Transformer {
 	return nil
 }
 
+// mayTransform reports whether some key under prefix has a transformer.
+func (s *Store) mayTransform(prefix string) bool {
+	for _, p := range s.prefixes {
+		if strings.HasPrefix(p.Prefix, prefix) || strings.HasPrefix(prefix, p.Prefix) {
+			return true
+		}
+	}
+	return false
+}
+
 func (s *Store) encrypt(ctx context.Context, key string, data []byte) ([]byte, error) {
 	t := s.transformer(key)
 	if t == nil {
@@ -136,8 +146,8 @@ func (s *Store) Delete(ctx context.Context, key string, expectedRevision int64) 
 // watch with that error.
 func (s *Store) Watch(ctx context.Context, prefix string, fromRevision int64) (<-chan storage.Event, error) {
 	in, err := s.Interface.Watch(ctx, prefix, fromRevision)
-	if err != nil {
-		return nil, err
+	if err != nil || !s.mayTransform(prefix) {
+		return in, err // nothing under prefix is encrypted: no second hop per event
 	}
 	out := make(chan storage.Event, cap(in))
 	go func() {
