@@ -8,7 +8,8 @@
 // EndpointSlices (New registers them on the caller's factory), never
 // from an API call per query. Run serves UDP and TCP until its context
 // ends, answering SERVFAIL for the cluster's names until the informers
-// have synced; Ready says when they have.
+// have synced; Ready says when they have. Over UDP, answers made from the
+// index are kept packed until it next changes (udp.go).
 //
 // The node wiring runs one Server on every node, on the node's address.
 // Advertise makes it an endpoint of the kube-dns Service through the

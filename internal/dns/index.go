@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	mdns "github.com/miekg/dns"
@@ -81,7 +82,10 @@ type index struct {
 	// modified is when the index last changed (Unix seconds): the SOA
 	// serial, as CoreDNS's.
 	modified int64
-	now      func() time.Time
+	// generation counts the changes: answers made at one generation
+	// hold until the next.
+	generation atomic.Uint64
+	now        func() time.Time
 }
 
 func newIndex() *index {
@@ -175,7 +179,10 @@ func toSlice(es *discoveryv1.EndpointSlice) *slice {
 	return sl
 }
 
-func (ix *index) touch() { ix.modified = ix.now().Unix() }
+func (ix *index) touch() {
+	ix.modified = ix.now().Unix()
+	ix.generation.Add(1)
+}
 
 func (ix *index) countNamespace(ns string, d int) {
 	if ix.namespaces[ns] += d; ix.namespaces[ns] <= 0 {

@@ -245,6 +245,10 @@ type zoneReply struct {
 	answer    []mdns.RR
 	extra     []mdns.RR
 	truncated bool
+	// forwarded is set when records came from the upstreams (an
+	// ExternalName's target): such an answer lives by their TTLs, not
+	// the index's generation.
+	forwarded bool
 }
 
 // answerZone answers q, a question under the cluster domain.
@@ -259,9 +263,9 @@ func (s *Server) answerZone(ctx context.Context, q mdns.Question) zoneReply {
 	}
 	switch q.Qtype {
 	case mdns.TypeA, mdns.TypeAAAA:
-		rrs, found, tc := s.addresses(ctx, q.Name, q.Qtype, nil)
+		rrs, found, up := s.addresses(ctx, q.Name, q.Qtype, nil)
 		z := exists(found)
-		z.answer, z.truncated = rrs, tc
+		z.answer, z.truncated, z.forwarded = rrs, up.truncated, up.asked
 		return z
 	case mdns.TypeSRV:
 		items, found := s.find(base)
@@ -324,10 +328,10 @@ func addrRR(name string, a netip.Addr) mdns.RR {
 // that family, or for an ExternalName Service a CNAME followed by its
 // target's records, from the cluster or from the upstream resolvers.
 // prev holds the CNAMEs followed so far.
-func (s *Server) addresses(ctx context.Context, qname string, qtype uint16, prev []mdns.RR) (rrs []mdns.RR, found, truncated bool) {
+func (s *Server) addresses(ctx context.Context, qname string, qtype uint16, prev []mdns.RR) (rrs []mdns.RR, found bool, up upstreamUse) {
 	items, found := s.find(s.base(strings.ToLower(qname)))
 	if !found {
-		return nil, false, false
+		return nil, false, up
 	}
 	seen := map[netip.Addr]bool{}
 	for _, it := range items {
@@ -343,25 +347,31 @@ func (s *Server) addresses(ctx context.Context, qname string, qtype uint16, prev
 		}
 		cn := &mdns.CNAME{Hdr: hdr(qname, mdns.TypeCNAME, ttl), Target: it.cname}
 		if s.inZone(it.cname) {
-			next, ok, tc := s.addresses(ctx, it.cname, qtype, append(prev, cn))
+			next, ok, nextUp := s.addresses(ctx, it.cname, qtype, append(prev, cn))
 			if ok && len(next) > 0 {
 				rrs = append(rrs, cn)
 				rrs = append(rrs, next...)
 			}
-			truncated = truncated || tc
+			up.asked = up.asked || nextUp.asked
+			up.truncated = up.truncated || nextUp.truncated
 			continue
 		}
+		up.asked = true
 		m, err := s.fwd.lookup(ctx, it.cname, qtype)
 		if err != nil {
 			s.log.Debug("resolving an ExternalName target", "name", it.cname, "err", err)
 			continue
 		}
-		truncated = truncated || m.Truncated
+		up.truncated = up.truncated || m.Truncated
 		rrs = append(rrs, cn)
 		rrs = append(rrs, m.Answer...)
 	}
-	return rrs, true, truncated
+	return rrs, true, up
 }
+
+// upstreamUse says whether answering a name asked the upstreams, and
+// whether one of their answers came truncated.
+type upstreamUse struct{ asked, truncated bool }
 
 func duplicateCNAME(prev []mdns.RR, name, target string) bool {
 	for _, rr := range prev {

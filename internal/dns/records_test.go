@@ -1,7 +1,6 @@
 package dns
 
 import (
-	"context"
 	"net/netip"
 	"slices"
 	"strings"
@@ -76,8 +75,7 @@ func ask(t *testing.T, s *Server, name string, qtype uint16) *mdns.Msg {
 	t.Helper()
 	r := query(name, qtype)
 	r.SetEdns0(4096, false)
-	m := s.reply(context.Background(), r, false)
-	fit(r, m, false)
+	m, _ := s.answer(r, false)
 	if _, err := m.Pack(); err != nil {
 		t.Fatalf("%s %s: the answer does not pack: %v", name, mdns.TypeToString[qtype], err)
 	}

@@ -41,6 +41,7 @@ type Server struct {
 	zone     string // the cluster domain, lower case, fully qualified
 	log      *slog.Logger
 	idx      *index
+	answers  answerCache // UDP answers made from idx
 	fwd      *forwarder
 	localIPs []netip.Addr // the listen address, when it is one to name in NS records
 	synced   []cache.InformerSynced
@@ -145,12 +146,10 @@ func (s *Server) Run(ctx context.Context) error {
 	s.mu.Lock()
 	s.addr = l.Addr().String()
 	s.mu.Unlock()
-	udp := &mdns.Server{PacketConn: pc, Handler: s, UDPSize: 4096}
 	tcp := &mdns.Server{Listener: l, Handler: s}
 	errc := make(chan error, 2)
-	for _, srv := range []*mdns.Server{udp, tcp} {
-		go func() { errc <- srv.ActivateAndServe() }()
-	}
+	go func() { errc <- s.serveUDP(pc) }()
+	go func() { errc <- tcp.ActivateAndServe() }()
 	s.log.Info("cluster DNS listening", "addr", s.Addr(), "zone", s.zone, "upstreams", s.fwd.upstreams)
 	go func() {
 		if !cache.WaitForCacheSync(ctx.Done(), s.synced...) {
@@ -168,9 +167,7 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	sctx, scancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer scancel()
-	for _, srv := range []*mdns.Server{udp, tcp} {
-		srv.ShutdownContext(sctx)
-	}
+	tcp.ShutdownContext(sctx)
 	pc.Close()
 	l.Close()
 	return err
@@ -178,7 +175,7 @@ func (s *Server) Run(ctx context.Context) error {
 
 // listen opens UDP and TCP on the same address; for port 0, on the same
 // free port.
-func listen(addr string) (net.PacketConn, net.Listener, error) {
+func listen(addr string) (*net.UDPConn, net.Listener, error) {
 	var lastErr error
 	for range 10 {
 		pc, err := net.ListenPacket("udp", addr)
@@ -189,7 +186,7 @@ func listen(addr string) (net.PacketConn, net.Listener, error) {
 		_, port, _ := net.SplitHostPort(pc.LocalAddr().String())
 		l, err := net.Listen("tcp", net.JoinHostPort(host, port))
 		if err == nil {
-			return pc, l, nil
+			return pc.(*net.UDPConn), l, nil
 		}
 		pc.Close()
 		lastErr = err
@@ -200,54 +197,62 @@ func listen(addr string) (net.PacketConn, net.Listener, error) {
 	return nil, nil, lastErr
 }
 
-// ServeDNS answers one query. It never panics: a failure is SERVFAIL.
+// ServeDNS answers one query over TCP (UDP is served by serveUDP).
 func (s *Server) ServeDNS(w mdns.ResponseWriter, r *mdns.Msg) {
 	_, tcp := w.RemoteAddr().(*net.TCPAddr)
-	defer func() {
-		if p := recover(); p != nil {
-			s.log.Error("panic answering a DNS query", "panic", p, "query", fmt.Sprint(r.Question))
-			m := new(mdns.Msg)
-			m.SetRcode(r, mdns.RcodeServerFailure)
-			m.Answer, m.Ns, m.Extra = nil, nil, nil
-			w.WriteMsg(m)
-		}
-	}()
-	m := s.reply(s.ctx, r, tcp)
-	fit(r, m, tcp)
+	m, _ := s.answer(r, tcp)
 	if err := w.WriteMsg(m); err != nil {
 		s.log.Debug("writing a DNS answer", "err", err, "query", fmt.Sprint(r.Question))
 	}
 }
 
+// answer is the reply to r fitted to the client's buffer; fromIndex as
+// for reply. It never panics: a failure is SERVFAIL.
+func (s *Server) answer(r *mdns.Msg, tcp bool) (m *mdns.Msg, fromIndex bool) {
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.Error("panic answering a DNS query", "panic", p, "query", fmt.Sprint(r.Question))
+			m = new(mdns.Msg)
+			m.SetRcode(r, mdns.RcodeServerFailure)
+			m.Answer, m.Ns, m.Extra = nil, nil, nil
+			fromIndex = false
+		}
+	}()
+	m, fromIndex = s.reply(s.ctx, r, tcp)
+	fit(r, m, tcp)
+	return m, fromIndex
+}
+
 // reply is the answer to r, received over TCP or UDP, before it is fitted
-// to the client's buffer.
-func (s *Server) reply(ctx context.Context, r *mdns.Msg, tcp bool) *mdns.Msg {
+// to the client's buffer. fromIndex says it was made from the index
+// alone, so that it holds until the index changes.
+func (s *Server) reply(ctx context.Context, r *mdns.Msg, tcp bool) (m *mdns.Msg, fromIndex bool) {
 	ctx, cancel := context.WithTimeout(ctx, 3*upstreamTimeout)
 	defer cancel()
-	m := new(mdns.Msg)
+	m = new(mdns.Msg)
 	switch {
 	case r.Opcode != mdns.OpcodeQuery:
 		m.SetRcode(r, mdns.RcodeNotImplemented)
-		return m
+		return m, false
 	case len(r.Question) != 1:
 		m.SetRcodeFormatError(r)
-		return m
+		return m, false
 	}
 	if opt := r.IsEdns0(); opt != nil && opt.Version() != 0 {
 		m.SetRcode(r, mdns.RcodeBadVers)
-		return m
+		return m, false
 	}
 	q := r.Question[0]
 	if q.Qclass != mdns.ClassINET {
 		m.SetRcode(r, mdns.RcodeRefused)
-		return m
+		return m, false
 	}
 	name := strings.ToLower(q.Name)
 	switch {
 	case s.inZone(name):
 		if !s.isSynced.Load() {
 			m.SetRcode(r, mdns.RcodeServerFailure)
-			return m
+			return m, false
 		}
 		z := s.answerZone(ctx, q)
 		m.SetRcode(r, z.rcode)
@@ -257,11 +262,11 @@ func (s *Server) reply(ctx context.Context, r *mdns.Msg, tcp bool) *mdns.Msg {
 		if z.rcode != mdns.RcodeRefused && len(z.answer) == 0 {
 			m.Ns = []mdns.RR{s.soa()} // NXDOMAIN or NODATA
 		}
-		return m
+		return m, !z.forwarded
 	case isReverse(name):
 		if !s.isSynced.Load() {
 			m.SetRcode(r, mdns.RcodeServerFailure)
-			return m
+			return m, false
 		}
 		if q.Qtype == mdns.TypePTR {
 			if ip, ok := reverseAddr(name); ok {
@@ -271,14 +276,14 @@ func (s *Server) reply(ctx context.Context, r *mdns.Msg, tcp bool) *mdns.Msg {
 					for _, n := range names {
 						m.Answer = append(m.Answer, &mdns.PTR{Hdr: hdr(q.Name, mdns.TypePTR, ttl), Ptr: n})
 					}
-					return m
+					return m, true
 				}
 			}
 		}
 		// Not the cluster's: through to the upstreams (CoreDNS's
 		// fallthrough in-addr.arpa ip6.arpa).
 	}
-	return s.forward(ctx, r, tcp)
+	return s.forward(ctx, r, tcp), false
 }
 
 // forward is the upstreams' answer to r.
