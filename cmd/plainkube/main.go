@@ -36,6 +36,7 @@ import (
 	"plainkube.dev/plainkube/internal/image"
 	"plainkube.dev/plainkube/internal/kubelet"
 	"plainkube.dev/plainkube/internal/kubelet/containerd"
+	podnetwork "plainkube.dev/plainkube/internal/kubelet/network"
 	"plainkube.dev/plainkube/internal/kubelet/sim"
 	"plainkube.dev/plainkube/internal/kubelet/tlsbootstrap"
 	"plainkube.dev/plainkube/internal/netpol"
@@ -221,6 +222,9 @@ func runServer(args []string) error {
 		// what componentstatuses reports the scheduler's health by.
 		opts.Components = append(opts.Components, schedulerComponent(scheduler.Options{Logger: log, LeaderElection: &scheduler.LeaderElection{Identity: leaderID}}))
 	}
+	// A node that finds another node's pods on its pod bridge stops the
+	// server (internal/kubelet/network's BridgeInUseError).
+	nodeRefused := make(chan error, 1)
 	if !*disableNode {
 		if err := nodePreflight(*runtimeEndpoint); err != nil {
 			return err
@@ -234,7 +238,12 @@ func runServer(args []string) error {
 		if err := os.MkdirAll(manifests, 0o755); err != nil {
 			return err
 		}
-		opts.Components = append(opts.Components, func(ctx context.Context, env server.ComponentEnv) error {
+		opts.Components = append(opts.Components, func(ctx context.Context, env server.ComponentEnv) (err error) {
+			defer func() {
+				if inUse := (*podnetwork.BridgeInUseError)(nil); errors.As(err, &inUse) {
+					nodeRefused <- err
+				}
+			}()
 			name := *nodeName
 			if name == "" {
 				var err error
@@ -271,10 +280,16 @@ func runServer(args []string) error {
 	default:
 		fmt.Printf("to join another host, make a join command with: plainkube token create --print-join-command\n")
 	}
-	<-ctx.Done()
+	select {
+	case <-ctx.Done():
+	case err = <-nodeRefused:
+		// Serving without the node would leave its pods pending with
+		// nothing said where the user looks.
+		stop()
+	}
 	log.Info("shutting down")
 	srv.Wait()
-	return nil
+	return err
 }
 
 // addAutoscalingFlags adds upstream's --horizontal-pod-autoscaler-* flags,

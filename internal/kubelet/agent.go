@@ -177,7 +177,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		if err == nil {
 			break
 		}
-		if a.static == nil || ctx.Err() != nil {
+		if inUse := (*network.BridgeInUseError)(nil); a.static == nil || ctx.Err() != nil || errors.As(err, &inUse) {
 			return err
 		}
 		// Static pods keep running: try again until the API answers.
@@ -234,8 +234,13 @@ func (a *Agent) Run(ctx context.Context) error {
 			a.log.Error("local-path volume cleanup stopped", "err", err)
 		}
 	})
-	wg.Go(func() { a.awaitPodCIDR(ctx) })
+	podNetwork := make(chan error, 1)
+	wg.Go(func() { podNetwork <- a.awaitPodCIDR(ctx) })
 	wg.Go(func() { a.relist(ctx, q) })
+	if err := <-podNetwork; err != nil {
+		cancel() // before the deferred informer shutdown, which waits for them
+		return err
+	}
 	<-ctx.Done()
 	return nil
 }

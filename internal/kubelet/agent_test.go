@@ -63,7 +63,7 @@ func startNodeWith(t *testing.T, podCIDR string, opt func(*kubelet.Options)) (ku
 	t.Cleanup(func() {
 		cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer ccancel()
-		if err := rt.RemoveAllPods(cctx); err != nil {
+		if _, err := rt.RemoveAllPods(cctx); err != nil {
 			t.Logf("removing pods: %v", err)
 		}
 		rt.Stop()

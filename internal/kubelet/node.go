@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"net"
@@ -27,6 +28,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"plainkube.dev/plainkube/internal/api/localpath"
+	"plainkube.dev/plainkube/internal/kubelet/network"
 	"plainkube.dev/plainkube/internal/kubelet/nodestatus"
 	"plainkube.dev/plainkube/internal/version"
 )
@@ -362,12 +364,17 @@ func (a *Agent) ensureNetwork(podCIDR string) error {
 // awaitPodCIDR waits for a Node registered without a pod CIDR to be given
 // one (by the node IPAM controller), checking every second, and then
 // configures the pod network. Until then only hostNetwork pods can start.
-func (a *Agent) awaitPodCIDR(ctx context.Context) {
+// It returns nil once configured or when ctx ends, and the error when
+// another node's pods hold the range's bridge (the agent stops).
+func (a *Agent) awaitPodCIDR(ctx context.Context) error {
 	warned := false
 	for !a.net.Configured() {
 		n, err := a.cs.CoreV1().Nodes().Get(ctx, a.opts.NodeName, metav1.GetOptions{})
 		if err == nil && n.Spec.PodCIDR != "" {
 			if err := a.ensureNetwork(n.Spec.PodCIDR); err != nil {
+				if inUse := (*network.BridgeInUseError)(nil); errors.As(err, &inUse) {
+					return err
+				}
 				a.log.Warn("configuring the pod network", "err", err)
 			}
 		} else if !warned {
@@ -376,8 +383,9 @@ func (a *Agent) awaitPodCIDR(ctx context.Context) {
 		}
 		select {
 		case <-ctx.Done():
-			return
+			return nil
 		case <-time.After(time.Second):
 		}
 	}
+	return nil
 }

@@ -27,6 +27,14 @@ import (
 // only.
 func TestJoinNode(t *testing.T) {
 	requireRealNode(t)
+	agentDir := t.TempDir()
+	// Last of all, once the server's node is gone too: what the agent's
+	// node left (its bridge).
+	t.Cleanup(func() {
+		if out, err := exec.Command(binary, "cleanup", "--data-dir", agentDir).CombinedOutput(); err != nil {
+			t.Errorf("plainkube cleanup of the agent: %v: %s", err, out)
+		}
+	})
 	// A pod range of its own, away from other tests' bridges.
 	c := startCluster(t, "--enable-node", "--cluster-cidr", "10.93.0.0/16")
 	token, err := os.ReadFile(filepath.Join(c.dataDir, "join-token"))
@@ -44,7 +52,6 @@ func TestJoinNode(t *testing.T) {
 	}
 
 	const node2 = "e2e-joined"
-	agentDir := t.TempDir()
 	server := fmt.Sprintf("https://127.0.0.1:%d", c.port)
 	// The server's node already runs the host's service proxy, DNS and
 	// NetworkPolicy enforcer (one table each per host).

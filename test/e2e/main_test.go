@@ -40,8 +40,20 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "building nettool:", err)
 		os.Exit(1)
 	}
+	netnsBefore := podNetns()
 	code := m.Run()
 	os.RemoveAll(dir)
+	// Every test removes the pods its nodes ran (plainkube cleanup): no
+	// shim of a containerd under a test's directory, and no pod network
+	// namespace, may outlive the run.
+	if left := shims(filepath.Join(os.TempDir(), "Test")); len(left) > 0 {
+		fmt.Fprintf(os.Stderr, "FAIL: %d containerd shims outlive the tests:\n%s\n", len(left), strings.Join(left, "\n"))
+		code = 1
+	}
+	if left := podNetns() - netnsBefore; left > 0 {
+		fmt.Fprintf(os.Stderr, "FAIL: %d more pod network namespaces (/var/run/netns/cni-*) after the tests than before\n", left)
+		code = 1
+	}
 	os.Exit(code)
 }
 

@@ -258,14 +258,16 @@ func (p *Process) Version(ctx context.Context) (string, error) {
 }
 
 // RemoveAllPods stops and removes every pod sandbox (and so every
-// container) this containerd runs. Tests call it before Stop so that no
-// shim outlives them.
-func (p *Process) RemoveAllPods(ctx context.Context) error {
+// container) this containerd runs, and says how many it removed.
+// `plainkube cleanup` and tests call it before Stop so that no shim
+// outlives them.
+func (p *Process) RemoveAllPods(ctx context.Context) (int, error) {
 	sbs, err := p.Runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{})
 	if err != nil {
-		return err
+		return 0, err
 	}
 	var errs []error
+	removed := 0
 	for _, sb := range sbs {
 		if err := p.Runtime.StopPodSandbox(ctx, sb.Id); err != nil {
 			errs = append(errs, err)
@@ -273,9 +275,11 @@ func (p *Process) RemoveAllPods(ctx context.Context) error {
 		}
 		if err := p.Runtime.RemovePodSandbox(ctx, sb.Id); err != nil {
 			errs = append(errs, err)
+			continue
 		}
+		removed++
 	}
-	return errors.Join(errs...)
+	return removed, errors.Join(errs...)
 }
 
 // Stop closes the clients and ends containerd: SIGTERM, then SIGKILL after

@@ -116,16 +116,28 @@ type PodNetwork struct {
 // state under ipamDir, and pods' interfaces of mtu bytes (0: the
 // bridge plugin's default). Nothing is written until Ensure.
 func NewPodNetwork(confDir, ipamDir string, mtu int) *PodNetwork {
+	if abs, err := filepath.Abs(ipamDir); err == nil {
+		ipamDir = abs
+	}
 	return &PodNetwork{confDir: confDir, ipamDir: ipamDir, mtu: mtu}
 }
 
 // Ensure configures the pod network for podCIDR, if it is given and not
-// the one configured; it reports whether it wrote a configuration.
+// the one configured: it claims the range's bridge (a *BridgeInUseError
+// when another node's pods are on it) and writes the configuration; it
+// reports whether it wrote one.
 func (n *PodNetwork) Ensure(podCIDR string) (bool, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if podCIDR == "" || podCIDR == n.podCIDR {
 		return false, nil
+	}
+	prefix, err := netip.ParsePrefix(podCIDR)
+	if err != nil {
+		return false, fmt.Errorf("pod CIDR %q: %w", podCIDR, err)
+	}
+	if err := claimBridge(prefix.Masked(), n.ipamDir, n.mtu); err != nil {
+		return false, err
 	}
 	if err := writeCNIConfig(n.confDir, podCIDR, n.ipamDir, n.mtu); err != nil {
 		return false, fmt.Errorf("writing the CNI configuration: %w", err)

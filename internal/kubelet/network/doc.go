@@ -7,7 +7,9 @@
 // addresses over the range, portmap for hostPorts and loopback. The
 // runtime (containerd's CRI, which watches that directory) then calls the
 // plugins for every sandbox not on the host network; routes between
-// nodes' ranges are internal/network's.
+// nodes' ranges are internal/network's. The agent makes the bridge itself
+// and names its node on it (bridge.go): a node whose range's bridge
+// carries another node's pods refuses to start (BridgeInUseError).
 //
 // Names, as upstream's kubelet sets them up: PodDNS is a pod's resolver
 // configuration from its dnsPolicy and dnsConfig (the runtime writes the
