@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 )
 
@@ -21,7 +20,9 @@ import (
 // annotations and survives a v1 read-modify-write, and v1 objects are
 // validated with the v2 rules.
 func TestHPAServedAtV1AndV2(t *testing.T) {
-	_, cfg := startServer(t)
+	// No controllers: the autoscaler's status writes would race the
+	// test's own.
+	_, cfg := startServerWith(t, Options{InMemory: true, DefaultAdmission: true})
 	cs := clientset(t, cfg)
 	ctx := context.Background()
 	v1 := cs.AutoscalingV1().HorizontalPodAutoscalers("default")
@@ -75,20 +76,11 @@ func TestHPAServedAtV1AndV2(t *testing.T) {
 	if rich, err = v2.Create(ctx, rich, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	// The autoscaler controller writes the status too: retry on its
-	// conflicts.
-	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cur, err := v2.Get(ctx, "rich", metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		cur.Status = autoscalingv2.HorizontalPodAutoscalerStatus{CurrentReplicas: 2, DesiredReplicas: 3,
-			CurrentMetrics: []autoscalingv2.MetricStatus{{Type: autoscalingv2.ResourceMetricSourceType, Resource: &autoscalingv2.ResourceMetricStatus{
-				Name: corev1.ResourceCPU, Current: autoscalingv2.MetricValueStatus{AverageUtilization: ptr.To(int32(70)), AverageValue: ptr.To(resource.MustParse("140m"))}}}},
-			Conditions: []autoscalingv2.HorizontalPodAutoscalerCondition{{Type: autoscalingv2.AbleToScale, Status: corev1.ConditionTrue, Reason: "ReadyForNewScale"}}}
-		_, err = v2.UpdateStatus(ctx, cur, metav1.UpdateOptions{})
-		return err
-	}); err != nil {
+	rich.Status = autoscalingv2.HorizontalPodAutoscalerStatus{CurrentReplicas: 2, DesiredReplicas: 3,
+		CurrentMetrics: []autoscalingv2.MetricStatus{{Type: autoscalingv2.ResourceMetricSourceType, Resource: &autoscalingv2.ResourceMetricStatus{
+			Name: corev1.ResourceCPU, Current: autoscalingv2.MetricValueStatus{AverageUtilization: ptr.To(int32(70)), AverageValue: ptr.To(resource.MustParse("140m"))}}}},
+		Conditions: []autoscalingv2.HorizontalPodAutoscalerCondition{{Type: autoscalingv2.AbleToScale, Status: corev1.ConditionTrue, Reason: "ReadyForNewScale"}}}
+	if _, err := v2.UpdateStatus(ctx, rich, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	old, err := v1.Get(ctx, "rich", metav1.GetOptions{})
