@@ -122,20 +122,22 @@ func TestStatusCodes(t *testing.T) {
 	}
 }
 
-// TestTooManyRequests: past its seats a client gets 429 with Retry-After;
-// a workload user has at most half the level's seats, the system
-// components seats of their own, and system:masters is never limited.
+// TestTooManyRequests: past its seats a client's request waits, and gets
+// 429 with Retry-After when its wait ends (here by ?timeout); a workload
+// user has at most half the level's seats, the system components seats of
+// their own, and system:masters is never limited.
 func TestTooManyRequests(t *testing.T) {
 	s, err := New(Config{Storage: memory.New(memory.Options{}), Resources: all.Resources(), MaxRequestsInFlight: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
 	bob := &auth.User{Name: "bob", Groups: []string{auth.GroupAuthenticated}}
-	if _, ok := s.seats.acquire(bob); !ok { // bob has one request being served
+	ctx := context.Background()
+	if _, ok := s.seats.acquire(ctx, bob); !ok { // bob has one request being served
 		t.Fatal("no seat for bob's first request")
 	}
 	get := func(u *auth.User) *httptest.ResponseRecorder {
-		req := httptest.NewRequest("GET", "/api/v1", nil) // discovery: any authenticated user
+		req := httptest.NewRequest("GET", "/api/v1?timeout=200ms", nil) // discovery: any authenticated user
 		req = req.WithContext(auth.WithUser(req.Context(), u))
 		rec := httptest.NewRecorder()
 		s.ServeHTTP(rec, req)
@@ -148,7 +150,7 @@ func TestTooManyRequests(t *testing.T) {
 	if rec := get(alice); rec.Code != 200 {
 		t.Fatalf("alice while bob is at his share: %d", rec.Code)
 	}
-	if _, ok := s.seats.acquire(alice); !ok {
+	if _, ok := s.seats.acquire(ctx, alice); !ok {
 		t.Fatal("no seat for alice")
 	}
 	carol := &auth.User{Name: "carol", Groups: []string{auth.GroupAuthenticated}}

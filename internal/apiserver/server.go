@@ -326,18 +326,18 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if info.IsResource || info.Version != "" {
 		if info.Verb != "watch" && !s.streaming[info.Subresource] {
-			release, ok := s.seats.acquire(user)
-			if !ok {
-				s.codecs.writeError(w, r, apierrors.NewTooManyRequests("too many requests, please try again later", 1))
-				return
-			}
-			defer release()
 			ctx, cancel, err := requestDeadline(r)
 			if err != nil {
 				s.codecs.writeError(w, r, err)
 				return
 			}
 			defer cancel()
+			release, ok := s.seats.acquire(ctx, user)
+			if !ok {
+				s.codecs.writeError(w, r, apierrors.NewTooManyRequests("too many requests, please try again later", 1))
+				return
+			}
+			defer release()
 			r = r.WithContext(ctx)
 			// The body too is read by the deadline: a client that sends it
 			// slowly holds its slot no longer than any request. (Not every
@@ -350,12 +350,28 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if info.IsResource {
+			if info.Verb == "watch" {
+				// A watch holds a seat until its initial events are sent,
+				// as upstream's counts a watch's start.
+				release, ok := s.seats.acquire(r.Context(), user)
+				if !ok {
+					s.codecs.writeError(w, r, apierrors.NewTooManyRequests("too many requests, please try again later", 1))
+					return
+				}
+				started := sync.OnceFunc(release)
+				defer started()
+				r = r.WithContext(context.WithValue(r.Context(), watchStartedKey{}, started))
+			}
 			s.serveResource(w, r, info)
 			return
 		}
 	}
 	s.serveNonResource(w, r, info)
 }
+
+// watchStartedKey keys the function a watch calls once its initial events
+// are sent, releasing the seat its start took.
+type watchStartedKey struct{}
 
 // maxRequestTimeout is how long a request other than a watch or a stream
 // may take, as upstream's --request-timeout default.

@@ -99,6 +99,9 @@ func (s *Server) handleWatch(rq *request) error {
 		}
 	}
 	ws.flush()
+	if started, ok := rq.r.Context().Value(watchStartedKey{}).(func()); ok {
+		started()
+	}
 
 	ticker := time.NewTicker(bookmarkInterval)
 	defer ticker.Stop()

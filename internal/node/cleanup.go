@@ -21,6 +21,7 @@ import (
 	"plainkube.dev/plainkube/internal/mounts"
 	"plainkube.dev/plainkube/internal/netpol"
 	"plainkube.dev/plainkube/internal/network"
+	"plainkube.dev/plainkube/internal/procs"
 	"plainkube.dev/plainkube/internal/proxy"
 )
 
@@ -130,13 +131,7 @@ func removePods(ctx context.Context, dir string, report func(string)) error {
 // containerdRunning reports whether a containerd process runs with the
 // configuration file cfg.
 func containerdRunning(cfg string) bool {
-	procs, _ := os.ReadDir("/proc")
-	for _, p := range procs {
-		b, err := os.ReadFile(filepath.Join("/proc", p.Name(), "cmdline"))
-		if err != nil {
-			continue
-		}
-		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+	for _, args := range procs.CommandLines() {
 		if filepath.Base(args[0]) == "containerd" && slices.Contains(args, cfg) {
 			return true
 		}

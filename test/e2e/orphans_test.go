@@ -6,10 +6,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"plainkube.dev/plainkube/internal/procs"
 )
 
 // TestNewServerFindsOrphanedPods: a server stops with a pod running (pods
@@ -76,21 +79,12 @@ func shimsUnder(dir string) int { return len(shims(dir + "/")) }
 // containerd whose socket path starts with prefix.
 func shims(prefix string) []string {
 	var found []string
-	procs, _ := os.ReadDir("/proc")
-	for _, p := range procs {
-		b, err := os.ReadFile(filepath.Join("/proc", p.Name(), "cmdline"))
-		if err != nil {
-			continue
-		}
-		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+	for _, args := range procs.CommandLines() {
 		if !strings.HasPrefix(filepath.Base(args[0]), "containerd-shim") {
 			continue
 		}
-		for _, a := range args {
-			if strings.HasPrefix(a, prefix) {
-				found = append(found, strings.Join(args, " "))
-				break
-			}
+		if slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, prefix) }) {
+			found = append(found, strings.Join(args, " "))
 		}
 	}
 	return found

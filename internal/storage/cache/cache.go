@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"plainkube.dev/plainkube/internal/storage"
 	"plainkube.dev/plainkube/internal/storage/internal/keyspace"
@@ -15,9 +16,11 @@ import (
 
 // Defaults for Options.
 const (
-	DefaultEvents        = 1000
-	DefaultWatcherBuffer = 100000
-	DefaultPageSize      = 1000
+	DefaultEvents         = 1000
+	DefaultWatcherBuffer  = 100000
+	DefaultWatcherBacklog = 1000
+	DefaultWatcherStall   = 5 * time.Second
+	DefaultPageSize       = 1000
 )
 
 var (
@@ -38,6 +41,15 @@ type Options struct {
 	// is ended with ErrTooSlow (default DefaultWatcherBuffer). The queue
 	// grows only as far as a consumer falls behind.
 	WatcherBuffer int
+	// WatcherBacklog and WatcherStall end a watcher sooner: one that has
+	// had more than WatcherBacklog events waiting for longer than
+	// WatcherStall is ended with ErrTooSlow at its next event (defaults
+	// DefaultWatcherBacklog, DefaultWatcherStall). A burst (a collection
+	// deleted at once) goes to every watcher that drains it in time; a
+	// consumer that stopped reading holds about WatcherStall's worth of
+	// events, not WatcherBuffer's.
+	WatcherBacklog int
+	WatcherStall   time.Duration
 	// PageSize is the page size of the lists the cache reads from the store
 	// (default DefaultPageSize).
 	PageSize int64
@@ -85,21 +97,39 @@ type watcher struct {
 	inflight atomic.Int64
 	final    *storage.Event // sent once the queue is drained, then out closes
 	closed   bool           // out is closed: the consumer is gone
+	// behindSince is when more than the backlog limit started waiting
+	// (zero while fewer do).
+	behindSince time.Time
+}
+
+// watcherLimits bound what a watcher may have waiting (Options).
+type watcherLimits struct {
+	buffer, backlog int
+	stall           time.Duration
 }
 
 // watcherChannel is the buffer of each watcher's channel: events go
 // straight into it while the consumer keeps up.
 const watcherChannel = 16
 
-// push queues ev unless limit events are already waiting (queued, being
-// forwarded, or unread in the channel).
-func (w *watcher) push(ev storage.Event, limit int) bool {
+// push queues ev unless the watcher is too far behind: limits.buffer
+// events already waiting (queued, being forwarded, or unread in the
+// channel), or more than limits.backlog for longer than limits.stall.
+func (w *watcher) push(ev storage.Event, limits watcherLimits) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
 		return true // the consumer went away; its context callback unregisters it
 	}
-	if len(w.queue)+len(w.out)+int(w.inflight.Load()) >= limit {
+	waiting := len(w.queue) + len(w.out) + int(w.inflight.Load())
+	switch {
+	case waiting >= limits.buffer:
+		return false
+	case waiting < limits.backlog:
+		w.behindSince = time.Time{}
+	case w.behindSince.IsZero():
+		w.behindSince = time.Now()
+	case time.Since(w.behindSince) > limits.stall:
 		return false
 	}
 	if len(w.queue) == 0 && w.inflight.Load() == 0 {
@@ -179,6 +209,12 @@ func New(store storage.Interface, prefix string, opts Options) *Cache {
 	}
 	if opts.WatcherBuffer <= 0 {
 		opts.WatcherBuffer = DefaultWatcherBuffer
+	}
+	if opts.WatcherBacklog <= 0 {
+		opts.WatcherBacklog = DefaultWatcherBacklog
+	}
+	if opts.WatcherStall <= 0 {
+		opts.WatcherStall = DefaultWatcherStall
 	}
 	if opts.PageSize <= 0 {
 		opts.PageSize = DefaultPageSize
@@ -349,14 +385,15 @@ func (c *Cache) register(ctx context.Context, prefix string, from int64, replay 
 }
 
 // fanout queues ev for the watchers that want it, with c.mu held. It never
-// blocks: a watcher with WatcherBuffer events already waiting is ended with
-// ErrTooSlow.
+// blocks: a watcher too far behind (Options.WatcherBuffer, WatcherBacklog,
+// WatcherStall) is ended with ErrTooSlow.
 func (c *Cache) fanout(ev storage.Event) {
+	limits := watcherLimits{buffer: c.opts.WatcherBuffer, backlog: c.opts.WatcherBacklog, stall: c.opts.WatcherStall}
 	for w := range c.watchers {
 		if ev.Revision <= w.from || !keyspace.Match(w.prefix, ev.Key) {
 			continue
 		}
-		if !w.push(ev, c.opts.WatcherBuffer) {
+		if !w.push(ev, limits) {
 			c.end(w, ErrTooSlow)
 		}
 	}

@@ -310,6 +310,52 @@ func TestSlowWatcher(t *testing.T) {
 	storagetest.ExpectClosed(t, slow)
 }
 
+// TestStalledWatcher: a watcher that keeps more than the backlog waiting
+// for longer than the stall is ended at its next event, long before its
+// buffer fills; one that drains a burst in time is kept.
+func TestStalledWatcher(t *testing.T) {
+	s := newStore(t, memory.Options{})
+	const stall = 300 * time.Millisecond
+	c := start(t, s, cache.Options{WatcherBacklog: 10, WatcherStall: stall})
+	stalled, err := c.Watch(t.Context(), prefix, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bursty, err := c.Watch(t.Context(), prefix, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const burst = 50
+	for i := range burst {
+		create(t, s, fmt.Sprintf("%sa/%02d", prefix, i), "v")
+	}
+	for i := range burst { // the bursty one catches up within the stall
+		if ev := storagetest.Next(t, bursty); ev.Type != storage.EventPut {
+			t.Fatalf("bursty event %d: %+v", i, ev)
+		}
+	}
+	time.Sleep(stall + 100*time.Millisecond)
+	r := create(t, s, prefix+"b", "after the stall")
+	if ev := storagetest.Next(t, bursty); ev.Revision != r {
+		t.Fatalf("the bursty watcher got %+v, want revision %d", ev, r)
+	}
+	got := 0
+	for ev := range stalled {
+		if ev.Type == storage.EventError {
+			if !errors.Is(ev.Err, cache.ErrTooSlow) {
+				t.Fatalf("stalled watcher ended with %v", ev.Err)
+			}
+			if got != burst {
+				t.Errorf("the stalled watcher read %d events before its end, want the %d queued before it", got, burst)
+			}
+			storagetest.ExpectClosed(t, stalled)
+			return
+		}
+		got++
+	}
+	t.Fatal("the stalled watcher's channel closed without an error event")
+}
+
 // TestListAndWatchAtomic lists-and-watches while writes race in, and checks
 // that each list plus its events adds up to the store's final state.
 func TestListAndWatchAtomic(t *testing.T) {

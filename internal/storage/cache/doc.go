@@ -12,9 +12,11 @@
 // replays buffered events newer than the requested revision and then follows
 // live ones; a revision older than the ring (once the cache has moved past
 // it) gives ErrCompacted, which the API server answers with 410 Gone. Each
-// watcher has a bounded buffer; one that lets it fill is ended with
-// EventError(ErrTooSlow), which wraps ErrCompacted, so a slow client never
-// holds the cache or other watchers back.
+// watcher has a bounded buffer; one that lets it fill, or keeps more than
+// a backlog (1,000 events) waiting for longer than a stall (5 s), is ended
+// with EventError(ErrTooSlow), which wraps ErrCompacted, so a slow client
+// never holds the cache or other watchers back, and one that stopped
+// reading holds only a few seconds of events.
 //
 // WaitForRevision lets a reader wait until the cache is at least as new as a
 // revision read from the store. Events only arrive for this prefix, so when

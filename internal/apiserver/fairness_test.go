@@ -1,0 +1,103 @@
+package apiserver
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"plainkube.dev/plainkube/internal/auth"
+)
+
+// TestSeatsQueueFairly: past the level's seats, requests wait in their
+// user's queue and freed seats go to the users in turn, never past a
+// user's share; a full queue or a wait that ends is refused.
+func TestSeatsQueueFairly(t *testing.T) {
+	s := newSeats(4) // workload: 4 seats, 2 per user
+	a, b, c := &auth.User{Name: "a"}, &auth.User{Name: "b"}, &auth.User{Name: "c"}
+	ctx := context.Background()
+	take := func(u *auth.User) func() {
+		t.Helper()
+		release, ok := s.acquire(ctx, u)
+		if !ok {
+			t.Fatalf("%s: no seat", u.Name)
+		}
+		return release
+	}
+	releaseA1, _ := take(a), take(a)
+	releaseC1, releaseC2 := take(c), take(c)
+
+	granted := make(chan string, 3)
+	queued := func(n int) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+			s.mu.Lock()
+			got := 0
+			for _, q := range s.workload.queues {
+				got += len(q)
+			}
+			s.mu.Unlock()
+			if got == n {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d requests waiting, want %d", got, n)
+			}
+		}
+	}
+	for i, w := range []struct {
+		u    *auth.User
+		name string
+	}{{a, "a3"}, {b, "b1"}, {b, "b2"}} {
+		go func() {
+			if _, ok := s.acquire(ctx, w.u); ok {
+				granted <- w.name
+			} else {
+				granted <- w.name + " refused"
+			}
+		}()
+		queued(i + 1)
+	}
+	next := func(want string) {
+		t.Helper()
+		select {
+		case got := <-granted:
+			if got != want {
+				t.Fatalf("granted %s, want %s", got, want)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("nothing granted, want %s", want)
+		}
+	}
+	// a is at its share: the freed seats go to b, then back to a.
+	releaseC1()
+	next("b1")
+	releaseC2()
+	next("b2")
+	releaseA1()
+	next("a3")
+
+	// A wait that ends is refused and leaves the queue.
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	if _, ok := s.acquire(short, a); ok {
+		t.Fatal("a request that could not wait for a seat got one")
+	}
+	s.mu.Lock()
+	left := len(s.workload.queues) + len(s.workload.turn)
+	s.mu.Unlock()
+	if left != 0 {
+		t.Errorf("%d queues left after the wait ended", left)
+	}
+
+	// A full queue refuses at once.
+	long, cancelLong := context.WithCancel(ctx)
+	defer cancelLong()
+	for range queueLength {
+		go s.acquire(long, a)
+	}
+	queued(queueLength)
+	start := time.Now()
+	if _, ok := s.acquire(ctx, a); ok || time.Since(start) > time.Second {
+		t.Errorf("past a full queue: seated %v after %v", ok, time.Since(start))
+	}
+}
