@@ -413,6 +413,11 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		s.stop()
 		return nil, err
 	}
+	// HTTP/2 as upstream serves it (Serve on a TLS listener offers only
+	// what NextProtos says): client-go multiplexes its requests and
+	// watches over one connection; upgrades (exec, attach, port-forward
+	// over SPDY or WebSockets) ask for HTTP/1.1.
+	tlsConfig.NextProtos = []string{"h2", "http/1.1"}
 	addr := net.JoinHostPort(opts.BindAddress, strconv.Itoa(opts.Port))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
