@@ -334,7 +334,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			defer cancel()
 			release, ok := s.seats.acquire(ctx, user)
 			if !ok {
-				s.codecs.writeError(w, r, apierrors.NewTooManyRequests("too many requests, please try again later", 1))
+				s.codecs.writeError(w, r, noSeat())
 				return
 			}
 			defer release()
@@ -355,7 +355,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				// as upstream's counts a watch's start.
 				release, ok := s.seats.acquire(r.Context(), user)
 				if !ok {
-					s.codecs.writeError(w, r, apierrors.NewTooManyRequests("too many requests, please try again later", 1))
+					s.codecs.writeError(w, r, noSeat())
 					return
 				}
 				started := sync.OnceFunc(release)
@@ -367,6 +367,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.serveNonResource(w, r, info)
+}
+
+// noSeat answers a request that found no seat (a full queue, or a wait
+// that ended), with upstream's message; clients retry after a second.
+func noSeat() error {
+	return apierrors.NewTooManyRequests("too many requests, please try again later", 1)
 }
 
 // watchStartedKey keys the function a watch calls once its initial events
