@@ -42,7 +42,7 @@ var layers = []struct {
 	}},
 	{name: "foundations", prefixes: []string{
 		"internal/api/", "internal/reconcile", "internal/storage", "internal/pki", "internal/image",
-		"internal/version", "internal/resolvconf", "internal/mounts", "internal/netfilter",
+		"internal/version", "internal/resolvconf", "internal/mounts", "internal/procs", "internal/netfilter",
 	}},
 }
 
