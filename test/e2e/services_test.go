@@ -173,13 +173,11 @@ spec:
 	exec := func(args ...string) (string, error) {
 		return c.run(append([]string{"exec", "client", "--", "nettool"}, args...)...)
 	}
+	// Its answers are stdout alone: kubectl's own client messages (its
+	// websocket reader's, on stderr) are not part of them.
 	mustExec := func(args ...string) string {
 		t.Helper()
-		out, err := exec(args...)
-		if err != nil {
-			t.Fatalf("nettool %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return out
+		return c.mustStdout(append([]string{"exec", "client", "--", "nettool"}, args...)...)
 	}
 	// By every name, and by the ClusterIP.
 	clusterIP := c.must("get", "svc", "web", "-o", "jsonpath={.spec.clusterIP}")
