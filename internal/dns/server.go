@@ -199,8 +199,7 @@ func listen(addr string) (*net.UDPConn, net.Listener, error) {
 
 // ServeDNS answers one query over TCP (UDP is served by serveUDP).
 func (s *Server) ServeDNS(w mdns.ResponseWriter, r *mdns.Msg) {
-	_, tcp := w.RemoteAddr().(*net.TCPAddr)
-	m, _ := s.answer(r, tcp)
+	m, _ := s.answer(r, true)
 	if err := w.WriteMsg(m); err != nil {
 		s.log.Debug("writing a DNS answer", "err", err, "query", fmt.Sprint(r.Question))
 	}

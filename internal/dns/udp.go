@@ -79,7 +79,7 @@ func (s *Server) answerUDP(pc *net.UDPConn, query []byte, from netip.AddrPort) {
 		s.log.Debug("packing a DNS answer", "err", err, "query", r.Question)
 		return
 	}
-	if fromIndex && m.Rcode != mdns.RcodeServerFailure {
+	if fromIndex {
 		s.answers.put(generation, query, out)
 	}
 	s.writeUDP(pc, out, from)
