@@ -27,7 +27,8 @@ command -v kubectl >/dev/null 2>&1 || { echo "kubectl is required for the end-to
 
 go vet ./...
 # The end-to-end tests run after the others, not beside them: as root they
-# run real nodes (port 10250, CNI bridges) as some package tests do.
+# run real nodes (port 10250, CNI bridges) as some package tests do. On a
+# fresh machine TestHelm first builds helm v3 and v4 (~8 minutes).
 # Each run's output is kept, and what failed is repeated at the end, where
 # a CI log's tail shows it.
 log=$(mktemp -d)
@@ -38,4 +39,4 @@ failed() {
   exit 1
 }
 go test -count=1 -timeout 15m $(go list ./... | grep -v '/test/e2e$') 2>&1 | tee "$log/unit" || failed unit
-go test -count=1 -timeout 25m ./test/e2e/ 2>&1 | tee "$log/e2e" || failed e2e
+go test -count=1 -timeout 35m ./test/e2e/ 2>&1 | tee "$log/e2e" || failed e2e
