@@ -213,7 +213,8 @@ func runServer(args []string) error {
 				LeaderElection:         &reconcile.LeaderElection{Identity: leaderID},
 				NodeMonitorGracePeriod: *nodeGrace, Autoscaling: *autoscaling, ClusterCIDR: podRange, SigningCA: &csrsigning.CA{Cert: env.CACert, Key: env.CAKey},
 				KubeletServingCA: &csrsigning.CA{Cert: env.KubeletServingCACert, Key: env.KubeletServingCAKey}, ServiceCIDRs: []netip.Prefix{serviceRange},
-				Informers: env.Informers, Controllers: controllers, ServiceAccountConfig: env.ServiceAccountConfig})
+				Informers: env.Informers, Controllers: controllers, ServiceAccountConfig: env.ServiceAccountConfig,
+				HelmCacheDir: filepath.Join(opts.DataDir, "helm")})
 		})
 	}
 	if !*disableScheduler {

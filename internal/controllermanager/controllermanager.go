@@ -56,6 +56,9 @@ type Options struct {
 	// scheduler) so that every pod and node is held in memory once. Nil: Run makes
 	// one for the controllers; New leaves each controller its own.
 	Informers *reconcile.SharedInformers
+	// HelmCacheDir keeps the charts the helm controller downloads (empty:
+	// the user's cache directory).
+	HelmCacheDir string
 	// Controllers says which controllers run, as upstream's --controllers:
 	// "*" the ones enabled by default, "name" one more, "-name" one less
 	// (see Registry); empty means "*".

@@ -20,6 +20,7 @@ import (
 	"plainkube.dev/plainkube/internal/controller/endpointslice"
 	"plainkube.dev/plainkube/internal/controller/endpointslicemirroring"
 	"plainkube.dev/plainkube/internal/controller/garbagecollector"
+	"plainkube.dev/plainkube/internal/controller/helmrelease"
 	"plainkube.dev/plainkube/internal/controller/job"
 	"plainkube.dev/plainkube/internal/controller/localpath"
 	"plainkube.dev/plainkube/internal/controller/namespace"
@@ -94,6 +95,7 @@ var Registry = []Registration{
 	{pvprotection.Name, "persistentvolume-protection-controller", "pv-protection-controller", sharing(pvprotection.New), true},
 	{localpath.Name, "local-path-provisioner-controller", bootstrap.LocalPathServiceAccount, sharing(localpath.New), true},
 	{podautoscaler.Name, "horizontal-pod-autoscaler-controller", "horizontal-pod-autoscaler", newPodAutoscaler, true},
+	{helmrelease.Name, "helm-controller", bootstrap.HelmControllerServiceAccount, newHelmRelease, true},
 }
 
 // ValidateControllers checks a --controllers list: each item is "*", a
@@ -248,6 +250,14 @@ func newRootCACert(cfg *rest.Config, o Options) (reconcile.Controller, error) {
 // newReplicaSet runs the ReplicationController loop as upstream's
 // replication-controller ServiceAccount, the ReplicaSet loop as
 // replicaset-controller.
+func newHelmRelease(cfg *rest.Config, o Options) (reconcile.Controller, error) {
+	dir := o.HelmCacheDir
+	if dir == "" {
+		dir = helmrelease.DefaultCacheDir()
+	}
+	return helmrelease.New(cfg, dir)
+}
+
 func newReplicaSet(cfg *rest.Config, o Options) (reconcile.Controller, error) {
 	c, err := replicaset.New(cfg)
 	if err != nil {

@@ -17,6 +17,11 @@ const ServiceLBServiceAccount = "service-lb-controller"
 // local-path provisioner runs as.
 const LocalPathServiceAccount = "local-path-provisioner"
 
+// HelmControllerServiceAccount is the kube-system ServiceAccount the helm
+// controller runs as: bound to cluster-admin, since a chart may hold any
+// object (as k3s's helm-controller and Flux's helm-controller are).
+const HelmControllerServiceAccount = "helm-controller"
+
 const (
 	plainkubeControllerPrefix = "plainkube:controller:"
 	nodeProxier               = "plainkube:node-proxier"
@@ -35,6 +40,7 @@ const (
 //     and Nodes, creates PersistentVolumes, updates those whose node is
 //     gone (to remove their cleanup finalizer), and updates a claim whose
 //     selected node is gone (to give it back to the scheduler);
+//   - the helm controller's ServiceAccount is bound to cluster-admin;
 //   - a plainkube node runs its service proxy and its DNS answerer under
 //     the node's own credentials, so system:nodes are bound to
 //     plainkube:node-proxier (what kube-proxy's system:node-proxier holds,
@@ -91,6 +97,11 @@ func Plainkube() Policy {
 		ClusterRoleBindings: []rbacv1.ClusterRoleBinding{
 			clusterRoleBinding(serviceLB, serviceAccountSubject(kubeSystem, ServiceLBServiceAccount)),
 			clusterRoleBinding(localPath, serviceAccountSubject(kubeSystem, LocalPathServiceAccount)),
+			{
+				ObjectMeta: defaultMeta(plainkubeControllerPrefix + HelmControllerServiceAccount),
+				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+				Subjects:   []rbacv1.Subject{serviceAccountSubject(kubeSystem, HelmControllerServiceAccount)},
+			},
 			clusterRoleBinding(nodeDNS, groupSubject(groupNodes)),
 			clusterRoleBinding(nodeProxier, groupSubject(groupNodes)),
 			clusterRoleBinding(nodeNetwork, groupSubject(groupNodes)),
