@@ -148,15 +148,7 @@ func helmLifecycle(h *helmRun) {
 	}
 
 	h.must("install", "rel", h.chart, "-f", values, "--set", "message=one", "--wait", "--wait-for-jobs", "--timeout", "3m")
-	if got := h.get("configmap", "rel-config", "-o", "jsonpath={.data.message}/{.data.site}"); got != "one/plainkube" {
-		t.Fatalf("ConfigMap rel-config: message/site = %q, want one/plainkube (lookup of site-config)", got)
-	}
-	if got := h.get("deployment", "rel-web", "-o", "jsonpath={.status.readyReplicas}"); got != "2" {
-		t.Fatalf("--wait returned with %q ready replicas, want 2", got)
-	}
-	if got := h.get("job", "rel-setup", "-o", "jsonpath={.status.succeeded}"); got != "1" {
-		t.Fatalf("--wait-for-jobs returned with the Job's succeeded = %q", got)
-	}
+	h.installed("rel", "one")
 	if got := h.get("widget", "rel-widget", "-o", "jsonpath={.spec.size}"); got != "2" {
 		t.Fatalf("Widget (CRD from crds/) size = %q", got)
 	}
@@ -246,6 +238,23 @@ func helmLifecycle(h *helmRun) {
 	contains(t, h.mustFail("history", "rel"), "not found")
 	// helm never deletes CRDs.
 	c.must("get", "crd", "widgets.e2e.plainkube.dev")
+}
+
+// installed checks what the web chart's release made once helm said it
+// was done: the ConfigMap says message and the site found by lookup, the
+// Deployment's 2 replicas are ready (--wait) and the Job completed
+// (--wait-for-jobs).
+func (h *helmRun) installed(release, message string) {
+	h.t.Helper()
+	if got := h.get("configmap", release+"-config", "-o", "jsonpath={.data.message}/{.data.site}"); got != message+"/plainkube" {
+		h.t.Fatalf("ConfigMap %s-config: message/site = %q, want %s/plainkube (site looked up)", release, got, message)
+	}
+	if got := h.get("deployment", release+"-web", "-o", "jsonpath={.status.readyReplicas}"); got != "2" {
+		h.t.Fatalf("ready before the Deployment was: %q ready replicas, want 2", got)
+	}
+	if got := h.get("job", release+"-setup", "-o", "jsonpath={.status.succeeded}"); got != "1" {
+		h.t.Fatalf("ready before the Job completed: succeeded = %q", got)
+	}
 }
 
 // hooksRan checks that the hooks of the given events ran, rendered for
