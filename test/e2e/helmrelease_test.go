@@ -181,6 +181,8 @@ spec:
 		t.Errorf("no chart kept in the data dir's cache")
 	}
 
+	helmReleaseFromPath(t, c)
+
 	// Deleting a HelmRelease uninstalls its release.
 	c.must("delete", "-n", "hr", "helmrelease", "web", "--timeout=2m")
 	if out, err := h.run("status", "web"); err == nil {
@@ -225,4 +227,102 @@ func serveLoopback(t *testing.T, h http.Handler) string {
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 	return "http://" + ln.Addr().String()
+}
+
+// helmReleaseFromPath keeps a release of a chart in a directory on the
+// server (ConfigMaps and a CRD only): crds: CreateReplace replaces the CRD
+// when the chart's changes, driftPolicy: Report reports a changed object
+// and leaves it, a chart that does not render is Ready=False until mended,
+// and a suspended HelmRelease is left alone until resumed.
+func helmReleaseFromPath(t *testing.T, c *cluster) {
+	dir := t.TempDir()
+	writeFile(t, dir, "Chart.yaml", "apiVersion: v2\nname: local\nversion: 0.2.0\n")
+	writeFile(t, dir, "values.yaml", "color: red\n")
+	os.Mkdir(filepath.Join(dir, "templates"), 0o755)
+	os.Mkdir(filepath.Join(dir, "crds"), 0o755)
+	template := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: local}\ndata: {color: {{ .Values.color | quote }}}\n"
+	writeFile(t, filepath.Join(dir, "templates"), "cm.yaml", template)
+	crd := func(column string) {
+		writeFile(t, filepath.Join(dir, "crds"), "gadgets.yaml", `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: gadgets.e2e.plainkube.dev}
+spec:
+  group: e2e.plainkube.dev
+  scope: Namespaced
+  names: {plural: gadgets, singular: gadget, kind: Gadget}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+    additionalPrinterColumns: [{name: `+column+`, type: string, jsonPath: .spec.x}]
+`)
+	}
+	crd("First")
+	apply := func(spec string) {
+		t.Helper()
+		c.must("apply", "-f", writeFile(t, t.TempDir(), "local.yaml", `apiVersion: helm.plainkube.dev/v1
+kind: HelmRelease
+metadata: {name: local, namespace: hr}
+spec:
+  chart: {path: `+dir+`}
+  crds: CreateReplace
+  driftPolicy: Report
+`+spec))
+	}
+	poke := func(n int) { c.must("annotate", "--overwrite", "-n", "hr", "helmrelease/local", fmt.Sprintf("e2e/poke=%d", n)) }
+	localRevision := func(want string) {
+		t.Helper()
+		waitFor(t, time.Minute, "HelmRelease local at "+want, func() (bool, string) {
+			out, _ := c.run("get", "-n", "hr", "helmrelease", "local", "-o",
+				`jsonpath={.status.lastAppliedRevision}/{.status.conditions[?(@.type=="Ready")].status}`)
+			return out == want, out
+		})
+	}
+	apply("")
+	localRevision("1/True")
+	c.must("get", "crd", "gadgets.e2e.plainkube.dev")
+
+	// The chart's CRD changes: the upgrade replaces it.
+	crd("Second")
+	poke(1)
+	localRevision("2/True")
+	if got := c.mustStdout("get", "crd", "gadgets.e2e.plainkube.dev", "-o", "jsonpath={.spec.versions[0].additionalPrinterColumns[0].name}"); got != "Second" {
+		t.Fatalf("CreateReplace left the CRD's column %q", got)
+	}
+
+	// Report: drift is reported and left as it is.
+	c.must("patch", "-n", "hr", "configmap", "local", "-p", `{"data":{"color":"blue"}}`)
+	poke(2)
+	waitFor(t, time.Minute, "Drifted=True", func() (bool, string) {
+		out, _ := c.run("get", "-n", "hr", "helmrelease", "local", "-o", `jsonpath={.status.conditions[?(@.type=="Drifted")].status} {.status.conditions[?(@.type=="Drifted")].message}`)
+		return out == "True Differs from the release's manifest: ConfigMap/local", out
+	})
+	if got := c.mustStdout("get", "-n", "hr", "configmap", "local", "-o", "jsonpath={.data.color}"); got != "blue" {
+		t.Fatalf("Report changed the ConfigMap back: %q", got)
+	}
+
+	// A template that does not render: Ready=False with helm's error, the
+	// release as it was.
+	writeFile(t, filepath.Join(dir, "templates"), "cm.yaml", "{{ .Values.color | nosuchfunction }}\n")
+	poke(3)
+	waitFor(t, time.Minute, "Ready=False", func() (bool, string) {
+		out, _ := c.run("get", "-n", "hr", "helmrelease", "local", "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status} {.status.conditions[?(@.type=="Ready")].message}`)
+		return strings.HasPrefix(out, "False ") && strings.Contains(out, "nosuchfunction"), out
+	})
+	// Mended, the chart is revision 2's again: nothing to upgrade, Ready.
+	writeFile(t, filepath.Join(dir, "templates"), "cm.yaml", template)
+	poke(4)
+	localRevision("2/True")
+
+	// Suspended: a new value waits until the HelmRelease is resumed.
+	apply("  suspend: true\n  values: {color: green}\n")
+	time.Sleep(3 * time.Second)
+	localRevision("2/True")
+	apply("  values: {color: green}\n")
+	localRevision("3/True")
+	if got := c.mustStdout("get", "-n", "hr", "configmap", "local", "-o", "jsonpath={.data.color}"); got != "green" {
+		t.Fatalf("after resuming the ConfigMap says %q", got)
+	}
+	c.must("delete", "-n", "hr", "helmrelease", "local")
 }

@@ -255,12 +255,11 @@ func (r *run) reconcile(ctx context.Context) (reconcile.Result, error) {
 		apimeta.RemoveStatusCondition(&status.Conditions, ConditionDrifted)
 	}
 	if o.sourceErr == nil && o.upToDate() && !hasConditionStatus(hr.Status, ConditionReady, metav1.ConditionTrue) {
-		// What failed (a chart that could not be read) is mended and the
-		// release is as applied.
+		// What failed (a chart that could not be read or rendered) is
+		// mended and the release is as applied.
 		msg := fmt.Sprintf("Release %s revision %d is deployed as applied", last.Name, last.Version)
 		status.Failures = 0
-		setCondition(status, ConditionReady, metav1.ConditionTrue, "UpToDate", msg, hr.Generation)
-		setCondition(status, ConditionFailed, metav1.ConditionFalse, "UpToDate", msg, hr.Generation)
+		succeeded(status, "UpToDate", msg, hr.Generation)
 	}
 	if last != nil {
 		status.ReleaseStatus = string(last.Info.Status)
@@ -307,10 +306,15 @@ func (r *run) act(ctx context.Context, s step, want *desired, status *Status) {
 	status.Failures = 0
 	status.LastAppliedDigest, status.LastAppliedRevision = want.digest, rel.Version
 	status.ReleaseStatus = string(rel.Info.Status)
-	setCondition(status, ConditionReleased, metav1.ConditionTrue, verb+"Succeeded", msg, hr.Generation)
-	setCondition(status, ConditionReady, metav1.ConditionTrue, verb+"Succeeded", msg, hr.Generation)
-	setCondition(status, ConditionFailed, metav1.ConditionFalse, verb+"Succeeded", msg, hr.Generation)
+	succeeded(status, verb+"Succeeded", msg, hr.Generation)
 	r.event(corev1Normal, verb+"Succeeded", msg)
+}
+
+// succeeded: Released and Ready, not Failed.
+func succeeded(status *Status, reason, msg string, generation int64) {
+	setCondition(status, ConditionReleased, metav1.ConditionTrue, reason, msg, generation)
+	setCondition(status, ConditionReady, metav1.ConditionTrue, reason, msg, generation)
+	setCondition(status, ConditionFailed, metav1.ConditionFalse, reason, msg, generation)
 }
 
 func (r *run) failed(status *Status, reason string, err error) {
