@@ -154,7 +154,7 @@ func runServer(args []string) error {
 	fs.StringVar(&opts.EncryptionProviderConfig, "encryption-provider-config", "", "an EncryptionConfiguration (apiserver.config.k8s.io/v1: aescbc, aesgcm, secretbox, identity) saying which resources are encrypted in etcd (default: DATA/encryption-config.yaml, made at first start: Secrets, aescbc)")
 	fs.StringVar(&opts.AdmissionControlConfigFile, "admission-control-config-file", "", "an AdmissionConfiguration (apiserver.config.k8s.io/v1) giving admission plugins their configuration; plainkube reads EventRateLimit's (eventratelimit.admission.k8s.io/v1alpha1 Configuration)")
 	fs.Var(listFlag{&opts.DisableAdmissionPlugins}, "disable-admission-plugins", "comma-separated admission plugins to turn off even if on by default, by upstream's names")
-	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	daemon := addDaemonFlags(fs)
 	disableControllers := fs.Bool("disable-controllers", false, "do not run the controller manager in this process")
 	controllersFlag := fs.String("controllers", "*", controllermanager.ControllersFlagUsage())
 	disableScheduler := fs.Bool("disable-scheduler", false, "do not run the scheduler in this process")
@@ -169,15 +169,16 @@ func runServer(args []string) error {
 	autoscaling := addAutoscalingFlags(fs)
 	simNodes := fs.Int("sim-nodes", 0, "run this many simulated nodes in this process (labelled plainkube.dev/simulated=true)")
 	runtimeEndpoint, cniConfDir := runtimeFlags(fs)
-	fs.Parse(args)
+	if printed, err := daemon.parse(fs, args); printed || err != nil {
+		return err
+	}
 	if *etcdServers != "" {
 		opts.EtcdServers = strings.Split(*etcdServers, ",")
 	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-		return fmt.Errorf("--log-level: %w", err)
+	log, err := daemon.logger()
+	if err != nil {
+		return err
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	slog.SetDefault(log)
 	opts.Logger = log
 	podRange, err := netip.ParsePrefix(*clusterCIDR)
@@ -434,13 +435,15 @@ func runAgent(args []string) error {
 	nodeName := fs.String("node-name", "", "name of the Node (default: the host name, lower-cased)")
 	nodeIP := fs.String("node-ip", "", "InternalIP the node reports (default: the host's first global IPv4 address)")
 	port := fs.Int("port", 10250, "port of the node agent's HTTPS API (container logs for the API server)")
-	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	daemon := addDaemonFlags(fs)
 	runtimeEndpoint, cniConfDir := runtimeFlags(fs)
 	serviceCIDR := fs.String("service-cidr", "10.96.0.0/12", "the cluster's Service range, as the server's --service-cidr (its unallocated addresses are rejected on this node)")
 	clusterCIDR := fs.String("cluster-cidr", "10.42.0.0/16", "the cluster's pod range, as the server's --cluster-cidr (pod traffic to addresses outside it and the Service range is masqueraded)")
 	clusterDNS := fs.String("cluster-dns", "", "address pods resolve names at (default: the kube-system/kube-dns Service's)")
 	nodeFlags := addNodeFlags(fs)
-	fs.Parse(args)
+	if printed, err := daemon.parse(fs, args); printed || err != nil {
+		return err
+	}
 	serviceRange, err := netip.ParsePrefix(*serviceCIDR)
 	if err != nil {
 		return fmt.Errorf("--service-cidr: %w", err)
@@ -465,11 +468,10 @@ func runAgent(args []string) error {
 	if err := nodeFlags.preflight(); err != nil {
 		return err
 	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-		return fmt.Errorf("--log-level: %w", err)
+	log, err := daemon.logger()
+	if err != nil {
+		return err
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	slog.SetDefault(log)
 	if *nodeName == "" {
 		if *nodeName, err = kubelet.DefaultNodeName(); err != nil {
