@@ -638,6 +638,7 @@ func leaderIdentity(dataDir string) string {
 func schedulerComponent(o scheduler.Options) server.Component {
 	return func(ctx context.Context, env server.ComponentEnv) error {
 		o.Informers = env.Informers // pods held once, with the controllers
+		o.Metrics = env.Metrics
 		return runSchedulerWith(ctx, env.ConfigAs(auth.SchedulerUser()), o)
 	}
 }

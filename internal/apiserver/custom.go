@@ -153,7 +153,7 @@ func newCustomStore(s *Server, def *custom.Resource, v *custom.Version, prefix s
 	rs := &resourceStore{
 		res: &res, gvr: gvr, gr: gvr.GroupResource(),
 		listGVK: res.Kind.GroupVersion().WithKind(v.ListKind),
-		prefix:  prefix, store: s.cfg.Storage, cache: c, codecs: s.codecs,
+		prefix:  prefix, store: s.metrics.meter(s.cfg.Storage, gvr.GroupResource()), cache: c, codecs: s.codecs,
 		cr: &custom.Served{Def: def, Ver: v, TypeConverter: tc},
 	}
 	for _, sub := range res.Subresources {

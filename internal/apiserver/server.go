@@ -45,9 +45,10 @@ type Config struct {
 	Admission admission.Chain
 	// AdmissionMetrics times the chain's two steps (nil: not timed).
 	AdmissionMetrics *admission.Metrics
-	// Metrics is what /metrics serves, in Prometheus' text format (nil:
-	// /metrics is not found).
-	Metrics prometheus.Gatherer
+	// Metrics is what /metrics serves, in Prometheus' text format; the
+	// server adds its request, watch and storage metrics to it (nil:
+	// /metrics is not found and nothing is measured).
+	Metrics *prometheus.Registry
 	// Version is served at /version.
 	Version VersionInfo
 	// KubeletClient reaches node agents' APIs; it presents the API
@@ -110,6 +111,7 @@ type Server struct {
 	readyOnce       sync.Once
 	ready           chan struct{}
 	seats           *seats
+	metrics         *metrics
 
 	// Custom resources (see SetCustomResources): the served set, replaced
 	// whole under customMu, and the watch cache of each, by storage prefix.
@@ -149,6 +151,10 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, codecs: newCodecs(), log: cfg.Logger, now: cfg.Now,
 		stores: map[schema.GroupVersionResource]*resourceStore{}, ephemeral: map[schema.GroupVersionResource]*registry.Resource{}, ready: make(chan struct{}),
 		seats: newSeats(cfg.MaxRequestsInFlight), crCaches: map[string]*sharedCache{}}
+	s.metrics = newMetrics(s)
+	if cfg.Metrics != nil {
+		s.metrics.register(cfg.Metrics)
+	}
 	s.streaming = map[string]bool{}
 	for i := range cfg.Resources {
 		res := &cfg.Resources[i]
@@ -168,6 +174,7 @@ func New(cfg Config) (*Server, error) {
 		if err != nil {
 			return nil, err
 		}
+		rs.store = s.metrics.meter(rs.store, rs.gr)
 		if _, dup := s.stores[rs.gvr]; dup {
 			return nil, fmt.Errorf("resource %s registered twice", rs.gvr)
 		}
@@ -250,6 +257,14 @@ func (s *Server) Ready() <-chan struct{} { return s.ready }
 // ServeHTTP is the whole filter chain: panic recovery, authentication,
 // authorization, then routing.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	info := parseRequestInfo(r)
+	sw := &statusWriter{ResponseWriter: w}
+	w = sw
+	if m, ok := measure(r, info); ok && (!info.IsResource || s.serves(info)) {
+		// Deferred first, so that it runs last: after a panic is answered.
+		end := s.metrics.begin(m, r.Method != http.MethodGet && r.Method != http.MethodHead)
+		defer func() { end(sw.status()) }()
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			if p == http.ErrAbortHandler {
@@ -286,7 +301,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r = r.WithContext(auth.WithUser(r.Context(), user))
-	info := parseRequestInfo(r)
 	attrs := auth.Attributes{User: user, Verb: info.Verb, IsResource: info.IsResource, Path: r.URL.Path,
 		APIGroup: info.Group, APIVersion: info.Version, Namespace: info.Namespace, Resource: info.Resource,
 		Subresource: info.Subresource, Name: info.Name}

@@ -273,7 +273,13 @@ func (ws *watchStream) send(t watch.EventType, obj runtime.Object) error {
 	if err := ws.rq.out.info.Serializer.Encode(obj, &ws.buf); err != nil {
 		return err
 	}
-	return ws.enc.Encode(&metav1.WatchEvent{Type: string(t), Object: runtime.RawExtension{Raw: bytes.TrimSuffix(ws.buf.Bytes(), []byte("\n"))}})
+	if err := ws.enc.Encode(&metav1.WatchEvent{Type: string(t), Object: runtime.RawExtension{Raw: bytes.TrimSuffix(ws.buf.Bytes(), []byte("\n"))}}); err != nil {
+		return err
+	}
+	if ws.rq.rs != nil {
+		ws.s.metrics.countWatchEvent(ws.rq.rs.gvr)
+	}
+	return nil
 }
 
 func (ws *watchStream) flush() {

@@ -64,8 +64,12 @@ type registration struct {
 
 // Config is what a Builder needs to know before any informer is made.
 type Config struct {
-	// Name names the controller and its queue.
+	// Name names the controller (and its queue, unless QueueName does).
 	Name string
+	// QueueName names the queue in the workqueue_* metrics, where
+	// upstream's differs from Name (endpoint_slice, horizontalpodautoscaler…)
+	// so that dashboards written for upstream find it.
+	QueueName string
 	// Component is the source of the events the controller records.
 	Component string
 	Client    kubernetes.Interface
@@ -109,7 +113,11 @@ func NewBuilder(c Config) *Builder {
 		queue: c.Queue,
 	}
 	if b.queue == nil {
-		b.queue = reconcile.NewQueue[string](c.Name)
+		name := c.QueueName
+		if name == "" {
+			name = c.Name
+		}
+		b.queue = reconcile.NewQueue[string](name)
 	}
 	return b
 }

@@ -28,7 +28,7 @@ type pending struct {
 
 func NewClockQueue(name string, clk clock.WithDelayedExecution) *ClockQueue {
 	q := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-		workqueue.TypedRateLimitingQueueConfig[string]{Name: name})
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: name, MetricsProvider: queueMetrics{}})
 	return &ClockQueue{TypedRateLimitingInterface: q, clk: clk, waiting: map[string]*pending{}}
 }
 

@@ -34,7 +34,7 @@ func NewQueue[T comparable](name string) workqueue.TypedRateLimitingInterface[T]
 
 // NewQueueWithRateLimiter is a rate-limited workqueue with the given limiter.
 func NewQueueWithRateLimiter[T comparable](name string, rl workqueue.TypedRateLimiter[T]) workqueue.TypedRateLimitingInterface[T] {
-	return namedQueue[T]{workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[T]{Name: name}), name}
+	return namedQueue[T]{workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[T]{Name: name, MetricsProvider: queueMetrics{}}), name}
 }
 
 // namedQueue is a workqueue that knows its name (for Panics' loop label).

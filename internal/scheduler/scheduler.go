@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
@@ -51,6 +52,9 @@ type Options struct {
 	// Rand breaks ties between equally scored nodes; nil seeds from the
 	// clock.
 	Rand *rand.Rand
+	// Metrics, if set, registers the scheduler's metrics (upstream's
+	// scheduler_* names) with it.
+	Metrics prometheus.Registerer
 }
 
 // LeaderElection configures the Lease that schedulers elect a leader with
@@ -71,6 +75,7 @@ type Scheduler struct {
 	snapshot    *framework.Snapshot
 	log         *slog.Logger
 	le          *LeaderElection
+	metrics     *metrics
 
 	pods       corelisters.PodLister
 	pdbs       policylisters.PodDisruptionBudgetLister
@@ -159,6 +164,12 @@ func New(cfg *rest.Config, opts Options) (*Scheduler, error) {
 		MaxBackoff:     time.Duration(c.PodMaxBackoffSeconds) * time.Second,
 		PluginEvents:   events,
 	})
+	s.metrics = newMetrics(s.queue)
+	if opts.Metrics != nil {
+		if err := s.metrics.register(opts.Metrics); err != nil {
+			return nil, err
+		}
+	}
 	if err := s.addEventHandlers(); err != nil {
 		return nil, err
 	}
@@ -290,19 +301,19 @@ func (s *Scheduler) scheduleOne(ctx context.Context) bool {
 			s.queue.Done(pod)
 			return true
 		}
-		s.handleFailure(ctx, fwk, p, d, log)
+		s.handleFailure(ctx, fwk, p, d, start, log)
 		return true
 	}
 	assumed := pod.DeepCopy()
 	assumed.Spec.NodeName = d.Host
 	if err := s.cache.AssumePod(assumed); err != nil {
-		s.handleFailure(ctx, fwk, p, Decision{Err: err}, log)
+		s.handleFailure(ctx, fwk, p, Decision{Err: err}, start, log)
 		return true
 	}
 	if st := fwk.RunReservePlugins(ctx, d.State, assumed, d.Host); !st.IsSuccess() {
 		fwk.RunUnreservePlugins(ctx, d.State, assumed, d.Host)
 		s.cache.ForgetPod(assumed)
-		s.handleFailure(ctx, fwk, p, Decision{Err: st.AsError()}, log)
+		s.handleFailure(ctx, fwk, p, Decision{Err: st.AsError()}, start, log)
 		return true
 	}
 	s.queue.DeleteNominatedPod(pod)
@@ -311,7 +322,7 @@ func (s *Scheduler) scheduleOne(ctx context.Context) bool {
 	s.binds.Add(1)
 	go func() {
 		defer s.binds.Done()
-		s.bind(ctx, fwk, p, assumed, d.State, log)
+		s.bind(ctx, fwk, p, assumed, d.State, start, log)
 	}()
 	return true
 }
@@ -327,7 +338,7 @@ func (s *Scheduler) decide(ctx context.Context, fwk *framework.Framework, pod *v
 // bind runs the PreBind plugins (binding the pod's volumes, which may
 // wait) and binds the pod; if either fails, the Reserve plugins' work is
 // undone and the pod goes back to the queue.
-func (s *Scheduler) bind(ctx context.Context, fwk *framework.Framework, p *queue.QueuedPodInfo, assumed *v1.Pod, state *framework.CycleState, log *slog.Logger) {
+func (s *Scheduler) bind(ctx context.Context, fwk *framework.Framework, p *queue.QueuedPodInfo, assumed *v1.Pod, state *framework.CycleState, start time.Time, log *slog.Logger) {
 	if st := fwk.RunPreBindPlugins(ctx, state, assumed, assumed.Spec.NodeName); !st.IsSuccess() {
 		fwk.RunUnreservePlugins(ctx, state, assumed, assumed.Spec.NodeName)
 		s.cache.ForgetPod(assumed)
@@ -340,7 +351,7 @@ func (s *Scheduler) bind(ctx context.Context, fwk *framework.Framework, p *queue
 			log.Info("pod gone while its volumes were bound", "err", st.AsError())
 			return // deleted meanwhile: nothing to retry
 		}
-		s.handleFailure(ctx, fwk, p, Decision{Err: st.AsError()}, log)
+		s.handleFailure(ctx, fwk, p, Decision{Err: st.AsError()}, start, log)
 		return
 	}
 	b := &v1.Binding{
@@ -350,6 +361,7 @@ func (s *Scheduler) bind(ctx context.Context, fwk *framework.Framework, p *queue
 	err := s.client.CoreV1().Pods(assumed.Namespace).Bind(ctx, b, metaCreate)
 	if err == nil {
 		s.cache.FinishBinding(assumed)
+		s.metrics.attempt(fwk.ProfileName(), resultScheduled, start)
 		s.recorders[fwk.ProfileName()].Eventf(assumed, v1.EventTypeNormal, "Scheduled", "Successfully assigned %v/%v to %v", assumed.Namespace, assumed.Name, assumed.Spec.NodeName)
 		log.Debug("bound", "node", assumed.Spec.NodeName)
 		return
@@ -363,6 +375,7 @@ func (s *Scheduler) bind(ctx context.Context, fwk *framework.Framework, p *queue
 		return
 	}
 	log.Error("binding failed", "node", assumed.Spec.NodeName, "err", err)
+	s.metrics.attempt(fwk.ProfileName(), resultError, start)
 	p.UnschedulablePlugins = nil
 	s.queue.AddUnschedulable(p)
 	s.recorders[fwk.ProfileName()].Eventf(assumed, v1.EventTypeWarning, "FailedScheduling", "Binding rejected: %v", err)
@@ -370,7 +383,7 @@ func (s *Scheduler) bind(ctx context.Context, fwk *framework.Framework, p *queue
 
 // handleFailure records why a pod was not scheduled, carries out
 // preemption, and hands the pod back to the queue.
-func (s *Scheduler) handleFailure(ctx context.Context, fwk *framework.Framework, p *queue.QueuedPodInfo, d Decision, log *slog.Logger) {
+func (s *Scheduler) handleFailure(ctx context.Context, fwk *framework.Framework, p *queue.QueuedPodInfo, d Decision, start time.Time, log *slog.Logger) {
 	pod := p.Pod()
 	reason := v1.PodReasonUnschedulable
 	var fitErr *framework.FitError
@@ -382,6 +395,11 @@ func (s *Scheduler) handleFailure(ctx context.Context, fwk *framework.Framework,
 	default:
 		p.UnschedulablePlugins = nil
 		reason = v1.PodReasonSchedulerError
+	}
+	if reason == v1.PodReasonUnschedulable {
+		s.metrics.attempt(fwk.ProfileName(), resultUnschedulable, start)
+	} else {
+		s.metrics.attempt(fwk.ProfileName(), resultError, start)
 	}
 	msg := d.Err.Error()
 	nominate := d.PostFilter != nil

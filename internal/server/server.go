@@ -174,6 +174,9 @@ type ComponentEnv struct {
 	// kube-controller-manager's shared informers do (its role lists and
 	// watches every resource); its informers run until the server stops.
 	Informers *reconcile.SharedInformers
+	// Metrics is the API server's /metrics, for a component to add its own
+	// to (the scheduler's; the work queues' are there already).
+	Metrics prometheus.Registerer
 }
 
 // ServiceAccountConfig is a loopback client config acting as the
@@ -305,10 +308,13 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	validatingPolicies := policy.NewValidating(authz) // reads the policies once the API serves them
 	// The webhooks read their configurations once the API serves
 	// (startWebhooks).
-	// /metrics: the admission metrics and Go's and the process's own, as
-	// upstream's API server has them.
+	// /metrics: Go's and the process's own metrics, as upstream's
+	// components have them, the work queues' and leader elections' of
+	// every controller in the process, the admission metrics; the API
+	// server adds its requests' and storage's, components theirs.
 	metricsRegistry := prometheus.NewRegistry()
-	metricsRegistry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), reconcile.Panics)
+	metricsRegistry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metricsRegistry.MustRegister(reconcile.Metrics...)
 	admissionMetrics := admission.NewMetrics(metricsRegistry)
 	webhooks := admwebhook.New(admwebhook.Options{Authorizer: authz, Logger: log, Metrics: admissionMetrics})
 	deps := admissionDeps{objects: objects, serviceAccounts: saAdmission, authz: authz, rbac: rbacAuthz,
@@ -486,7 +492,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	env := ComponentEnv{ConfigAs: s.ConfigAs, AdminConfig: s.LoopbackConfig(), CAPEM: bundle.CAPEM, URL: s.URL,
 		IssueServingCert: bundle.IssueKubeletServingCert, CACert: bundle.CACert, CAKey: bundle.CAKey,
 		KubeletServingCACert: bundle.KubeletServingCACert, KubeletServingCAKey: bundle.KubeletServingCAKey,
-		Informers: reconcile.NewSharedInformers(ctx, informerClient)}
+		Informers: reconcile.NewSharedInformers(ctx, informerClient), Metrics: metricsRegistry}
 	for _, run := range opts.Components {
 		s.components.Go(func() {
 			if err := run(ctx, env); err != nil && ctx.Err() == nil {

@@ -270,7 +270,9 @@ spec:
   driftPolicy: Report
 `+spec))
 	}
-	poke := func(n int) { c.must("annotate", "--overwrite", "-n", "hr", "helmrelease/local", fmt.Sprintf("e2e/poke=%d", n)) }
+	poke := func(n int) {
+		c.must("annotate", "--overwrite", "-n", "hr", "helmrelease/local", fmt.Sprintf("e2e/poke=%d", n))
+	}
 	localRevision := func(want string) {
 		t.Helper()
 		waitFor(t, time.Minute, "HelmRelease local at "+want, func() (bool, string) {

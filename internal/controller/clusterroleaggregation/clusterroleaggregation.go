@@ -39,7 +39,7 @@ func New(cfg *rest.Config) (*Controller, error) {
 
 // Run watches ClusterRoles and reconciles the aggregated ones.
 func (c *Controller) Run(ctx context.Context, workers int) error {
-	b := controller.NewBuilder(controller.Config{Name: Name, Component: Component, Client: c.Client, Logger: c.Logger,
+	b := controller.NewBuilder(controller.Config{Name: Name, QueueName: "ClusterRoleAggregator", Component: Component, Client: c.Client, Logger: c.Logger,
 		Primary: &rbacv1.ClusterRole{}})
 	inf := b.Informers().Rbac().V1().ClusterRoles()
 	lister := inf.Lister()

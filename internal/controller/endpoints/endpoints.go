@@ -59,7 +59,7 @@ type listers struct {
 // of every Service with a selector in step, with workers workers, until
 // ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) error {
-	b := controller.NewBuilder(controller.Config{Name: Name, Component: Name, Client: c.Client, Logger: c.Logger, Shared: c.Informers})
+	b := controller.NewBuilder(controller.Config{Name: Name, QueueName: "endpoint", Component: Name, Client: c.Client, Logger: c.Logger, Shared: c.Informers})
 	svcInf := b.Informers().Core().V1().Services()
 	podInf := b.SharedInformers().Core().V1().Pods()
 	epInf := b.Informers().Core().V1().Endpoints()

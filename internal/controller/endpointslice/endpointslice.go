@@ -75,7 +75,7 @@ type listers struct {
 // the slices of every Service with a selector in step, with workers
 // workers, until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) error {
-	b := controller.NewBuilder(controller.Config{Name: Name, Component: Name, Client: c.Client, Logger: c.Logger, Shared: c.Informers})
+	b := controller.NewBuilder(controller.Config{Name: Name, QueueName: "endpoint_slice", Component: Name, Client: c.Client, Logger: c.Logger, Shared: c.Informers})
 	svcInf := b.Informers().Core().V1().Services()
 	podInf := b.SharedInformers().Core().V1().Pods()
 	nodeInf := b.SharedInformers().Core().V1().Nodes()

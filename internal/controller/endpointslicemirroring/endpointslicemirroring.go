@@ -63,7 +63,7 @@ type listers struct {
 // slices mirroring every Endpoints of a Service without a selector, with
 // workers workers, until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) error {
-	b := controller.NewBuilder(controller.Config{Name: Name, Component: component, Client: c.Client, Logger: c.Logger, Shared: c.Informers})
+	b := controller.NewBuilder(controller.Config{Name: Name, QueueName: "endpoint_slice_mirroring", Component: component, Client: c.Client, Logger: c.Logger, Shared: c.Informers})
 	epInf := b.Informers().Core().V1().Endpoints()
 	svcInf := b.Informers().Core().V1().Services()
 	sliceInf := endpointutil.ManagedSliceInformer(b.Informers(), ControllerName)

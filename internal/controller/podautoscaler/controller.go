@@ -109,7 +109,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	}
 	// As upstream: a failed sync is tried again after the sync period, not
 	// sooner.
-	queue := reconcile.NewQueueWithRateLimiter[string](Name, fixedInterval(period))
+	queue := reconcile.NewQueueWithRateLimiter[string]("horizontalpodautoscaler", fixedInterval(period))
 	b := controller.NewBuilder(controller.Config{Name: Name, Component: Component, Client: c.Client, Logger: c.Logger,
 		Shared: c.Informers, Queue: queue})
 	l, err := c.newLoop(ctx, b, period, clk)

@@ -91,7 +91,7 @@ type run struct {
 
 // Run watches quotas and the objects they count until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) error {
-	b := controller.NewBuilder(controller.Config{Name: Name, Component: Component, Client: c.Client, Logger: c.Logger,
+	b := controller.NewBuilder(controller.Config{Name: Name, QueueName: "resourcequota_primary", Component: Component, Client: c.Client, Logger: c.Logger,
 		Primary: &corev1.ResourceQuota{}, Resync: resyncPeriod, Shared: c.Informers})
 	qInf := b.Informers().Core().V1().ResourceQuotas()
 	podInf := b.SharedInformers().Core().V1().Pods()

@@ -60,7 +60,7 @@ func New(cfg *rest.Config, caPEM []byte) (*Controller, error) {
 // Run watches Namespaces and the published ConfigMaps and keeps them right
 // with workers workers until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) error {
-	b := controller.NewBuilder(controller.Config{Name: Name, Component: Name, Client: c.Client, Logger: c.Logger, Shared: c.Informers})
+	b := controller.NewBuilder(controller.Config{Name: Name, QueueName: "root_ca_cert_publisher", Component: Name, Client: c.Client, Logger: c.Logger, Shared: c.Informers})
 	nsInf := b.Informers().Core().V1().Namespaces()
 	// Only the published ConfigMaps, not every one in the cluster.
 	cmInf := b.Informers().InformerFor(&corev1.ConfigMap{}, func(cs kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {

@@ -245,6 +245,14 @@ func (c *Cache) Ready() bool {
 	return c.st.ready
 }
 
+// Len returns how many objects the cache holds, and whether it is ready
+// (0 and false before it has listed the store).
+func (c *Cache) Len() (int, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.st.items), c.st.ready
+}
+
 // Revision returns the revision the cache reflects (0 before it is ready).
 func (c *Cache) Revision() int64 {
 	c.mu.Lock()

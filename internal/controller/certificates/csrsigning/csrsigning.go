@@ -231,7 +231,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	if now == nil {
 		now = time.Now
 	}
-	b := controller.NewBuilder(controller.Config{Name: Name, Component: Name, Client: c.Client, Logger: c.Logger})
+	b := controller.NewBuilder(controller.Config{Name: Name, QueueName: "certificate", Component: Name, Client: c.Client, Logger: c.Logger})
 	inf := b.Informers().Certificates().V1().CertificateSigningRequests()
 	lister := inf.Lister()
 	b.Watches(inf.Informer(), controller.Added|controller.Updated, func(_, obj any) []string {
