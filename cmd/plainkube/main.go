@@ -72,6 +72,10 @@ Usage:
                              snapshots of the embedded etcd, and a data directory restored from one
   plainkube cleanup [--data-dir DIR]
                              remove what a crashed node left: rules, bridges, mounts (root)
+  plainkube install server|agent [--print] [FLAGS...]
+                             run 'plainkube server|agent FLAGS' at boot (a systemd unit)
+  plainkube uninstall [--data-dir DIR] [--keep-data]
+                             stop and remove the units, what the node left, and the data (root)
   plainkube dev cluster [--servers 1] [--agents N] [--dir D]
                              a cluster of 1+N hosts (network namespaces) on this machine (root);
                              'dev cluster down --dir D' removes it, 'dev cluster load' imports images
@@ -107,6 +111,10 @@ func main() {
 		err = runBench(os.Args[2:])
 	case "cleanup":
 		err = runCleanup(os.Args[2:])
+	case "install":
+		err = runInstall(os.Args[2:], os.Stdout, os.Stderr)
+	case "uninstall":
+		err = runUninstall(os.Args[2:], os.Stderr)
 	case "token":
 		err = runToken(os.Args[2:])
 	case "etcd-snapshot":
