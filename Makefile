@@ -1,12 +1,10 @@
 # The two commands a newcomer needs: `make run` and `make test`.
 .PHONY: build run test test-short conformance
 
-# The tag leaves out kustomize's Go plugin loader (linked through the helm
-# controller's client packages): with it the linker exports every symbol,
-# which costs ~50 MB of binary and ~40 MB of RSS. Without the tag plainkube
-# works the same.
+# bin/plainkube, built as every script and test builds it (the tags and
+# flags, and why: hack/build.sh).
 build:
-	go build -tags kustomize_disable_go_plugin_support -o bin/plainkube ./cmd/plainkube
+	./hack/build.sh
 
 # Runs a cluster in the foreground (with a node agent as root, installing
 # containerd if missing); KUBECONFIG is printed when it is ready.

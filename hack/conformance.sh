@@ -54,7 +54,7 @@ fi
 
 plainkube=${PLAINKUBE:-}
 if [ -z "$plainkube" ]; then
-  go build -tags kustomize_disable_go_plugin_support -o bin/plainkube ./cmd/plainkube
+  ./hack/build.sh
   plainkube=bin/plainkube
 fi
 plainkube=$(realpath "$plainkube")

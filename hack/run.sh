@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-go build -tags kustomize_disable_go_plugin_support -o bin/plainkube ./cmd/plainkube
+./hack/build.sh
 args=()
 if [ "$(id -u)" = 0 ]; then
   need=()

@@ -79,6 +79,7 @@ Usage:
   plainkube dev cluster [--servers 1] [--agents N] [--dir D]
                              a cluster of 1+N hosts (network namespaces) on this machine (root);
                              'dev cluster down --dir D' removes it, 'dev cluster load' imports images
+  plainkube kubectl ...      kubectl, with this host's server's admin kubeconfig by default
   plainkube version          print the version
 
 Run 'plainkube server -h' for the server's flags.
@@ -111,6 +112,8 @@ func main() {
 		err = runBench(os.Args[2:])
 	case "cleanup":
 		err = runCleanup(os.Args[2:])
+	case "kubectl":
+		runKubectl(os.Args[2:])
 	case "install":
 		err = runInstall(os.Args[2:], os.Stdout, os.Stderr)
 	case "uninstall":

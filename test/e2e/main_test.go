@@ -16,11 +16,6 @@ import (
 	"plainkube.dev/plainkube/internal/mounts"
 )
 
-// productTags are the build tags plainkube is built with (see the
-// Makefile): kustomize's Go plugin loader, which client tooling in the helm
-// controller links, would make the binary export every symbol.
-const productTags = "kustomize_disable_go_plugin_support"
-
 // binary is the plainkube binary built once for the package; nettool the
 // test client and server run in pods (static: CGO_ENABLED=0).
 var binary, nettool string
@@ -31,7 +26,7 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	binary = filepath.Join(dir, "plainkube")
-	build := exec.Command("go", "build", "-tags", productTags, "-o", binary, "../../cmd/plainkube")
+	build := exec.Command("../../hack/build.sh", binary)
 	build.Stdout, build.Stderr = os.Stdout, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building plainkube:", err)
