@@ -80,6 +80,8 @@ Usage:
                              a cluster of 1+N hosts (network namespaces) on this machine (root);
                              'dev cluster down --dir D' removes it, 'dev cluster load' imports images
   plainkube kubectl ...      kubectl, with this host's server's admin kubeconfig by default
+  plainkube completion bash|zsh|fish
+                             shell completion: source <(plainkube completion bash)
   plainkube version          print the version
 
 Run 'plainkube server -h' for the server's flags.
@@ -114,6 +116,8 @@ func main() {
 		err = runCleanup(os.Args[2:])
 	case "kubectl":
 		runKubectl(os.Args[2:])
+	case "completion":
+		err = runCompletion(os.Args[2:], os.Stdout)
 	case "install":
 		err = runInstall(os.Args[2:], os.Stdout, os.Stderr)
 	case "uninstall":
