@@ -26,6 +26,7 @@ type daemonFlags struct {
 	printConfig *bool
 	logLevel    *string
 	logFormat   *string
+	verbosity   *int
 }
 
 func addDaemonFlags(fs *flag.FlagSet) *daemonFlags {
@@ -35,6 +36,8 @@ func addDaemonFlags(fs *flag.FlagSet) *daemonFlags {
 		printConfig: fs.Bool("print-config", false, "print the effective configuration (the file's and the command line's flags, and the defaults) as YAML, and exit"),
 		logLevel:    fs.String("log-level", "info", "debug, info, warn or error"),
 		logFormat:   fs.String("log-format", "text", "text (key=value) or json (one object per line)"),
+		verbosity: fs.Int("v", 0, "verbosity, as upstream's components' -v: 2 and 3 add detail (3: a line per API request, as upstream's httplog), 4 is debug; "+
+			"it lowers --log-level, never raises it"),
 	}
 }
 
@@ -136,6 +139,10 @@ func (d *daemonFlags) logger() (*slog.Logger, error) {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*d.logLevel)); err != nil {
 		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	// -v=N is slog level -N: Info is -v=0, Debug -v=4.
+	if v := slog.Level(-*d.verbosity); v < level {
+		level = v
 	}
 	opts := &slog.HandlerOptions{Level: level}
 	switch strings.ToLower(*d.logFormat) {

@@ -2,11 +2,15 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"flag"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"plainkube.dev/plainkube/internal/apiserver"
 )
 
 // testFlags is a flag set like a daemon's: a few flags of each kind.
@@ -53,8 +57,13 @@ func TestConfigFile(t *testing.T) {
 	if *port2 != 8443 || strings.Join(*plugins2, ",") != "PodSecurity,LimitRanger" || !*disable2 || *d2.logFormat != "json" {
 		t.Fatalf("read back: port %d, plugins %v, disable-node %v, log-format %s\n%s", *port2, *plugins2, *disable2, *d2.logFormat, out.String())
 	}
-	if l, err := d2.logger(); err != nil || l == nil {
+	if l, err := d2.logger(); err != nil || l == nil || l.Enabled(context.Background(), slog.LevelDebug) {
 		t.Fatalf("logger: %v", err)
+	}
+	// -v=3 logs each API request (apiserver.RequestLogLevel), not debug.
+	*d2.verbosity = 3
+	if l, err := d2.logger(); err != nil || !l.Enabled(context.Background(), apiserver.RequestLogLevel) || l.Enabled(context.Background(), slog.LevelDebug) {
+		t.Fatalf("-v=3: %v", err)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	"plainkube.dev/plainkube/internal/auth"
 	"plainkube.dev/plainkube/internal/storage"
 )
 
@@ -175,6 +177,21 @@ func (s *Server) serves(info requestInfo) bool {
 	}
 	_, ok := (*routes)[gvr.GroupVersion()]
 	return ok
+}
+
+// RequestLogLevel is the level of the line each request is logged with,
+// as upstream's httplog at -v=3 (slog's Info is -v=0, Debug -v=4).
+const RequestLogLevel = slog.Level(-3)
+
+// logRequest logs one request that has been answered: who asked what, the
+// answer's code and how long it took.
+func (s *Server) logRequest(r *http.Request, start time.Time, w *statusWriter) {
+	user := ""
+	if u := auth.UserFrom(r.Context()); u != nil {
+		user = u.Name
+	}
+	s.log.Log(r.Context(), RequestLogLevel, "HTTP", "verb", r.Method, "URI", r.URL.RequestURI(), "latency", time.Since(start),
+		"userAgent", r.UserAgent(), "user", user, "srcIP", r.RemoteAddr, "resp", w.status())
 }
 
 // statusWriter remembers the code of the response written through it.

@@ -3,10 +3,12 @@ package apiserver
 import (
 	"context"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -169,4 +171,49 @@ func TestRequestMetrics(t *testing.T) {
 		sort.Strings(keys)
 		t.Logf("series:\n%s", strings.Join(keys, "\n"))
 	}
+}
+
+// TestRequestLog: at RequestLogLevel (upstream's -v=3) each request is a
+// line saying who asked what and the answer; at Info there is none.
+func TestRequestLog(t *testing.T) {
+	for _, verbose := range []bool{false, true} {
+		var buf strings.Builder
+		level := slog.LevelInfo
+		if verbose {
+			level = RequestLogLevel
+		}
+		log := slog.New(slog.NewTextHandler(&syncWriter{w: &buf}, &slog.HandlerOptions{Level: level}))
+		s, err := New(Config{Storage: memory.New(memory.Options{}), Resources: all.Resources(), Logger: log})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		go s.Run(ctx)
+		<-s.Ready()
+		admin := &auth.User{Name: "admin", Groups: []string{auth.GroupMasters}}
+		req := httptest.NewRequest("GET", "/api/v1/namespaces/default/configmaps/nope", nil)
+		req.Header.Set("User-Agent", "test-agent")
+		s.ServeHTTP(httptest.NewRecorder(), req.WithContext(auth.WithUser(req.Context(), admin)))
+		cancel()
+		got := buf.String()
+		line := `msg=HTTP verb=GET URI=/api/v1/namespaces/default/configmaps/nope`
+		if verbose && (!strings.Contains(got, line) || !strings.Contains(got, "userAgent=test-agent user=admin") || !strings.Contains(got, "resp=404")) {
+			t.Errorf("at RequestLogLevel the log is:\n%s", got)
+		}
+		if !verbose && strings.Contains(got, "msg=HTTP") {
+			t.Errorf("at Info a request was logged:\n%s", got)
+		}
+	}
+}
+
+// syncWriter serializes writes from the server's goroutines.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }

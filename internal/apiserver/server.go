@@ -260,10 +260,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	info := parseRequestInfo(r)
 	sw := &statusWriter{ResponseWriter: w}
 	w = sw
+	// Deferred first, so that they run last: after a panic is answered.
 	if m, ok := measure(r, info); ok && (!info.IsResource || s.serves(info)) {
-		// Deferred first, so that it runs last: after a panic is answered.
 		end := s.metrics.begin(m, r.Method != http.MethodGet && r.Method != http.MethodHead)
 		defer func() { end(sw.status()) }()
+	}
+	if s.log.Enabled(r.Context(), RequestLogLevel) {
+		start := time.Now()
+		defer func() { s.logRequest(r, start, sw) }() // r as authenticated, below
 	}
 	defer func() {
 		if p := recover(); p != nil {
