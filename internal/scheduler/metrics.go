@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"plainkube.dev/plainkube/internal/scheduler/framework"
 	"plainkube.dev/plainkube/internal/scheduler/queue"
 )
 
@@ -18,16 +19,17 @@ const (
 
 // metrics are upstream kube-scheduler's, by name and labels: each
 // scheduling attempt's result and duration (from taking the pod off the
-// queue to its binding, or to the failure), and how many pods wait in each
-// part of the queue.
+// queue to its binding, or to the failure), each extension point's
+// duration, and how many pods wait in each part of the queue.
 type metrics struct {
-	attempts *prometheus.CounterVec
-	duration *prometheus.HistogramVec
-	pending  *prometheus.Desc
-	queue    *queue.Queue
+	attempts        *prometheus.CounterVec
+	duration        *prometheus.HistogramVec
+	extensionPoints *prometheus.HistogramVec
+	pending         *prometheus.Desc
+	queue           *queue.Queue // set once the scheduler has made it
 }
 
-func newMetrics(q *queue.Queue) *metrics {
+func newMetrics() *metrics {
 	return &metrics{
 		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{Subsystem: "scheduler", Name: "schedule_attempts_total",
 			Help: "Number of attempts to schedule pods, by the result. 'unschedulable' means a pod could not be scheduled, while 'error' means an internal scheduler problem."},
@@ -35,17 +37,19 @@ func newMetrics(q *queue.Queue) *metrics {
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Subsystem: "scheduler", Name: "scheduling_attempt_duration_seconds",
 			Help: "Scheduling attempt latency in seconds (scheduling algorithm + binding)", Buckets: prometheus.ExponentialBuckets(0.001, 2, 15)},
 			[]string{"result", "profile"}),
+		extensionPoints: prometheus.NewHistogramVec(prometheus.HistogramOpts{Subsystem: "scheduler", Name: "framework_extension_point_duration_seconds",
+			Help: "Latency for running all plugins of a specific extension point.", Buckets: prometheus.ExponentialBuckets(0.0001, 2, 12)},
+			[]string{"extension_point", "status", "profile"}),
 		pending: prometheus.NewDesc("scheduler_pending_pods",
 			"Number of pending pods, by the queue type. 'active' means number of pods in activeQ; 'backoff' means number of pods in backoffQ; 'unschedulable' means number of pods in unschedulablePods that the scheduler attempted to schedule and failed; 'gated' is the number of unschedulable pods that the scheduler never attempted to schedule because they are gated.",
 			[]string{"queue"}, nil),
-		queue: q,
 	}
 }
 
 // register adds the metrics to reg, in place of an earlier scheduler's (a
 // component that was restarted).
 func (m *metrics) register(reg prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.attempts, m.duration, m} {
+	for _, c := range []prometheus.Collector{m.attempts, m.duration, m.extensionPoints, m} {
 		err := reg.Register(c)
 		var earlier prometheus.AlreadyRegisteredError
 		if errors.As(err, &earlier) {
@@ -63,6 +67,12 @@ func (m *metrics) register(reg prometheus.Registerer) error {
 func (m *metrics) attempt(profile, result string, start time.Time) {
 	m.attempts.WithLabelValues(result, profile).Inc()
 	m.duration.WithLabelValues(result, profile).Observe(time.Since(start).Seconds())
+}
+
+// extensionPoint records one run of an extension point's plugins
+// (framework.ExtensionPointObserver).
+func (m *metrics) extensionPoint(profile, point string, code framework.Code, took time.Duration) {
+	m.extensionPoints.WithLabelValues(point, code.String(), profile).Observe(took.Seconds())
 }
 
 // Describe and Collect make the pending pods a collector that reads the

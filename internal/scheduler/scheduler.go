@@ -139,6 +139,7 @@ func New(cfg *rest.Config, opts Options) (*Scheduler, error) {
 		snapshot:   &framework.Snapshot{},
 		log:        log,
 		le:         opts.LeaderElection,
+		metrics:    newMetrics(),
 	}
 	s.factory = opts.Informers
 	if s.factory == nil {
@@ -148,7 +149,8 @@ func New(cfg *rest.Config, opts Options) (*Scheduler, error) {
 	s.broadcaster = record.NewBroadcaster()
 	for i := range c.Profiles {
 		p := &c.Profiles[i]
-		fwk, err := framework.NewFramework(registry, p, framework.WithClientSet(cs), framework.WithInformerFactory(s.factory))
+		fwk, err := framework.NewFramework(registry, p, framework.WithClientSet(cs), framework.WithInformerFactory(s.factory),
+			framework.WithExtensionPointObserver(s.metrics.extensionPoint))
 		if err != nil {
 			return nil, err
 		}
@@ -164,7 +166,7 @@ func New(cfg *rest.Config, opts Options) (*Scheduler, error) {
 		MaxBackoff:     time.Duration(c.PodMaxBackoffSeconds) * time.Second,
 		PluginEvents:   events,
 	})
-	s.metrics = newMetrics(s.queue)
+	s.metrics.queue = s.queue
 	if opts.Metrics != nil {
 		if err := s.metrics.register(opts.Metrics); err != nil {
 			return nil, err

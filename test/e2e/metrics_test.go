@@ -72,6 +72,8 @@ func TestMetrics(t *testing.T) {
 		{"scheduler_schedule_attempts_total", []string{`result="scheduled"`, `profile="default-scheduler"`}, 3},
 		{"scheduler_scheduling_attempt_duration_seconds_count", []string{`result="scheduled"`}, 3},
 		{"scheduler_pending_pods", []string{`queue="active"`}, 0},
+		{"scheduler_framework_extension_point_duration_seconds_count", []string{`extension_point="PreFilter"`, `status="Success"`, `profile="default-scheduler"`}, 3},
+		{"scheduler_framework_extension_point_duration_seconds_count", []string{`extension_point="Reserve"`, `status="Success"`}, 3},
 		{"leader_election_master_status", []string{`name="kube-scheduler"`}, 1},
 	}
 	for _, ch := range checks {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -34,6 +35,27 @@ type Framework struct {
 	snapshot  *Snapshot
 	client    kubernetes.Interface
 	informers informers.SharedInformerFactory
+	// observe, if set, is told how long each extension point took.
+	observe ExtensionPointObserver
+}
+
+// ExtensionPointObserver is told, after each run of an extension point's
+// plugins (PreFilter, PostFilter, PreScore, Score, Reserve, Unreserve,
+// PreBind; not Filter, which runs per node), its status code and how long
+// it took: the scheduler's scheduler_framework_extension_point_duration_seconds.
+type ExtensionPointObserver func(profile, point string, code Code, took time.Duration)
+
+// WithExtensionPointObserver times the extension points.
+func WithExtensionPointObserver(o ExtensionPointObserver) Option {
+	return func(f *Framework) { f.observe = o }
+}
+
+// timed reports an extension point's run to the observer; deferred with
+// the run's start and its status's address.
+func (f *Framework) timed(point string, start time.Time, st **Status) {
+	if f.observe != nil {
+		f.observe(f.profileName, point, (*st).Code(), time.Since(start))
+	}
 }
 
 // Option sets what a Framework gives its plugins through Handle.
@@ -244,7 +266,8 @@ func (f *Framework) EventsToRegister() map[string][]ClusterEvent {
 // first that rejects the pod. Plugins that return Skip are recorded in
 // state.SkipFilterPlugins and their Filter is not run. The results'
 // node sets are intersected.
-func (f *Framework) RunPreFilterPlugins(ctx context.Context, state *CycleState, pod *v1.Pod) (*PreFilterResult, *Status) {
+func (f *Framework) RunPreFilterPlugins(ctx context.Context, state *CycleState, pod *v1.Pod) (_ *PreFilterResult, st *Status) {
+	defer f.timed("PreFilter", time.Now(), &st)
 	var result *PreFilterResult
 	var narrowing []string
 	skip := sets.New[string]()
@@ -372,7 +395,8 @@ func (f *Framework) RunPreFilterExtensionRemovePod(ctx context.Context, state *C
 
 // RunPostFilterPlugins runs the PostFilter plugins until one succeeds. If
 // none does, the status is Unschedulable with their reasons.
-func (f *Framework) RunPostFilterPlugins(ctx context.Context, state *CycleState, pod *v1.Pod, filtered *NodeToStatus) (*PostFilterResult, *Status) {
+func (f *Framework) RunPostFilterPlugins(ctx context.Context, state *CycleState, pod *v1.Pod, filtered *NodeToStatus) (_ *PostFilterResult, st *Status) {
+	defer f.timed("PostFilter", time.Now(), &st)
 	var reasons []string
 	var result *PostFilterResult
 	for _, pl := range f.postFilter {
@@ -393,7 +417,8 @@ func (f *Framework) RunPostFilterPlugins(ctx context.Context, state *CycleState,
 
 // RunPreScorePlugins runs the PreScore plugins; those that return Skip are
 // recorded in state.SkipScorePlugins.
-func (f *Framework) RunPreScorePlugins(ctx context.Context, state *CycleState, pod *v1.Pod, nodes []*NodeInfo) *Status {
+func (f *Framework) RunPreScorePlugins(ctx context.Context, state *CycleState, pod *v1.Pod, nodes []*NodeInfo) (st *Status) {
+	defer f.timed("PreScore", time.Now(), &st)
 	skip := sets.New[string]()
 	for _, pl := range f.preScore {
 		s := pl.PreScore(ctx, state, pod, nodes)
@@ -424,7 +449,8 @@ type PluginScore struct {
 
 // RunScorePlugins scores each node with each score plugin, normalizes,
 // weights and sums.
-func (f *Framework) RunScorePlugins(ctx context.Context, state *CycleState, pod *v1.Pod, nodes []*NodeInfo) ([]NodePluginScores, *Status) {
+func (f *Framework) RunScorePlugins(ctx context.Context, state *CycleState, pod *v1.Pod, nodes []*NodeInfo) (_ []NodePluginScores, st *Status) {
+	defer f.timed("Score", time.Now(), &st)
 	out := make([]NodePluginScores, len(nodes))
 	var active []ScorePlugin
 	for _, pl := range f.score {
@@ -464,7 +490,8 @@ func (f *Framework) RunScorePlugins(ctx context.Context, state *CycleState, pod 
 
 // RunReservePlugins runs the Reserve plugins in order, stopping at the
 // first that fails; the caller then runs RunUnreservePlugins.
-func (f *Framework) RunReservePlugins(ctx context.Context, state *CycleState, pod *v1.Pod, nodeName string) *Status {
+func (f *Framework) RunReservePlugins(ctx context.Context, state *CycleState, pod *v1.Pod, nodeName string) (st *Status) {
+	defer f.timed("Reserve", time.Now(), &st)
 	for _, pl := range f.reserve {
 		if s := pl.Reserve(ctx, state, pod, nodeName); !s.IsSuccess() {
 			if s.IsRejected() {
@@ -479,6 +506,8 @@ func (f *Framework) RunReservePlugins(ctx context.Context, state *CycleState, po
 // RunUnreservePlugins undoes every Reserve plugin's reservation, in
 // reverse order (as upstream).
 func (f *Framework) RunUnreservePlugins(ctx context.Context, state *CycleState, pod *v1.Pod, nodeName string) {
+	var st *Status
+	defer f.timed("Unreserve", time.Now(), &st)
 	for i := len(f.reserve) - 1; i >= 0; i-- {
 		f.reserve[i].Unreserve(ctx, state, pod, nodeName)
 	}
@@ -487,7 +516,8 @@ func (f *Framework) RunUnreservePlugins(ctx context.Context, state *CycleState, 
 // RunPreBindPlugins runs the PreBind plugins in order, stopping at the
 // first that fails. It may run concurrently with the next scheduling
 // cycle; plugins guard what they share.
-func (f *Framework) RunPreBindPlugins(ctx context.Context, state *CycleState, pod *v1.Pod, nodeName string) *Status {
+func (f *Framework) RunPreBindPlugins(ctx context.Context, state *CycleState, pod *v1.Pod, nodeName string) (st *Status) {
+	defer f.timed("PreBind", time.Now(), &st)
 	for _, pl := range f.preBind {
 		if s := pl.PreBind(ctx, state, pod, nodeName); !s.IsSuccess() {
 			if s.IsRejected() {
