@@ -18,7 +18,14 @@ import (
 // running and the default namespace created, serving requests as the admin.
 func newTestServer(t testing.TB) http.Handler {
 	t.Helper()
-	s, err := New(Config{Storage: memory.New(memory.Options{}), Resources: all.Resources()})
+	return newTestServerWith(t, Config{Storage: memory.New(memory.Options{}), Resources: all.Resources()})
+}
+
+// newTestServerWith is a running server of cfg that serves every request
+// as an admin (system:masters), with the namespace default made.
+func newTestServerWith(t testing.TB, cfg Config) http.Handler {
+	t.Helper()
+	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

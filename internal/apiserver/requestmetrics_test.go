@@ -78,23 +78,11 @@ func configMapRequest(name, verb, scope, code, dryRun string) string {
 // resource the server does not serve leaves no series.
 func TestRequestMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	s, err := New(Config{Storage: memory.New(memory.Options{}), Resources: all.Resources(), Metrics: reg, Logger: discardLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go s.Run(ctx)
-	<-s.Ready()
-	admin := &auth.User{Name: "admin", Groups: []string{auth.GroupMasters}}
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.ServeHTTP(w, r.WithContext(auth.WithUser(r.Context(), admin)))
-	})
+	h := newTestServerWith(t, Config{Storage: memory.New(memory.Options{}), Resources: all.Resources(), Metrics: reg, Logger: discardLogger()})
 	cm := func(name string) string {
 		return `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"` + name + `"}}`
 	}
 	const path = "/api/v1/namespaces/default/configmaps"
-	do(h, "POST", "/api/v1/namespaces", "application/json", "", `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"default"}}`)
 	for _, c := range []struct {
 		method, path, ct, body string
 		code                   int
