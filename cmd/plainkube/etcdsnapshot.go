@@ -60,6 +60,7 @@ func runEtcdSnapshot(args []string) error {
 		if err != nil {
 			return err
 		}
+		fmt.Fprintf(os.Stderr, "saving a snapshot of the etcd at %s…\n", abs)
 		if err := etcd.SaveSnapshot(ctx, "unix://"+abs, path); err != nil {
 			return err
 		}
@@ -91,6 +92,7 @@ func runEtcdSnapshot(args []string) error {
 			return err
 		}
 		target := filepath.Join(*dataDir, "etcd")
+		fmt.Fprintf(os.Stderr, "restoring %s into %s…\n", args[0], target)
 		if err := etcd.RestoreSnapshot(args[0], target); err != nil {
 			return err
 		}

@@ -724,6 +724,11 @@ func runImage(args []string) error {
 		if *tag == "" || (*dir == "") == (*binary == "") || ((*cmd != "" || *user != "") && *binary != "") {
 			return errors.New(usage)
 		}
+		source := *dir
+		if *binary != "" {
+			source = *binary
+		}
+		fmt.Fprintf(os.Stderr, "building %s from %s into %s…\n", image.Normalize(*tag), source, socket)
 		var img v1.Image
 		var err error
 		if *binary != "" {
@@ -746,9 +751,11 @@ func runImage(args []string) error {
 		fmt.Println("built", image.Normalize(*tag))
 	case "load":
 		for _, f := range fs.Args() {
+			fmt.Fprintf(os.Stderr, "loading %s into %s…\n", f, socket)
 			if err := image.Import(ctx, socket, f); err != nil {
 				return err
 			}
+			fmt.Println("loaded", f)
 		}
 	case "ls":
 		refs, err := image.List(ctx, socket)
