@@ -50,6 +50,12 @@ func TestBinder(t *testing.T) {
 	mkPV("small", "1Gi")
 	mkPV("big", "10Gi")
 	mkPV("wanted", "5Gi")
+	// Matching skips volumes not yet Available (as upstream's
+	// FindMatchingVolume): a claim made before the controller has marked
+	// "small" Available would get "big".
+	for _, name := range []string{"small", "big", "wanted"} {
+		waitVolume(t, cs, name, corev1.VolumeAvailable)
+	}
 
 	// The smallest volume that fits is bound, both ways.
 	mkPVC("data", "500Mi")
