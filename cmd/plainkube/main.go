@@ -510,6 +510,7 @@ func runAgent(args []string) error {
 		APIPort: *port, ClientCA: creds.CAPEM, Logger: log, ManifestsDir: manifests,
 		RuntimeEndpoint: *runtimeEndpoint, CNIConfDir: *cniConfDir,
 		IssueServingCert: tlsbootstrap.ServingIssuer(creds.Config, creds.CAPEM, *dataDir, *nodeName, log)})
+	o.OwnProcess = true
 	go tlsbootstrap.RotateClient(ctx, creds, *nodeName, nil, log)
 	fmt.Printf("plainkube agent %s: node %q joined %s\n", version.GitVersion(), *nodeName, *serverURL)
 	return node.Run(ctx, creds.Config, o)

@@ -21,6 +21,7 @@ import (
 	"plainkube.dev/plainkube/internal/netpol"
 	"plainkube.dev/plainkube/internal/network"
 	"plainkube.dev/plainkube/internal/proxy"
+	"plainkube.dev/plainkube/internal/reconcile"
 )
 
 // Options configure a node.
@@ -53,6 +54,10 @@ type Options struct {
 	// NetworkPolicyTable names the policy enforcer's nftables table
 	// (default "plainkube-netpol").
 	NetworkPolicyTable string
+	// OwnProcess says the node is all its process runs (a joined agent):
+	// the node's /metrics then also serves the process's work queues and
+	// recovered panics (reconcile.Metrics), which a server serves itself.
+	OwnProcess bool
 }
 
 // DNSServiceName is the Service (in kube-system) pods resolve names at.
@@ -94,6 +99,9 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	agent, err := kubelet.New(cfg, opts.Agent)
 	if err != nil {
 		return err
+	}
+	if opts.OwnProcess {
+		agent.MetricsRegisterer().MustRegister(reconcile.Metrics...)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

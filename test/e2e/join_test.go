@@ -123,6 +123,11 @@ spec:
 	if out := c.mustStdout("exec", "on-joined", "--", "echo", "exec-on-the-joined-node"); strings.TrimSpace(out) != "exec-on-the-joined-node" {
 		t.Fatalf("kubectl exec on the joined node: %q", out)
 	}
+	// The joined agent's /metrics serves its own process's work queues.
+	agentMetrics := c.mustStdout("get", "--raw", "/api/v1/nodes/"+node2+"/proxy/metrics")
+	if v := sampleValue(agentMetrics, "workqueue_adds_total", `name="kubelet-pods"`); v < 1 {
+		t.Errorf("the joined agent's workqueue_adds_total{name=\"kubelet-pods\"} = %v", v)
+	}
 	// Its serving certificate is the kubelet-serving CA's, which the API
 	// server trusts for it, not the cluster CA clients trust.
 	servingCA, err := os.ReadFile(filepath.Join(c.dataDir, "pki", "kubelet-serving-ca.crt"))
