@@ -117,15 +117,36 @@ func removePods(ctx context.Context, dir string, report func(string)) error {
 	if err != nil {
 		return fmt.Errorf("starting the node's containerd to remove its pods: %w", err)
 	}
-	defer rt.Stop()
 	n, err := rt.RemoveAllPods(ctx)
+	rt.Stop()
 	if n > 0 {
 		report(fmt.Sprintf("removed %d pods (their containers, network namespaces and addresses)", n))
 	}
 	if err != nil {
 		return fmt.Errorf("removing the node's pods: %w", err)
 	}
+	killOrphanShims(containerd.Socket(dir), report)
 	return nil
+}
+
+// killOrphanShims kills the shims still serving the containerd of socket
+// once it has stopped: a pod whose start a stopping node interrupted can
+// leave one that the CRI never listed (no sandbox was recorded), with no
+// container in it.
+func killOrphanShims(socket string, report func(string)) {
+	abs, err := filepath.Abs(socket)
+	if err != nil {
+		return
+	}
+	for _, p := range procs.List() {
+		i := slices.Index(p.Args, "-address")
+		if !strings.HasPrefix(filepath.Base(p.Args[0]), "containerd-shim") || i < 0 || i+1 == len(p.Args) || p.Args[i+1] != abs {
+			continue
+		}
+		if err := syscall.Kill(p.PID, syscall.SIGKILL); err == nil {
+			report(fmt.Sprintf("killed the orphaned shim %d (%s)", p.PID, strings.Join(p.Args, " ")))
+		}
+	}
 }
 
 // containerdRunning reports whether a containerd process runs with the

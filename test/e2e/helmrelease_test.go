@@ -29,7 +29,11 @@ func TestHelmRelease(t *testing.T) {
 	helm := helmBinary(t, "v4")
 	c := startCluster(t, "--enable-node", "--cluster-cidr", "10.49.0.0/16")
 	t.Cleanup(func() {
+		// Each release is uninstalled (its finalizer) before the pods are
+		// counted: the uninstall's pre-delete hook makes a pod of its own,
+		// which a stop in the middle of its start would leave behind.
 		c.run("delete", "helmreleases", "--all", "-A", "--wait=false")
+		c.eventually([]string{"No resources found"}, "get", "helmreleases", "-A")
 		c.run("delete", "namespace", "hr", "repo", "--wait=false")
 		c.eventually([]string{"No resources found"}, "get", "pods", "-A")
 	})
