@@ -67,14 +67,21 @@ func TestKillDuringWrites(t *testing.T) {
 		}
 		c.start()
 
-		cms, err := cs.CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		svcs, err := cs.CoreV1().Services("default").List(ctx, metav1.ListOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		// The client's HTTP/2 connections died with the server: a request
+		// may first meet one that was being set up when it was killed
+		// ("client conn could not be established"), as any client would,
+		// and is tried again.
+		var cms *corev1.ConfigMapList
+		var svcs *corev1.ServiceList
+		waitFor(t, 30*time.Second, "listing after the restart", func() (bool, string) {
+			if cms, err = cs.CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{}); err != nil {
+				return false, err.Error()
+			}
+			if svcs, err = cs.CoreV1().Services("default").List(ctx, metav1.ListOptions{}); err != nil {
+				return false, err.Error()
+			}
+			return true, ""
+		})
 		stored := map[string]bool{}
 		for _, o := range cms.Items {
 			stored["configmaps/"+o.Name] = true
