@@ -210,7 +210,7 @@ func (c *Controller) reconcile(ctx context.Context, log *slog.Logger, l listers,
 		}
 	}
 	if c.tracker.Stale(nn, existing) {
-		return reconcile.Result{Requeue: true}, nil
+		return reconcile.Result{RequeueAfter: endpointutil.StaleRecheck}, nil
 	}
 	trigger := c.triggers.Compute(svc, pods)
 

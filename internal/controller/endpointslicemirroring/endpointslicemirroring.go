@@ -165,7 +165,7 @@ func (c *Controller) reconcile(ctx context.Context, log *slog.Logger, rec record
 	if !p.Mirror {
 		c.tracker.ForgetService(nn)
 	} else if c.tracker.Stale(nn, st.Existing) {
-		return reconcile.Result{Requeue: true}, nil
+		return reconcile.Result{RequeueAfter: endpointutil.StaleRecheck}, nil
 	}
 	for _, e := range p.Events {
 		rec.Event(st.Endpoints, corev1.EventTypeWarning, e.Reason, e.Message)

@@ -2,6 +2,7 @@ package endpointutil
 
 import (
 	"sync"
+	"time"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -50,6 +51,15 @@ func (t *SliceTracker) set(s *discoveryv1.EndpointSlice, gen int64) {
 	}
 	t.gens[svc][s.UID] = gen
 }
+
+// StaleRecheck is how soon a Service whose cached slices are behind the
+// controller's own writes (Stale) is looked at again. A fixed delay, not
+// the queue's backoff: every intermediate generation the cache receives
+// enqueues the Service and finds it still stale, and counted as failures
+// those would grow the backoff to seconds while the cache is only
+// milliseconds behind — and the write that catches it up enqueues nothing
+// (ShouldSync), so the Service would wait out that backoff.
+const StaleRecheck = 50 * time.Millisecond
 
 // ShouldSync reports whether an observed slice differs from what the
 // controller last wrote (someone else changed it, or it is unknown).
