@@ -76,6 +76,16 @@ func (s *Server) setDiscoveryResources(resources []registry.Resource) {
 	s.discovery.set(s.discoResources, s.discoAggregated)
 }
 
+// aggregatedAPI is the route of an aggregated group-version, if there is one.
+func (s *Server) aggregatedAPI(gv schema.GroupVersion) (*AggregatedAPI, bool) {
+	routes := s.aggregated.Load()
+	if routes == nil {
+		return nil, false
+	}
+	a, ok := (*routes)[gv]
+	return a, ok
+}
+
 // serveAggregated proxies a request for an aggregated group-version (its
 // API, or its OpenAPI v3 document); false: the request is not for one.
 func (s *Server) serveAggregated(w http.ResponseWriter, r *http.Request, info requestInfo) bool {
@@ -86,11 +96,7 @@ func (s *Server) serveAggregated(w http.ResponseWriter, r *http.Request, info re
 	} else if info.APIPrefix != "apis" || info.Version == "" {
 		return false
 	}
-	routes := s.aggregated.Load()
-	if routes == nil {
-		return false
-	}
-	a, ok := (*routes)[gv]
+	a, ok := s.aggregatedAPI(gv)
 	if !ok {
 		return false
 	}

@@ -171,11 +171,7 @@ func (s *Server) serves(info requestInfo) bool {
 	if _, ok := s.lookupStore(gvr); ok {
 		return true
 	}
-	routes := s.aggregated.Load()
-	if routes == nil {
-		return false
-	}
-	_, ok := (*routes)[gvr.GroupVersion()]
+	_, ok := s.aggregatedAPI(gvr.GroupVersion())
 	return ok
 }
 

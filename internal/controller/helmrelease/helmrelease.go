@@ -247,14 +247,14 @@ func (r *run) reconcile(ctx context.Context) (reconcile.Result, error) {
 				r.event(corev1Warning, "DriftDetected", msg)
 			}
 			setCondition(status, ConditionDrifted, metav1.ConditionTrue, "DriftDetected", msg, hr.Generation)
-		} else if o.upToDate() && !hasConditionStatus(hr.Status, ConditionDrifted, metav1.ConditionFalse) {
+		} else if o.upToDate() && !apimeta.IsStatusConditionPresentAndEqual(hr.Status.Conditions, ConditionDrifted, metav1.ConditionFalse) {
 			// (A DriftCorrected condition stays until the next drift.)
 			setCondition(status, ConditionDrifted, metav1.ConditionFalse, "NoDrift", "The release's objects match its manifest", hr.Generation)
 		}
 	default:
 		apimeta.RemoveStatusCondition(&status.Conditions, ConditionDrifted)
 	}
-	if o.sourceErr == nil && o.upToDate() && !hasConditionStatus(hr.Status, ConditionReady, metav1.ConditionTrue) {
+	if o.sourceErr == nil && o.upToDate() && !apimeta.IsStatusConditionPresentAndEqual(hr.Status.Conditions, ConditionReady, metav1.ConditionTrue) {
 		// What failed (a chart that could not be read or rendered) is
 		// mended and the release is as applied.
 		msg := fmt.Sprintf("Release %s revision %d is deployed as applied", last.Name, last.Version)
@@ -466,11 +466,6 @@ func (r *run) event(kind, reason, msg string) { r.rec.Event(r.obj, kind, reason,
 func setCondition(s *Status, kind string, status metav1.ConditionStatus, reason, msg string, generation int64) {
 	apimeta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: kind, Status: status, Reason: reason,
 		Message: msg, ObservedGeneration: generation})
-}
-
-func hasConditionStatus(s Status, kind string, status metav1.ConditionStatus) bool {
-	c := apimeta.FindStatusCondition(s.Conditions, kind)
-	return c != nil && c.Status == status
 }
 
 func hasCondition(s Status, kind string, status metav1.ConditionStatus, msg string) bool {
