@@ -8,7 +8,7 @@ import (
 
 // subcommands are the words 'plainkube' takes first (usage lists them).
 var subcommands = []string{"server", "agent", "controller-manager", "scheduler", "sim", "bench", "image", "token",
-	"etcd-snapshot", "cleanup", "install", "uninstall", "dev", "kubectl", "completion", "version"}
+	"etcd-snapshot", "cleanup", "envtest-assets", "install", "uninstall", "dev", "kubectl", "completion", "version"}
 
 // The completion scripts complete the subcommand, then a subcommand's
 // flags as its own -h lists them (so they are never out of date), and

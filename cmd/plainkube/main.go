@@ -79,6 +79,9 @@ Usage:
   plainkube dev cluster [--servers 1] [--agents N] [--dir D]
                              a cluster of 1+N hosts (network namespaces) on this machine (root);
                              'dev cluster down --dir D' removes it, 'dev cluster load' imports images
+  plainkube envtest-assets DIR
+                             kube-apiserver, etcd and kubectl for controller-runtime's envtest:
+                             KUBEBUILDER_ASSETS=DIR go test ./... runs a suite on plainkube
   plainkube kubectl ...      kubectl, with this host's server's admin kubeconfig by default
   plainkube completion bash|zsh|fish
                              shell completion: source <(plainkube completion bash)
@@ -116,6 +119,10 @@ func main() {
 		err = runCleanup(os.Args[2:])
 	case "kubectl":
 		runKubectl(os.Args[2:])
+	case "envtest-assets":
+		err = runEnvtestAssets(os.Args[2:], os.Stdout)
+	case "envtest-asset":
+		err = runEnvtestAsset(os.Args[2:])
 	case "completion":
 		err = runCompletion(os.Args[2:], os.Stdout)
 	case "install":

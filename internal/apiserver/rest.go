@@ -248,9 +248,6 @@ func (s *Server) createObject(ctx context.Context, rs *resourceStore, ns string,
 	} else {
 		m.SetNamespace("")
 	}
-	if m.GetResourceVersion() != "" {
-		return nil, badRequest("resourceVersion should not be set on objects to be created")
-	}
 	if rs.cr != nil && rs.cr.Def.Terminating {
 		return nil, errCreateWhileTerminating(rs, m.GetName())
 	}
@@ -296,7 +293,15 @@ func (s *Server) createObject(ctx context.Context, rs *resourceStore, ns string,
 		m = metaOf(obj)
 	}
 	if opts.dryRun {
+		// As upstream's dry-run storage: a name taken is refused, a
+		// resourceVersion set is not (only a real create checks it).
+		if _, err := rs.store.Get(ctx, rs.key(m.GetNamespace(), m.GetName())); err == nil {
+			return nil, storageError(storage.ErrKeyExists, rs.gr, m.GetName())
+		}
 		return rs.asStored(obj), nil
+	}
+	if m.GetResourceVersion() != "" {
+		return nil, badRequest("resourceVersion should not be set on objects to be created")
 	}
 	undo, err := s.cfg.Admission.BeforeCreate(ctx, rs.gr, obj)
 	if err != nil {

@@ -68,6 +68,14 @@ func (PublicInfoAuthorizer) Authorize(_ context.Context, a Attributes) (Decision
 	return NoOpinion, "", nil
 }
 
+// AlwaysAllowAuthorizer allows every request (upstream's
+// --authorization-mode=AlwaysAllow, for tests).
+type AlwaysAllowAuthorizer struct{}
+
+func (AlwaysAllowAuthorizer) Authorize(context.Context, Attributes) (Decision, string, error) {
+	return Allow, "", nil
+}
+
 // Chain asks each authorizer in turn; the first Allow or Deny decides.
 type Chain []Authorizer
 

@@ -73,7 +73,7 @@ var Registry = []Registration{
 	{job.Name, "job-controller", "job-controller", sharing(job.New), true},
 	{cronjob.Name, "cronjob-controller", "cronjob-controller", plain(cronjob.New), true},
 	{garbagecollector.Name, "garbage-collector-controller", "generic-garbage-collector", plain(garbagecollector.New), true},
-	{namespace.Name, "namespace-controller", "namespace-controller", plain(namespace.New), true},
+	{namespace.Name, "namespace-controller", "namespace-controller", sharing(namespace.New), true},
 	{endpointslice.Name, "endpointslice-controller", "endpointslice-controller", sharing(endpointslice.New), true},
 	{endpointslicemirroring.Name, "endpointslice-mirroring-controller", "endpointslicemirroring-controller", sharing(endpointslicemirroring.New), true},
 	{endpoints.Name, "endpoints-controller", "endpoint-controller", sharing(endpoints.New), true},

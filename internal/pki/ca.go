@@ -9,6 +9,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 )
 
@@ -64,4 +65,18 @@ func ParseCertPEM(data []byte) (*x509.Certificate, error) {
 		return nil, errors.New("no PEM certificate")
 	}
 	return x509.ParseCertificate(block.Bytes)
+}
+
+// ReadKeyFile reads a PEM private key (PKCS#8, SEC 1 or PKCS#1) from path,
+// such as an externally made service-account signing key.
+func ReadKeyFile(path string) (crypto.Signer, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("pki: %w", err)
+	}
+	key, err := decodeKey(data)
+	if err != nil {
+		return nil, fmt.Errorf("pki: %s: %w", path, err)
+	}
+	return key, nil
 }

@@ -131,6 +131,33 @@ type Options struct {
 	// Audit, with a Path, writes the audit log (--audit-log-path,
 	// --audit-policy-file, --audit-log-maxage/-maxbackup/-maxsize).
 	Audit audit.Options
+	// ServingCertFile and ServingKeyFile are a certificate (PEM, followed
+	// by its chain) and key to serve instead of the one the cluster CA
+	// issues (upstream's --tls-cert-file and --tls-private-key-file); the
+	// admin kubeconfig then trusts that certificate as well.
+	ServingCertFile, ServingKeyFile string
+	// ClientCAFile holds more CA certificates (PEM) whose client
+	// certificates authenticate, besides the cluster CA's (upstream's
+	// --client-ca-file; the cluster CA stays, as its nodes' and admin's
+	// certificates need it).
+	ClientCAFile string
+	// ServiceAccountSigningKeyFile is a private key (PEM) service-account
+	// tokens are signed and checked with instead of the data directory's
+	// sa.key (upstream's --service-account-signing-key-file).
+	ServiceAccountSigningKeyFile string
+	// AdvertiseAddress is the address the kubernetes Service's endpoints
+	// name (upstream's --advertise-address; "": the host's first
+	// address), and join commands too unless BindAddress is specific.
+	AdvertiseAddress string
+	// ShutdownGrace is how long a stop waits for requests in flight and
+	// for clients to close their connections before closing them (0: 5 s;
+	// Go's HTTP/2 server keeps an idle connection a second after telling
+	// its client to go away, which tests need not wait out).
+	ShutdownGrace time.Duration
+	// AuthorizeAll allows every request, as upstream's
+	// --authorization-mode=AlwaysAllow (tests only; the default is
+	// upstream's Node,RBAC).
+	AuthorizeAll bool
 	// DialAggregated opens the API server's connections to aggregated API
 	// servers' endpoints (nil: a plain dialer). Tests route them to a
 	// loopback listener.
@@ -212,6 +239,8 @@ type Server struct {
 	components sync.WaitGroup
 	cancel     context.CancelFunc
 	stopOnce   sync.Once
+	// shutdownGrace is Options.ShutdownGrace.
+	shutdownGrace time.Duration
 
 	// JoinURL, JoinToken and CAHash are what `plainkube agent` joins with
 	// (see JoinCommand).
@@ -222,6 +251,7 @@ type Server struct {
 // Start brings up a control plane and returns once it is ready to serve.
 // Cancelling ctx stops it; Wait returns when it has stopped.
 func Start(ctx context.Context, opts Options) (*Server, error) {
+	apiserver.WarmTypeConverter()
 	log := opts.Logger
 	if log == nil {
 		log = slog.Default()
@@ -247,7 +277,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		return nil, fmt.Errorf("certificates: %w", err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	s := &Server{PKI: bundle, log: log, stopped: make(chan struct{}), cancel: cancel}
+	s := &Server{PKI: bundle, log: log, stopped: make(chan struct{}), cancel: cancel, shutdownGrace: opts.ShutdownGrace}
 	var etcdStore *etcd.Store
 	switch {
 	case opts.InMemory:
@@ -292,7 +322,14 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		return nil, err
 	}
 	bootstrapTokens := &auth.BootstrapTokenAuthenticator{Logger: log}
-	saTokens, err := auth.NewServiceAccountTokens(bundle.ServiceAccountKey, opts.ServiceAccountIssuer, nil)
+	saKey := bundle.ServiceAccountKey
+	if opts.ServiceAccountSigningKeyFile != "" {
+		if saKey, err = pki.ReadKeyFile(opts.ServiceAccountSigningKeyFile); err != nil {
+			s.stop()
+			return nil, fmt.Errorf("--service-account-signing-key-file: %w", err)
+		}
+	}
+	saTokens, err := auth.NewServiceAccountTokens(saKey, opts.ServiceAccountIssuer, nil)
 	if err != nil {
 		s.stop()
 		return nil, err
@@ -304,7 +341,10 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	// As upstream's --authorization-mode=Node,RBAC (with system:masters
 	// allowed first): what else anyone may do is what RBAC grants.
 	nodeGraph := nodeauthz.NewGraph() // filled once the API serves pods (startNodeGraph)
-	authz := auth.Chain{auth.MastersAuthorizer{}, nodeauthz.New(nodeGraph, rbacpolicy.NodeRules()), rbacAuthz}
+	var authz auth.Authorizer = auth.Chain{auth.MastersAuthorizer{}, nodeauthz.New(nodeGraph, rbacpolicy.NodeRules()), rbacAuthz}
+	if opts.AuthorizeAll {
+		authz = auth.AlwaysAllowAuthorizer{}
+	}
 	validatingPolicies := policy.NewValidating(authz) // reads the policies once the API serves them
 	// The webhooks read their configurations once the API serves
 	// (startWebhooks).
@@ -414,7 +454,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		return nil, fmt.Errorf("aggregator: %w", err)
 	}
 
-	tlsConfig, err := bundle.ServerTLSConfig()
+	tlsConfig, err := servingTLS(bundle, opts)
 	if err != nil {
 		s.stop()
 		return nil, err
@@ -453,7 +493,10 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		s.stop()
 		return nil, ctx.Err()
 	}
-	advertise := hostIP()
+	advertise := opts.AdvertiseAddress
+	if advertise == "" {
+		advertise = hostIP()
+	}
 	if err := bootstrap(ctx, s.LoopbackConfig(), firstIP.String(), advertise, port, clusterDNS); err != nil {
 		s.stop()
 		return nil, fmt.Errorf("bootstrap: %w", err)
@@ -479,7 +522,12 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		return nil, fmt.Errorf("extension-apiserver-authentication: %w", err)
 	}
 	s.KubeconfigPath = filepath.Join(opts.DataDir, "admin.kubeconfig")
-	if err := pki.WriteKubeconfig(s.KubeconfigPath, s.URL, bundle.CAPEM, bundle.AdminCertPEM, bundle.AdminKeyPEM); err != nil {
+	trusted, err := kubeconfigCA(bundle, opts)
+	if err != nil {
+		s.stop()
+		return nil, err
+	}
+	if err := pki.WriteKubeconfig(s.KubeconfigPath, s.URL, trusted, bundle.AdminCertPEM, bundle.AdminKeyPEM); err != nil {
 		s.stop()
 		return nil, err
 	}
@@ -537,7 +585,11 @@ func (s *Server) shutdown() {
 		s.log.Warn("components still running at shutdown", "waited", componentStopTimeout)
 	}
 	if s.httpServer != nil {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		grace := s.shutdownGrace
+		if grace <= 0 {
+			grace = 5 * time.Second
+		}
+		sctx, cancel := context.WithTimeout(context.Background(), grace)
 		s.httpServer.Shutdown(sctx)
 		cancel()
 		s.httpServer.Close()

@@ -23,6 +23,12 @@
 // env.Config}). examples/crcontroller shows both with a controller-runtime
 // controller.
 //
+// Existing envtest suites need no change at all: WriteEnvtestAssets (the
+// plainkube envtest-assets command) makes a KUBEBUILDER_ASSETS directory
+// whose kube-apiserver and etcd run plainkube instead (RunKubeAPIServer,
+// RunEtcd), with the garbage collector and namespace controller that
+// upstream's binaries lack.
+//
 // BenchmarkStart measures the cost of a control plane to a test:
 //
 //	go test -run '^$' -bench Start ./pkg/testenv/

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"testing"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
@@ -45,6 +46,9 @@ type options struct {
 	// controllers, whose service-account controller makes the "default"
 	// accounts they need (envtest runs without them).
 	serviceAccounts bool
+	// server adjusts the server's options last (the envtest stand-in's
+	// flags).
+	server []func(*server.Options)
 }
 
 // Option configures Start.
@@ -57,13 +61,16 @@ func WithEtcd() Option { return func(o *options) { o.etcd = true } }
 func WithPort(port int) Option { return func(o *options) { o.port = port } }
 
 // WithControllers runs plainkube's controller manager (garbage collector,
-// namespace deletion, and the others), as a real cluster does.
-func WithControllers() Option {
+// namespace deletion, and the others), as a real cluster does. Names, if
+// given, choose the controllers as kube-controller-manager's --controllers
+// does: "garbagecollector,namespace" runs those two only, "*,-podgc" the
+// default ones but podgc (plainkube's or upstream's names).
+func WithControllers(names ...string) Option {
 	return func(o *options) {
 		o.serviceAccounts = true
 		o.components = append(o.components, func(ctx context.Context, env server.ComponentEnv) error {
 			return controllermanager.Run(ctx, env.ConfigAs(auth.ControllerManagerUser()), controllermanager.Options{RootCA: env.CAPEM,
-				Informers: env.Informers, ServiceAccountConfig: env.ServiceAccountConfig})
+				Informers: env.Informers, ServiceAccountConfig: env.ServiceAccountConfig, Controllers: names})
 		})
 	}
 }
@@ -116,6 +123,10 @@ func Start(t testing.TB, opts ...Option) *Env {
 	return env
 }
 
+// shutdownGrace is how long a stopping environment waits for its clients'
+// requests and connections: a test is over by then.
+const shutdownGrace = 100 * time.Millisecond
+
 // start starts a control plane keeping its files in dataDir; stop ends it
 // and waits until it has stopped.
 func start(dataDir string, opts []Option) (env *Env, stop func(), err error) {
@@ -155,11 +166,16 @@ func start(dataDir string, opts []Option) (env *Env, stop func(), err error) {
 			})
 		}
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	srv, err := server.Start(ctx, server.Options{
+	serverOpts := server.Options{
 		DataDir: dataDir, BindAddress: "127.0.0.1", Port: o.port, InMemory: !o.etcd,
 		Components: components, Logger: o.logger, DefaultAdmission: o.serviceAccounts,
-	})
+		ShutdownGrace: shutdownGrace,
+	}
+	for _, f := range o.server {
+		f(&serverOpts)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	srv, err := server.Start(ctx, serverOpts)
 	if err != nil {
 		cancel()
 		return nil, nil, fmt.Errorf("starting the control plane: %w", err)

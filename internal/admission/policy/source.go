@@ -117,12 +117,18 @@ func NewSource(ctx context.Context, cfg *rest.Config, f informers.SharedInformer
 			return nil, err
 		}
 	}
+	// types polls the OpenAPI index once a mutating policy exists:
+	// building the server's whole OpenAPI v3 is the dearest thing a
+	// starting server would otherwise do.
+	startTypes := sync.OnceFunc(func() { go s.types.Run(ctx) })
+	if _, err := mpInf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(any) { startTypes() }}); err != nil {
+		return nil, err
+	}
 	tc, err := newTypeChecker(cs, dc, s.mapper, pInf, log)
 	if err != nil {
 		return nil, err
 	}
 	go tc.run(ctx)
-	go s.types.Run(ctx)
 	return s, nil
 }
 

@@ -115,15 +115,16 @@ func (w *Webhooks) ready(ctx context.Context, a *admission.Attributes) (*wiring,
 	}
 	deadline := time.NewTimer(readyWait)
 	defer deadline.Stop()
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for {
+	// Looked at again after 1 ms, doubling to 100 ms: the first list
+	// usually lands within milliseconds of a starting server's first
+	// writes.
+	for wait := time.Millisecond; ; wait = min(2*wait, 100*time.Millisecond) {
 		select {
 		case <-ctx.Done():
 			return nil, admission.Forbiddenf(a, "not yet ready to handle request")
 		case <-deadline.C:
 			return nil, admission.Forbiddenf(a, "not yet ready to handle request")
-		case <-tick.C:
+		case <-time.After(wait):
 		}
 		if c := w.synced(); c != nil {
 			return c, nil

@@ -93,6 +93,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		attemptToDelete: reconcile.NewQueue[types.UID]("garbage_collector_attempt_to_delete"),
 		attemptToOrphan: reconcile.NewQueue[types.UID]("garbage_collector_attempt_to_orphan"),
 		monitors:        map[schema.GroupVersionResource]*monitor{},
+		unmonitored:     make(chan struct{}, 1),
 	}
 	return r.run(ctx, workers)
 }
@@ -113,7 +114,15 @@ type run struct {
 	monitorsMu sync.Mutex
 	monitors   map[schema.GroupVersionResource]*monitor
 	wg         sync.WaitGroup // informers
+	// unmonitored asks for discovery to be read again before SyncPeriod
+	// is over: a reference names a kind no monitor watches (a custom
+	// resource whose CRD came after the last read).
+	unmonitored chan struct{}
 }
+
+// minMonitorSyncInterval spaces the discovery reads that references to
+// unmonitored kinds ask for.
+const minMonitorSyncInterval = 200 * time.Millisecond
 
 var (
 	errVirtualDeleteEnqueued          = errors.New("enqueued virtual delete event")
@@ -180,11 +189,40 @@ func (r *run) run(ctx context.Context, workers int) error {
 			wg.Wait()
 			return nil
 		case <-t.C:
-			r.mapper.Reset()
-			if err := r.syncMonitors(ctx); err != nil {
-				r.log.Warn("discovering deletable resources", "err", err)
-			}
+		case <-r.unmonitored:
 		}
+		r.mapper.Reset()
+		if err := r.syncMonitors(ctx); err != nil {
+			r.log.Warn("discovering deletable resources", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(minMonitorSyncInterval):
+		}
+	}
+}
+
+// watchKind asks for discovery to be read again soon if no monitor
+// watches id's kind, so that a custom resource made after the last read
+// is watched (and its deletion seen) within a fraction of a second rather
+// than at the next SyncPeriod.
+func (r *run) watchKind(id Identity) {
+	gv, err := schema.ParseGroupVersion(id.APIVersion)
+	if err != nil {
+		return
+	}
+	gvk := gv.WithKind(id.Kind)
+	r.monitorsMu.Lock()
+	for _, m := range r.monitors {
+		if m.gvk == gvk {
+			r.monitorsMu.Unlock()
+			return
+		}
+	}
+	r.monitorsMu.Unlock()
+	select {
+	case r.unmonitored <- struct{}{}:
+	default:
 	}
 }
 
@@ -246,6 +284,7 @@ func (r *run) attemptToDeleteWorker(ctx context.Context, uid types.UID) (reconci
 			// A kind discovery does not know (yet): a custom resource not
 			// synced, or a bad reference. Retry quietly.
 			r.log.Debug("cannot map a referenced kind; will retry", "object", info.Identity.String(), "err", err)
+			r.watchKind(info.Identity)
 			return reconcile.Result{Requeue: true}, nil
 		}
 		return reconcile.Result{}, fmt.Errorf("%s: %w", info.Identity, err)
@@ -253,6 +292,7 @@ func (r *run) attemptToDeleteWorker(ctx context.Context, uid types.UID) (reconci
 	if now, ok := r.node(uid); ok && !now.Observed {
 		// A virtual node that exists: look again until an informer
 		// reports it, or a read finds it gone.
+		r.watchKind(info.Identity)
 		return reconcile.Result{Requeue: true}, nil
 	}
 	return reconcile.Result{}, nil

@@ -18,7 +18,9 @@
 //     NamespaceFinalizersRemaining, with upstream's reasons and messages);
 //  4. if anything remains, looks again later: after half the longest pod
 //     grace period or the 15 s finalizer estimate, or with rate-limited
-//     backoff after an error;
+//     backoff after an error — and at once when one of its pods is gone
+//     (plainkube's addition: a namespace whose pods stop quickly goes
+//     quickly);
 //  5. once nothing remains, removes "kubernetes" from spec.finalizers
 //     through the finalize subresource, and the API server removes the
 //     namespace when no finalizer is left.

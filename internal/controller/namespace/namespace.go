@@ -70,7 +70,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	queue := reconcile.NewQueueWithRateLimiter(Name,
 		workqueue.NewTypedItemExponentialFailureRateLimiter[string](5*time.Millisecond, 60*time.Second))
 	b := controller.NewBuilder(controller.Config{Name: Name, Component: Component, Client: c.Client, Logger: c.Logger,
-		Primary: &corev1.Namespace{}, Resync: resyncPeriod, Queue: queue})
+		Primary: &corev1.Namespace{}, Resync: resyncPeriod, Queue: queue, Shared: c.Informers})
 	c.del.log = b.Logger()
 	nsInf := b.Informers().Core().V1().Namespaces()
 	lister := nsInf.Lister()
@@ -81,6 +81,20 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 			queue.AddAfter(ns.Name, c.DeletionDelay)
 		}
 		return nil
+	})
+	// A pod gone from a namespace being emptied may be the last thing it
+	// waited for: look again now rather than when its grace period would
+	// have ended (but never before DeletionDelay has passed).
+	b.Watches(b.SharedInformers().Core().V1().Pods().Informer(), controller.Deleted, func(_, cur any) []string {
+		pod, ok := cur.(*corev1.Pod)
+		if !ok {
+			return nil
+		}
+		ns, err := lister.Get(pod.Namespace)
+		if err != nil || ns.DeletionTimestamp == nil || time.Since(ns.DeletionTimestamp.Time) < c.DeletionDelay {
+			return nil
+		}
+		return []string{ns.Name}
 	})
 	observe := func(name string) (State, bool, error) {
 		if _, err := lister.Get(name); apierrors.IsNotFound(err) {

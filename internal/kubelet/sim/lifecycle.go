@@ -385,9 +385,12 @@ func decideDeletion(pod *corev1.Pod, st *corev1.PodStatus, b behaviour, now time
 	}
 	stopAt, code := now, int32(0)
 	if running && grace > 0 {
-		stopAt, code = pod.DeletionTimestamp.Time, exitKilled
-		if b.hasStopDelay && b.stopDelay < grace {
-			stopAt, code = pod.DeletionTimestamp.Add(b.stopDelay-grace), 0
+		// The containers exit cleanly when asked to stop, as most
+		// programs do on SIGTERM, unless the stop-delay annotation asks
+		// for a slower stop; one that outlasts the grace period is killed.
+		stopAt = pod.DeletionTimestamp.Add(b.stopDelay - grace)
+		if b.stopDelay >= grace {
+			stopAt, code = pod.DeletionTimestamp.Time, exitKilled
 		}
 		if stopAt.After(now) {
 			return decision{status: *st, next: stopAt}

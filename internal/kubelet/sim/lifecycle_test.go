@@ -297,15 +297,23 @@ func TestDecide(t *testing.T) {
 			next: 3610 * time.Second,
 		},
 		{
-			name: "graceful deletion waits for the grace period",
-			pod:  testPod(deleting(30, t0.Add(40*time.Second))),
+			name:   "graceful deletion: the containers exit cleanly at once",
+			pod:    testPod(deleting(30, t0.Add(40*time.Second))),
+			at:     []time.Duration{0, 10 * time.Second},
+			want:   "Succeeded PodReadyToStartContainers=False Initialized=True ContainersReady=False(PodCompleted) Ready=False(PodCompleted) c:terminated(0,Completed)@10s",
+			next:   -1,
+			delete: true,
+		},
+		{
+			name: "graceful deletion: a stop delay past the grace period waits for it",
+			pod:  testPod(deleting(30, t0.Add(40*time.Second)), ann(AnnotationStopDelay, "1m")),
 			at:   []time.Duration{0, 10 * time.Second},
 			want: "Running PodReadyToStartContainers=True Initialized=True ContainersReady=True Ready=True c:running@0s,ready",
 			next: 40 * time.Second,
 		},
 		{
 			name:   "graceful deletion: killed at the end",
-			pod:    testPod(deleting(30, t0.Add(40*time.Second))),
+			pod:    testPod(deleting(30, t0.Add(40*time.Second)), ann(AnnotationStopDelay, "30s")),
 			at:     []time.Duration{0, 45 * time.Second},
 			want:   "Failed PodReadyToStartContainers=False Initialized=True ContainersReady=False(ContainersNotReady) Ready=False(ContainersNotReady) c:terminated(137,Error)@40s",
 			next:   -1,
@@ -475,7 +483,7 @@ func TestCrashBackoff(t *testing.T) {
 
 func TestParseBehaviour(t *testing.T) {
 	b := parseBehaviour(map[string]string{AnnotationExitAfter: "1.5", AnnotationExitCode: " 3 ", AnnotationReadyAfter: "-1s", AnnotationStartDelay: "bad"})
-	if !b.exits || b.exitAfter != 1500*time.Millisecond || b.exitCode != 3 || b.readyAfter != 0 || b.startDelay != 0 || b.hasStopDelay {
+	if !b.exits || b.exitAfter != 1500*time.Millisecond || b.exitCode != 3 || b.readyAfter != 0 || b.startDelay != 0 || b.stopDelay != 0 {
 		t.Errorf("%+v", b)
 	}
 }

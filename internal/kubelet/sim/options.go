@@ -26,7 +26,9 @@ const (
 	// is seen, become ready AnnotationReadyAfter after starting, exit
 	// AnnotationExitAfter after starting with AnnotationExitCode (default
 	// 0), and stop AnnotationStopDelay after a graceful deletion starts
-	// (default: the whole grace period). After an exit, spec.restartPolicy
+	// (default: at once, with exit code 0, as a program that handles
+	// SIGTERM does; a delay of the whole grace period or more: killed at
+	// its end, exit code 137). After an exit, spec.restartPolicy
 	// is followed as a kubelet does: Never ends in Succeeded or Failed;
 	// OnFailure restarts on a non-zero code and Always on any code, with
 	// upstream's back-off (immediately the first time, then 10s doubling
@@ -124,13 +126,12 @@ func (o Options) withDefaults() (Options, error) {
 
 // behaviour is what a pod's annotations ask of its containers.
 type behaviour struct {
-	startDelay   time.Duration
-	readyAfter   time.Duration
-	exits        bool
-	exitAfter    time.Duration
-	exitCode     int32
-	hasStopDelay bool
-	stopDelay    time.Duration
+	startDelay time.Duration
+	readyAfter time.Duration
+	exits      bool
+	exitAfter  time.Duration
+	exitCode   int32
+	stopDelay  time.Duration
 }
 
 func parseBehaviour(ann map[string]string) behaviour {
@@ -141,7 +142,7 @@ func parseBehaviour(ann map[string]string) behaviour {
 	if v, err := strconv.ParseInt(strings.TrimSpace(ann[AnnotationExitCode]), 10, 32); err == nil {
 		b.exitCode = int32(v)
 	}
-	b.stopDelay, b.hasStopDelay = parseDuration(ann[AnnotationStopDelay])
+	b.stopDelay, _ = parseDuration(ann[AnnotationStopDelay])
 	return b
 }
 

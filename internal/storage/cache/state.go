@@ -131,14 +131,17 @@ func (s *state) confirm(items []storage.KeyValue, rev int64) bool {
 	return true
 }
 
-// ring is a fixed-capacity FIFO of events in revision order.
+// ring is a bounded FIFO of events in revision order. Its buffer grows as
+// events come, up to max: most resources of a cluster see few writes, and
+// a full buffer for each would cost memory and start-up time for nothing.
 type ring struct {
 	buf   []storage.Event
+	max   int
 	start int // index of the oldest event
 	n     int
 }
 
-func newRing(capacity int) ring { return ring{buf: make([]storage.Event, capacity)} }
+func newRing(capacity int) ring { return ring{max: capacity} }
 
 func (r *ring) len() int { return r.n }
 
@@ -147,6 +150,13 @@ func (r *ring) at(i int) storage.Event { return r.buf[(r.start+i)%len(r.buf)] }
 
 // push appends ev, evicting and returning the oldest event when full.
 func (r *ring) push(ev storage.Event) (storage.Event, bool) {
+	if r.n == len(r.buf) && len(r.buf) < r.max {
+		grown := make([]storage.Event, min(max(2*len(r.buf), 16), r.max))
+		for i := range r.n {
+			grown[i] = r.at(i)
+		}
+		r.buf, r.start = grown, 0
+	}
 	if r.n < len(r.buf) {
 		r.buf[(r.start+r.n)%len(r.buf)] = ev
 		r.n++
@@ -163,7 +173,4 @@ func (r *ring) search(rev int64) int {
 	return sort.Search(r.n, func(i int) bool { return r.at(i).Revision > rev })
 }
 
-func (r *ring) clear() {
-	clear(r.buf)
-	r.start, r.n = 0, 0
-}
+func (r *ring) clear() { r.buf, r.start, r.n = nil, 0, 0 }

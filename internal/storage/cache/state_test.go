@@ -137,3 +137,34 @@ func TestStateConfirm(t *testing.T) {
 		t.Fatalf("state = %s at %d", itemsString(items), rev)
 	}
 }
+
+// TestRingGrowsThenEvicts: the buffer grows as events come, keeps them in
+// order across growth and wrap-around, and evicts the oldest once max are
+// held.
+func TestRingGrowsThenEvicts(t *testing.T) {
+	r := newRing(40)
+	var evicted []int64
+	for rev := int64(1); rev <= 100; rev++ {
+		if old, ok := r.push(storage.Event{Revision: rev}); ok {
+			evicted = append(evicted, old.Revision)
+		}
+		if want := min(rev, 40); int64(r.len()) != want {
+			t.Fatalf("after %d pushes: len %d, want %d", rev, r.len(), want)
+		}
+		for i := range r.len() {
+			if got, want := r.at(i).Revision, rev-int64(r.len())+1+int64(i); got != want {
+				t.Fatalf("after %d pushes: event %d is revision %d, want %d", rev, i, got, want)
+			}
+		}
+	}
+	if len(evicted) != 60 || evicted[0] != 1 || evicted[59] != 60 {
+		t.Fatalf("evicted %v, want revisions 1 to 60", evicted)
+	}
+	if len(r.buf) != 40 {
+		t.Fatalf("buffer of %d, want it to stop at 40", len(r.buf))
+	}
+	r.clear()
+	if r.len() != 0 || r.buf != nil {
+		t.Fatalf("clear left %d events, buffer %d", r.len(), len(r.buf))
+	}
+}
