@@ -53,6 +53,10 @@ type Options struct {
 	// DialContext opens connections to endpoints (nil: a net.Dialer).
 	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
 	Logger      *slog.Logger
+	// Registered, if set, is called once the local APIServices first
+	// match what the server serves (upstream's autoregister-completion
+	// readiness check).
+	Registered func()
 }
 
 // Start runs the aggregator against cfg (a client of the API server) until
@@ -212,7 +216,11 @@ const (
 
 func (c *Controller) reconcile(ctx context.Context, key string) (reconcile.Result, error) {
 	if key == autoregisterKey {
-		return reconcile.Result{}, c.autoregister(ctx)
+		err := c.autoregister(ctx)
+		if err == nil && c.opts.Registered != nil {
+			c.opts.Registered()
+		}
+		return reconcile.Result{}, err
 	}
 	a, err := c.apiServices.Get(key)
 	if apierrors.IsNotFound(err) {

@@ -135,6 +135,24 @@ func Enabled(list []string, r Registration) bool {
 	return star && r.EnabledByDefault
 }
 
+// RunsAll reports whether a --controllers list runs every one of the
+// named controllers.
+func RunsAll(list []string, names ...string) bool {
+	for _, name := range names {
+		r := lookup(name)
+		if r == nil || !Enabled(list, *r) {
+			return false
+		}
+	}
+	return true
+}
+
+// AdmissionControllers are the controllers that finish the work of the
+// server's default admission plugins (server.Options.DefaultAdmission):
+// the default service accounts, node taints by condition, the volume
+// protection finalizers and the default StorageClass's provisioner.
+var AdmissionControllers = []string{serviceaccount.Name, nodelifecycle.Name, pvcprotection.Name, pvprotection.Name, localpath.Name}
+
 func lookup(name string) *Registration {
 	for i := range Registry {
 		if Registry[i].Name == name || Registry[i].Upstream == name {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,8 +24,10 @@ import (
 // a client of the server: local APIServices for every built-in
 // group-version, remote ones proxied with the front-proxy client
 // certificate.
+// It closes registered once the local APIServices are registered (a
+// readiness gate, as upstream's autoregister-completion check).
 func startAggregator(ctx context.Context, cfg *rest.Config, api *apiserver.Server, bundle *pki.Bundle, resources []registry.Resource,
-	dial func(ctx context.Context, network, addr string) (net.Conn, error), log *slog.Logger) error {
+	dial func(ctx context.Context, network, addr string) (net.Conn, error), log *slog.Logger, registered chan<- struct{}) error {
 	cert, err := tls.X509KeyPair(bundle.FrontProxyClientCertPEM, bundle.FrontProxyClientKeyPEM)
 	if err != nil {
 		return err
@@ -37,7 +40,8 @@ func startAggregator(ctx context.Context, cfg *rest.Config, api *apiserver.Serve
 			local = append(local, gv)
 		}
 	}
-	return aggregator.Start(ctx, cfg, api, aggregator.Options{ProxyClientCert: cert, Local: local, DialContext: dial, Logger: log})
+	return aggregator.Start(ctx, cfg, api, aggregator.Options{ProxyClientCert: cert, Local: local, DialContext: dial, Logger: log,
+		Registered: sync.OnceFunc(func() { close(registered) })})
 }
 
 // extensionAuthentication names the ConfigMap that tells extension API

@@ -411,6 +411,8 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	api.AddReadinessGate(admissionReady)
 	graphReady := make(chan struct{})
 	api.AddReadinessGate(graphReady)
+	apiServicesRegistered := make(chan struct{})
+	api.AddReadinessGate(apiServicesRegistered)
 	go api.Run(ctx)
 	// Each reader of the server's own API gets its informers over the
 	// loopback client (startInformers).
@@ -449,7 +451,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		case <-ctx.Done():
 		}
 	}()
-	if err := startAggregator(ctx, s.LoopbackConfig(), api, bundle, resources, opts.DialAggregated, log); err != nil {
+	if err := startAggregator(ctx, s.LoopbackConfig(), api, bundle, resources, opts.DialAggregated, log, apiServicesRegistered); err != nil {
 		s.stop()
 		return nil, fmt.Errorf("aggregator: %w", err)
 	}
@@ -560,6 +562,18 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 // kube-apiserver does privileged (its RBAC bootstrap, the CRD controllers,
 // the kubernetes Service) and for tests acting as the admin.
 func (s *Server) LoopbackConfig() *rest.Config { return s.ConfigAs(auth.APIServerUser()) }
+
+// Snapshot reads everything the server stores, for Restore (tests that
+// share one control plane: package testenv's Reset).
+func (s *Server) Snapshot(ctx context.Context) (*storage.Snapshot, error) {
+	return storage.TakeSnapshot(ctx, s.store)
+}
+
+// Restore makes the store hold what snap held, by ordinary writes that
+// every watcher sees (see storage.Snapshot.Restore), and reports how many.
+func (s *Server) Restore(ctx context.Context, snap *storage.Snapshot) (int, error) {
+	return snap.Restore(ctx, s.store)
+}
 
 // ConfigAs is an in-process client config acting as user.
 func (s *Server) ConfigAs(user *auth.User) *rest.Config { return loopback.Config(s.API, user) }

@@ -87,3 +87,13 @@ func (e *Environment) Stop() error {
 	e.stop = nil
 	return os.RemoveAll(e.dir)
 }
+
+// Reset restores what the environment stored when Start returned (see
+// Env.Reset): in a suite's BeforeEach or AfterEach, each test starts from
+// the same objects without a new control plane.
+func (e *Environment) Reset() error {
+	if e.Env == nil {
+		return errors.New("testenv: Environment not started")
+	}
+	return e.Env.Reset()
+}

@@ -8,8 +8,11 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -18,6 +21,7 @@ import (
 	"plainkube.dev/plainkube/internal/kubelet/sim"
 	"plainkube.dev/plainkube/internal/scheduler"
 	"plainkube.dev/plainkube/internal/server"
+	"plainkube.dev/plainkube/internal/storage"
 )
 
 // Env is a running control plane.
@@ -30,7 +34,55 @@ type Env struct {
 	// URL is the API server's address.
 	URL string
 	srv *server.Server
+	// started is what the environment stored when Start returned (Reset).
+	started *Snapshot
 }
+
+// Snapshot is what an environment stored at one moment, for Restore.
+type Snapshot struct{ s *storage.Snapshot }
+
+// Snapshot records every object the environment stores (a read of the
+// whole store: about a millisecond for a fresh environment).
+func (e *Env) Snapshot() (*Snapshot, error) {
+	snap, err := e.srv.Snapshot(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	return &Snapshot{snap}, nil
+}
+
+// Restore brings the environment's objects back to snap: objects made
+// since are deleted, those changed written back, those deleted made again
+// — ordinary writes, which informers and controllers see as watch events.
+// A suite can share one environment across its tests this way, each test
+// starting from the same objects, for a few milliseconds instead of a new
+// control plane.
+func (e *Env) Restore(snap *Snapshot) error {
+	// Controllers react to the restore's writes a moment later (a
+	// ReplicaSet controller that has not yet seen its ReplicaSet go makes
+	// a pod again): the store is looked at again until it stays as snap.
+	for range maxRestores {
+		writes, err := e.srv.Restore(context.Background(), snap.s)
+		if err != nil || writes == 0 {
+			return err
+		}
+		time.Sleep(restoreSettle)
+	}
+	return fmt.Errorf("testenv: the environment kept changing while it was restored")
+}
+
+// Restore's settling: how long the controllers are given to react to its
+// writes before the store is looked at again, and how many times.
+const (
+	restoreSettle = 20 * time.Millisecond
+	maxRestores   = 10
+)
+
+// Reset restores what the environment stored when Start returned: its
+// namespaces, default RBAC policy and CRDs, without the tests' objects.
+// Controllers that run in it (WithControllers, simulated nodes) may still
+// write what they always make again (leases, default service accounts).
+func (e *Env) Reset() error { return e.Restore(e.started) }
 
 type options struct {
 	etcd       bool
@@ -49,6 +101,8 @@ type options struct {
 	// server adjusts the server's options last (the envtest stand-in's
 	// flags).
 	server []func(*server.Options)
+	// ready are waited for before Start returns, with the admin config.
+	ready []func(ctx context.Context, cfg *rest.Config) error
 }
 
 // Option configures Start.
@@ -67,7 +121,10 @@ func WithPort(port int) Option { return func(o *options) { o.port = port } }
 // default ones but podgc (plainkube's or upstream's names).
 func WithControllers(names ...string) Option {
 	return func(o *options) {
-		o.serviceAccounts = true
+		// Upstream's default admission plugins need controllers to finish
+		// their work (a namespace's default service account, a new node's
+		// not-ready taint removed): on only when those run.
+		o.serviceAccounts = controllermanager.RunsAll(names, controllermanager.AdmissionControllers...)
 		o.components = append(o.components, func(ctx context.Context, env server.ComponentEnv) error {
 			return controllermanager.Run(ctx, env.ConfigAs(auth.ControllerManagerUser()), controllermanager.Options{RootCA: env.CAPEM,
 				Informers: env.Informers, ServiceAccountConfig: env.ServiceAccountConfig, Controllers: names})
@@ -90,15 +147,53 @@ func WithScheduler() Option {
 }
 
 // WithSimNodes runs n simulated nodes (Ready, with leases; pods bound to
-// them go through a kubelet's lifecycle without containers).
+// them go through a kubelet's lifecycle without containers); Start returns
+// once they are registered and Ready.
 func WithSimNodes(n int) Option {
-	return WithComponent(func(ctx context.Context, cfg *rest.Config) error {
+	run := WithComponent(func(ctx context.Context, cfg *rest.Config) error {
 		s, err := sim.New(cfg, sim.Options{Nodes: n})
 		if err != nil {
 			return err
 		}
 		return s.Run(ctx)
 	})
+	return func(o *options) {
+		run(o)
+		o.ready = append(o.ready, func(ctx context.Context, cfg *rest.Config) error {
+			return waitForSimNodes(ctx, cfg, n)
+		})
+	}
+}
+
+// waitForSimNodes waits until n simulated nodes are Ready.
+func waitForSimNodes(ctx context.Context, cfg *rest.Config, n int) error {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for {
+		nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: sim.LabelSimulated})
+		ready := 0
+		if err == nil {
+			for _, node := range nodes.Items {
+				for _, c := range node.Status.Conditions {
+					if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+						ready++
+					}
+				}
+			}
+		}
+		if ready >= n {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %d simulated nodes to be Ready (%d are): %w", n, ready, ctx.Err())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
 }
 
 // WithComponent runs any in-process component against the environment's
@@ -204,5 +299,16 @@ func start(dataDir string, opts []Option) (env *Env, stop func(), err error) {
 			return nil, nil, err
 		}
 	}
-	return &Env{Config: cfg, KubeconfigPath: srv.KubeconfigPath, URL: srv.URL, srv: srv}, stop, nil
+	for _, ready := range o.ready {
+		if err := ready(ctx, cfg); err != nil {
+			stop()
+			return nil, nil, err
+		}
+	}
+	env = &Env{Config: cfg, KubeconfigPath: srv.KubeconfigPath, URL: srv.URL, srv: srv}
+	if env.started, err = env.Snapshot(); err != nil {
+		stop()
+		return nil, nil, err
+	}
+	return env, stop, nil
 }
