@@ -12,6 +12,7 @@ package testenv
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -92,4 +93,22 @@ func StandinHelp(name string) (string, error) {
 		return "", fmt.Errorf("no envtest stand-in is called %q", name)
 	}
 	return name + " (plainkube's stand-in for controller-runtime's envtest)\n\nFlags:\n" + fs.FlagUsages(), nil
+}
+
+// parseStandinFlags parses a stand-in's arguments with fs; done is true
+// when there is nothing more to do: the arguments were wrong, or the help
+// was asked for (and printed).
+func parseStandinFlags(name string, fs *pflag.FlagSet, args []string, stdout, stderr io.Writer) (done bool, err error) {
+	fs.SetOutput(stderr)
+	if err := fs.Parse(args); err != nil {
+		return true, err
+	}
+	if help, _ := fs.GetBool("help"); help {
+		text, err := StandinHelp(name)
+		if err == nil {
+			_, err = io.WriteString(stdout, text)
+		}
+		return true, err
+	}
+	return false, nil
 }

@@ -50,7 +50,6 @@ type apiserverFlags struct {
 	auditLogPath, auditPolicyFile       string
 	allowPrivileged                     bool
 	ignored                             map[string]*string
-	help                                bool
 	verbosity                           int
 	etcdPrefix, storageBackend, runtime string
 }
@@ -92,7 +91,7 @@ func apiserverFlagSet(f *apiserverFlags) *pflag.FlagSet {
 		"enable-priority-and-fairness", "delete-collection-workers", "event-ttl", "anonymous-auth", "enable-aggregator-routing"} {
 		f.ignored[name] = fs.String(name, "", "accepted, ignored")
 	}
-	fs.BoolVarP(&f.help, "help", "h", false, "print the flags")
+	fs.BoolP("help", "h", false, "print the flags")
 	return fs
 }
 
@@ -106,13 +105,7 @@ func apiserverFlagSet(f *apiserverFlags) *pflag.FlagSet {
 func RunKubeAPIServer(args []string, stdout, stderr io.Writer) error {
 	var f apiserverFlags
 	fs := apiserverFlagSet(&f)
-	fs.SetOutput(stderr)
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if f.help {
-		help, _ := StandinHelp("kube-apiserver")
-		_, err := io.WriteString(stdout, help)
+	if done, err := parseStandinFlags("kube-apiserver", fs, args, stdout, stderr); done {
 		return err
 	}
 	log, err := standinLogger(stderr, f.verbosity)

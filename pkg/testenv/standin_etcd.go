@@ -24,14 +24,7 @@ import (
 // etcd, serving there. Either way it runs until SIGTERM or SIGINT.
 func RunEtcd(args []string, stdout, stderr io.Writer) error {
 	var f etcdFlags
-	fs := etcdFlagSet(&f)
-	fs.SetOutput(stderr)
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if f.help {
-		help, _ := StandinHelp("etcd")
-		_, err := io.WriteString(stdout, help)
+	if done, err := parseStandinFlags("etcd", etcdFlagSet(&f), args, stdout, stderr); done {
 		return err
 	}
 	if len(f.listen) == 0 {
@@ -50,7 +43,6 @@ type etcdFlags struct {
 	listen  []string
 	dataDir string
 	noFsync bool
-	help    bool
 }
 
 // etcdFlagSet defines the etcd flags envtest passes; others are ignored.
@@ -62,7 +54,7 @@ func etcdFlagSet(f *etcdFlags) *pflag.FlagSet {
 	fs.StringSlice("listen-peer-urls", nil, "accepted (a single member has no peers)")
 	fs.StringVar(&f.dataDir, "data-dir", "", "data directory ("+EnvEtcd+"=embedded)")
 	fs.BoolVar(&f.noFsync, "unsafe-no-fsync", false, "skip fsync ("+EnvEtcd+"=embedded)")
-	fs.BoolVarP(&f.help, "help", "h", false, "print the flags")
+	fs.BoolP("help", "h", false, "print the flags")
 	return fs
 }
 
