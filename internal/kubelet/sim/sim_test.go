@@ -308,7 +308,19 @@ func TestOnFailureCrashLoops(t *testing.T) {
 
 func TestGracefulDeletion(t *testing.T) {
 	e := startSim(t, Options{Nodes: 1})
-	e.createPod("bye", "sim-0", func(p *corev1.Pod) { p.Spec.TerminationGracePeriodSeconds = ptrTo(int64(3)) })
+	// By default the containers exit as soon as they are asked to stop.
+	e.createPod("quick", "sim-0")
+	e.eventually("quick running", func() bool { return e.podReady("quick") })
+	if err := e.cs.CoreV1().Pods("default").Delete(context.Background(), "quick", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually("quick pod gone", func() bool { return e.pod("quick") == nil })
+
+	// A stop delay keeps it terminating, here until its grace period ends.
+	e.createPod("bye", "sim-0", func(p *corev1.Pod) {
+		p.Spec.TerminationGracePeriodSeconds = ptrTo(int64(3))
+		p.Annotations[AnnotationStopDelay] = "1m"
+	})
 	e.eventually("running", func() bool { return e.podReady("bye") })
 	if err := e.cs.CoreV1().Pods("default").Delete(context.Background(), "bye", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
