@@ -13,7 +13,10 @@
 //		…
 //	}
 //
-// The environment stops when the test ends (t.Cleanup).
+// The environment stops when the test ends (t.Cleanup). A suite that
+// shares one environment calls env.Reset between its tests: the objects
+// the tests made are deleted and those they changed written back, in
+// about 20 ms.
 //
 // It stands in for controller-runtime's envtest. Environment has
 // envtest.Environment's shape (CRDDirectoryPaths, Start, Stop…) for suites
