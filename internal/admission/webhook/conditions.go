@@ -3,6 +3,7 @@ package webhook
 import (
 	"context"
 	"errors"
+	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -22,9 +23,12 @@ import (
 // matchConditions are evaluated with upstream's CEL compiler and matcher
 // (the variables object, oldObject, request and authorizer, upstream's
 // cost budget and failure-policy rules), over adapters from this
-// package's Attributes and authorizer.
-
-var conditionCompiler = celplugin.NewConditionCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))
+// package's Attributes and authorizer. The compiler is made at the first
+// webhook with matchConditions, not at every process's start (its CEL
+// environment costs milliseconds to build).
+var conditionCompiler = sync.OnceValue(func() celplugin.ConditionCompiler {
+	return celplugin.NewConditionCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))
+})
 
 // conditionAuthorizer is the authorizer CEL's authorizer variable asks.
 type conditionAuthorizer = authorizer.UnconditionalAuthorizer
@@ -41,7 +45,7 @@ func (h *hook) compiledConditions() matchconditions.Matcher {
 			kind = "admit"
 		}
 		fp := h.failurePolicy
-		h.conditions = matchconditions.NewMatcher(conditionCompiler.CompileCondition(exprs,
+		h.conditions = matchconditions.NewMatcher(conditionCompiler().CompileCondition(exprs,
 			celplugin.OptionalVariableDeclarations{HasAuthorizer: true}, environment.StoredExpressions), &fp, "webhook", kind, h.name)
 	})
 	return h.conditions
