@@ -33,25 +33,23 @@ var upstreamDefaultPlugins = []string{"ServiceAccount", "TaintNodesByCondition",
 
 // apiserverFlags are the kube-apiserver flags the stand-in reads.
 type apiserverFlags struct {
-	etcdServers                         []string
-	certDir                             string
-	securePort                          int
-	bindAddress, advertiseAddress       string
-	tlsCertFile, tlsKeyFile             string
-	clientCAFile                        string
-	serviceAccountIssuers               []string
-	serviceAccountKeyFiles              []string
-	serviceAccountSigningKeyFile        string
-	serviceClusterIPRange               string
-	authorizationModes                  []string
-	enablePlugins, disablePlugins       []string
-	admissionControlConfigFile          string
-	encryptionProviderConfig            string
-	auditLogPath, auditPolicyFile       string
-	allowPrivileged                     bool
-	ignored                             map[string]*string
-	verbosity                           int
-	etcdPrefix, storageBackend, runtime string
+	etcdServers                   []string
+	certDir                       string
+	securePort                    int
+	bindAddress, advertiseAddress string
+	tlsCertFile, tlsKeyFile       string
+	clientCAFile                  string
+	serviceAccountIssuers         []string
+	serviceAccountSigningKeyFile  string
+	serviceClusterIPRange         string
+	authorizationModes            []string
+	enablePlugins, disablePlugins []string
+	admissionControlConfigFile    string
+	encryptionProviderConfig      string
+	auditLogPath, auditPolicyFile string
+	// ignored are the flags accepted and not acted on, by name.
+	ignored   map[string]*string
+	verbosity int
 }
 
 // apiserverFlagSet defines kube-apiserver's flags that envtest passes and
@@ -69,7 +67,7 @@ func apiserverFlagSet(f *apiserverFlags) *pflag.FlagSet {
 	fs.StringVar(&f.tlsKeyFile, "tls-private-key-file", "", "serving key (PEM)")
 	fs.StringVar(&f.clientCAFile, "client-ca-file", "", "CAs whose client certificates authenticate (CN user, O groups)")
 	fs.StringSliceVar(&f.serviceAccountIssuers, "service-account-issuer", nil, "service-account token issuer (the first one)")
-	fs.StringSliceVar(&f.serviceAccountKeyFiles, "service-account-key-file", nil, "accepted; tokens are checked with the signing key's public half")
+	fs.StringSlice("service-account-key-file", nil, "accepted; tokens are checked with the signing key's public half")
 	fs.StringVar(&f.serviceAccountSigningKeyFile, "service-account-signing-key-file", "", "private key that signs service-account tokens")
 	fs.StringVar(&f.serviceClusterIPRange, "service-cluster-ip-range", "10.0.0.0/24", "Service ClusterIP range")
 	fs.StringSliceVar(&f.authorizationModes, "authorization-mode", []string{"AlwaysAllow"}, "RBAC, Node (the Node,RBAC chain) or AlwaysAllow")
@@ -79,13 +77,10 @@ func apiserverFlagSet(f *apiserverFlags) *pflag.FlagSet {
 	fs.StringVar(&f.encryptionProviderConfig, "encryption-provider-config", "", "EncryptionConfiguration file")
 	fs.StringVar(&f.auditLogPath, "audit-log-path", "", "audit log file")
 	fs.StringVar(&f.auditPolicyFile, "audit-policy-file", "", "audit policy file")
-	fs.BoolVar(&f.allowPrivileged, "allow-privileged", false, "accepted (plainkube admits privileged containers unless PodSecurity says otherwise)")
+	fs.Bool("allow-privileged", false, "accepted (plainkube admits privileged containers unless PodSecurity says otherwise)")
 	fs.IntVarP(&f.verbosity, "v", "v", 0, "log verbosity (4 and up: debug)")
-	fs.StringVar(&f.etcdPrefix, "etcd-prefix", "/registry", "accepted, ignored")
-	fs.StringVar(&f.storageBackend, "storage-backend", "etcd3", "accepted, ignored")
-	fs.StringVar(&f.runtime, "runtime-config", "", "accepted, ignored: plainkube serves every API group it has")
 	f.ignored = map[string]*string{}
-	for _, name := range []string{"feature-gates", "storage-media-type", "service-node-port-range", "token-auth-file", "requestheader-client-ca-file",
+	for _, name := range []string{"etcd-prefix", "storage-backend", "runtime-config", "feature-gates", "storage-media-type", "service-node-port-range", "token-auth-file", "requestheader-client-ca-file",
 		"proxy-client-cert-file", "proxy-client-key-file", "kubelet-client-certificate", "kubelet-client-key", "profiling", "endpoint-reconciler-type",
 		"api-audiences", "service-account-lookup", "watch-cache", "default-watch-cache-size", "max-requests-inflight", "max-mutating-requests-inflight",
 		"enable-priority-and-fairness", "delete-collection-workers", "event-ttl", "anonymous-auth", "enable-aggregator-routing"} {
