@@ -8,14 +8,15 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"plainkube.dev/plainkube/internal/api/nodeutil"
 	"plainkube.dev/plainkube/internal/auth"
 	"plainkube.dev/plainkube/internal/controllermanager"
 	"plainkube.dev/plainkube/internal/kubelet/sim"
@@ -171,29 +172,24 @@ func waitForSimNodes(ctx context.Context, cfg *rest.Config, n int) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	for {
+	ready := 0
+	err = wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: sim.LabelSimulated})
-		ready := 0
-		if err == nil {
-			for _, node := range nodes.Items {
-				for _, c := range node.Status.Conditions {
-					if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
-						ready++
-					}
-				}
+		if err != nil {
+			return false, nil // the next poll reads again
+		}
+		ready = 0
+		for i := range nodes.Items {
+			if nodeutil.IsReady(&nodes.Items[i]) {
+				ready++
 			}
 		}
-		if ready >= n {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for %d simulated nodes to be Ready (%d are): %w", n, ready, ctx.Err())
-		case <-time.After(5 * time.Millisecond):
-		}
+		return ready >= n, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for %d simulated nodes to be Ready (%d are): %w", n, ready, err)
 	}
+	return nil
 }
 
 // WithComponent runs any in-process component against the environment's
