@@ -166,14 +166,22 @@ func TestPodLifecycle(t *testing.T) {
 	cs, dir := startNode(t, network.DefaultPodCIDR)
 	ctx := context.Background()
 
-	node, err := cs.CoreV1().Nodes().Get(ctx, "node-1", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The control-plane label comes with a second request, made with the
+	// control plane's credentials once the node has registered itself.
+	var node *corev1.Node
+	waitFor(t, 10*time.Second, "control-plane label", func(ctx context.Context) (bool, error) {
+		n, err := cs.CoreV1().Nodes().Get(ctx, "node-1", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		node = n
+		_, ok := n.Labels[kubelet.LabelControlPlane]
+		return ok, nil
+	})
 	if rv := node.Status.NodeInfo.ContainerRuntimeVersion; !strings.HasPrefix(rv, "containerd://") {
 		t.Errorf("runtime version = %q", rv)
 	}
-	if _, ok := node.Labels[kubelet.LabelControlPlane]; !ok || node.Labels[corev1.LabelHostname] != "node-1" {
+	if node.Labels[corev1.LabelHostname] != "node-1" {
 		t.Errorf("labels = %v", node.Labels)
 	}
 	if node.Status.Capacity.Cpu().IsZero() || node.Status.Capacity.Memory().IsZero() || node.Status.Capacity.Pods().Value() != 110 {
