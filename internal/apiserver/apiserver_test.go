@@ -137,7 +137,7 @@ func TestTooManyRequests(t *testing.T) {
 	}
 	bob := &auth.User{Name: "bob", Groups: []string{auth.GroupAuthenticated}}
 	ctx := context.Background()
-	if _, ok := s.seats.acquire(ctx, bob); !ok { // bob has one request being served
+	if _, ok := s.seats.acquire(ctx, bob, nil, nil); !ok { // bob has one request being served
 		t.Fatal("no seat for bob's first request")
 	}
 	get := func(u *auth.User) *httptest.ResponseRecorder {
@@ -154,7 +154,7 @@ func TestTooManyRequests(t *testing.T) {
 	if rec := get(alice); rec.Code != 200 {
 		t.Fatalf("alice while bob is at his share: %d", rec.Code)
 	}
-	if _, ok := s.seats.acquire(ctx, alice); !ok {
+	if _, ok := s.seats.acquire(ctx, alice, nil, nil); !ok {
 		t.Fatal("no seat for alice")
 	}
 	carol := &auth.User{Name: "carol", Groups: []string{auth.GroupAuthenticated}}

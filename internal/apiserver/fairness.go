@@ -91,9 +91,18 @@ func newSeats(limit int) *seats {
 	return &seats{system: level(0), workload: level(max(limit/2, 1))}
 }
 
+// queueGauge counts the requests waiting in the queues
+// (apiserver_current_inqueue_requests).
+type queueGauge interface {
+	Inc()
+	Dec()
+}
+
 // acquire takes a seat for u's request, waiting for one until ctx ends or
 // maxQueueWait passes; release gives it back. false: no seat (answer 429).
-func (s *seats) acquire(ctx context.Context, u *auth.User) (release func(), ok bool) {
+// While it waits the request counts in queued (if not nil); the time it
+// waited is added to waited (if not nil).
+func (s *seats) acquire(ctx context.Context, u *auth.User, queued queueGauge, waited *time.Duration) (release func(), ok bool) {
 	var lv *levelSeats
 	switch seatLevelOf(u) {
 	case exempt:
@@ -130,6 +139,13 @@ func (s *seats) acquire(ctx context.Context, u *auth.User) (release func(), ok b
 	lv.dispatch()
 	s.mu.Unlock()
 
+	if queued != nil {
+		queued.Inc()
+		defer queued.Dec()
+	}
+	if waited != nil {
+		defer func(start time.Time) { *waited += time.Since(start) }(time.Now())
+	}
 	timer := time.NewTimer(maxQueueWait)
 	defer timer.Stop()
 	select {

@@ -17,7 +17,7 @@ func TestSeatsQueueFairly(t *testing.T) {
 	ctx := context.Background()
 	take := func(u *auth.User) func() {
 		t.Helper()
-		release, ok := s.acquire(ctx, u)
+		release, ok := s.acquire(ctx, u, nil, nil)
 		if !ok {
 			t.Fatalf("%s: no seat", u.Name)
 		}
@@ -49,7 +49,7 @@ func TestSeatsQueueFairly(t *testing.T) {
 		name string
 	}{{a, "a3"}, {b, "b1"}, {b, "b2"}} {
 		go func() {
-			if _, ok := s.acquire(ctx, w.u); ok {
+			if _, ok := s.acquire(ctx, w.u, nil, nil); ok {
 				granted <- w.name
 			} else {
 				granted <- w.name + " refused"
@@ -76,11 +76,17 @@ func TestSeatsQueueFairly(t *testing.T) {
 	releaseA1()
 	next("a3")
 
-	// A wait that ends is refused and leaves the queue.
+	// A wait that ends is refused and leaves the queue; while it waited it
+	// counted as queued, and its wait is the SLI's to leave out.
 	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 	defer cancel()
-	if _, ok := s.acquire(short, a); ok {
+	var g countingGauge
+	var waited time.Duration
+	if _, ok := s.acquire(short, a, &g, &waited); ok {
 		t.Fatal("a request that could not wait for a seat got one")
+	}
+	if g.n != 0 || g.max != 1 || waited < 50*time.Millisecond {
+		t.Errorf("queued gauge %d (at most %d), waited %v; want 0 (1), at least 50ms", g.n, g.max, waited)
 	}
 	s.mu.Lock()
 	left := len(s.workload.queues) + len(s.workload.turn)
@@ -93,11 +99,17 @@ func TestSeatsQueueFairly(t *testing.T) {
 	long, cancelLong := context.WithCancel(ctx)
 	defer cancelLong()
 	for range queueLength {
-		go s.acquire(long, a)
+		go s.acquire(long, a, nil, nil)
 	}
 	queued(queueLength)
 	start := time.Now()
-	if _, ok := s.acquire(ctx, a); ok || time.Since(start) > time.Second {
+	if _, ok := s.acquire(ctx, a, nil, nil); ok || time.Since(start) > time.Second {
 		t.Errorf("past a full queue: seated %v after %v", ok, time.Since(start))
 	}
 }
+
+// countingGauge is a queueGauge that remembers its highest value.
+type countingGauge struct{ n, max int }
+
+func (g *countingGauge) Inc() { g.n++; g.max = max(g.max, g.n) }
+func (g *countingGauge) Dec() { g.n-- }

@@ -27,8 +27,14 @@ import (
 type metrics struct {
 	requests    *prometheus.CounterVec
 	latency     *prometheus.HistogramVec
+	sliLatency  *prometheus.HistogramVec
+	sizes       *prometheus.HistogramVec
 	longRunning *prometheus.GaugeVec
 	inFlight    *prometheus.GaugeVec
+	inQueue     *prometheus.GaugeVec
+	// queued are inQueue's two series, readOnly then mutating, resolved
+	// once rather than per request.
+	queued [2]prometheus.Gauge
 	watchEvents *prometheus.CounterVec
 	etcdLatency *prometheus.HistogramVec
 	etcdTotal   *prometheus.CounterVec
@@ -39,20 +45,36 @@ type metrics struct {
 // latencyBuckets are upstream's, for requests and storage calls alike.
 var latencyBuckets = []float64{0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30, 45, 60}
 
+// Request kinds, the request_kind label of the in-flight and in-queue
+// gauges.
+const (
+	kindReadOnly = "readOnly"
+	kindMutating = "mutating"
+)
+
 func newMetrics(s *Server) *metrics {
 	storageLabels := []string{"operation", "group", "resource"}
-	return &metrics{
+	m := &metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Subsystem: "apiserver", Name: "request_total",
 			Help: "Counter of apiserver requests broken out for each verb, dry run value, group, version, resource, scope, component, and HTTP response code."},
 			[]string{"verb", "dry_run", "group", "version", "resource", "subresource", "scope", "component", "code"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Subsystem: "apiserver", Name: "request_duration_seconds",
 			Help:    "Response latency distribution in seconds for each verb, dry run value, group, version, resource, subresource, scope and component.",
 			Buckets: latencyBuckets}, []string{"verb", "dry_run", "group", "version", "resource", "subresource", "scope", "component"}),
+		sliLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Subsystem: "apiserver", Name: "request_sli_duration_seconds",
+			Help:    "Response latency distribution (not counting webhook duration and priority & fairness queue wait times) in seconds for each verb, group, version, resource, subresource, scope and component.",
+			Buckets: latencyBuckets[2:]}, // upstream's: from 50 ms
+			[]string{"verb", "group", "version", "resource", "subresource", "scope", "component"}),
+		sizes: prometheus.NewHistogramVec(prometheus.HistogramOpts{Subsystem: "apiserver", Name: "response_sizes",
+			Help:    "Response size distribution in bytes for each group, version, verb, resource, subresource, scope and component.",
+			Buckets: prometheus.ExponentialBuckets(1000, 10, 7)}, []string{"verb", "group", "version", "resource", "subresource", "scope", "component"}),
 		longRunning: prometheus.NewGaugeVec(prometheus.GaugeOpts{Subsystem: "apiserver", Name: "longrunning_requests",
 			Help: "Gauge of all active long-running apiserver requests broken out by verb, group, version, resource, scope and component. Not all requests are tracked this way."},
 			[]string{"verb", "group", "version", "resource", "subresource", "scope", "component"}),
 		inFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{Subsystem: "apiserver", Name: "current_inflight_requests",
 			Help: "Number of requests (other than long-running ones) being served, per request kind."}, []string{"request_kind"}),
+		inQueue: prometheus.NewGaugeVec(prometheus.GaugeOpts{Subsystem: "apiserver", Name: "current_inqueue_requests",
+			Help: "Number of requests waiting in a priority level's queue for a seat, per request kind."}, []string{"request_kind"}),
 		watchEvents: prometheus.NewCounterVec(prometheus.CounterOpts{Subsystem: "apiserver", Name: "watch_events_total",
 			Help: "Number of events sent in watch clients"}, []string{"group", "version", "resource"}),
 		etcdLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "etcd_request_duration_seconds",
@@ -65,10 +87,20 @@ func newMetrics(s *Server) *metrics {
 			old: prometheus.NewDesc("apiserver_storage_objects", "[DEPRECATED, consider using apiserver_resource_objects instead] Number of stored objects at the time of last check split by kind. In case of a fetching error, the value will be -1.", []string{"resource"}, nil),
 			cur: prometheus.NewDesc("apiserver_resource_objects", "Number of stored objects at the time of last check split by kind. In case of a fetching error, the value will be -1.", []string{"group", "resource"}, nil)},
 	}
+	m.queued = [2]prometheus.Gauge{m.inQueue.WithLabelValues(kindReadOnly), m.inQueue.WithLabelValues(kindMutating)}
+	return m
+}
+
+// queueGauge is the in-queue gauge of a request of the kind.
+func (ms *metrics) queueGauge(mutating bool) prometheus.Gauge {
+	if mutating {
+		return ms.queued[1]
+	}
+	return ms.queued[0]
 }
 
 func (m *metrics) register(reg prometheus.Registerer) {
-	reg.MustRegister(m.requests, m.latency, m.longRunning, m.inFlight, m.watchEvents, m.etcdLatency, m.etcdTotal, m.etcdErrors, m.objects)
+	reg.MustRegister(m.requests, m.latency, m.sliLatency, m.sizes, m.longRunning, m.inFlight, m.inQueue, m.watchEvents, m.etcdLatency, m.etcdTotal, m.etcdErrors, m.objects)
 }
 
 // measuredRequest is what the request metrics say of one request.
@@ -138,25 +170,43 @@ func measure(r *http.Request, info requestInfo) (m measuredRequest, ok bool) {
 	return m, true
 }
 
+// requestKind is the request_kind label of a request.
+func requestKind(mutating bool) string {
+	if mutating {
+		return kindMutating
+	}
+	return kindReadOnly
+}
+
+// requestEnd is what the request metrics record when a request has been
+// answered: its code, the bytes of its body, and the time it spent
+// waiting on what the SLI leaves out (admission webhooks, a seat).
+type requestEnd func(code, size int, excluded time.Duration)
+
 // begin starts measuring a request: it counts it as in flight (or
-// long-running) and returns the function that records its end, with the
-// code the response had.
-func (ms *metrics) begin(m measuredRequest, mutating bool) func(code int) {
+// long-running) and returns the function that records its end.
+func (ms *metrics) begin(m measuredRequest, mutating bool) requestEnd {
 	start := time.Now()
 	var gauge prometheus.Gauge
-	switch {
-	case m.longRunning:
+	if m.longRunning {
 		gauge = ms.longRunning.WithLabelValues(m.verb, m.group, m.version, m.resource, m.subresource, m.scope, m.component)
-	case mutating:
-		gauge = ms.inFlight.WithLabelValues("mutating")
-	default:
-		gauge = ms.inFlight.WithLabelValues("readOnly")
+	} else {
+		gauge = ms.inFlight.WithLabelValues(requestKind(mutating))
 	}
 	gauge.Inc()
-	return func(code int) {
+	return func(code, size int, excluded time.Duration) {
+		took := time.Since(start)
 		gauge.Dec()
 		ms.requests.WithLabelValues(m.verb, m.dryRun, m.group, m.version, m.resource, m.subresource, m.scope, m.component, strconv.Itoa(code)).Inc()
-		ms.latency.WithLabelValues(m.verb, m.dryRun, m.group, m.version, m.resource, m.subresource, m.scope, m.component).Observe(time.Since(start).Seconds())
+		ms.latency.WithLabelValues(m.verb, m.dryRun, m.group, m.version, m.resource, m.subresource, m.scope, m.component).Observe(took.Seconds())
+		// As upstream's: the SLI leaves dry runs out, and sizes are of
+		// reads only.
+		if m.dryRun == "" {
+			ms.sliLatency.WithLabelValues(m.verb, m.group, m.version, m.resource, m.subresource, m.scope, m.component).Observe((took - excluded).Seconds())
+		}
+		if m.verb == "GET" || m.verb == "LIST" {
+			ms.sizes.WithLabelValues(m.verb, m.group, m.version, m.resource, m.subresource, m.scope, m.component).Observe(float64(size))
+		}
 	}
 }
 
@@ -190,10 +240,12 @@ func (s *Server) logRequest(r *http.Request, start time.Time, w *statusWriter) {
 		"userAgent", r.UserAgent(), "user", user, "srcIP", r.RemoteAddr, "resp", w.status())
 }
 
-// statusWriter remembers the code of the response written through it.
+// statusWriter remembers the code of the response written through it,
+// and counts the bytes of its body.
 type statusWriter struct {
 	http.ResponseWriter
-	code int
+	code    int
+	written int
 }
 
 func (w *statusWriter) WriteHeader(code int) {
@@ -207,7 +259,9 @@ func (w *statusWriter) Write(p []byte) (int, error) {
 	if w.code == 0 {
 		w.code = http.StatusOK
 	}
-	return w.ResponseWriter.Write(p)
+	n, err := w.ResponseWriter.Write(p)
+	w.written += n
+	return n, err
 }
 
 func (w *statusWriter) Flush() {

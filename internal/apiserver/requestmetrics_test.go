@@ -4,12 +4,14 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"sort"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -71,6 +73,44 @@ func configMapRequest(name, verb, scope, code, dryRun string) string {
 	return series(name, labels...)
 }
 
+// configMapSeries is the series of a core/v1 configmaps request in the
+// metrics without dry_run and code labels (SLI latency, response sizes).
+func configMapSeries(name, verb, scope string) string {
+	return series(name, "verb", verb, "group", "", "version", "v1", "resource", "configmaps", "subresource", "",
+		"scope", scope, "component", "apiserver")
+}
+
+// TestSLILatency: the SLI latency is the request's latency less the time
+// it waited on webhooks and for a seat; a response's size is recorded.
+func TestSLILatency(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	ms := newMetrics(nil)
+	reg.MustRegister(ms.latency, ms.sliLatency, ms.sizes)
+	end := ms.begin(measuredRequest{verb: "GET", group: "", version: "v1", resource: "configmaps", scope: "resource", component: "apiserver"}, false)
+	time.Sleep(20 * time.Millisecond)
+	const excluded = 15 * time.Millisecond
+	end(200, 4321, excluded)
+	sums := map[string]float64{}
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			if h := m.GetHistogram(); h != nil {
+				sums[f.GetName()] = h.GetSampleSum()
+			}
+		}
+	}
+	latency, sli := sums["apiserver_request_duration_seconds"], sums["apiserver_request_sli_duration_seconds"]
+	if latency < 0.02 || math.Abs(latency-sli-excluded.Seconds()) > 1e-9 {
+		t.Errorf("latency %v s, SLI latency %v s: want the SLI %v less", latency, sli, excluded)
+	}
+	if got := sums["apiserver_response_sizes"]; got != 4321 {
+		t.Errorf("response size %v, want 4321", got)
+	}
+}
+
 // TestRequestMetrics: requests are counted and timed by upstream's labels
 // (the verb as upstream reports it, the scope, the code, dryRun), watches
 // as long-running with their events counted, storage calls by operation
@@ -128,6 +168,10 @@ func TestRequestMetrics(t *testing.T) {
 		configMapRequest("apiserver_request_duration_seconds_count", "WATCH", "namespace", "", ""): 1,
 		series("apiserver_longrunning_requests", "verb", "WATCH", "group", "", "version", "v1", "resource", "configmaps",
 			"subresource", "", "scope", "namespace", "component", "apiserver"): 0,
+		configMapSeries("apiserver_request_sli_duration_seconds_count", "POST", "resource"):                         3, // not the dry run
+		configMapSeries("apiserver_response_sizes_count", "GET", "resource"):                                        1,
+		configMapSeries("apiserver_response_sizes_count", "LIST", "namespace"):                                      1,
+		series("apiserver_current_inqueue_requests", "request_kind", "readOnly"):                                    0,
 		series("apiserver_current_inflight_requests", "request_kind", "mutating"):                                   0,
 		series("apiserver_current_inflight_requests", "request_kind", "readOnly"):                                   0,
 		series("apiserver_watch_events_total", "group", "", "version", "v1", "resource", "configmaps"):              1,

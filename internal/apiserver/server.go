@@ -260,11 +260,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	info := parseRequestInfo(r)
 	sw := &statusWriter{ResponseWriter: w}
 	w = sw
+	mutating := r.Method != http.MethodGet && r.Method != http.MethodHead
+	var queued time.Duration // waiting for a seat
 	// Deferred first, so that they run last: after a panic is answered.
 	if m, ok := measure(r, info); ok && (!info.IsResource || s.serves(info)) {
-		end := s.metrics.begin(m, r.Method != http.MethodGet && r.Method != http.MethodHead)
-		defer func() { end(sw.status()) }()
+		end := s.metrics.begin(m, mutating)
+		ctx, webhooks := admission.TrackWebhookTime(r.Context())
+		r = r.WithContext(ctx)
+		defer func() { end(sw.status(), sw.written, webhooks.Total()+queued) }()
 	}
+	inQueue := s.metrics.queueGauge(mutating)
 	if s.log.Enabled(r.Context(), RequestLogLevel) {
 		start := time.Now()
 		defer func() { s.logRequest(r, start, sw) }() // r as authenticated, below
@@ -350,7 +355,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			defer cancel()
-			release, ok := s.seats.acquire(ctx, user)
+			release, ok := s.seats.acquire(ctx, user, inQueue, &queued)
 			if !ok {
 				s.codecs.writeError(w, r, noSeat())
 				return
@@ -371,7 +376,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if info.Verb == "watch" {
 				// A watch holds a seat until its initial events are sent,
 				// as upstream's counts a watch's start.
-				release, ok := s.seats.acquire(r.Context(), user)
+				release, ok := s.seats.acquire(r.Context(), user, inQueue, &queued)
 				if !ok {
 					s.codecs.writeError(w, r, noSeat())
 					return

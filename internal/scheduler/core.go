@@ -61,6 +61,7 @@ type Decision struct {
 func (a *Algorithm) Decide(ctx context.Context, fwk *framework.Framework, snap *framework.Snapshot, pod *v1.Pod) Decision {
 	fwk.SetSnapshot(snap)
 	state := framework.NewCycleState()
+	fwk.SampleCycle(state)
 	host, evaluated, feasible, err := a.schedule(ctx, fwk, state, pod)
 	d := Decision{Host: host, EvaluatedNodes: evaluated, FeasibleNodes: feasible, Err: err, State: state}
 	var fitErr *framework.FitError

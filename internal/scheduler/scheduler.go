@@ -150,7 +150,7 @@ func New(cfg *rest.Config, opts Options) (*Scheduler, error) {
 	for i := range c.Profiles {
 		p := &c.Profiles[i]
 		fwk, err := framework.NewFramework(registry, p, framework.WithClientSet(cs), framework.WithInformerFactory(s.factory),
-			framework.WithExtensionPointObserver(s.metrics.extensionPoint))
+			framework.WithExtensionPointObserver(s.metrics.extensionPoint), framework.WithPluginObserver(s.metrics.plugin))
 		if err != nil {
 			return nil, err
 		}

@@ -59,6 +59,9 @@ func TestMetrics(t *testing.T) {
 		// kubectl apply created the Deployment: one POST answered 201.
 		{"apiserver_request_total", []string{`verb="POST"`, `group="apps"`, `version="v1"`, `resource="deployments"`, `scope="resource"`, `component="apiserver"`, `code="201"`}, 1},
 		{"apiserver_request_duration_seconds_count", []string{`verb="LIST"`, `resource="pods"`}, 1},
+		{"apiserver_request_sli_duration_seconds_count", []string{`verb="POST"`, `group="apps"`, `resource="deployments"`}, 1},
+		{"apiserver_response_sizes_count", []string{`verb="LIST"`, `resource="pods"`}, 1},
+		{"apiserver_current_inqueue_requests", []string{`request_kind="mutating"`}, 0},
 		{"apiserver_longrunning_requests", []string{`verb="WATCH"`, `resource="pods"`}, 1},
 		{"apiserver_watch_events_total", []string{`resource="pods"`}, 3},
 		{"apiserver_storage_objects", []string{`resource="deployments.apps"`}, 1},
@@ -74,6 +77,8 @@ func TestMetrics(t *testing.T) {
 		{"scheduler_pending_pods", []string{`queue="active"`}, 0},
 		{"scheduler_framework_extension_point_duration_seconds_count", []string{`extension_point="PreFilter"`, `status="Success"`, `profile="default-scheduler"`}, 3},
 		{"scheduler_framework_extension_point_duration_seconds_count", []string{`extension_point="Reserve"`, `status="Success"`}, 3},
+		// The first scheduling cycle is one of the one in ten whose plugins are timed.
+		{"scheduler_plugin_execution_duration_seconds_count", []string{`plugin="NodeResourcesFit"`, `extension_point="Filter"`, `status="Success"`}, 1},
 		{"leader_election_master_status", []string{`name="kube-scheduler"`}, 1},
 	}
 	for _, ch := range checks {

@@ -38,6 +38,7 @@ func (w *Webhooks) mutate(ctx context.Context, a *admission.Attributes) error {
 	if len(hooks) == 0 {
 		return nil
 	}
+	defer func(start time.Time) { admission.AddWebhookTime(ctx, time.Since(start)) }(time.Now())
 	state := a.Reinvocable(MutatingName)
 	defer state.End()
 	m := &mutation{w: w, wiring: wr, r: newRequest(a, wr.src, wr.versions), state: state}

@@ -27,6 +27,7 @@ func (w *Webhooks) validate(ctx context.Context, a *admission.Attributes) error 
 	if len(hooks) == 0 {
 		return nil
 	}
+	defer func(start time.Time) { admission.AddWebhookTime(ctx, time.Since(start)) }(time.Now())
 	r := newRequest(a, wr.src, wr.versions)
 	type call struct {
 		inv      *invocation

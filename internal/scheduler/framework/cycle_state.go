@@ -23,6 +23,9 @@ type CycleState struct {
 	SkipFilterPlugins sets.Set[string]
 	// SkipScorePlugins are plugins whose PreScore returned Skip.
 	SkipScorePlugins sets.Set[string]
+	// RecordPluginMetrics: this cycle's plugins are timed
+	// (Framework.SampleCycle).
+	RecordPluginMetrics bool
 }
 
 // NewCycleState returns an empty state.
@@ -49,7 +52,7 @@ func (c *CycleState) Clone() *CycleState {
 	if c == nil {
 		return nil
 	}
-	out := &CycleState{storage: make(map[string]StateData, len(c.storage))}
+	out := &CycleState{storage: make(map[string]StateData, len(c.storage)), RecordPluginMetrics: c.RecordPluginMetrics}
 	for k, v := range c.storage {
 		out.storage[k] = v.Clone()
 	}

@@ -1,8 +1,10 @@
 package framework_test
 
 import (
+	"context"
 	"slices"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 
@@ -169,5 +171,54 @@ func TestDefaultNormalizeScore(t *testing.T) {
 	framework.DefaultNormalizeScore(100, true, r)
 	if r[0].Score != 100 || r[1].Score != 100 {
 		t.Errorf("reverse of zeros: %v", r)
+	}
+}
+
+// TestPluginObserver: one cycle in ten has its plugins timed, the first
+// among them; Filter is reported per node, with the status it returned.
+func TestPluginObserver(t *testing.T) {
+	type run struct{ plugin, point, code string }
+	var runs []run
+	f, err := framework.NewFramework(plugins.NewRegistry(), nil, framework.WithPluginObserver(
+		func(plugin, point string, code framework.Code, _ time.Duration) {
+			runs = append(runs, run{plugin, point, code.String()})
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := framework.NewSnapshot(nil, []*v1.Node{st.Node("small").Capacity("1", "1Gi").Obj(), st.Node("big").Capacity("8", "8Gi").Obj()})
+	pod := st.Pod("p").Req("2", "").Obj()
+	sampled := 0
+	for range 20 {
+		state := framework.NewCycleState()
+		f.SampleCycle(state)
+		if state.RecordPluginMetrics {
+			sampled++
+		}
+		f.SetSnapshot(snap)
+		if _, s := f.RunPreFilterPlugins(context.Background(), state, pod); !s.IsSuccess() {
+			t.Fatal(s)
+		}
+		for _, ni := range snap.List() {
+			f.RunFilterPlugins(context.Background(), state, pod, ni)
+		}
+	}
+	if sampled != 2 {
+		t.Errorf("%d of 20 cycles sampled, want 2", sampled)
+	}
+	count := map[run]int{}
+	for _, r := range runs {
+		count[r]++
+	}
+	// Two sampled cycles, NodeResourcesFit filtering two nodes each: the
+	// small one refused, the big one passed.
+	if got := count[run{"NodeResourcesFit", "Filter", "Unschedulable"}]; got != 2 {
+		t.Errorf("NodeResourcesFit Filter Unschedulable reported %d times, want 2 (runs %v)", got, runs)
+	}
+	if got := count[run{"NodeResourcesFit", "Filter", "Success"}]; got != 2 {
+		t.Errorf("NodeResourcesFit Filter Success reported %d times, want 2", got)
+	}
+	if got := count[run{"NodeResourcesFit", "PreFilter", "Success"}]; got != 2 {
+		t.Errorf("NodeResourcesFit PreFilter reported %d times, want 2", got)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -37,6 +38,10 @@ type Framework struct {
 	informers informers.SharedInformerFactory
 	// observe, if set, is told how long each extension point took.
 	observe ExtensionPointObserver
+	// observePlugin, if set, is told how long each plugin took, in the
+	// cycles SampleCycle marks; cycles counts the cycles sampled from.
+	observePlugin PluginObserver
+	cycles        atomic.Uint64
 }
 
 // ExtensionPointObserver is told, after each run of an extension point's
@@ -55,6 +60,44 @@ func WithExtensionPointObserver(o ExtensionPointObserver) Option {
 func (f *Framework) timed(point string, start time.Time, st **Status) {
 	if f.observe != nil {
 		f.observe(f.profileName, point, (*st).Code(), time.Since(start))
+	}
+}
+
+// PluginObserver is told, in the cycles SampleCycle marks, how long each
+// plugin's run at an extension point took and its status code: the
+// scheduler's scheduler_plugin_execution_duration_seconds. Filter and
+// Score plugins are reported once per node.
+type PluginObserver func(plugin, point string, code Code, took time.Duration)
+
+// WithPluginObserver times each plugin in sampled cycles.
+func WithPluginObserver(o PluginObserver) Option {
+	return func(f *Framework) { f.observePlugin = o }
+}
+
+// pluginSampleEvery: one cycle in this many has its plugins timed, as
+// upstream samples 10 % of cycles (timing every plugin on every node of
+// every cycle would cost more than the plugins).
+const pluginSampleEvery = 10
+
+// SampleCycle marks one cycle in pluginSampleEvery for its plugins to be
+// timed (CycleState.RecordPluginMetrics), when there is an observer.
+func (f *Framework) SampleCycle(state *CycleState) {
+	state.RecordPluginMetrics = f.observePlugin != nil && f.cycles.Add(1)%pluginSampleEvery == 1
+}
+
+// pluginStart is when a plugin's run starts, if the cycle is sampled; the
+// zero time otherwise.
+func (f *Framework) pluginStart(state *CycleState) time.Time {
+	if state == nil || !state.RecordPluginMetrics {
+		return time.Time{}
+	}
+	return time.Now()
+}
+
+// pluginDone reports a plugin's run that pluginStart timed.
+func (f *Framework) pluginDone(plugin, point string, start time.Time, st *Status) {
+	if !start.IsZero() {
+		f.observePlugin(plugin, point, st.Code(), time.Since(start))
 	}
 }
 
@@ -273,7 +316,9 @@ func (f *Framework) RunPreFilterPlugins(ctx context.Context, state *CycleState, 
 	skip := sets.New[string]()
 	nodes := f.snapshot.List()
 	for _, pl := range f.preFilter {
+		start := f.pluginStart(state)
 		r, s := pl.PreFilter(ctx, state, pod, nodes)
+		f.pluginDone(pl.Name(), "PreFilter", start, s)
 		if s.IsSkip() {
 			skip.Insert(pl.Name())
 			continue
@@ -309,7 +354,10 @@ func (f *Framework) RunFilterPlugins(ctx context.Context, state *CycleState, pod
 		if state.SkipFilterPlugins.Has(pl.Name()) {
 			continue
 		}
-		if s := pl.Filter(ctx, state, pod, nodeInfo); !s.IsSuccess() {
+		start := f.pluginStart(state)
+		s := pl.Filter(ctx, state, pod, nodeInfo)
+		f.pluginDone(pl.Name(), "Filter", start, s)
+		if !s.IsSuccess() {
 			if !s.IsRejected() {
 				s = AsStatus(fmt.Errorf("running %q filter plugin: %w", pl.Name(), s.AsError()))
 			}
@@ -400,7 +448,9 @@ func (f *Framework) RunPostFilterPlugins(ctx context.Context, state *CycleState,
 	var reasons []string
 	var result *PostFilterResult
 	for _, pl := range f.postFilter {
+		start := f.pluginStart(state)
 		r, s := pl.PostFilter(ctx, state, pod, filtered)
+		f.pluginDone(pl.Name(), "PostFilter", start, s)
 		if s.IsSuccess() {
 			return r, s
 		}
@@ -421,7 +471,9 @@ func (f *Framework) RunPreScorePlugins(ctx context.Context, state *CycleState, p
 	defer f.timed("PreScore", time.Now(), &st)
 	skip := sets.New[string]()
 	for _, pl := range f.preScore {
+		start := f.pluginStart(state)
 		s := pl.PreScore(ctx, state, pod, nodes)
+		f.pluginDone(pl.Name(), "PreScore", start, s)
 		if s.IsSkip() {
 			skip.Insert(pl.Name())
 			continue
@@ -464,14 +516,19 @@ func (f *Framework) RunScorePlugins(ctx context.Context, state *CycleState, pod 
 	scores := make([]NodeScore, len(nodes))
 	for _, pl := range active {
 		for i, ni := range nodes {
+			start := f.pluginStart(state)
 			s, st := pl.Score(ctx, state, pod, ni)
+			f.pluginDone(pl.Name(), "Score", start, st)
 			if !st.IsSuccess() {
 				return nil, AsStatus(fmt.Errorf("running Score plugin %q: %w", pl.Name(), st.AsError())).WithPlugin(pl.Name())
 			}
 			scores[i] = NodeScore{Name: ni.Node().Name, Score: s}
 		}
 		if ext := pl.ScoreExtensions(); ext != nil {
-			if st := ext.NormalizeScore(ctx, state, pod, scores); !st.IsSuccess() {
+			start := f.pluginStart(state)
+			st := ext.NormalizeScore(ctx, state, pod, scores)
+			f.pluginDone(pl.Name(), "ScoreExtensionNormalize", start, st)
+			if !st.IsSuccess() {
 				return nil, AsStatus(fmt.Errorf("running NormalizeScore of %q: %w", pl.Name(), st.AsError())).WithPlugin(pl.Name())
 			}
 		}
@@ -493,7 +550,10 @@ func (f *Framework) RunScorePlugins(ctx context.Context, state *CycleState, pod 
 func (f *Framework) RunReservePlugins(ctx context.Context, state *CycleState, pod *v1.Pod, nodeName string) (st *Status) {
 	defer f.timed("Reserve", time.Now(), &st)
 	for _, pl := range f.reserve {
-		if s := pl.Reserve(ctx, state, pod, nodeName); !s.IsSuccess() {
+		start := f.pluginStart(state)
+		s := pl.Reserve(ctx, state, pod, nodeName)
+		f.pluginDone(pl.Name(), "Reserve", start, s)
+		if !s.IsSuccess() {
 			if s.IsRejected() {
 				return s.WithPlugin(pl.Name())
 			}
@@ -509,7 +569,9 @@ func (f *Framework) RunUnreservePlugins(ctx context.Context, state *CycleState, 
 	var st *Status
 	defer f.timed("Unreserve", time.Now(), &st)
 	for i := len(f.reserve) - 1; i >= 0; i-- {
+		start := f.pluginStart(state)
 		f.reserve[i].Unreserve(ctx, state, pod, nodeName)
+		f.pluginDone(f.reserve[i].Name(), "Unreserve", start, nil)
 	}
 }
 
@@ -519,7 +581,10 @@ func (f *Framework) RunUnreservePlugins(ctx context.Context, state *CycleState, 
 func (f *Framework) RunPreBindPlugins(ctx context.Context, state *CycleState, pod *v1.Pod, nodeName string) (st *Status) {
 	defer f.timed("PreBind", time.Now(), &st)
 	for _, pl := range f.preBind {
-		if s := pl.PreBind(ctx, state, pod, nodeName); !s.IsSuccess() {
+		start := f.pluginStart(state)
+		s := pl.PreBind(ctx, state, pod, nodeName)
+		f.pluginDone(pl.Name(), "PreBind", start, s)
+		if !s.IsSuccess() {
 			if s.IsRejected() {
 				return s.WithPlugin(pl.Name())
 			}
