@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/yaml"
 )
 
@@ -145,11 +146,17 @@ func (d *daemonFlags) logger() (*slog.Logger, error) {
 		level = v
 	}
 	opts := &slog.HandlerOptions{Level: level}
+	var log *slog.Logger
 	switch strings.ToLower(*d.logFormat) {
 	case "text":
-		return slog.New(slog.NewTextHandler(os.Stderr, opts)), nil
+		log = slog.New(slog.NewTextHandler(os.Stderr, opts))
 	case "json":
-		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
+		log = slog.New(slog.NewJSONHandler(os.Stderr, opts))
+	default:
+		return nil, fmt.Errorf("--log-format: %q is neither text nor json", *d.logFormat)
 	}
-	return nil, fmt.Errorf("--log-format: %q is neither text nor json", *d.logFormat)
+	// What the client-go packages log through klog (leader election,
+	// informers' errors) is said in the same format, not klog's own.
+	klog.SetSlogLogger(log.With("component", "client-go"))
+	return log, nil
 }

@@ -311,7 +311,7 @@ func runServer(args []string) error {
 		// nothing said where the user looks.
 		stop()
 	}
-	log.Info("shutting down")
+	log.Info("shutting down", "component", "server")
 	srv.Wait()
 	return err
 }
@@ -502,8 +502,10 @@ func runAgent(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	// The agent's own credentials are the kubelet's business, as upstream's.
+	kubeletLog := log.With("component", "kubelet")
 	creds, err := tlsbootstrap.Bootstrap(ctx, tlsbootstrap.Options{Server: *serverURL, Token: *token, CACertHash: *caHash, CAFile: *caFile,
-		DataDir: *dataDir, NodeName: *nodeName, Logger: log})
+		DataDir: *dataDir, NodeName: *nodeName, Logger: kubeletLog})
 	if err != nil {
 		return err
 	}
@@ -516,9 +518,9 @@ func runAgent(args []string) error {
 		DataDir: filepath.Join(*dataDir, "node"), NodeName: *nodeName, NodeIP: *nodeIP,
 		APIPort: *port, ClientCA: creds.CAPEM, Logger: log, ManifestsDir: manifests,
 		RuntimeEndpoint: *runtimeEndpoint, CNIConfDir: *cniConfDir,
-		IssueServingCert: tlsbootstrap.ServingIssuer(creds.Config, creds.CAPEM, *dataDir, *nodeName, log)})
+		IssueServingCert: tlsbootstrap.ServingIssuer(creds.Config, creds.CAPEM, *dataDir, *nodeName, kubeletLog)})
 	o.OwnProcess = true
-	go tlsbootstrap.RotateClient(ctx, creds, *nodeName, nil, log)
+	go tlsbootstrap.RotateClient(ctx, creds, *nodeName, nil, kubeletLog)
 	fmt.Printf("plainkube agent %s: node %q joined %s\n", version.GitVersion(), *nodeName, *serverURL)
 	return node.Run(ctx, creds.Config, o)
 }

@@ -199,14 +199,14 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	// The controllers are built for each term (a controller's queue ends
 	// with its term), after the Lease is taken: a starting server is ready
 	// once its controller manager leads.
-	reconcile.RunLeading(ctx, client, *o.LeaderElection, "kube-controller-manager", slog.Default(), func(term context.Context) {
+	reconcile.RunLeading(ctx, client, *o.LeaderElection, "kube-controller-manager", slog.Default().With("component", "kube-controller-manager"), func(term context.Context) {
 		for {
 			cs, err := New(cfg, o)
 			if err == nil {
 				reconcile.RunAll(term, cs...)
 				return
 			}
-			slog.Error("controller manager: building the controllers; retrying", "err", err)
+			slog.Error("building the controllers; retrying", "component", "kube-controller-manager", "err", err)
 			select {
 			case <-term.Done():
 				return

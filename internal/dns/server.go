@@ -92,6 +92,7 @@ func newServer(opts Options) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	log = log.With("component", "dns")
 	s := &Server{opts: opts, zone: zone, log: log, idx: newIndex(), ctx: context.Background(), ready: make(chan struct{})}
 	if a, err := netip.ParseAddr(host); err == nil && !a.IsLoopback() && !a.IsUnspecified() {
 		s.localIPs = []netip.Addr{a.Unmap()}

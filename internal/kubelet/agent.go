@@ -93,7 +93,7 @@ func New(cfg *rest.Config, opts Options) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &Agent{opts: opts, cs: cs, controlPlaneCS: cs, log: opts.Logger.With("node", opts.NodeName)}
+	a := &Agent{opts: opts, cs: cs, controlPlaneCS: cs, log: opts.Logger.With("component", "kubelet", "node", opts.NodeName)}
 	if opts.ControlPlaneConfig != nil {
 		if a.controlPlaneCS, err = kubernetes.NewForConfig(opts.ControlPlaneConfig); err != nil {
 			return nil, err
@@ -116,7 +116,7 @@ func (a *Agent) MetricsRegisterer() prometheus.Registerer { return a.metrics.Reg
 func (a *Agent) Run(ctx context.Context) error {
 	a.rt = a.opts.Runtime
 	if a.rt == nil && a.opts.RuntimeEndpoint != "" {
-		rt, err := containerd.Connect(ctx, a.opts.RuntimeEndpoint, containerd.ConnectOptions{CNIConfDir: a.opts.CNIConfDir, Logger: a.opts.Logger})
+		rt, err := containerd.Connect(ctx, a.opts.RuntimeEndpoint, containerd.ConnectOptions{CNIConfDir: a.opts.CNIConfDir, Logger: a.opts.Logger.With("component", "containerd")})
 		if err != nil {
 			return err
 		}
@@ -127,7 +127,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		if err := containerd.CheckInstalled(containerd.DefaultCNIBinDir); err != nil {
 			return err
 		}
-		rt, err := containerd.Start(ctx, containerd.Options{DataDir: filepath.Join(a.opts.DataDir, "containerd"), Logger: a.opts.Logger})
+		rt, err := containerd.Start(ctx, containerd.Options{DataDir: filepath.Join(a.opts.DataDir, "containerd"), Logger: a.opts.Logger.With("component", "containerd")})
 		if err != nil {
 			return err
 		}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
+	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -68,6 +69,10 @@ func startNodeWith(t *testing.T, podCIDR string, opt func(*kubelet.Options)) (ku
 		}
 		rt.Stop()
 		unmountUnder(t, dir+"/volumes/")
+		// The pod bridge outlives an agent on purpose; not a test's.
+		if p, err := netip.ParsePrefix(podCIDR); err == nil {
+			exec.Command("ip", "link", "del", network.BridgeName(p)).Run()
+		}
 	})
 	img, err := image.FromBinary(busyboxBin, "/bin/busybox", "/bin/sh", "/bin/sleep", "/bin/echo")
 	if err != nil {

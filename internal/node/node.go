@@ -92,7 +92,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		}
 	}
 	if len(opts.Agent.ClusterDNS) == 0 {
-		if ip := lookupClusterDNS(ctx, cs, log); ip != "" {
+		if ip := lookupClusterDNS(ctx, cs, log.With("component", "kubelet")); ip != "" {
 			opts.Agent.ClusterDNS = []string{ip}
 		}
 	}
@@ -159,7 +159,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		// (its port taken by another resolver) is said, not fatal.
 		start("cluster DNS", func(ctx context.Context) error {
 			if err := d.Run(ctx); err != nil {
-				log.Error("the node's DNS does not answer; pods here cannot resolve cluster names (free the port, or give --dns-port or --disable-dns)", "err", err)
+				log.With("component", "dns").Error("the node's DNS does not answer; pods here cannot resolve cluster names (free the port, or give --dns-port or --disable-dns)", "err", err)
 			}
 			return nil
 		})
@@ -169,7 +169,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 			case <-ctx.Done():
 				return nil
 			}
-			return dns.Advertise(ctx, cs, nodeName, nodeIP, int32(port), log)
+			return dns.Advertise(ctx, cs, nodeName, nodeIP, int32(port), log.With("component", "dns"))
 		})
 	}
 	factory.Start(ctx.Done())

@@ -256,6 +256,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if log == nil {
 		log = slog.Default()
 	}
+	log = log.With("component", "apiserver")
 	if opts.ServiceCIDR == "" {
 		opts.ServiceCIDR = "10.96.0.0/12"
 	}

@@ -42,9 +42,9 @@ func sampleValue(text, metric string, pairs ...string) float64 {
 // has upstream's request, storage, work queue, scheduler and leader
 // election series with the work that was done, and every metric the
 // dashboard in docs/ plots; a member of system:monitoring may read it, a
-// plain user may not.
+// plain user may not. Its log is JSON, each line naming its component.
 func TestMetrics(t *testing.T) {
-	c := startCluster(t, "--sim-nodes", "1")
+	c := startCluster(t, "--sim-nodes", "1", "--log-format", "json")
 	c.eventually([]string{"sim-0"}, "get", "nodes")
 	dir := t.TempDir()
 	c.must("apply", "-f", writeFile(t, dir, "web.yaml", webDeploymentFastStop))
@@ -121,4 +121,28 @@ func TestMetrics(t *testing.T) {
 	c.mustStdout("get", "--raw", "/metrics", "--as=prometheus", "--as-group=system:monitoring")
 	out := c.mustFail("get", "--raw", "/metrics", "--as=nobody")
 	contains(t, out, "forbidden")
+
+	// With --log-format json, every line the server logged (client-go's
+	// through klog too) is a JSON object naming the component or
+	// controller that said it; stdout has the banner only.
+	c.stop()
+	logged := 0
+	for _, line := range strings.Split(strings.TrimSpace(c.log.String()), "\n") {
+		if !strings.HasPrefix(line, "{") {
+			if !strings.HasPrefix(line, "plainkube ") && !strings.HasPrefix(line, "join another host") && !strings.HasPrefix(line, "  plainkube agent") {
+				t.Errorf("a line neither JSON nor the banner: %s", line)
+			}
+			continue
+		}
+		logged++
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Errorf("%v: %s", err, line)
+		} else if rec["component"] == nil && rec["controller"] == nil {
+			t.Errorf("a line naming no component: %s", line)
+		}
+	}
+	if logged < 10 {
+		t.Errorf("only %d JSON lines logged", logged)
+	}
 }

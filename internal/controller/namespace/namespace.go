@@ -59,7 +59,7 @@ func New(cfg *rest.Config) (*Controller, error) {
 		DeletionDelay: DefaultDeletionDelay,
 		del: &deleter{client: base.Client, metadata: md, discovery: base.Client.Discovery(), now: time.Now,
 			finalizerToken: corev1.FinalizerKubernetes, ops: newOpCache(), finalizerEstimate: finalizerEstimateSeconds,
-			log: slog.Default()},
+			log: slog.Default().With("controller", "namespace")},
 	}, nil
 }
 

@@ -101,7 +101,7 @@ func New(cfg *rest.Config, opts Options) (*Sim, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Sim{opts: opts, log: opts.Logger, cs: cs, byName: make(map[string]*simNode, opts.Nodes)}
+	s := &Sim{opts: opts, log: opts.Logger.With("component", "sim-nodes"), cs: cs, byName: make(map[string]*simNode, opts.Nodes)}
 	for i := range opts.Nodes {
 		n := &simNode{index: i, name: opts.nodeName(i), hostIP: nodeIP(i).String()}
 		s.nodes = append(s.nodes, n)
@@ -197,10 +197,10 @@ func (s *Sim) Run(ctx context.Context) error {
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		reconcile.ProcessQueue(ctx, s.nodeQueue, heartbeatWorkers, s.log.With("component", "sim-nodes"), s.heartbeat)
+		reconcile.ProcessQueue(ctx, s.nodeQueue, heartbeatWorkers, s.log.With("queue", "nodes"), s.heartbeat)
 	})
 	wg.Go(func() {
-		reconcile.ProcessQueue(ctx, s.podQueue, podWorkers, s.log.With("component", "sim-pods"), s.syncPod)
+		reconcile.ProcessQueue(ctx, s.podQueue, podWorkers, s.log.With("queue", "pods"), s.syncPod)
 	})
 	wg.Wait()
 	return nil
