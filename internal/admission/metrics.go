@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -123,12 +124,16 @@ func (c Chain) Instrument(m *Metrics) Chain {
 	return out
 }
 
-// timed wraps a plugin's phase; its observers are looked up once.
+// timed wraps a plugin's phase; each of its observers is looked up once,
+// when first needed (a series made for every plugin, operation and outcome
+// up front would be thousands of zeros in every scrape).
 func (m *Metrics) timed(name, step string, f func(context.Context, *Attributes) error) func(context.Context, *Attributes) error {
-	var observers [len(operations)][2]prometheus.Observer
+	var observers [len(operations)][2]func() prometheus.Observer
 	for i, op := range operations {
 		for j, rejected := range []bool{false, true} {
-			observers[i][j] = m.controller.WithLabelValues(name, step, string(op), strconv.FormatBool(rejected))
+			observers[i][j] = sync.OnceValue(func() prometheus.Observer {
+				return m.controller.WithLabelValues(name, step, string(op), strconv.FormatBool(rejected))
+			})
 		}
 	}
 	return func(ctx context.Context, a *Attributes) error {
@@ -140,7 +145,7 @@ func (m *Metrics) timed(name, step string, f func(context.Context, *Attributes) 
 				if err != nil {
 					rejected = 1
 				}
-				observers[i][rejected].Observe(time.Since(start).Seconds())
+				observers[i][rejected]().Observe(time.Since(start).Seconds())
 				break
 			}
 		}
