@@ -373,6 +373,7 @@ func (b *Builder) Run(ctx context.Context, workers int, newReconcile func(record
 		f()
 	}
 	b.log.Info("controller synced")
+	reconcile.ReportSynced(ctx)
 	var wg sync.WaitGroup
 	for _, x := range b.extra {
 		wg.Add(1)

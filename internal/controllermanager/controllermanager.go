@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -70,6 +71,10 @@ type Options struct {
 	// the controller on the config this returns for that account. Nil:
 	// every controller uses the manager's config.
 	ServiceAccountConfig func(sa *corev1.ServiceAccount) *rest.Config
+	// Synced, if set, is called once, when every controller has synced
+	// its informers for the first time (so a test environment can return
+	// when the controllers act on what the API holds).
+	Synced func()
 
 	// accountConfig is the config of a kube-system ServiceAccount, for a
 	// constructor whose controller runs two of upstream's (New sets it
@@ -178,6 +183,9 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err
+	}
+	if o.Synced != nil {
+		ctx = reconcile.WhenAllSynced(ctx, sync.OnceFunc(o.Synced))
 	}
 	if o.Informers == nil {
 		ictx, cancel := context.WithCancel(ctx)

@@ -41,14 +41,16 @@ func WithWorkers(c Controller, n int) Controller { return withWorkers{c, n} }
 // RunAll runs each controller in its own goroutine until ctx ends, and
 // returns when all of them have returned. A controller whose Run returns
 // before ctx ends (with an error or not) is logged and started again after a
-// backoff that doubles up to 30 s. Logs go to slog.Default().
+// backoff that doubles up to 30 s. Logs go to slog.Default(). A ctx from
+// WhenAllSynced hears when every controller has synced (ReportSynced).
 func RunAll(ctx context.Context, controllers ...Controller) {
 	var wg sync.WaitGroup
-	for _, c := range controllers {
+	ctxs := withSyncReports(ctx, len(controllers))
+	for i, c := range controllers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			runOne(ctx, c, slog.Default().With("controller", c.Name()))
+			runOne(ctxs[i], c, slog.Default().With("controller", c.Name()))
 		}()
 	}
 	wg.Wait()

@@ -119,19 +119,36 @@ func WithPort(port int) Option { return func(o *options) { o.port = port } }
 // namespace deletion, and the others), as a real cluster does. Names, if
 // given, choose the controllers as kube-controller-manager's --controllers
 // does: "garbagecollector,namespace" runs those two only, "*,-podgc" the
-// default ones but podgc (plainkube's or upstream's names).
+// default ones but podgc (plainkube's or upstream's names). Start returns
+// once every controller has synced its informers: what a test creates
+// next, they see.
 func WithControllers(names ...string) Option {
 	return func(o *options) {
 		// Upstream's default admission plugins need controllers to finish
 		// their work (a namespace's default service account, a new node's
 		// not-ready taint removed): on only when those run.
 		o.serviceAccounts = controllermanager.RunsAll(names, controllermanager.AdmissionControllers...)
+		synced := make(chan struct{})
 		o.components = append(o.components, func(ctx context.Context, env server.ComponentEnv) error {
 			return controllermanager.Run(ctx, env.ConfigAs(auth.ControllerManagerUser()), controllermanager.Options{RootCA: env.CAPEM,
-				Informers: env.Informers, ServiceAccountConfig: env.ServiceAccountConfig, Controllers: names})
+				Informers: env.Informers, ServiceAccountConfig: env.ServiceAccountConfig, Controllers: names,
+				Synced: func() { close(synced) }})
+		})
+		o.ready = append(o.ready, func(ctx context.Context, _ *rest.Config) error {
+			select {
+			case <-synced:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(controllersSyncTimeout):
+				return fmt.Errorf("the controllers' informers did not sync within %v", controllersSyncTimeout)
+			}
 		})
 	}
 }
+
+// controllersSyncTimeout bounds Start's wait for the controllers' informers.
+const controllersSyncTimeout = 30 * time.Second
 
 // WithScheduler runs plainkube's scheduler, so pods get bound to nodes.
 // It shares its informers with the controllers, as in plainkube server.

@@ -165,6 +165,7 @@ func (r *run) run(ctx context.Context, workers int) error {
 		return nil
 	}
 	r.log.Info("garbage collector synced", "resources", r.monitorCount())
+	reconcile.ReportSynced(ctx)
 
 	var wg sync.WaitGroup
 	wg.Add(2)
