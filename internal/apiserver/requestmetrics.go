@@ -34,7 +34,7 @@ type metrics struct {
 	inQueue     *prometheus.GaugeVec
 	// queued are inQueue's two series, readOnly then mutating, resolved
 	// once rather than per request.
-	queued [2]prometheus.Gauge
+	queued      [2]prometheus.Gauge
 	watchEvents *prometheus.CounterVec
 	etcdLatency *prometheus.HistogramVec
 	etcdTotal   *prometheus.CounterVec
