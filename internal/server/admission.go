@@ -77,6 +77,15 @@ type admissionDeps struct {
 	pluginConfigs map[string][]byte
 }
 
+// ControllerDefaultPlugins are upstream's default admission plugins that
+// only Options.DefaultAdmission turns on, as they need controllers to
+// finish their work (admissionDeps.controllerDefaults below). A server
+// that wants them without the rest of DefaultAdmission (the envtest
+// stand-in, standing for a bare kube-apiserver) names them in
+// Options.EnableAdmissionPlugins.
+var ControllerDefaultPlugins = []string{saadmission.Name, taintnodesbycondition.Name,
+	defaulttolerationseconds.Name, storageobjectinuseprotection.Name}
+
 // admissionChain is the API server's one admission chain, in upstream's
 // order (kube-apiserver's recommended plugin order): each plugin's Mutate
 // runs in this order, then the resource's validation, then each plugin's

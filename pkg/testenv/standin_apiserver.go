@@ -24,13 +24,6 @@ import (
 // defaultEnvtestControllers is EnvControllers' default.
 const defaultEnvtestControllers = "garbagecollector,namespace"
 
-// upstreamDefaultPlugins are the admission plugins upstream's
-// kube-apiserver enables by default that plainkube's server leaves off
-// unless asked (they need controllers to finish their work; see
-// server.Options.DefaultAdmission). The stand-in turns them on, less those
-// --disable-admission-plugins names, as kube-apiserver would.
-var upstreamDefaultPlugins = []string{"ServiceAccount", "TaintNodesByCondition", "DefaultTolerationSeconds", "StorageObjectInUseProtection"}
-
 // apiserverFlags are the kube-apiserver flags the stand-in reads.
 type apiserverFlags struct {
 	etcdServers                   []string
@@ -175,8 +168,11 @@ func (f *apiserverFlags) options(log *slog.Logger) ([]Option, error) {
 	if len(f.serviceAccountIssuers) > 0 {
 		issuer = f.serviceAccountIssuers[0]
 	}
+	// Upstream's default plugins that plainkube's server leaves off unless
+	// asked go on, less those --disable-admission-plugins names, as
+	// kube-apiserver would have them.
 	enable := append([]string(nil), f.enablePlugins...)
-	for _, p := range upstreamDefaultPlugins {
+	for _, p := range server.ControllerDefaultPlugins {
 		if !slices.Contains(f.disablePlugins, p) && !slices.Contains(enable, p) {
 			enable = append(enable, p)
 		}
