@@ -61,6 +61,10 @@ func builtinTypeConverter() managedfields.TypeConverter {
 // rather than beside its other start-up work.
 func WarmTypeConverter() { go typeConverter() }
 
+// TypeConverter is the schemas of every type the server serves but custom
+// resources (those of the built-in kinds, CRDs and APIServices).
+func TypeConverter() managedfields.TypeConverter { return typeConverter() }
+
 // groupTypeConverter sends each object to the converter of its group:
 // client-go's schema knows every built-in type but CRDs and APIServices,
 // whose schemas come with apiextensions-apiserver's and kube-aggregator's

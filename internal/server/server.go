@@ -347,6 +347,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		authz = auth.AlwaysAllowAuthorizer{}
 	}
 	validatingPolicies := policy.NewValidating(authz) // reads the policies once the API serves them
+	validatingPolicies.BuiltinTypes = apiserver.TypeConverter
 	// The webhooks read their configurations once the API serves
 	// (startWebhooks).
 	// /metrics: Go's and the process's own metrics, as upstream's

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/mutating/patch"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
 	"k8s.io/client-go/discovery"
@@ -30,6 +31,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"plainkube.dev/plainkube/internal/admission"
+	"plainkube.dev/plainkube/internal/reconcile"
+	"sigs.k8s.io/structured-merge-diff/v6/typed"
 )
 
 // byPolicyName indexes bindings by spec.policyName.
@@ -75,7 +78,8 @@ type paramInformer struct {
 // over cfg (the loopback client), started as policies name them. A type
 // checker on the same informers writes each policy's
 // status.typeChecking. What it runs stops with ctx.
-func NewSource(ctx context.Context, cfg *rest.Config, f informers.SharedInformerFactory, cs kubernetes.Interface, log *slog.Logger) (*Source, error) {
+func NewSource(ctx context.Context, cfg *rest.Config, f informers.SharedInformerFactory, cs kubernetes.Interface, log *slog.Logger,
+	builtinTypes func() managedfields.TypeConverter) (*Source, error) {
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -100,9 +104,9 @@ func NewSource(ctx context.Context, cfg *rest.Config, f informers.SharedInformer
 		mapper:   restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc)),
 		policies: pInf.GetIndexer(), bindings: bInf.GetIndexer(), namespaces: admission.Namespaces{Lister: ns.Lister(), Client: cs},
 		mpolicies: mpInf.GetIndexer(), mbindings: mbInf.GetIndexer(),
-		// Schemas of the kinds ApplyConfiguration mutations patch, from
-		// the API server's OpenAPI.
-		types:    patch.NewTypeConverterManager(nil, dc.OpenAPIV3()),
+		// Schemas of the kinds ApplyConfiguration mutations patch: the
+		// built-in ones', if given, else from the API server's OpenAPI.
+		types:    patch.NewTypeConverterManager(lazyTypes(builtinTypes), dc.OpenAPIV3()),
 		synced:   admission.Synced{pInf.HasSynced, bInf.HasSynced, mpInf.HasSynced, mbInf.HasSynced, ns.Informer().HasSynced},
 		compiled: map[types.UID]compiledPolicy{}, mcompiled: map[types.UID]compiledMutating{},
 		params: map[schema.GroupVersionKind]*paramInformer{},
@@ -279,7 +283,7 @@ func (s *Source) Params(ctx context.Context, kind *admissionv1.ParamKind, ref *a
 	}
 	waitCtx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	if !cache.WaitForCacheSync(waitCtx.Done(), pi.informer.HasSynced) {
+	if !reconcile.WaitForCacheSync(waitCtx, pi.informer.HasSynced) {
 		return nil, fmt.Errorf("paramKind kind `%v` not yet synced to use for admission", kind.String())
 	}
 	var params []runtime.Object
@@ -331,4 +335,26 @@ func (s *Source) Params(ctx context.Context, kind *admissionv1.ParamKind, ref *a
 		return nil, fmt.Errorf("no params found for policy binding with `Deny` parameterNotFoundAction")
 	}
 	return params, nil
+}
+
+// lazyTypes is a type converter that asks f for the real one at its first
+// use (nil if f is): building the built-in kinds' schemas costs a starting
+// server tens of milliseconds that only mutating policies need.
+func lazyTypes(f func() managedfields.TypeConverter) managedfields.TypeConverter {
+	if f == nil {
+		return nil
+	}
+	return lazyTypeConverter{sync.OnceValue(f)}
+}
+
+type lazyTypeConverter struct {
+	get func() managedfields.TypeConverter
+}
+
+func (c lazyTypeConverter) ObjectToTyped(obj runtime.Object, opts ...typed.ValidationOptions) (*typed.TypedValue, error) {
+	return c.get().ObjectToTyped(obj, opts...)
+}
+
+func (c lazyTypeConverter) TypedToObject(value *typed.TypedValue) (runtime.Object, error) {
+	return c.get().TypedToObject(value)
 }

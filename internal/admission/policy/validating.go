@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	upstream "k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
@@ -43,6 +44,11 @@ type Validating struct {
 	// readyWait bounds how long a request waits for the first read of the
 	// policies before it is refused.
 	readyWait time.Duration
+	// BuiltinTypes, if set, gives the schemas of the built-in kinds that
+	// mutating policies' ApplyConfiguration patches need (the API server's
+	// own), so that those are not fetched from its OpenAPI; set before
+	// Start.
+	BuiltinTypes func() managedfields.TypeConverter
 }
 
 // NewValidating returns the plugin; authz answers the `authorizer`
@@ -59,7 +65,7 @@ func (v *Validating) SetSource(s *Source) { v.source.Store(s) }
 // ctx ends, and type-checks them; synced reports whether the informers
 // have synced.
 func (v *Validating) Start(ctx context.Context, cfg *rest.Config, f informers.SharedInformerFactory, cs kubernetes.Interface, log *slog.Logger) (synced func() bool, err error) {
-	s, err := NewSource(ctx, cfg, f, cs, log)
+	s, err := NewSource(ctx, cfg, f, cs, log, v.BuiltinTypes)
 	if err != nil {
 		return nil, err
 	}
