@@ -57,7 +57,7 @@ func runChurn(ctx context.Context, o *Options, r *Result) error {
 			AddFunc: seen, UpdateFunc: func(_, n interface{}) { seen(n) },
 		})
 		f.Start(ictx.Done())
-		if !cache.WaitForCacheSync(ictx.Done(), inf.HasSynced) {
+		if !reconcile.WaitForCacheSync(ictx, inf.HasSynced) {
 			return fmt.Errorf("informer did not sync")
 		}
 		var ops, errs atomic.Int64

@@ -8,6 +8,7 @@ import (
 
 	"plainkube.dev/plainkube/internal/api/nodeutil"
 	"plainkube.dev/plainkube/internal/api/podutil"
+	"plainkube.dev/plainkube/internal/reconcile"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -71,7 +72,7 @@ func watchInformer[T runtime.Object](ctx context.Context, f informers.SharedInfo
 		return err
 	}
 	f.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+	if !reconcile.WaitForCacheSync(ctx, inf.HasSynced) {
 		return fmt.Errorf("%s informer in %s did not sync", what, ns)
 	}
 	return nil

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 
+	"plainkube.dev/plainkube/internal/reconcile"
 	"plainkube.dev/plainkube/internal/resolvconf"
 )
 
@@ -153,7 +154,7 @@ func (s *Server) Run(ctx context.Context) error {
 	go func() { errc <- tcp.ActivateAndServe() }()
 	s.log.Info("cluster DNS listening", "addr", s.Addr(), "zone", s.zone, "upstreams", s.fwd.upstreams)
 	go func() {
-		if !cache.WaitForCacheSync(ctx.Done(), s.synced...) {
+		if !reconcile.WaitForCacheSync(ctx, s.synced...) {
 			return
 		}
 		s.isSynced.Store(true)

@@ -222,7 +222,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	defer factory.Shutdown()
 	all.Start(ctx.Done())
 	defer all.Shutdown()
-	if !cache.WaitForCacheSync(ctx.Done(), inf.Informer().HasSynced, svcInf.Informer().HasSynced) {
+	if !reconcile.WaitForCacheSync(ctx, inf.Informer().HasSynced, svcInf.Informer().HasSynced) {
 		return ctx.Err()
 	}
 	a.apiSynced.Store(true)

@@ -281,7 +281,7 @@ func (n *Netpol) poke() { n.kick.Poke() }
 // namespace of its own, its OS thread locked there). The table stays when
 // it returns.
 func (n *Netpol) Run(ctx context.Context) error {
-	if !cache.WaitForCacheSync(ctx.Done(), n.synced...) {
+	if !reconcile.WaitForCacheSync(ctx, n.synced...) {
 		return nil
 	}
 	if err := filterBridged(); err != nil {

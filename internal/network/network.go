@@ -130,7 +130,7 @@ func (n *Network) Run(ctx context.Context) error {
 	var stopEvents func()
 	n.recorder, stopEvents = reconcile.NodeEventRecorder(ctx, n.cs, "plainkube-pod-network", n.opts.NodeName)
 	defer stopEvents()
-	if !cache.WaitForCacheSync(ctx.Done(), n.synced) {
+	if !reconcile.WaitForCacheSync(ctx, n.synced) {
 		return nil
 	}
 	reconcile.SyncLoop{Name: "pod-network", Log: n.log, Sync: n.sync, Period: n.opts.ResyncPeriod, MinBackoff: 200 * time.Millisecond,

@@ -229,7 +229,7 @@ func (p *Proxy) Run(ctx context.Context) error {
 	var stopEvents func()
 	p.recorder, stopEvents = reconcile.NodeEventRecorder(ctx, p.cs, "plainkube-proxy", p.opts.NodeName)
 	defer stopEvents()
-	if !cache.WaitForCacheSync(ctx.Done(), p.synced...) {
+	if !reconcile.WaitForCacheSync(ctx, p.synced...) {
 		return nil
 	}
 	if err := enableForwarding(); err != nil {

@@ -3,6 +3,7 @@ package reconcile
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/informers"
@@ -109,11 +110,51 @@ func SharedOr(shared *SharedInformers, own informers.SharedInformerFactory) info
 // it says so with ok false, and err is nil if ctx ended (Run returns
 // quietly), else an error naming what failed to sync.
 func WaitForSync(ctx context.Context, what string, synced ...cache.InformerSynced) (ok bool, err error) {
-	if cache.WaitForCacheSync(ctx.Done(), synced...) {
+	if WaitForCacheSync(ctx, synced...) {
 		return true, nil
 	}
 	if ctx.Err() != nil {
 		return false, nil
 	}
 	return false, fmt.Errorf("%s did not sync", what)
+}
+
+// The intervals WaitForCacheSync checks at: every 2 ms for its first
+// second (an informer of a local API server lists in a few milliseconds),
+// every 100 ms after.
+const (
+	fastSyncPoll   = 2 * time.Millisecond
+	fastSyncPeriod = time.Second
+	slowSyncPoll   = 100 * time.Millisecond
+)
+
+// WaitForCacheSync waits until every synced says so (true), or ctx ends
+// (false). client-go's cache.WaitForCacheSync looks every 100 ms: a tenth
+// of a second lost on every start whose informers were not synced at the
+// first look, which plainkube's components and tests start many of.
+func WaitForCacheSync(ctx context.Context, synced ...cache.InformerSynced) bool {
+	start := time.Now()
+	for {
+		if allSynced(synced) {
+			return true
+		}
+		interval := fastSyncPoll
+		if time.Since(start) > fastSyncPeriod {
+			interval = slowSyncPoll
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(interval):
+		}
+	}
+}
+
+func allSynced(synced []cache.InformerSynced) bool {
+	for _, s := range synced {
+		if !s() {
+			return false
+		}
+	}
+	return true
 }

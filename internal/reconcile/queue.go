@@ -113,7 +113,7 @@ func reconcileOnce[T comparable](ctx context.Context, key T, loop string, log *s
 // by controller.Builder (the API server's CRD controllers). It returns
 // ctx.Err() if ctx ended before the informers synced.
 func RunWhenSynced[T comparable](ctx context.Context, q workqueue.TypedRateLimitingInterface[T], workers int, log *slog.Logger, fn ReconcileFunc[T], synced ...cache.InformerSynced) error {
-	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
+	if !WaitForCacheSync(ctx, synced...) {
 		return ctx.Err()
 	}
 	ProcessQueue(ctx, q, workers, log, fn)

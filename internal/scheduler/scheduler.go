@@ -197,7 +197,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	}
 	// The informers have synced; wait until the handlers have seen what
 	// they hold, so that the first cycles see every node.
-	if !cache.WaitForCacheSync(ctx.Done(), s.handlers...) {
+	if !reconcile.WaitForCacheSync(ctx, s.handlers...) {
 		if ctx.Err() != nil {
 			return nil
 		}

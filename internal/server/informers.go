@@ -49,13 +49,13 @@ func startInformers(ctx context.Context, cfg *rest.Config, log *slog.Logger, wha
 	return nil
 }
 
-// waitSynced polls synced until it reports true (true) or ctx ends
+// waitSynced polls synced (every 2 ms: a start waits on it) until it reports true (true) or ctx ends
 // (false). If that takes longer than syncTimeout it logs so once, naming
 // what it waits for, and goes on waiting.
 func waitSynced(ctx context.Context, log *slog.Logger, what string, synced func() bool) bool {
 	deadline := time.Now().Add(syncTimeout)
 	warned := false
-	return wait.PollUntilContextCancel(ctx, 10*time.Millisecond, true, func(context.Context) (bool, error) {
+	return wait.PollUntilContextCancel(ctx, 2*time.Millisecond, true, func(context.Context) (bool, error) {
 		if synced() {
 			return true, nil
 		}

@@ -288,7 +288,7 @@ func (r *run) monitor(gvr schema.GroupVersionResource) {
 	go inf.Run(r.ctx.Done())
 	// What was deleted before the watch began is seen by one more count.
 	go func() {
-		if !cache.WaitForCacheSync(r.ctx.Done(), inf.HasSynced) {
+		if !reconcile.WaitForCacheSync(r.ctx, inf.HasSynced) {
 			return
 		}
 		quotas, _ := r.quotas.List(labels.Everything())

@@ -52,7 +52,7 @@ func (c *Cleaner) Run(ctx context.Context) error {
 	}
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
-	if !cache.WaitForCacheSync(ctx.Done(), inf.Informer().HasSynced) {
+	if !reconcile.WaitForCacheSync(ctx, inf.Informer().HasSynced) {
 		return ctx.Err()
 	}
 	reconcile.ProcessQueue(ctx, q, 1, c.log(), func(ctx context.Context, name string) (reconcile.Result, error) {
