@@ -307,6 +307,15 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		s.stop()
 		return nil, err
 	}
+	// An in-memory store whose values are not encrypted starts with what
+	// every start writes the same (bootstrapSeed).
+	seeded := opts.InMemory && opts.EncryptionProviderConfig == ""
+	if seeded {
+		if err := plantSeed(ctx, s.store); err != nil {
+			s.stop()
+			return nil, fmt.Errorf("bootstrap: %w", err)
+		}
+	}
 	alloc = allocator.New(s.store, cidr, allocator.DefaultNodePorts)
 	var auditLog *audit.Logger
 	if opts.Audit.Path != "" {
@@ -534,6 +543,11 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if err := pki.WriteKubeconfig(s.KubeconfigPath, s.URL, trusted, bundle.AdminCertPEM, bundle.AdminKeyPEM); err != nil {
 		s.stop()
 		return nil, err
+	}
+	if seeded {
+		if err := takeSeed(ctx, s.store, resources); err != nil {
+			log.Warn("keeping the bootstrap objects for the next in-memory server", "err", err)
+		}
 	}
 	go startCompactor(ctx, s.store, etcdStore, log)
 	informerClient, err := kubernetes.NewForConfig(s.ConfigAs(auth.ControllerManagerUser()))
