@@ -26,12 +26,25 @@ var SystemNamespaces = []string{"default", "kube-system", "kube-public", "kube-n
 // system-cluster-critical), the `kubernetes` Service in default, whose
 // endpoints point at this API server, and (clusterDNS not "") the kube-dns Service in
 // kube-system at that address, and upstream's API Priority and Fairness
-// configuration (see ensureFlowControl). It is idempotent.
-func bootstrap(ctx context.Context, cfg *rest.Config, serviceIP, hostIP string, port int, clusterDNS string) error {
+// configuration (see ensureFlowControl). It is idempotent. A seeded
+// store (bootstrapSeed) holds the namespaces, priority classes and flow
+// control objects already: those are not made again.
+func bootstrap(ctx context.Context, cfg *rest.Config, serviceIP, hostIP string, port int, clusterDNS string, seeded bool) error {
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err
 	}
+	if !seeded { // the seed holds these (bootstrapSeed)
+		if err := ensureSystemObjects(ctx, cs); err != nil {
+			return err
+		}
+	}
+	return ensureServices(ctx, cs, serviceIP, hostIP, port, clusterDNS)
+}
+
+// ensureSystemObjects makes the system namespaces and priority classes and
+// API Priority and Fairness' configuration.
+func ensureSystemObjects(ctx context.Context, cs kubernetes.Interface) error {
 	for _, ns := range SystemNamespaces {
 		_, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 		if err != nil && !apierrors.IsAlreadyExists(err) {
@@ -44,9 +57,12 @@ func bootstrap(ctx context.Context, cfg *rest.Config, serviceIP, hostIP string, 
 			return fmt.Errorf("priority class %s: %w", pc.Name, err)
 		}
 	}
-	if err := ensureFlowControl(ctx, cs); err != nil {
-		return err
-	}
+	return ensureFlowControl(ctx, cs)
+}
+
+// ensureServices makes the kubernetes Service (and its endpoints) and the
+// cluster DNS Service.
+func ensureServices(ctx context.Context, cs kubernetes.Interface, serviceIP, hostIP string, port int, clusterDNS string) error {
 	labels := map[string]string{"component": "apiserver", "provider": "kubernetes"}
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: "kubernetes", Namespace: "default", Labels: labels},

@@ -26,7 +26,10 @@ import (
 // policy (package rbac/bootstrap) as upstream's rbac/bootstrap-roles
 // post-start hook does at every start. It closes done once both are done:
 // the server is not ready before.
-func startRBAC(ctx context.Context, cfg *rest.Config, authz *rbac.Authorizer, log *slog.Logger, done chan<- struct{}) error {
+//
+// A seeded store (bootstrapSeed) holds the reconciled policy already:
+// with seeded, it is only waited for.
+func startRBAC(ctx context.Context, cfg *rest.Config, authz *rbac.Authorizer, log *slog.Logger, done chan<- struct{}, seeded bool) error {
 	var (
 		f   informers.SharedInformerFactory
 		cs  kubernetes.Interface
@@ -45,6 +48,9 @@ func startRBAC(ctx context.Context, cfg *rest.Config, authz *rbac.Authorizer, lo
 		// Retried until it succeeds: a server without its default roles
 		// would refuse its own components.
 		err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
+			if seeded {
+				return true, nil
+			}
 			if err := reconcilePolicy(ctx, cs, log); err != nil {
 				log.Warn("reconciling the default RBAC policy; will retry", "err", err)
 				return false, nil

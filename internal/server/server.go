@@ -309,9 +309,9 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	}
 	// An in-memory store whose values are not encrypted starts with what
 	// every start writes the same (bootstrapSeed).
-	seeded := opts.InMemory && opts.EncryptionProviderConfig == ""
-	if seeded {
-		if err := plantSeed(ctx, s.store); err != nil {
+	seedable, planted := opts.InMemory && opts.EncryptionProviderConfig == "", false
+	if seedable {
+		if planted, err = plantSeed(ctx, s.store); err != nil {
 			s.stop()
 			return nil, fmt.Errorf("bootstrap: %w", err)
 		}
@@ -438,7 +438,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		s.stop()
 		return nil, err
 	}
-	if err := startRBAC(ctx, s.LoopbackConfig(), rbacAuthz, log, rbacReady); err != nil {
+	if err := startRBAC(ctx, s.LoopbackConfig(), rbacAuthz, log, rbacReady, planted); err != nil {
 		s.stop()
 		return nil, err
 	}
@@ -510,7 +510,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if advertise == "" {
 		advertise = hostIP()
 	}
-	if err := bootstrap(ctx, s.LoopbackConfig(), firstIP.String(), advertise, port, clusterDNS); err != nil {
+	if err := bootstrap(ctx, s.LoopbackConfig(), firstIP.String(), advertise, port, clusterDNS, planted); err != nil {
 		s.stop()
 		return nil, fmt.Errorf("bootstrap: %w", err)
 	}
@@ -544,7 +544,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		s.stop()
 		return nil, err
 	}
-	if seeded {
+	if seedable {
 		if err := takeSeed(ctx, s.store, resources); err != nil {
 			log.Warn("keeping the bootstrap objects for the next in-memory server", "err", err)
 		}
