@@ -19,9 +19,8 @@ import (
 // at its start that depends on no option — the default RBAC policy, the
 // APIServices of the built-in groups, API Priority and Fairness' default
 // configuration, the system namespaces and priority classes — as it
-// stored it. Later in-memory servers start with it
-// in their store, so that their start finds those objects in place and
-// writes nothing: those ~250 writes through the API were half the start
+// stored it. Later in-memory servers start with it in their store, so
+// that their start finds those objects in place and writes nothing: those ~250 writes through the API were half the start
 // of a test environment (pkg/testenv), which a test binary makes many of.
 var bootstrapSeed struct {
 	mu  sync.Mutex
@@ -67,7 +66,7 @@ func plantSeed(ctx context.Context, st storage.Interface) (bool, error) {
 	return bootstrapSeed.kvs != nil, nil
 }
 
-// takeSeed keeps what st holds of seedGroups as the seed, unless one was
+// takeSeed keeps what st holds of the seeded resources, unless a seed was
 // taken already; called at the end of a start, before any component or
 // client has written.
 func takeSeed(ctx context.Context, st storage.Interface, resources []registry.Resource) error {
