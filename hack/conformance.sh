@@ -128,15 +128,28 @@ teardown() {
     kill -0 "$server_pid" 2>/dev/null && kill -KILL "$server_pid"
     wait "$server_pid" 2>/dev/null
   fi
-  # Whatever still runs from this run's data dir (containerd shims).
-  for pid in $(pgrep -f -- "$data/" 2>/dev/null); do kill -KILL "$pid" 2>/dev/null; done
+  # The pods left go first, through their containerd shims (cleanup starts
+  # the node's containerd, which stops them): a shim killed before would
+  # leave its containers running with nothing to stop them.
+  # A containerd of the run's still running would hold the socket cleanup
+  # starts its own on: it goes, its shims stay.
+  for pid in $(pgrep -f -- "$data/" 2>/dev/null); do
+    case "$(cat "/proc/$pid/comm" 2>/dev/null)" in containerd-shim*) ;; *) kill -KILL "$pid" 2>/dev/null ;; esac
+  done
+  local cleaned=1
   if [ -n "$agent_pid" ]; then
-    "$plainkube" cleanup --data-dir "$data/node2" >>"$run/cleanup.log" 2>&1 || cat "$run/cleanup.log" >&2
+    "$plainkube" cleanup --data-dir "$data/node2" >>"$run/cleanup.log" 2>&1 || { cleaned=0; cat "$run/cleanup.log" >&2; }
   fi
-  "$plainkube" cleanup --data-dir "$data" >>"$run/cleanup.log" 2>&1 || cat "$run/cleanup.log" >&2
+  "$plainkube" cleanup --data-dir "$data" >>"$run/cleanup.log" 2>&1 || { cleaned=0; cat "$run/cleanup.log" >&2; }
+  # Whatever still runs from this run's data dir.
+  for pid in $(pgrep -f -- "$data/" 2>/dev/null); do kill -KILL "$pid" 2>/dev/null; done
   # Mounts the node left under the data dir (pods' tmpfs volumes), latest first.
   awk -v d="$data/" 'index($5, d) == 1 {print $5}' /proc/self/mountinfo | sort -r | while read -r m; do umount -l "$m"; done
-  if [ "${KEEP:-}" != 1 ]; then rm -rf "$data"; fi
+  if [ "$cleaned" != 1 ]; then
+    echo "conformance: cleanup failed; $data is kept: run '$plainkube cleanup --data-dir $data' (and $data/node2) again" >&2
+  elif [ "${KEEP:-}" != 1 ]; then
+    rm -rf "$data"
+  fi
   exit "$rc"
 }
 trap teardown EXIT
