@@ -11,6 +11,13 @@ import (
 // deletionExpected marks a slice this controller deleted.
 const deletionExpected = -1
 
+// deletionObserved marks a slice whose deletion was seen before the
+// controller recorded writing it (someone deleted it the moment it was
+// made, before the create's answer was back): the write is then not
+// recorded, or a slice that will never be seen would keep its Service
+// stale forever.
+const deletionObserved = -2
+
 // SliceTracker remembers, per Service, the generation of each slice this
 // controller last wrote (or that it deleted one), as upstream's
 // EndpointSliceTracker. It tells a reconcile that the informer cache is
@@ -49,7 +56,18 @@ func (t *SliceTracker) set(s *discoveryv1.EndpointSlice, gen int64) {
 	if t.gens[svc] == nil {
 		t.gens[svc] = map[types.UID]int64{}
 	}
+	if t.gens[svc][s.UID] == deletionObserved {
+		t.forget(svc, s.UID)
+		return
+	}
 	t.gens[svc][s.UID] = gen
+}
+
+func (t *SliceTracker) forget(svc types.NamespacedName, uid types.UID) {
+	delete(t.gens[svc], uid)
+	if len(t.gens[svc]) == 0 {
+		delete(t.gens, svc)
+	}
 }
 
 // StaleRecheck is how soon a Service whose cached slices are behind the
@@ -79,12 +97,15 @@ func (t *SliceTracker) HandleDeletion(s *discoveryv1.EndpointSlice) bool {
 	svc := serviceOf(s)
 	g, ok := t.gens[svc][s.UID]
 	if !ok {
+		// Unknown: written before a restart, or its write not recorded
+		// yet (deletionObserved).
+		if t.gens[svc] == nil {
+			t.gens[svc] = map[types.UID]int64{}
+		}
+		t.gens[svc][s.UID] = deletionObserved
 		return false
 	}
-	delete(t.gens[svc], s.UID)
-	if len(t.gens[svc]) == 0 {
-		delete(t.gens, svc)
-	}
+	t.forget(svc, s.UID)
 	return g == deletionExpected
 }
 
@@ -105,7 +126,7 @@ func (t *SliceTracker) Stale(svc types.NamespacedName, cached []*discoveryv1.End
 		}
 	}
 	for uid, g := range gens {
-		if g != deletionExpected && !seen[uid] {
+		if g != deletionExpected && g != deletionObserved && !seen[uid] {
 			return true
 		}
 	}

@@ -45,6 +45,19 @@ func TestSliceTracker(t *testing.T) {
 	if tr.HandleDeletion(mk("unknown", 1)) {
 		t.Error("deletion of an unknown slice reported as expected")
 	}
+	if tr.Stale(svc, nil) {
+		t.Error("a deletion observed of an unknown slice makes its Service stale")
+	}
+	// A slice deleted by someone else before its create's answer was
+	// back: its deletion is seen first, its write recorded after; the
+	// Service must not wait for it forever.
+	if tr.HandleDeletion(mk("raced", 1)) {
+		t.Error("outside deletion of a slice being written reported as expected")
+	}
+	tr.Written(mk("raced", 1))
+	if tr.Stale(svc, nil) {
+		t.Error("a slice deleted before its write was recorded keeps its Service stale")
+	}
 	tr.Written(mk("c", 1))
 	tr.ForgetService(svc)
 	if tr.Stale(svc, nil) {
