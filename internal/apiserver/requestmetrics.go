@@ -32,14 +32,14 @@ type metrics struct {
 	longRunning *prometheus.GaugeVec
 	inFlight    *prometheus.GaugeVec
 	inQueue     *prometheus.GaugeVec
-	// queued are inQueue's two series, readOnly then mutating, resolved
-	// once rather than per request.
-	queued      [2]prometheus.Gauge
-	watchEvents *prometheus.CounterVec
-	etcdLatency *prometheus.HistogramVec
-	etcdTotal   *prometheus.CounterVec
-	etcdErrors  *prometheus.CounterVec
-	objects     *objectCounts
+	// serving and queued are inFlight's and inQueue's series by request
+	// kind (byKind), resolved once rather than per request.
+	serving, queued byKind
+	watchEvents     *prometheus.CounterVec
+	etcdLatency     *prometheus.HistogramVec
+	etcdTotal       *prometheus.CounterVec
+	etcdErrors      *prometheus.CounterVec
+	objects         *objectCounts
 }
 
 // latencyBuckets are upstream's, for requests and storage calls alike.
@@ -87,16 +87,20 @@ func newMetrics(s *Server) *metrics {
 			old: prometheus.NewDesc("apiserver_storage_objects", "[DEPRECATED, consider using apiserver_resource_objects instead] Number of stored objects at the time of last check split by kind. In case of a fetching error, the value will be -1.", []string{"resource"}, nil),
 			cur: prometheus.NewDesc("apiserver_resource_objects", "Number of stored objects at the time of last check split by kind. In case of a fetching error, the value will be -1.", []string{"group", "resource"}, nil)},
 	}
-	m.queued = [2]prometheus.Gauge{m.inQueue.WithLabelValues(kindReadOnly), m.inQueue.WithLabelValues(kindMutating)}
+	m.serving = byKind{readOnly: m.inFlight.WithLabelValues(kindReadOnly), mutating: m.inFlight.WithLabelValues(kindMutating)}
+	m.queued = byKind{readOnly: m.inQueue.WithLabelValues(kindReadOnly), mutating: m.inQueue.WithLabelValues(kindMutating)}
 	return m
 }
 
-// queueGauge is the in-queue gauge of a request of the kind.
-func (ms *metrics) queueGauge(mutating bool) prometheus.Gauge {
+// byKind is a gauge's two series, one per request kind.
+type byKind struct{ readOnly, mutating prometheus.Gauge }
+
+// of is the series of a request of the kind.
+func (g byKind) of(mutating bool) prometheus.Gauge {
 	if mutating {
-		return ms.queued[1]
+		return g.mutating
 	}
-	return ms.queued[0]
+	return g.readOnly
 }
 
 func (m *metrics) register(reg prometheus.Registerer) {
@@ -170,14 +174,6 @@ func measure(r *http.Request, info requestInfo) (m measuredRequest, ok bool) {
 	return m, true
 }
 
-// requestKind is the request_kind label of a request.
-func requestKind(mutating bool) string {
-	if mutating {
-		return kindMutating
-	}
-	return kindReadOnly
-}
-
 // requestEnd is what the request metrics record when a request has been
 // answered: its code, the bytes of its body, and the time it spent
 // waiting on what the SLI leaves out (admission webhooks, a seat).
@@ -191,7 +187,7 @@ func (ms *metrics) begin(m measuredRequest, mutating bool) requestEnd {
 	if m.longRunning {
 		gauge = ms.longRunning.WithLabelValues(m.verb, m.group, m.version, m.resource, m.subresource, m.scope, m.component)
 	} else {
-		gauge = ms.inFlight.WithLabelValues(requestKind(mutating))
+		gauge = ms.serving.of(mutating)
 	}
 	gauge.Inc()
 	return func(code, size int, excluded time.Duration) {

@@ -269,7 +269,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r = r.WithContext(ctx)
 		defer func() { end(sw.status(), sw.written, webhooks.Total()+queued) }()
 	}
-	inQueue := s.metrics.queueGauge(mutating)
+	inQueue := s.metrics.queued.of(mutating)
 	if s.log.Enabled(r.Context(), RequestLogLevel) {
 		start := time.Now()
 		defer func() { s.logRequest(r, start, sw) }() // r as authenticated, below

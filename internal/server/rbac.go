@@ -47,16 +47,16 @@ func startRBAC(ctx context.Context, cfg *rest.Config, authz *rbac.Authorizer, lo
 		authz.SetSource(src)
 		// Retried until it succeeds: a server without its default roles
 		// would refuse its own components.
-		err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
-			if seeded {
+		var err error
+		if !seeded {
+			err = wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
+				if err := reconcilePolicy(ctx, cs, log); err != nil {
+					log.Warn("reconciling the default RBAC policy; will retry", "err", err)
+					return false, nil
+				}
 				return true, nil
-			}
-			if err := reconcilePolicy(ctx, cs, log); err != nil {
-				log.Warn("reconciling the default RBAC policy; will retry", "err", err)
-				return false, nil
-			}
-			return true, nil
-		})
+			})
+		}
 		// Ready only once the authorizer itself sees the whole policy: the
 		// components start at readiness and their first requests must not
 		// be refused for a role written a moment ago.

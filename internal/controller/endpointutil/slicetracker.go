@@ -15,7 +15,8 @@ const deletionExpected = -1
 // controller recorded writing it (someone deleted it the moment it was
 // made, before the create's answer was back): the write is then not
 // recorded, or a slice that will never be seen would keep its Service
-// stale forever.
+// stale forever. A mark whose write never comes (a slice written before a
+// restart) stays until the Service is forgotten: one per such slice.
 const deletionObserved = -2
 
 // SliceTracker remembers, per Service, the generation of each slice this
