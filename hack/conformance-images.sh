@@ -34,7 +34,9 @@
 # - registry.k8s.io/e2e-test-images/nautilus:1.8 and kitten:1.8 (the
 #   update-demo images: agnhost with the picture and data.json at the root,
 #   CMD test-webserver, as upstream's): the agnhost tree with upstream's
-#   test/images/<name>/html files.
+#   test/images/<name>/html files, and an /etc/os-release naming itself a
+#   stand-in for the Alpine Linux image (the ImageVolume spec mounts kitten
+#   and reads that file for "Alpine Linux").
 # - registry.k8s.io/e2e-test-images/nonroot:1.5 (upstream's is Debian's base
 #   image with USER 1234): the busybox tree below, run as user 1234.
 # - registry.k8s.io/e2e-test-images/busybox:1.37.0-2 (and :1.36.1-1, which a
@@ -181,6 +183,8 @@ build_demo_tree() {
   rm -rf "$images/$1.new" && cp -a "$images/agnhost" "$images/$1.new"
   root=$images/$1.new
   cp "$html"/* "$root/" && chmod 0644 "$root"/*.jpg "$root"/*.json
+  printf '%s\n' 'NAME="plainkube stand-in for Alpine Linux"' 'ID=plainkube-stand-in' \
+    'PRETTY_NAME="plainkube stand-in for the Alpine Linux based e2e image '"$1"'"' >"$root/etc/os-release"
   keep_tree "$1"
 }
 
@@ -233,7 +237,7 @@ build_etcd_tree() {
 
 # trees_version changes when a tree's contents do: the trees made before
 # are built again.
-trees_version=2
+trees_version=3
 mkdir -p "$images"
 if [ "$(cat "$images/version" 2>/dev/null)" != "$trees_version" ]; then
   rm -rf "${images:?}"/*

@@ -3,6 +3,7 @@ package image
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -87,4 +88,31 @@ func Normalize(ref string) string {
 		name = "docker.io/" + name
 	}
 	return name + tag
+}
+
+// ErrNotPresent is returned by Mounter.Mount for an image the containerd
+// does not have.
+var ErrNotPresent = errors.New("image not present")
+
+// Mounter mounts images of the containerd at Socket read-only on host
+// directories: the node agent's image volumes.
+type Mounter struct{ Socket string }
+
+// Mount mounts the root file system of image ref (Normalize'd) read-only
+// on dir, unpacking it first if it never was. containerd keeps the mount's
+// snapshot under a lease named dir (ctr's), so Unmount finds it by dir
+// alone. A ref the containerd does not have is ErrNotPresent.
+func (m Mounter) Mount(ctx context.Context, ref, dir string) error {
+	_, err := ctr(ctx, m.Socket, "images", "mount", "--snapshotter", "overlayfs", Normalize(ref), dir)
+	if err != nil && strings.Contains(err.Error(), ": not found") {
+		return fmt.Errorf("%w: %q", ErrNotPresent, Normalize(ref))
+	}
+	return err
+}
+
+// Unmount undoes Mount: it unmounts dir and removes its snapshot and
+// lease (those already gone are no error).
+func (m Mounter) Unmount(ctx context.Context, dir string) error {
+	_, err := ctr(ctx, m.Socket, "images", "unmount", "--snapshotter", "overlayfs", "--rm", dir)
+	return err
 }

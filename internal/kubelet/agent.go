@@ -30,6 +30,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
+	"plainkube.dev/plainkube/internal/image"
 	"plainkube.dev/plainkube/internal/image/pause"
 	"plainkube.dev/plainkube/internal/kubelet/containerd"
 	"plainkube.dev/plainkube/internal/kubelet/events"
@@ -155,7 +156,8 @@ func (a *Agent) Run(ctx context.Context) error {
 		return fmt.Errorf("local-path folder: %w", err)
 	}
 	a.vols = volumes.NewManager(volumes.Config{Dir: filepath.Join(a.opts.DataDir, "volumes"), Client: a.cs, NodeName: a.opts.NodeName,
-		ResyncInterval: a.opts.VolumeResyncInterval, Allocatable: a.allocatable(), Events: a.events, Logger: a.log})
+		ResyncInterval: a.opts.VolumeResyncInterval, Allocatable: a.allocatable(), Events: a.events, Logger: a.log,
+		Images: image.Mounter{Socket: a.rt.Socket()}})
 	q := reconcile.NewQueue[types.NamespacedName]("kubelet-pods")
 	var wg sync.WaitGroup
 	defer wg.Wait()

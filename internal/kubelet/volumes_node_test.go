@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -401,7 +402,7 @@ func TestPersistentVolumeClaims(t *testing.T) {
 	}
 
 	// The pod goes and comes back: the data is where it was.
-	if err := cs.CoreV1().Pods("default").Delete(ctx, "writer", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+	if err := cs.CoreV1().Pods("default").Delete(ctx, "writer", metav1.DeleteOptions{GracePeriodSeconds: ptrTo(int64(1))}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, time.Minute, "writer gone", func(ctx context.Context) (bool, error) {
@@ -445,3 +446,51 @@ func TestPersistentVolumeClaims(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// TestImageVolume: an image volume is the image's root file system,
+// read-only, whole or by subPath; a pod whose volume image the node does
+// not have waits with FailedMount; a deleted pod's image mount and its
+// containerd snapshot are gone.
+func TestImageVolume(t *testing.T) {
+	cs, dir := startNodeWith(t, network.DefaultPodCIDR, nil)
+	ctx := context.Background()
+	imageVolume := func(ref string) corev1.Volume {
+		return corev1.Volume{Name: "img", VolumeSource: corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: ref, PullPolicy: corev1.PullAlways}}}
+	}
+
+	missing := busyboxPod("missing", corev1.RestartPolicyAlways, "busybox sleep 3600")
+	missing.Spec.Volumes = []corev1.Volume{imageVolume("example.com/absent:1")}
+	missing.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "img", MountPath: "/img"}}
+	createPod(t, cs, missing)
+
+	pod := busyboxPod("reader", corev1.RestartPolicyAlways, copyLoop(map[string]string{
+		"ls": "busybox ls /img/bin", "sub": "busybox ls /sub", "write": "busybox touch /img/x && echo writable || echo read-only"}))
+	pod.Spec.Volumes = []corev1.Volume{imageVolume("busybox:test"), outVolume}
+	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "img", MountPath: "/img"},
+		{Name: "img", MountPath: "/sub", SubPath: "bin"}, {Name: "out", MountPath: "/out"}}
+	createPod(t, cs, pod)
+	p := waitRunning(t, cs, "reader")
+	waitFor(t, 20*time.Second, "what the container sees of the image", func(context.Context) (bool, error) {
+		return readSeen(dir, p.UID, "ls") == "busybox\necho\nsh\nsleep\n" && readSeen(dir, p.UID, "sub") == readSeen(dir, p.UID, "ls") &&
+			strings.HasSuffix(readSeen(dir, p.UID, "write"), "read-only\n"), nil
+	})
+
+	expectEvent(t, cs, "missing", "FailedMount", `image "example.com/absent:1" is not present on the node`)
+	if p, _ := getPod(ctx, cs, "missing"); p.Status.Phase != corev1.PodPending {
+		t.Fatalf("pod with a missing volume image is %s", p.Status.Phase)
+	}
+
+	mountDir := filepath.Join(dir, "volumes", string(p.UID), "img")
+	if err := cs.CoreV1().Pods("default").Delete(ctx, "reader", metav1.DeleteOptions{GracePeriodSeconds: ptrTo(int64(1))}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, time.Minute, "the image volume removed", func(context.Context) (bool, error) {
+		_, err := os.Stat(mountDir)
+		return os.IsNotExist(err), nil
+	})
+	out, err := exec.Command("ctr", "-a", filepath.Join(dir, "containerd", "containerd.sock"), "-n", "k8s.io",
+		"snapshots", "--snapshotter", "overlayfs", "ls").CombinedOutput()
+	if err != nil || strings.Contains(string(out), mountDir) {
+		t.Fatalf("the image volume's snapshot is left: %v\n%s", err, out)
+	}
+}

@@ -37,7 +37,7 @@ var bridgeName = regexp.MustCompile(`^pk[0-9a-f]{8}$`)
 // (its table, its routes to other nodes' pods, its VXLAN device), its pod
 // bridges and those that name no node (another node's are left), the pod
 // address allocations under nodeDir, and the mounts under
-// it (pods' tmpfs volumes). It refuses while the node's containerd runs.
+// it (pods' tmpfs and image volumes). It refuses while the node's containerd runs.
 // It says what it removed through report.
 func Cleanup(ctx context.Context, nodeDir, proxyTable, netpolTable string, report func(string)) error {
 	if err := removePods(ctx, filepath.Join(nodeDir, "containerd"), report); err != nil {

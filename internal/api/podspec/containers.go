@@ -390,14 +390,6 @@ func validateVolumeMounts(mounts []corev1.VolumeMount, devices map[string]string
 				break
 			}
 		}
-		if v, ok := vols[m.Name]; ok && v.Image != nil {
-			if m.SubPath != "" {
-				allErrs = append(allErrs, field.Invalid(p.Child("subPath"), m.SubPath, "not allowed in image volume sources"))
-			}
-			if m.SubPathExpr != "" {
-				allErrs = append(allErrs, field.Invalid(p.Child("subPathExpr"), m.SubPathExpr, "not allowed in image volume sources"))
-			}
-		}
 		if m.SubPath != "" {
 			allErrs = append(allErrs, validateLocalDescendingPath(m.SubPath, fldPath.Child("subPath"))...)
 		}

@@ -12,9 +12,11 @@
 //
 // The volume types are emptyDir (disk or tmpfs), hostPath,
 // persistentVolumeClaim (resolved through the API to the hostPath or
-// local PersistentVolume it is bound to; Block volumes are refused), and configMap,
-// secret, downwardAPI and projected (with service account tokens from the
-// TokenRequest API), whose files the atomic writer (package atomicwriter)
-// swaps in at once. What files a volume holds is computed purely from the
+// local PersistentVolume it is bound to; Block volumes are refused),
+// configMap, secret, downwardAPI and projected (with service account
+// tokens from the TokenRequest API), whose files the atomic writer
+// (package atomicwriter) swaps in at once, and image (an image's root
+// file system mounted read-only from the node's containerd, through
+// Config.Images). What files a volume holds is computed purely from the
 // objects read (payloads); only the manager reads the API.
 package volumes

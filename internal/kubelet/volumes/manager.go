@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
+	"plainkube.dev/plainkube/internal/image"
 	"plainkube.dev/plainkube/internal/kubelet/env"
 	"plainkube.dev/plainkube/internal/kubelet/events"
 )
@@ -76,6 +77,17 @@ type Config struct {
 	Allocatable corev1.ResourceList
 	Events      *events.Recorder
 	Logger      *slog.Logger
+	// Images mounts the images of image volumes (image.Mounter); without
+	// it a pod with an image volume waits for it with FailedMount.
+	Images ImageMounter
+}
+
+// ImageMounter mounts an image's root file system read-only on a host
+// directory and unmounts it again (image.Mounter, over the node's
+// containerd).
+type ImageMounter interface {
+	Mount(ctx context.Context, ref, dir string) error
+	Unmount(ctx context.Context, dir string) error
 }
 
 // NewManager makes a volume manager; it holds no pod yet.
@@ -223,6 +235,8 @@ func (m *Manager) writeVolumes(ctx context.Context, pod *corev1.Pod, refresh boo
 				continue
 			}
 			dir, err = setupPersistentVolume(pod, claim, pv, v.PersistentVolumeClaim.ReadOnly)
+		case v.Image != nil:
+			err = m.setupImage(ctx, dir, v.Image)
 		default:
 			continue // not supported: a mount of it fails
 		}
@@ -326,8 +340,29 @@ func (m *Manager) podDir(uid types.UID) string {
 	return filepath.Join(m.cfg.Dir, string(uid))
 }
 
+// setupImage mounts the image of an image volume on dir, unless it is
+// already. plainkube nodes pull nothing, so whatever the pull policy the
+// image has to be on the node (imported with plainkube image load).
+func (m *Manager) setupImage(ctx context.Context, dir string, src *corev1.ImageVolumeSource) error {
+	if isMountPoint(dir) {
+		return nil
+	}
+	if m.cfg.Images == nil {
+		return errors.New("image volumes are not supported by this node")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	err := m.cfg.Images.Mount(ctx, src.Reference, dir)
+	if errors.Is(err, image.ErrNotPresent) {
+		return fmt.Errorf("image %q is not present on the node, and plainkube nodes do not pull images: import it with `plainkube image load`", src.Reference)
+	}
+	return err
+}
+
 // Cleanup removes the pod's volume directories, unmounting the
-// memory-backed ones first, and forgets its volume state and tokens.
+// memory-backed and image ones first, and forgets its volume state and
+// tokens.
 func (m *Manager) Cleanup(uid types.UID) error {
 	m.forget(uid, nil)
 	dir := m.podDir(uid)
@@ -337,14 +372,30 @@ func (m *Manager) Cleanup(uid types.UID) error {
 	}
 	for _, e := range ents {
 		p := filepath.Join(dir, e.Name())
-		if isMountPoint(p) {
-			if err := syscall.Unmount(p, syscall.MNT_DETACH); err != nil {
-				return fmt.Errorf("unmounting %s: %w", p, err)
+		if !isMountPoint(p) {
+			continue
+		}
+		// What is mounted in a pod's volume directory is a tmpfs the
+		// manager made or an image (whose snapshot goes with it).
+		var st syscall.Statfs_t
+		if err := syscall.Statfs(p, &st); err == nil && st.Type != tmpfsMagic && m.cfg.Images != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			err := m.cfg.Images.Unmount(ctx, p)
+			cancel()
+			if err != nil {
+				return fmt.Errorf("unmounting image volume %s: %w", p, err)
 			}
+			continue
+		}
+		if err := syscall.Unmount(p, syscall.MNT_DETACH); err != nil {
+			return fmt.Errorf("unmounting %s: %w", p, err)
 		}
 	}
 	return os.RemoveAll(dir)
 }
+
+// tmpfsMagic is statfs's type of a tmpfs.
+const tmpfsMagic = 0x01021994
 
 // CleanupOrphans removes the volumes of pods that are not live and
 // whose directories have not changed for a minute (so that a pod the

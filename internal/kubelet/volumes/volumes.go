@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 
+	"golang.org/x/sys/unix"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -361,10 +362,10 @@ func checkRelative(p string) error {
 	return nil
 }
 
-// readOnlyVolume reports whether v's content comes from the API, so that
-// it is always mounted read-only (as upstream does).
+// readOnlyVolume reports whether v's content comes from the API or is an
+// image, so that it is always mounted read-only (as upstream does).
 func readOnlyVolume(v *corev1.Volume) bool {
-	return v.ConfigMap != nil || v.Secret != nil || v.DownwardAPI != nil || v.Projected != nil
+	return v.ConfigMap != nil || v.Secret != nil || v.DownwardAPI != nil || v.Projected != nil || v.Image != nil
 }
 
 // onTmpfs reports whether the agent puts volume v on a tmpfs of its own.
@@ -466,8 +467,15 @@ func mountTmpfs(dir string, mode fs.FileMode, size int64) {
 	_ = syscall.Mount("tmpfs", dir, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, opts)
 }
 
-// isMountPoint reports whether dir is on another device than its parent.
+// isMountPoint reports whether dir is the root of a mount: by statx's
+// mount-root attribute (which also sees a bind mount from the same file
+// system, as an image volume can be), else by being on another device
+// than its parent.
 func isMountPoint(dir string) bool {
+	var stx unix.Statx_t
+	if err := unix.Statx(unix.AT_FDCWD, dir, unix.AT_SYMLINK_NOFOLLOW, 0, &stx); err == nil && stx.Attributes_mask&unix.STATX_ATTR_MOUNT_ROOT != 0 {
+		return stx.Attributes&unix.STATX_ATTR_MOUNT_ROOT != 0
+	}
 	var a, b syscall.Stat_t
 	if syscall.Stat(dir, &a) != nil || syscall.Stat(filepath.Dir(dir), &b) != nil {
 		return false
