@@ -6,13 +6,17 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	apfbootstrap "k8s.io/apiserver/pkg/apis/flowcontrol/bootstrap"
 
 	"plainkube.dev/plainkube/internal/auth"
 	"plainkube.dev/plainkube/internal/registry/all"
@@ -127,18 +131,37 @@ func TestStatusCodes(t *testing.T) {
 }
 
 // TestTooManyRequests: past its seats a client's request waits, and gets
-// 429 with Retry-After when its wait ends (here by ?timeout); a workload
-// user has at most half the level's seats, the system components seats of
-// their own, and system:masters is never limited.
+// 429 with Retry-After when its wait ends (here by ?timeout); a user has
+// at most half its level's seats, the nodes seats of their own, and
+// system:masters is never limited. Every answer names the FlowSchema and
+// priority level of the request.
 func TestTooManyRequests(t *testing.T) {
-	s, err := New(Config{Storage: memory.New(memory.Options{}), Resources: all.Resources(), MaxRequestsInFlight: 2})
+	// 49 seats: global-default's 20 of the bootstrap levels' 245 shares
+	// are 4, 2 per user.
+	s, err := New(Config{Storage: memory.New(memory.Options{}), Resources: all.Resources(), MaxRequestsInFlight: 49})
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The stored bootstrap objects, as the server's APF informers give them.
+	var schemas []*flowcontrolv1.FlowSchema
+	var levels []*flowcontrolv1.PriorityLevelConfiguration
+	for _, fs := range slices.Concat(apfbootstrap.MandatoryFlowSchemas, apfbootstrap.SuggestedFlowSchemas) {
+		fs = fs.DeepCopy()
+		fs.UID = types.UID("uid-" + fs.Name)
+		schemas = append(schemas, fs)
+	}
+	for _, pl := range slices.Concat(apfbootstrap.MandatoryPriorityLevelConfigurations, apfbootstrap.SuggestedPriorityLevelConfigurations) {
+		pl = pl.DeepCopy()
+		pl.UID = types.UID("uid-" + pl.Name)
+		levels = append(levels, pl)
+	}
+	s.SetFlowControl(schemas, levels)
 	bob := &auth.User{Name: "bob", Groups: []string{auth.GroupAuthenticated}}
 	ctx := context.Background()
-	if _, ok := s.seats.acquire(ctx, bob, nil, nil); !ok { // bob has one request being served
-		t.Fatal("no seat for bob's first request")
+	for range 2 { // bob has two requests being served
+		if _, ok := s.seats.acquireAs(ctx, bob, nil, nil); !ok {
+			t.Fatal("no seat for bob's first requests")
+		}
 	}
 	get := func(u *auth.User) *httptest.ResponseRecorder {
 		req := httptest.NewRequest("GET", "/api/v1?timeout=200ms", nil) // discovery: any authenticated user
@@ -154,12 +177,18 @@ func TestTooManyRequests(t *testing.T) {
 	if rec := get(alice); rec.Code != 200 {
 		t.Fatalf("alice while bob is at his share: %d", rec.Code)
 	}
-	if _, ok := s.seats.acquire(ctx, alice, nil, nil); !ok {
-		t.Fatal("no seat for alice")
+	for range 2 {
+		if _, ok := s.seats.acquireAs(ctx, alice, nil, nil); !ok {
+			t.Fatal("no seat for alice")
+		}
 	}
 	carol := &auth.User{Name: "carol", Groups: []string{auth.GroupAuthenticated}}
-	if rec := get(carol); rec.Code != 429 {
-		t.Fatalf("carol with the workload level full: %d", rec.Code)
+	rec := get(carol)
+	if rec.Code != 429 {
+		t.Fatalf("carol with the global-default level full: %d", rec.Code)
+	}
+	if fs, pl := rec.Header().Get("X-Kubernetes-PF-FlowSchema-UID"), rec.Header().Get("X-Kubernetes-PF-PriorityLevel-UID"); fs != "uid-global-default" || pl != "uid-global-default" {
+		t.Errorf("a refused request's classification headers: %q %q", fs, pl)
 	}
 	if rec := get(auth.NodeUser("n1")); rec.Code != 200 {
 		t.Fatalf("a node with the workload level full: %d (the system level is its own)", rec.Code)

@@ -5,19 +5,50 @@ import (
 	"testing"
 	"time"
 
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"plainkube.dev/plainkube/internal/apiserver/priority"
 	"plainkube.dev/plainkube/internal/auth"
 )
 
+// queueLength is testSeats's queueLengthLimit.
+const queueLength = 50
+
+// testSeats are n seats of one queuing level, "workload", whose schema
+// takes every request, one flow per user.
+func testSeats(n int) *seats {
+	s := &seats{serverSeats: n}
+	s.setConfig(priority.New([]*flowcontrolv1.FlowSchema{{ObjectMeta: metav1.ObjectMeta{Name: "all"}, Spec: flowcontrolv1.FlowSchemaSpec{
+		MatchingPrecedence: 1, PriorityLevelConfiguration: flowcontrolv1.PriorityLevelConfigurationReference{Name: "workload"},
+		DistinguisherMethod: &flowcontrolv1.FlowDistinguisherMethod{Type: flowcontrolv1.FlowDistinguisherMethodByUserType},
+		Rules: []flowcontrolv1.PolicyRulesWithSubjects{{
+			Subjects:         []flowcontrolv1.Subject{{Kind: flowcontrolv1.SubjectKindGroup, Group: &flowcontrolv1.GroupSubject{Name: "*"}}},
+			NonResourceRules: []flowcontrolv1.NonResourcePolicyRule{{Verbs: []string{"*"}, NonResourceURLs: []string{"*"}}}}}}}},
+		[]*flowcontrolv1.PriorityLevelConfiguration{{ObjectMeta: metav1.ObjectMeta{Name: "workload"}, Spec: flowcontrolv1.PriorityLevelConfigurationSpec{
+			Type: flowcontrolv1.PriorityLevelEnablementLimited, Limited: &flowcontrolv1.LimitedPriorityLevelConfiguration{NominalConcurrencyShares: ptr.To[int32](1),
+				LimitResponse: flowcontrolv1.LimitResponse{Type: flowcontrolv1.LimitResponseTypeQueue,
+					Queuing: &flowcontrolv1.QueuingConfiguration{QueueLengthLimit: queueLength}}}}}}, n))
+	return s
+}
+
+// acquireAs is s.acquire for a request of u.
+func (s *seats) acquireAs(ctx context.Context, u *auth.User, queued queueGauge, waited *time.Duration) (func(), bool) {
+	m, _ := s.classify(priority.Request{User: u.Name, Groups: u.Groups, Verb: "get", Path: "/version"})
+	return s.acquire(ctx, m, queued, waited)
+}
+
 // TestSeatsQueueFairly: past the level's seats, requests wait in their
-// user's queue and freed seats go to the users in turn, never past a
-// user's share; a full queue or a wait that ends is refused.
+// flow's queue and freed seats go to the flows in turn, never past a
+// flow's share; a full queue or a wait that ends is refused.
 func TestSeatsQueueFairly(t *testing.T) {
-	s := newSeats(4) // workload: 4 seats, 2 per user
+	s := testSeats(4) // 4 seats, 2 per user
 	a, b, c := &auth.User{Name: "a"}, &auth.User{Name: "b"}, &auth.User{Name: "c"}
 	ctx := context.Background()
 	take := func(u *auth.User) func() {
 		t.Helper()
-		release, ok := s.acquire(ctx, u, nil, nil)
+		release, ok := s.acquireAs(ctx, u, nil, nil)
 		if !ok {
 			t.Fatalf("%s: no seat", u.Name)
 		}
@@ -32,7 +63,7 @@ func TestSeatsQueueFairly(t *testing.T) {
 		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
 			s.mu.Lock()
 			got := 0
-			for _, q := range s.workload.queues {
+			for _, q := range s.levels["workload"].queues {
 				got += len(q)
 			}
 			s.mu.Unlock()
@@ -49,7 +80,7 @@ func TestSeatsQueueFairly(t *testing.T) {
 		name string
 	}{{a, "a3"}, {b, "b1"}, {b, "b2"}} {
 		go func() {
-			if _, ok := s.acquire(ctx, w.u, nil, nil); ok {
+			if _, ok := s.acquireAs(ctx, w.u, nil, nil); ok {
 				granted <- w.name
 			} else {
 				granted <- w.name + " refused"
@@ -82,14 +113,14 @@ func TestSeatsQueueFairly(t *testing.T) {
 	defer cancel()
 	var g countingGauge
 	var waited time.Duration
-	if _, ok := s.acquire(short, a, &g, &waited); ok {
+	if _, ok := s.acquireAs(short, a, &g, &waited); ok {
 		t.Fatal("a request that could not wait for a seat got one")
 	}
 	if g.n != 0 || g.max != 1 || waited < 50*time.Millisecond {
 		t.Errorf("queued gauge %d (at most %d), waited %v; want 0 (1), at least 50ms", g.n, g.max, waited)
 	}
 	s.mu.Lock()
-	left := len(s.workload.queues) + len(s.workload.turn)
+	left := len(s.levels["workload"].queues) + len(s.levels["workload"].turn)
 	s.mu.Unlock()
 	if left != 0 {
 		t.Errorf("%d queues left after the wait ended", left)
@@ -99,11 +130,11 @@ func TestSeatsQueueFairly(t *testing.T) {
 	long, cancelLong := context.WithCancel(ctx)
 	defer cancelLong()
 	for range queueLength {
-		go s.acquire(long, a, nil, nil)
+		go s.acquireAs(long, a, nil, nil)
 	}
 	queued(queueLength)
 	start := time.Now()
-	if _, ok := s.acquire(ctx, a, nil, nil); ok || time.Since(start) > time.Second {
+	if _, ok := s.acquireAs(ctx, a, nil, nil); ok || time.Since(start) > time.Second {
 		t.Errorf("past a full queue: seated %v after %v", ok, time.Since(start))
 	}
 }

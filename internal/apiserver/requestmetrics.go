@@ -40,6 +40,7 @@ type metrics struct {
 	etcdTotal       *prometheus.CounterVec
 	etcdErrors      *prometheus.CounterVec
 	objects         *objectCounts
+	seats           seatMetrics
 }
 
 // latencyBuckets are upstream's, for requests and storage calls alike.
@@ -87,6 +88,10 @@ func newMetrics(s *Server) *metrics {
 			old: prometheus.NewDesc("apiserver_storage_objects", "[DEPRECATED, consider using apiserver_resource_objects instead] Number of stored objects at the time of last check split by kind. In case of a fetching error, the value will be -1.", []string{"resource"}, nil),
 			cur: prometheus.NewDesc("apiserver_resource_objects", "Number of stored objects at the time of last check split by kind. In case of a fetching error, the value will be -1.", []string{"group", "resource"}, nil)},
 	}
+	m.seats = newSeatMetrics(nil)
+	if s != nil {
+		m.seats.s = s.seats
+	}
 	m.serving = byKind{readOnly: m.inFlight.WithLabelValues(kindReadOnly), mutating: m.inFlight.WithLabelValues(kindMutating)}
 	m.queued = byKind{readOnly: m.inQueue.WithLabelValues(kindReadOnly), mutating: m.inQueue.WithLabelValues(kindMutating)}
 	return m
@@ -104,7 +109,7 @@ func (g byKind) of(mutating bool) prometheus.Gauge {
 }
 
 func (m *metrics) register(reg prometheus.Registerer) {
-	reg.MustRegister(m.requests, m.latency, m.sliLatency, m.sizes, m.longRunning, m.inFlight, m.inQueue, m.watchEvents, m.etcdLatency, m.etcdTotal, m.etcdErrors, m.objects)
+	reg.MustRegister(m.requests, m.latency, m.sliLatency, m.sizes, m.longRunning, m.inFlight, m.inQueue, m.watchEvents, m.etcdLatency, m.etcdTotal, m.etcdErrors, m.objects, m.seats)
 }
 
 // measuredRequest is what the request metrics say of one request.

@@ -20,6 +20,7 @@ import (
 	"k8s.io/kube-openapi/pkg/validation/spec"
 
 	"plainkube.dev/plainkube/internal/admission"
+	"plainkube.dev/plainkube/internal/apiserver/priority"
 	"plainkube.dev/plainkube/internal/audit"
 	"plainkube.dev/plainkube/internal/auth"
 	"plainkube.dev/plainkube/internal/registry"
@@ -73,11 +74,10 @@ type Config struct {
 	Now func() time.Time
 	// MaxRequestBodyBytes caps request bodies (0: 3 MiB, upstream's limit).
 	MaxRequestBodyBytes int64
-	// MaxRequestsInFlight caps concurrent non-watch requests of clients
-	// other than system:masters and the system components (which have as
-	// many of their own; see seats); beyond it, or beyond half of
-	// it for one user, the server answers 429 with Retry-After (0: 400,
-	// upstream's default).
+	// MaxRequestsInFlight is the server's concurrency limit, which the
+	// limited priority levels of API Priority and Fairness share by their
+	// nominalConcurrencyShares (see seats; 0: 600, upstream's default
+	// --max-requests-inflight plus --max-mutating-requests-inflight).
 	MaxRequestsInFlight int
 	// Audit, if set, writes the audit log (--audit-log-path).
 	Audit  *audit.Logger
@@ -137,7 +137,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.MaxRequestBodyBytes = 3 << 20
 	}
 	if cfg.MaxRequestsInFlight == 0 {
-		cfg.MaxRequestsInFlight = 400
+		cfg.MaxRequestsInFlight = 600
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -323,6 +323,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			attrs.Name = selectedName(attrs.FieldSelector)
 		}
 	}
+	// Classified before it is authorized, as upstream's API Priority and
+	// Fairness, so that a refusal too says how it was classified.
+	match, classified := s.seats.classify(priority.Request{User: user.Name, Groups: user.Groups, Verb: attrs.Verb,
+		IsResource: info.IsResource, APIGroup: info.Group, Resource: info.Resource, Subresource: info.Subresource,
+		Namespace: info.Namespace, Path: r.URL.Path})
+	if classified {
+		setMatchHeaders(w.Header(), match)
+	}
 	if s.cfg.Audit != nil {
 		var impersonatedBy *auth.User
 		if user != authenticated {
@@ -355,7 +363,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			defer cancel()
-			release, ok := s.seats.acquire(ctx, user, inQueue, &queued)
+			release, ok := s.seats.acquire(ctx, match, inQueue, &queued)
 			if !ok {
 				s.codecs.writeError(w, r, noSeat())
 				return
@@ -376,7 +384,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if info.Verb == "watch" {
 				// A watch holds a seat until its initial events are sent,
 				// as upstream's counts a watch's start.
-				release, ok := s.seats.acquire(r.Context(), user, inQueue, &queued)
+				release, ok := s.seats.acquire(r.Context(), match, inQueue, &queued)
 				if !ok {
 					s.codecs.writeError(w, r, noSeat())
 					return
@@ -388,6 +396,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.serveResource(w, r, info)
 			return
 		}
+	} else {
+		release, ok := s.seats.acquire(r.Context(), match, inQueue, &queued)
+		if !ok {
+			s.codecs.writeError(w, r, noSeat())
+			return
+		}
+		defer release()
 	}
 	s.serveNonResource(w, r, info)
 }

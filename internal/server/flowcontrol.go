@@ -3,15 +3,24 @@ package server
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strconv"
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	apfbootstrap "k8s.io/apiserver/pkg/apis/flowcontrol/bootstrap"
+	flowcontrolapply "k8s.io/client-go/applyconfigurations/flowcontrol/v1"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	flowcontrollisters "k8s.io/client-go/listers/flowcontrol/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 
+	"plainkube.dev/plainkube/internal/apiserver"
+	"plainkube.dev/plainkube/internal/apiserver/priority"
 	"plainkube.dev/plainkube/internal/registry/flowcontrol"
 )
 
@@ -60,7 +69,7 @@ func itemPointers[E any](items []E) []*E {
 // still marked for auto-update (annotation apf.kubernetes.io/autoupdate-spec
 // "true", or unmarked at generation 1), get their spec back; objects marked
 // for auto-update that are no longer in the configuration are deleted.
-// plainkube stores this configuration but does not act on it.
+// The server acts on the stored objects (startFlowControl).
 func ensureFlowControl(ctx context.Context, cs kubernetes.Interface) error {
 	schemas := apfKind[*flowcontrolv1.FlowSchema, *flowcontrolv1.FlowSchemaList]{
 		name:   "flow schema",
@@ -173,4 +182,78 @@ func ensureAPFObject[T apfObject, L any](ctx context.Context, k apfKind[T, L], b
 		return fmt.Errorf("update %s %s: %w", k.name, name, err)
 	}
 	return nil
+}
+
+// flowControlConsumer is the field manager of the FlowSchemas' Dangling
+// conditions, upstream's.
+const flowControlConsumer = "api-priority-and-fairness-config-consumer-v1"
+
+// startFlowControl makes api classify requests by the stored FlowSchemas
+// and PriorityLevelConfigurations, read by informers over the API, and
+// keeps each FlowSchema's Dangling condition (whether its priority level
+// exists), as upstream's APF configuration controller does.
+func startFlowControl(ctx context.Context, cfg *rest.Config, api *apiserver.Server, log *slog.Logger) error {
+	changed := make(chan struct{}, 1)
+	notify := func() {
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	}
+	handler := cache.ResourceEventHandlerFuncs{AddFunc: func(any) { notify() }, UpdateFunc: func(any, any) { notify() }, DeleteFunc: func(any) { notify() }}
+	var (
+		cs      kubernetes.Interface
+		schemas flowcontrollisters.FlowSchemaLister
+		levels  flowcontrollisters.PriorityLevelConfigurationLister
+	)
+	return startInformers(ctx, cfg, log, "API Priority and Fairness", func(f informers.SharedInformerFactory, client kubernetes.Interface) (func() bool, error) {
+		cs = client
+		fi, pi := f.Flowcontrol().V1().FlowSchemas(), f.Flowcontrol().V1().PriorityLevelConfigurations()
+		schemas, levels = fi.Lister(), pi.Lister()
+		for _, inf := range []cache.SharedIndexInformer{fi.Informer(), pi.Informer()} {
+			if _, err := inf.AddEventHandler(handler); err != nil {
+				return nil, err
+			}
+		}
+		return func() bool { return fi.Informer().HasSynced() && pi.Informer().HasSynced() }, nil
+	}, func(ctx context.Context) {
+		go func() {
+			for {
+				fss, _ := schemas.List(labels.Everything())
+				pls, _ := levels.List(labels.Everything())
+				api.SetFlowControl(fss, pls)
+				for _, fs := range fss {
+					if err := syncDangling(ctx, cs, fs, pls); err != nil && !apierrors.IsNotFound(err) && ctx.Err() == nil {
+						log.Warn("writing a FlowSchema's Dangling condition", "flowschema", fs.Name, "err", err)
+					}
+				}
+				select {
+				case <-ctx.Done():
+					return
+				case <-changed:
+				}
+			}
+		}()
+	})
+}
+
+// syncDangling writes fs's Dangling condition when it does not say
+// whether its priority level (among pls) exists, with upstream's reasons
+// and messages.
+func syncDangling(ctx context.Context, cs kubernetes.Interface, fs *flowcontrolv1.FlowSchema, pls []*flowcontrolv1.PriorityLevelConfiguration) error {
+	pl := fs.Spec.PriorityLevelConfiguration.Name
+	status, reason, message := flowcontrolv1.ConditionFalse, "Found", fmt.Sprintf("This FlowSchema references the PriorityLevelConfiguration object named %q and it exists", pl)
+	if priority.Dangling(fs, pls) {
+		status, reason, message = flowcontrolv1.ConditionTrue, "NotFound", fmt.Sprintf("This FlowSchema references the PriorityLevelConfiguration object named %q but there is no such object", pl)
+	}
+	for _, c := range fs.Status.Conditions {
+		if c.Type == flowcontrolv1.FlowSchemaConditionDangling && c.Status == status && c.Reason == reason && c.Message == message {
+			return nil
+		}
+	}
+	_, err := cs.FlowcontrolV1().FlowSchemas().ApplyStatus(ctx, flowcontrolapply.FlowSchema(fs.Name).WithStatus(flowcontrolapply.FlowSchemaStatus().WithConditions(
+		flowcontrolapply.FlowSchemaCondition().WithType(flowcontrolv1.FlowSchemaConditionDangling).WithStatus(status).
+			WithLastTransitionTime(metav1.Now()).WithReason(reason).WithMessage(message))),
+		metav1.ApplyOptions{FieldManager: flowControlConsumer, Force: true})
+	return err
 }

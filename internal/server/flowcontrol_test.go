@@ -4,17 +4,22 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	apfbootstrap "k8s.io/apiserver/pkg/apis/flowcontrol/bootstrap"
 	flowcontrolapply "k8s.io/client-go/applyconfigurations/flowcontrol/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"plainkube.dev/plainkube/internal/registry/flowcontrol"
@@ -129,8 +134,17 @@ func TestFlowControlAPI(t *testing.T) {
 	if err != nil || fs.Spec.MatchingPrecedence != 2000 || fs.Generation != 2 {
 		t.Fatalf("patch flow schema: %v, %+v", err, fs)
 	}
-	fs.Status.Conditions = []flowcontrolv1.FlowSchemaCondition{{Type: flowcontrolv1.FlowSchemaConditionDangling, Status: flowcontrolv1.ConditionFalse, Reason: "Found"}}
-	if fs, err = fsc.UpdateStatus(ctx, fs, metav1.UpdateOptions{}); err != nil || len(fs.Status.Conditions) != 1 {
+	// The server's APF controller writes the schemas' Dangling conditions
+	// meanwhile: the updates below are made again on a conflict.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if fs, err = fsc.Get(ctx, "batch-jobs", metav1.GetOptions{}); err != nil {
+			return err
+		}
+		fs.Status.Conditions = []flowcontrolv1.FlowSchemaCondition{{Type: flowcontrolv1.FlowSchemaConditionDangling, Status: flowcontrolv1.ConditionFalse, Reason: "Found"}}
+		fs, err = fsc.UpdateStatus(ctx, fs, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil || len(fs.Status.Conditions) != 1 {
 		t.Fatalf("update flow schema status: %v, %+v", err, fs)
 	}
 	// What every k8s.io/apiserver-based server's APF controller writes.
@@ -141,9 +155,16 @@ func TestFlowControlAPI(t *testing.T) {
 	if err != nil || len(fs.Status.Conditions) != 1 || fs.Status.Conditions[0].Status != flowcontrolv1.ConditionTrue || fs.Spec.MatchingPrecedence != 2000 {
 		t.Fatalf("apply flow schema status: %v, %+v", err, fs)
 	}
-	fs.Status.Conditions = nil
-	fs.Spec.MatchingPrecedence = 3000
-	if fs, err = fsc.Update(ctx, fs, metav1.UpdateOptions{}); err != nil || len(fs.Status.Conditions) != 1 || fs.Spec.MatchingPrecedence != 3000 {
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if fs, err = fsc.Get(ctx, "batch-jobs", metav1.GetOptions{}); err != nil {
+			return err
+		}
+		fs.Status.Conditions = nil
+		fs.Spec.MatchingPrecedence = 3000
+		fs, err = fsc.Update(ctx, fs, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil || len(fs.Status.Conditions) != 1 || fs.Spec.MatchingPrecedence != 3000 {
 		t.Fatalf("an update of the main resource changed the status or not the spec: %v, %+v", err, fs)
 	}
 	list, err := fsc.List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=batch-jobs"})
@@ -232,5 +253,96 @@ func TestFlowControlAPI(t *testing.T) {
 	}
 	if _, err := plc.Get(ctx, "batch", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("deleted priority level: %v, want 404", err)
+	}
+}
+
+// TestFlowControlClassifies: the server classifies requests by the stored
+// FlowSchemas and priority levels as soon as they are written (upstream's
+// e2e "requests can be classified" steps): a FlowSchema's Dangling
+// condition says whether its level exists, /metrics gives each level's
+// seats, every answer names the schema and level that served it, and a
+// rejecting level of one seat refuses a second request of its flow.
+func TestFlowControlClassifies(t *testing.T) {
+	_, cfg := startServer(t)
+	cs := clientset(t, cfg)
+	ctx := context.Background()
+	fc := cs.FlowcontrolV1()
+	pl, err := fc.PriorityLevelConfigurations().Create(ctx, &flowcontrolv1.PriorityLevelConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "test-level"},
+		Spec: flowcontrolv1.PriorityLevelConfigurationSpec{Type: flowcontrolv1.PriorityLevelEnablementLimited, Limited: &flowcontrolv1.LimitedPriorityLevelConfiguration{
+			NominalConcurrencyShares: ptr.To[int32](1), LimitResponse: flowcontrolv1.LimitResponse{Type: flowcontrolv1.LimitResponseTypeReject}}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema := func(name, level string) *flowcontrolv1.FlowSchema {
+		fs, err := fc.FlowSchemas().Create(ctx, &flowcontrolv1.FlowSchema{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: flowcontrolv1.FlowSchemaSpec{
+			MatchingPrecedence: 1000, PriorityLevelConfiguration: flowcontrolv1.PriorityLevelConfigurationReference{Name: level},
+			DistinguisherMethod: &flowcontrolv1.FlowDistinguisherMethod{Type: flowcontrolv1.FlowDistinguisherMethodByUserType},
+			Rules: []flowcontrolv1.PolicyRulesWithSubjects{{
+				Subjects:         []flowcontrolv1.Subject{{Kind: flowcontrolv1.SubjectKindUser, User: &flowcontrolv1.UserSubject{Name: "noxu"}}},
+				NonResourceRules: []flowcontrolv1.NonResourcePolicyRule{{Verbs: []string{"*"}, NonResourceURLs: []string{"*"}}}}}}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fs
+	}
+	fs := schema("test-schema", "test-level")
+	schema("test-dangling", "no-such-level")
+	dangling := func(name string) string {
+		fs, err := fc.FlowSchemas().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err.Error()
+		}
+		for _, c := range fs.Status.Conditions {
+			if c.Type == flowcontrolv1.FlowSchemaConditionDangling {
+				return string(c.Status) + " " + c.Reason
+			}
+		}
+		return ""
+	}
+	var seats float64
+	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		raw, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+		if err != nil {
+			return false, nil
+		}
+		seats = metricValue(string(raw), "apiserver_flowcontrol_nominal_limit_seats", map[string]string{"priority_level": "test-level"})
+		return dangling("test-schema") == "False Found" && dangling("test-dangling") == "True NotFound" && seats > 0, nil
+	})
+	if err != nil {
+		t.Fatalf("steady state: Dangling %q and %q, seats %v", dangling("test-schema"), dangling("test-dangling"), seats)
+	}
+	// 600 seats, test-level's 1 of the 246 shares.
+	if seats != 3 {
+		t.Errorf("test-level's seats: %v, want 3", seats)
+	}
+
+	get := func(user string) *http.Response {
+		c := rest.CopyConfig(cfg)
+		c.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:authenticated"}}
+		rt, err := rest.TransportFor(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, _ := http.NewRequest("GET", cfg.Host+"/version", nil)
+		resp, err := rt.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	resp := get("noxu")
+	if got := resp.Header.Get(flowcontrolv1.ResponseHeaderMatchedFlowSchemaUID); got != string(fs.UID) {
+		t.Errorf("noxu's request: FlowSchema UID %q, want %q", got, fs.UID)
+	}
+	if got := resp.Header.Get(flowcontrolv1.ResponseHeaderMatchedPriorityLevelConfigurationUID); got != string(pl.UID) {
+		t.Errorf("noxu's request: level UID %q, want %q", got, pl.UID)
+	}
+	global, err := fc.FlowSchemas().Get(ctx, "global-default", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := get("foo").Header.Get(flowcontrolv1.ResponseHeaderMatchedFlowSchemaUID); got != string(global.UID) {
+		t.Errorf("foo's request: FlowSchema UID %q, want global-default's %q", got, global.UID)
 	}
 }

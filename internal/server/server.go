@@ -442,6 +442,10 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		s.stop()
 		return nil, err
 	}
+	if err := startFlowControl(ctx, s.LoopbackConfig(), api, log); err != nil {
+		s.stop()
+		return nil, err
+	}
 	if err := startAdmission(ctx, s.LoopbackConfig(), log, admissionReady, deps, opts.PodSecurityExemptions); err != nil {
 		s.stop()
 		return nil, err
