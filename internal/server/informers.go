@@ -6,10 +6,11 @@ import (
 	"log/slog"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"plainkube.dev/plainkube/internal/reconcile"
 )
 
 // syncTimeout is how long the server waits for one set of its informers
@@ -49,20 +50,14 @@ func startInformers(ctx context.Context, cfg *rest.Config, log *slog.Logger, wha
 	return nil
 }
 
-// waitSynced polls synced (every 2 ms: a start waits on it) until it reports true (true) or ctx ends
-// (false). If that takes longer than syncTimeout it logs so once, naming
-// what it waits for, and goes on waiting.
+// waitSynced waits until synced reports true (true) or ctx ends (false),
+// looking as reconcile.WaitForCacheSync does (a start waits on it). If that
+// takes longer than syncTimeout it logs so once, naming what it waits
+// for, and goes on waiting.
 func waitSynced(ctx context.Context, log *slog.Logger, what string, synced func() bool) bool {
-	deadline := time.Now().Add(syncTimeout)
-	warned := false
-	return wait.PollUntilContextCancel(ctx, 2*time.Millisecond, true, func(context.Context) (bool, error) {
-		if synced() {
-			return true, nil
-		}
-		if !warned && time.Now().After(deadline) {
-			warned = true
-			log.Warn(what+" have not synced; the server is not ready until they have", "after", syncTimeout)
-		}
-		return false, nil
-	}) == nil
+	warn := time.AfterFunc(syncTimeout, func() {
+		log.Warn(what+" have not synced; the server is not ready until they have", "after", syncTimeout)
+	})
+	defer warn.Stop()
+	return reconcile.WaitForCacheSync(ctx, synced)
 }
