@@ -9,7 +9,8 @@
 # FOCUS and SKIP are Ginkgo regular expressions on the spec names, e.g.
 #   hack/conformance.sh '\[sig-api-machinery\]'
 #   hack/conformance.sh 'ConfigMap' '\[Serial\]'
-# Only [Conformance] specs run whatever FOCUS says.
+# Only [Conformance] specs run whatever FOCUS says, unless LABELS says
+# otherwise (below).
 #
 # What it does:
 # 1. builds bin/plainkube, and, when missing, $CONFORMANCE_DIR/e2e.test and
@@ -37,7 +38,9 @@
 # [Serial] on N Ginkgo processes (then the [Serial] ones alone), NODES=2 to
 # join a second node (`plainkube agent` on this host, its own containerd and
 # pod bridge, kubelet port 10251; the server's node serves the host's
-# Service proxy and DNS for both) for the specs that need two.
+# Service proxy and DNS for both) for the specs that need two, LABELS=expr
+# for another Ginkgo label filter than Conformance (LABELS= for none: then
+# FOCUS alone selects, e.g. upstream's specs outside the conformance set).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$(pwd)
@@ -228,14 +231,15 @@ run_specs() {
   return "$rc"
 }
 
+labels=${LABELS-Conformance}
 e2e_rc=0
 if [ "${PARALLEL:-1}" -gt 1 ]; then
   # As upstream's CI: what may share the cluster in parallel, then the
   # [Serial] specs alone.
-  run_specs parallel 'Conformance && !Serial' "$PARALLEL" || e2e_rc=$?
-  run_specs serial 'Conformance && Serial' 1 || e2e_rc=$?
+  run_specs parallel "${labels:+$labels && }!Serial" "$PARALLEL" || e2e_rc=$?
+  run_specs serial "${labels:+$labels && }Serial" 1 || e2e_rc=$?
 else
-  run_specs all Conformance 1 || e2e_rc=$?
+  run_specs all "$labels" 1 || e2e_rc=$?
 fi
 
 shopt -s nullglob
