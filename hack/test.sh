@@ -40,3 +40,13 @@ failed() {
 }
 go test -count=1 -timeout 15m $(go list ./... | grep -v '/test/e2e$') 2>&1 | tee "$log/unit" || failed unit
 go test -count=1 -timeout 35m ./test/e2e/ 2>&1 | tee "$log/e2e" || failed e2e
+# Each fuzz target (request bodies of every content type and patch type,
+# list queries with selectors and field paths, request URLs) runs for a
+# bounded time on new inputs; plain `go test` above runs only their seeds.
+# The instrumented build comes first (every dependency again, minutes on 2
+# cores the first time).
+start=$SECONDS
+for target in FuzzCreateAndPatch FuzzListQuery FuzzRequestInfo; do
+  go test -run '^$' -fuzz "^$target\$" -fuzztime "${FUZZTIME:-10s}" ./internal/apiserver/ 2>&1 | tee -a "$log/fuzz" || failed fuzz
+done
+echo "fuzzing took $((SECONDS - start))s"

@@ -7,7 +7,9 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"testing"
+	"time"
 
 	"plainkube.dev/plainkube/internal/auth"
 	"plainkube.dev/plainkube/internal/registry/all"
@@ -76,6 +78,45 @@ func FuzzCreateAndPatch(f *testing.F) {
 		}
 		if rec.Code >= 400 && !bytes.Contains(rec.Body.Bytes(), []byte(`"kind":"Status"`)) {
 			t.Fatalf("error without Status body: %d %s", rec.Code, rec.Body)
+		}
+	})
+}
+
+// FuzzListQuery sends list requests with arbitrary label and field
+// selectors (field paths included) and paging, version and timeout
+// parameters: every answer is a success or a Status-shaped 4xx, never a
+// 5xx or a panic.
+func FuzzListQuery(f *testing.F) {
+	f.Add("/api/v1/namespaces/default/pods", "a=b,c!=d,e in (f,g),!h", "metadata.name=x,spec.nodeName!=", "10", "", "0", "")
+	f.Add("/api/v1/pods", "x", "status.phase==Running", "-1", "bad", "abc", "1s")
+	f.Add("/apis/apps/v1/deployments", "a notin (", "metadata.namespace=default,metadata.name", "", "eyJ2IjoxfQ", "", "-5s")
+	f.Add("/api/v1/namespaces/default/events", "k8s.io/a=b", "involvedObject.kind=Pod,reason=x", "1", "", "", "")
+	f.Add("/api/v1/nodes", "", "spec.unschedulable=true", "", "", "999999999999", "")
+	h := newTestServer(f)
+	f.Fuzz(func(t *testing.T, path, labels, fields, limit, cont, resourceVersion, timeout string) {
+		if len(path) == 0 || path[0] != '/' {
+			path = "/" + path
+		}
+		q := url.Values{}
+		for k, v := range map[string]string{"labelSelector": labels, "fieldSelector": fields, "limit": limit,
+			"continue": cont, "resourceVersion": resourceVersion, "timeout": timeout} {
+			if v != "" {
+				q.Set(k, v)
+			}
+		}
+		req, err := http.NewRequest("GET", "http://x"+path+"?"+q.Encode(), nil)
+		if err != nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req.WithContext(ctx))
+		if rec.Code >= 500 && rec.Code != http.StatusNotImplemented && rec.Code != http.StatusGatewayTimeout {
+			t.Fatalf("GET %s?%s -> %d: %s", path, q.Encode(), rec.Code, rec.Body)
+		}
+		if rec.Code >= 400 && !bytes.Contains(rec.Body.Bytes(), []byte(`"kind":"Status"`)) {
+			t.Fatalf("GET %s?%s: error without Status body: %d %s", path, q.Encode(), rec.Code, rec.Body)
 		}
 	})
 }

@@ -90,6 +90,12 @@ func New(cfg *rest.Config, opts Options) (*Agent, error) {
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = "plainkube-kubelet/" + opts.NodeName
 	}
+	if cfg.QPS == 0 && cfg.RateLimiter == nil {
+		// Upstream kubelet's kubeAPIQPS and kubeAPIBurst defaults, not
+		// client-go's 5 and 10: a pod with 50 ConfigMap volumes is 50
+		// reads before it starts.
+		cfg.QPS, cfg.Burst = 50, 100
+	}
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
