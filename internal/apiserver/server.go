@@ -363,9 +363,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			defer cancel()
-			release, ok := s.seats.acquire(ctx, match, inQueue, &queued)
+			release, ok := s.takeSeat(ctx, w, r, match, inQueue, &queued)
 			if !ok {
-				s.codecs.writeError(w, r, noSeat())
 				return
 			}
 			defer release()
@@ -384,9 +383,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if info.Verb == "watch" {
 				// A watch holds a seat until its initial events are sent,
 				// as upstream's counts a watch's start.
-				release, ok := s.seats.acquire(r.Context(), match, inQueue, &queued)
+				release, ok := s.takeSeat(r.Context(), w, r, match, inQueue, &queued)
 				if !ok {
-					s.codecs.writeError(w, r, noSeat())
 					return
 				}
 				started := sync.OnceFunc(release)
@@ -397,14 +395,23 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	} else {
-		release, ok := s.seats.acquire(r.Context(), match, inQueue, &queued)
+		release, ok := s.takeSeat(r.Context(), w, r, match, inQueue, &queued)
 		if !ok {
-			s.codecs.writeError(w, r, noSeat())
 			return
 		}
 		defer release()
 	}
 	s.serveNonResource(w, r, info)
+}
+
+// takeSeat takes a seat of the request's priority level (seats.acquire),
+// or answers it 429 (ok false).
+func (s *Server) takeSeat(ctx context.Context, w http.ResponseWriter, r *http.Request, m priority.Match, queued queueGauge, waited *time.Duration) (release func(), ok bool) {
+	release, ok = s.seats.acquire(ctx, m, queued, waited)
+	if !ok {
+		s.codecs.writeError(w, r, noSeat())
+	}
+	return release, ok
 }
 
 // noSeat answers a request that found no seat (a full queue, or a wait

@@ -167,9 +167,9 @@ func matchesSubject(s flowcontrolv1.Subject, r Request) bool {
 	return false
 }
 
-// all reports whether list holds want or the wildcard all.
-func all(list []string, all, want string) bool {
-	return slices.Contains(list, all) || slices.Contains(list, want)
+// holds reports whether list holds want or the wildcard.
+func holds(list []string, wildcard, want string) bool {
+	return slices.Contains(list, wildcard) || slices.Contains(list, want)
 }
 
 func matchesResource(rr flowcontrolv1.ResourcePolicyRule, r Request) bool {
@@ -177,18 +177,18 @@ func matchesResource(rr flowcontrolv1.ResourcePolicyRule, r Request) bool {
 	if r.Subresource != "" {
 		resource += "/" + r.Subresource
 	}
-	if !all(rr.Verbs, flowcontrolv1.VerbAll, r.Verb) || !all(rr.APIGroups, flowcontrolv1.APIGroupAll, r.APIGroup) ||
-		!all(rr.Resources, flowcontrolv1.ResourceAll, resource) {
+	if !holds(rr.Verbs, flowcontrolv1.VerbAll, r.Verb) || !holds(rr.APIGroups, flowcontrolv1.APIGroupAll, r.APIGroup) ||
+		!holds(rr.Resources, flowcontrolv1.ResourceAll, resource) {
 		return false
 	}
 	if r.Namespace == "" {
 		return rr.ClusterScope
 	}
-	return all(rr.Namespaces, flowcontrolv1.NamespaceEvery, r.Namespace)
+	return holds(rr.Namespaces, flowcontrolv1.NamespaceEvery, r.Namespace)
 }
 
 func matchesNonResource(nr flowcontrolv1.NonResourcePolicyRule, r Request) bool {
-	if !all(nr.Verbs, flowcontrolv1.VerbAll, r.Verb) {
+	if !holds(nr.Verbs, flowcontrolv1.VerbAll, r.Verb) {
 		return false
 	}
 	for _, u := range nr.NonResourceURLs {
