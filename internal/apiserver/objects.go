@@ -15,11 +15,6 @@ import (
 
 const timeSecond = time.Second
 
-var (
-	namespacesGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
-	podsGVR       = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
-)
-
 func schemaGVR(info requestInfo) schema.GroupVersionResource {
 	return schema.GroupVersionResource{Group: info.Group, Version: info.Version, Resource: info.Resource}
 }

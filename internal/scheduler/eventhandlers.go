@@ -104,14 +104,11 @@ func (s *Scheduler) addEventHandlers() error {
 
 	if err := s.handle(pvcInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(any) {
-			s.pvcDirty.Store(true)
 			s.queue.MoveOnEvent(framework.ClusterEvent{Resource: framework.ResourcePVC, ActionType: framework.Add}, nil)
 		},
 		UpdateFunc: func(any, any) {
-			s.pvcDirty.Store(true)
 			s.queue.MoveOnEvent(framework.ClusterEvent{Resource: framework.ResourcePVC, ActionType: framework.UpdateOther}, nil)
 		},
-		DeleteFunc: func(any) { s.pvcDirty.Store(true) },
 	})); err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -84,9 +85,8 @@ type Scheduler struct {
 	pvcs       corelisters.PersistentVolumeClaimLister
 	workloads  *workloadLister
 
-	nsDirty, pvcDirty atomic.Bool
-	nsLabels          map[string]labels.Set
-	pvcMap            map[string]*v1.PersistentVolumeClaim
+	nsDirty  atomic.Bool
+	nsLabels map[string]labels.Set
 
 	handlers []cache.InformerSynced
 	running  atomic.Bool
@@ -269,16 +269,16 @@ func (s *Scheduler) fillSnapshot() {
 		s.nsLabels = m
 	}
 	s.snapshot.NamespaceLabels = s.nsLabels
-	if s.pvcDirty.Swap(false) || s.pvcMap == nil {
-		pvcs, _ := s.pvcs.List(labels.Everything())
-		m := make(map[string]*v1.PersistentVolumeClaim, len(pvcs))
-		for _, p := range pvcs {
-			m[p.Namespace+"/"+p.Name] = p
-		}
-		s.pvcMap = m
-	}
-	s.snapshot.PVCs = s.pvcMap
+	s.snapshot.PVC = s.lookupPVC
 	s.snapshot.Workloads = s.workloads
+}
+
+// lookupPVC is the snapshot's claim lookup: the informer's claim
+// namespace/name.
+func (s *Scheduler) lookupPVC(key string) (*v1.PersistentVolumeClaim, bool) {
+	ns, name, _ := strings.Cut(key, "/")
+	pvc, err := s.pvcs.PersistentVolumeClaims(ns).Get(name)
+	return pvc, err == nil
 }
 
 // scheduleOne schedules the next active pod; it reports whether there was

@@ -19,7 +19,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/component-helpers/storage/volume"
 
-	"plainkube.dev/plainkube/internal/api/podutil"
+	"plainkube.dev/plainkube/internal/api/claimindex"
 	"plainkube.dev/plainkube/internal/api/storageclass"
 	"plainkube.dev/plainkube/internal/controller"
 	"plainkube.dev/plainkube/internal/reconcile"
@@ -77,9 +77,11 @@ type run struct {
 	claims  corelisters.PersistentVolumeClaimLister
 	volumes corelisters.PersistentVolumeLister
 	classes storagelisters.StorageClassLister
-	pods    corelisters.PodLister
-	rec     record.EventRecorder
-	log     *slog.Logger
+	// volumeIndex and podIndex hold volumes and pods by claim
+	// (claimindex).
+	volumeIndex, podIndex cache.Indexer
+	rec                   record.EventRecorder
+	log                   *slog.Logger
 	// queue takes a claim's key when a volume's sync finds the claim's
 	// binding to finish.
 	queue interface{ Add(string) }
@@ -94,8 +96,17 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	volumeInf := b.Informers().Core().V1().PersistentVolumes()
 	classInf := b.Informers().Storage().V1().StorageClasses()
 	podInf := b.SharedInformers().Core().V1().Pods()
+	// A claim's sync looks only at the volumes that can matter to it and at
+	// its own pods: with a thousand claims, listing every volume and pod
+	// for each made the binder quadratic.
+	if err := reconcile.AddIndexer(volumeInf.Informer(), claimindex.Volumes, claimindex.VolumesByClaim); err != nil {
+		return err
+	}
+	if err := reconcile.AddIndexer(podInf.Informer(), claimindex.Pods, claimindex.PodsByClaim); err != nil {
+		return err
+	}
 	r := &run{Controller: c, claims: claimInf.Lister(), volumes: volumeInf.Lister(), classes: classInf.Lister(),
-		pods: podInf.Lister(), log: b.Logger(), queue: b.Queue()}
+		volumeIndex: volumeInf.Informer().GetIndexer(), podIndex: podInf.Informer().GetIndexer(), log: b.Logger(), queue: b.Queue()}
 
 	b.Watches(claimInf.Informer(), controller.AllEvents, func(_, obj any) []string {
 		claim, ok := obj.(*corev1.PersistentVolumeClaim)
@@ -150,7 +161,7 @@ func (r *run) observeClaim(key string) (ClaimState, bool, error) {
 	if err != nil {
 		return ClaimState{}, false, err
 	}
-	volumes, err := r.volumes.List(labels.Everything())
+	volumes, err := r.candidateVolumes(claim)
 	if err != nil {
 		return ClaimState{}, false, err
 	}
@@ -173,18 +184,51 @@ func (r *run) observeClaim(key string) (ClaimState, bool, error) {
 	_, bound := claim.Annotations[volume.AnnBindCompleted]
 	_, selected := claim.Annotations[volume.AnnSelectedNode]
 	if !bound && !selected && claim.Spec.VolumeName == "" {
-		pods, err := r.pods.Pods(ns).List(labels.Everything())
+		pods, err := r.podIndex.ByIndex(claimindex.Pods, key)
 		if err != nil {
 			return ClaimState{}, false, err
 		}
-		for _, p := range pods {
-			if p.Spec.NodeName == "" && slices.Contains(podutil.ClaimNames(p), claim.Name) {
+		for _, obj := range pods {
+			if p, ok := obj.(*corev1.Pod); ok && p.Spec.NodeName == "" {
 				st.UnscheduledPods = append(st.UnscheduledPods, p.Name)
 			}
 		}
 		slices.Sort(st.UnscheduledPods)
 	}
 	return st, true, nil
+}
+
+// candidateVolumes are the cached volumes that can matter to claim: the
+// one it names, those claimed for it and the unclaimed ones, by name. A
+// volume claimed for another claim never binds to it.
+func (r *run) candidateVolumes(claim *corev1.PersistentVolumeClaim) ([]*corev1.PersistentVolume, error) {
+	var out []*corev1.PersistentVolume
+	seen := map[string]bool{}
+	addAll := func(objs []any) {
+		for _, obj := range objs {
+			if pv, ok := obj.(*corev1.PersistentVolume); ok && !seen[pv.Name] {
+				seen[pv.Name] = true
+				out = append(out, pv)
+			}
+		}
+	}
+	for _, key := range []string{claimindex.Key(claim.Namespace, claim.Name), claimindex.Unclaimed} {
+		objs, err := r.volumeIndex.ByIndex(claimindex.Volumes, key)
+		if err != nil {
+			return nil, err
+		}
+		addAll(objs)
+	}
+	if name := claim.Spec.VolumeName; name != "" && !seen[name] {
+		pv, err := r.volumes.Get(name)
+		if err != nil && !apierrors.IsNotFound(err) {
+			return nil, err
+		}
+		if pv != nil {
+			out = append(out, pv)
+		}
+	}
+	return out, nil
 }
 
 func (r *run) syncClaim(ctx context.Context, key string) (reconcile.Result, error) {

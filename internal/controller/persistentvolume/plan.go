@@ -21,7 +21,8 @@ type Event struct {
 // ClaimState is what a claim's sync looks at.
 type ClaimState struct {
 	Claim *corev1.PersistentVolumeClaim
-	// Volumes are all cached volumes.
+	// Volumes are the cached volumes that can matter to the claim: the
+	// one it names, those claimed for it and the unclaimed ones.
 	Volumes []*corev1.PersistentVolume
 	// Class is the claim's StorageClass (nil: none asked for, or not
 	// found: ClassErr says which).

@@ -7,13 +7,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
-	"plainkube.dev/plainkube/internal/api/podutil"
+	"plainkube.dev/plainkube/internal/api/claimindex"
 	"plainkube.dev/plainkube/internal/controller"
 	"plainkube.dev/plainkube/internal/reconcile"
 )
@@ -42,7 +41,13 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	b := controller.NewBuilder(controller.Config{Name: Name, Component: "pvc-protection-controller", Client: c.Client, Logger: c.Logger, Shared: c.Informers})
 	claimInf := b.Informers().Core().V1().PersistentVolumeClaims()
 	podInf := b.SharedInformers().Core().V1().Pods()
-	claims, pods := claimInf.Lister(), podInf.Lister()
+	claims := claimInf.Lister()
+	// Pods by the claims they name: a claim's sync looks at its own pods,
+	// not at every pod of its namespace.
+	if err := reconcile.AddIndexer(podInf.Informer(), claimindex.Pods, claimindex.PodsByClaim); err != nil {
+		return err
+	}
+	pods := podInf.Informer().GetIndexer()
 	b.For(claimInf.Informer(), corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim")).
 		// A pod that goes away, or is scheduled, may free or hold a claim.
 		Watches(podInf.Informer(), controller.AllEvents, func(_, obj any) []string {
@@ -50,10 +55,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 			if !ok {
 				return nil
 			}
-			var keys []string
-			for _, name := range podutil.ClaimNames(pod) {
-				keys = append(keys, pod.Namespace+"/"+name)
-			}
+			keys, _ := claimindex.PodsByClaim(pod)
 			return keys
 		})
 	return b.Run(ctx, workers, func(record.EventRecorder) reconcile.ReconcileFunc[string] {
@@ -63,7 +65,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	})
 }
 
-func (c *Controller) sync(ctx context.Context, key string, claims corelisters.PersistentVolumeClaimLister, pods corelisters.PodLister) (reconcile.Result, error) {
+func (c *Controller) sync(ctx context.Context, key string, claims corelisters.PersistentVolumeClaimLister, pods cache.Indexer) (reconcile.Result, error) {
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
 		return reconcile.Result{}, nil
@@ -75,11 +77,11 @@ func (c *Controller) sync(ctx context.Context, key string, claims corelisters.Pe
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	cached, err := pods.Pods(ns).List(labels.Everything())
+	cached, err := pods.ByIndex(claimindex.Pods, key)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	used := slices.ContainsFunc(cached, func(p *corev1.Pod) bool { return podUses(p, claim) })
+	used := slices.ContainsFunc(cached, func(obj any) bool { p, ok := obj.(*corev1.Pod); return ok && podUses(p, claim) })
 	api := c.Client.CoreV1().PersistentVolumeClaims(ns)
 	switch plan(claim, used) {
 	case Add:

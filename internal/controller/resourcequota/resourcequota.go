@@ -275,10 +275,8 @@ func (r *run) monitor(gvr schema.GroupVersionResource) {
 	inf := metadatainformer.NewFilteredMetadataInformer(r.metadata, gvr, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer()
 	quotasOf := r.onChange(nil)
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
-		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = t.Obj
-		}
-		for _, key := range quotasOf(nil, obj) {
+		gone, _ := reconcile.DeletedObject[any](obj)
+		for _, key := range quotasOf(nil, gone) {
 			r.queue.Add(key)
 		}
 	}}); err != nil {

@@ -22,8 +22,11 @@ type Snapshot struct {
 	// NamespaceLabels holds each namespace's labels, for namespace
 	// selectors in pod affinity terms.
 	NamespaceLabels map[string]labels.Set
-	// PVCs by namespace/name, for ReadWriteOncePod checks.
-	PVCs map[string]*v1.PersistentVolumeClaim
+	// PVC looks a claim up by namespace/name, for ReadWriteOncePod checks
+	// (nil: no claims are known). It reads the scheduler's informer, as
+	// upstream's plugins read their listers: claims change too often (a
+	// binding writes each claim twice) to be copied at every cycle.
+	PVC func(key string) (*v1.PersistentVolumeClaim, bool)
 	// PDBs are the PodDisruptionBudgets preemption tries not to violate.
 	PDBs []*policyv1.PodDisruptionBudget
 	// NominatedPods maps a node name to the pending pods nominated to it

@@ -14,13 +14,15 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	storagelisters "k8s.io/client-go/listers/storage/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/component-helpers/storage/volume"
 
+	"plainkube.dev/plainkube/internal/api/claimindex"
 	"plainkube.dev/plainkube/internal/api/podutil"
+	"plainkube.dev/plainkube/internal/reconcile"
 	"plainkube.dev/plainkube/internal/scheduler/framework"
 )
 
@@ -49,8 +51,10 @@ type Args struct {
 const stateKey = Name
 
 // bindPollInterval is how often PreBind looks whether the claims are
-// bound yet (it reads the informers' caches).
-const bindPollInterval = 100 * time.Millisecond
+// bound yet when nothing it waits on changed (upstream's interval): a
+// change to a claim or volume it waits on wakes it at once; the poll
+// notices what no such change shows (the pod deleted, the node changed).
+const bindPollInterval = time.Second
 
 // VolumeBinding is the plugin.
 type VolumeBinding struct {
@@ -60,6 +64,7 @@ type VolumeBinding struct {
 	classes     storagelisters.StorageClassLister
 	pods        corelisters.PodLister
 	nodes       corelisters.NodeLister
+	volumeIndex cache.Indexer // volumes by claim (claimindex)
 	bindTimeout time.Duration
 
 	// assumed maps a volume Reserve chose to the claim (namespace/name)
@@ -67,6 +72,9 @@ type VolumeBinding struct {
 	// gives it up; other pods' cycles do not choose it meanwhile.
 	mu      sync.Mutex
 	assumed map[string]string
+
+	// wakers wake PreBind's waits when what they wait on changes.
+	wakers wakers
 }
 
 var (
@@ -99,6 +107,14 @@ func New(args json.RawMessage, h framework.Handle) (framework.Plugin, error) {
 		pl.classes = f.Storage().V1().StorageClasses().Lister()
 		pl.pods = f.Core().V1().Pods().Lister()
 		pl.nodes = f.Core().V1().Nodes().Lister()
+		volumes := f.Core().V1().PersistentVolumes().Informer()
+		if err := reconcile.AddIndexer(volumes, claimindex.Volumes, claimindex.VolumesByClaim); err != nil {
+			return nil, err
+		}
+		pl.volumeIndex = volumes.GetIndexer()
+		if err := pl.wakers.watch(f.Core().V1().PersistentVolumeClaims().Informer(), f.Core().V1().PersistentVolumes().Informer()); err != nil {
+			return nil, err
+		}
 	}
 	return pl, nil
 }
@@ -238,7 +254,7 @@ func (pl *VolumeBinding) PreFilter(_ context.Context, state *framework.CycleStat
 // candidates lists, per class of the claims, the volumes they may take:
 // not bound to another claim, not reserved for another claim.
 func (pl *VolumeBinding) candidates(claims []*v1.PersistentVolumeClaim) (map[string][]*v1.PersistentVolume, error) {
-	all, err := pl.pvs.List(labels.Everything())
+	all, err := pl.volumesFor(claims)
 	if err != nil {
 		return nil, err
 	}
@@ -262,6 +278,31 @@ func (pl *VolumeBinding) candidates(claims []*v1.PersistentVolumeClaim) (map[str
 		}
 		if mine {
 			out[class] = append(out[class], pv)
+		}
+	}
+	return out, nil
+}
+
+// volumesFor are the cached volumes that can serve claims: the unclaimed
+// ones and those claimed for one of them (from the informer's index, not
+// a walk over every volume).
+func (pl *VolumeBinding) volumesFor(claims []*v1.PersistentVolumeClaim) ([]*v1.PersistentVolume, error) {
+	keys := []string{claimindex.Unclaimed}
+	for _, c := range claims {
+		keys = append(keys, claimindex.Key(c.Namespace, c.Name))
+	}
+	var out []*v1.PersistentVolume
+	seen := map[string]bool{}
+	for _, k := range keys {
+		objs, err := pl.volumeIndex.ByIndex(claimindex.Volumes, k)
+		if err != nil {
+			return nil, err
+		}
+		for _, obj := range objs {
+			if pv, ok := obj.(*v1.PersistentVolume); ok && !seen[pv.Name] {
+				seen[pv.Name] = true
+				out = append(out, pv)
+			}
 		}
 	}
 	return out, nil
@@ -494,6 +535,12 @@ func (pl *VolumeBinding) write(ctx context.Context, vols *podVolumes, nodeName s
 func (pl *VolumeBinding) waitBound(ctx context.Context, pod *v1.Pod, nodeName string, written *podVolumes) error {
 	ctx, cancel := context.WithTimeout(ctx, pl.bindTimeout)
 	defer cancel()
+	// Registered before the first look, so that a change between a look
+	// and the wait is not missed. A provisioned claim's volume is known
+	// only once bound, so its claim's changes are what wake the wait.
+	keys := written.keys()
+	changed := pl.wakers.add(keys)
+	defer pl.wakers.remove(keys, changed)
 	t := time.NewTicker(bindPollInterval)
 	defer t.Stop()
 	for {
@@ -504,6 +551,7 @@ func (pl *VolumeBinding) waitBound(ctx context.Context, pod *v1.Pod, nodeName st
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("timed out waiting for the claims of pod %s/%s to be bound: %w", pod.Namespace, pod.Name, ctx.Err())
+		case <-changed:
 		case <-t.C:
 		}
 	}

@@ -75,11 +75,11 @@ func (pl *VolumeRestrictions) PreFilter(_ context.Context, state *framework.Cycl
 		if needsDiskCheck(v) {
 			needsCheck = true
 		}
-		if v.PersistentVolumeClaim == nil || snap.PVCs == nil {
+		if v.PersistentVolumeClaim == nil || snap.PVC == nil {
 			continue
 		}
 		key := pod.Namespace + "/" + v.PersistentVolumeClaim.ClaimName
-		pvc, ok := snap.PVCs[key]
+		pvc, ok := snap.PVC(key)
 		if !ok {
 			return nil, framework.NewStatus(framework.UnschedulableAndUnresolvable, fmt.Sprintf("persistentvolumeclaim %q not found", v.PersistentVolumeClaim.ClaimName))
 		}

@@ -56,10 +56,11 @@ func TestReadWriteOncePod(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			snap := framework.NewSnapshot(existing, nodes)
-			snap.PVCs = map[string]*v1.PersistentVolumeClaim{
+			claims := map[string]*v1.PersistentVolumeClaim{
 				"default/rwop": pvc("rwop", v1.ReadWriteOncePod),
 				"default/rwo":  pvc("rwo", v1.ReadWriteOnce),
 			}
+			snap.PVC = func(key string) (*v1.PersistentVolumeClaim, bool) { c, ok := claims[key]; return c, ok }
 			got := st.Reasons(st.Filter(t, st.Framework(t, Name, New, ""), tt.pod, snap))
 			for _, n := range []string{"n1", "n2"} {
 				if got[n] != tt.want {
