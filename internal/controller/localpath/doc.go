@@ -5,7 +5,7 @@
 // picked the claim's node.
 //
 // The flow, every step a write to the API server and a watch event to the
-// next component (DESIGN.md rule 1):
+// next component (docs/architecture.md, rule 1):
 //
 //  1. The class binds WaitForFirstConsumer: the persistentvolume binder
 //     leaves the claim Pending until the scheduler, placing a pod that
