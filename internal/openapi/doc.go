@@ -23,10 +23,13 @@
 //     inline embedded structs flattened; a field without omitempty is
 //     required, and gets a default when upstream's generator enforces
 //     one ({} for a struct held by value, the zero value of an always
-//     written scalar); comment markers (+optional on a field without
-//     omitempty, +listType on types client-go has no schema for,
-//     +union) do not survive compilation, and are the known differences
-//     from upstream's documents;
+//     written scalar);
+//   - comment markers do not survive compilation, so gen_markers.go reads
+//     them from k8s.io/api's source into markers_generated.go: +optional
+//     on a field without omitempty and +required on one with it change
+//     what is required, +listType/+listMapKey/+mapType give the topology
+//     of types client-go has no schema for (below), +union structs get
+//     x-kubernetes-unions;
 //   - descriptions come from each type's SwaggerDoc method;
 //   - patchStrategy/patchMergeKey struct tags become
 //     x-kubernetes-patch-strategy/x-kubernetes-patch-merge-key;

@@ -22,6 +22,7 @@ const (
 	extListType       = "x-kubernetes-list-type"
 	extListMapKeys    = "x-kubernetes-list-map-keys"
 	extMapType        = "x-kubernetes-map-type"
+	extUnions         = "x-kubernetes-unions"
 	extIntOrString    = "x-kubernetes-int-or-string"
 	extPreserveFields = "x-kubernetes-preserve-unknown-fields"
 )
@@ -177,6 +178,9 @@ func (g *generator) definitionBody(t reflect.Type, name string) spec.Schema {
 		if h := g.hints[name]; h != nil && h.mapType != "" {
 			s.AddExtension(extMapType, h.mapType)
 		}
+		if u, ok := apiUnions[name]; ok {
+			s.AddExtension(extUnions, u.extension())
+		}
 	default:
 		// A named non-struct type (type Foo string, []Foo, map...).
 		s = g.inlineSchema(t)
@@ -201,6 +205,7 @@ func (g *generator) addFieldsWithHints(s *spec.Schema, t reflect.Type, hints *ty
 	if d, ok := zeroValue(t).(swaggerDoc); ok {
 		docs = d.SwaggerDoc()
 	}
+	marks := apiMarkers[definitionName(t)]
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
 		jsonName, inline, skip := jsonField(f)
@@ -222,12 +227,13 @@ func (g *generator) addFieldsWithHints(s *spec.Schema, t reflect.Type, hints *ty
 		if !f.IsExported() {
 			continue
 		}
-		fs := g.fieldSchema(f, jsonName, docs[jsonName], hints)
+		mk := marks[jsonName]
+		fs := g.fieldSchema(f, jsonName, docs[jsonName], hints, mk)
 		s.Properties[jsonName] = fs
-		if !hasOmitEmpty(f) {
-			// Upstream's generator makes a field without omitempty
-			// required (unless a +optional comment says otherwise, which
-			// the compiled types do not keep).
+		// Upstream's generator makes a field without omitempty required,
+		// unless its comment says +optional, and one with +required
+		// required whatever its tag.
+		if mk.required || !hasOmitEmpty(f) && !mk.optional {
 			s.Required = append(s.Required, jsonName)
 		}
 	}
@@ -260,11 +266,19 @@ func jsonField(f reflect.StructField) (name string, inline, skip bool) {
 
 // fieldSchema is the schema of one struct field, with its description,
 // patch strategy and list/map topology.
-func (g *generator) fieldSchema(f reflect.StructField, jsonName, doc string, hints *typeHints) spec.Schema {
+func (g *generator) fieldSchema(f reflect.StructField, jsonName, doc string, hints *typeHints, mk fieldMarkers) spec.Schema {
 	s := g.inlineSchema(f.Type)
 	var fh fieldHints
 	if hints != nil {
 		fh = hints.fields[jsonName]
+	}
+	// The source's markers stand in for what client-go's schema does not
+	// know (types it has no apply configuration for).
+	if fh.listType == "" {
+		fh.listType, fh.listKeys = mk.listType, mk.listMapKeys
+	}
+	if fh.mapType == "" {
+		fh.mapType = mk.mapType
 	}
 	ext := spec.Extensions{}
 	if ps := f.Tag.Get("patchStrategy"); ps != "" {
