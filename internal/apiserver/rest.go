@@ -85,7 +85,7 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info requ
 		s.codecs.writeError(w, r, apierrors.NewNotFound(gvr.GroupResource(), info.Name))
 		return
 	}
-	out, err := s.codecs.negotiateFor(r, info.Subresource == "" && (info.Verb == "get" || info.Verb == "list" || info.Verb == "watch"), rs.cr != nil)
+	out, err := s.codecs.negotiateFor(r, tableable(info), rs.cr != nil)
 	if err != nil && s.streaming[info.Subresource] {
 		err = nil // proxied: the backend's answer is not ours to negotiate
 	}
@@ -172,6 +172,20 @@ func (s *Server) handleGet(rq *request) error {
 	}
 	s.writeResult(rq, http.StatusOK, obj)
 	return nil
+}
+
+// tableable says whether a request may ask for a Table or metadata only:
+// reads of a resource, and gets of the subresources `kubectl get
+// --subresource` reads (status and resize in the resource's table, scale
+// in the Scale's).
+func tableable(info requestInfo) bool {
+	switch info.Subresource {
+	case "":
+		return info.Verb == "get" || info.Verb == "list" || info.Verb == "watch"
+	case "status", "scale", "resize":
+		return info.Verb == "get"
+	}
+	return false
 }
 
 // writeResult writes obj (or list) in the negotiated form: the object itself,

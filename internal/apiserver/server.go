@@ -58,6 +58,10 @@ type Config struct {
 	// resources' handlers (registry.API: pods/log, exec, nodes/proxy,
 	// metrics.k8s.io…). Nil: those answer 501 or leave the node out.
 	KubeletClient *http.Client
+	// ScaleTable is the table of the scale subresource's autoscaling/v1
+	// Scale, which every scalable resource serves (`kubectl get
+	// --subresource=scale`; nil: the default table).
+	ScaleTable *registry.TableSpec
 	// OpenAPI serves /openapi/v2 and /openapi/v3 (nil: 404). If it can
 	// also be told the resource set (openapi.Builder can), custom
 	// resources are published in it, and their field managers read

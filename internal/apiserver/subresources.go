@@ -108,8 +108,9 @@ func (s *Server) serveScale(rq *request) error {
 	if err != nil {
 		return err
 	}
-	out, _ := s.codecs.negotiate(rq.r, false)
-	rq.out = out
+	// A Scale is a typed object whatever its resource: unlike a custom
+	// resource's own objects, it has a protobuf form.
+	rq.out, _ = s.codecs.negotiate(rq.r, tableable(rq.info))
 	if rq.info.Verb == "get" {
 		obj, _, err := rs.get(ctx, rq.info.Namespace, rq.info.Name)
 		if err != nil {
@@ -119,7 +120,7 @@ func (s *Server) serveScale(rq *request) error {
 		if err != nil {
 			return apierrors.NewInternalError(err)
 		}
-		s.codecs.writeObject(rq.w, rq.out, http.StatusOK, sc)
+		s.writeResult(rq, http.StatusOK, sc)
 		return nil
 	}
 	if rq.info.Verb != "update" && rq.info.Verb != "patch" {
@@ -215,7 +216,7 @@ func (s *Server) serveScale(rq *request) error {
 	if err != nil {
 		return apierrors.NewInternalError(err)
 	}
-	s.codecs.writeObject(rq.w, rq.out, http.StatusOK, sc)
+	s.writeResult(rq, http.StatusOK, sc)
 	return nil
 }
 

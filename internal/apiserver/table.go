@@ -31,6 +31,9 @@ var defaultTable = &registry.TableSpec{
 // (Metadata by default).
 func (s *Server) toTable(rq *request, obj runtime.Object, withColumns bool) (*metav1.Table, error) {
 	spec := rq.rs.res.Strategy.Table
+	if rq.info.Subresource == "scale" {
+		spec = s.cfg.ScaleTable
+	}
 	if spec == nil {
 		spec = defaultTable
 	}

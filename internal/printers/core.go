@@ -107,10 +107,9 @@ func init() {
 
 	register(coreKind("ServiceAccount"), []metav1.TableColumnDefinition{
 		nameColumn(),
-		str("Secrets", corev1.ServiceAccount{}.SwaggerDoc()["secrets"]),
 		ageColumn(),
 	}, typed(func(sa *corev1.ServiceAccount) []interface{} {
-		return row(sa.Name, int64(len(sa.Secrets)), age(sa.CreationTimestamp))
+		return row(sa.Name, age(sa.CreationTimestamp))
 	}))
 
 	register(coreKind("Event"), eventColumns(), typed(coreEventCells))

@@ -129,10 +129,10 @@ func TestZeroObjects(t *testing.T) {
 			}
 		}
 		first := spec.Columns[0]
-		// Upstream's StorageVersionMigration table gives its Name column
-		// no format.
+		// Upstream's StorageVersionMigration and Scale tables give their
+		// Name column no format.
 		wantFormat := "name"
-		if gvk.Kind == "StorageVersionMigration" {
+		if gvk.Kind == "StorageVersionMigration" || gvk.Kind == "Scale" {
 			wantFormat = ""
 		}
 		if gvk.Kind != "Event" && (first.Name != "Name" || first.Format != wantFormat) {

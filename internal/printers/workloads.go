@@ -6,6 +6,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	appsv1beta1 "k8s.io/api/apps/v1beta1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	batchv1beta1 "k8s.io/api/batch/v1beta1"
@@ -148,6 +149,17 @@ func init() {
 		names, images := containerCells(tmpl.Template.Spec.Containers)
 		return row(cj.Name, cj.Spec.Schedule, tz, boolPtr(cj.Spec.Suspend), int64(len(cj.Status.Active)), last,
 			age(cj.CreationTimestamp), names, images, metav1.FormatLabelSelector(tmpl.Selector))
+	}))
+
+	// The scale subresource of every scalable kind (the API server asks
+	// for it by this kind).
+	register(gvk("autoscaling", "v1", "Scale"), []metav1.TableColumnDefinition{
+		{Name: "Name", Type: "string", Description: metaDoc["name"]},
+		integer("Desired", autoscalingv1.ScaleSpec{}.SwaggerDoc()["replicas"]),
+		integer("Available", autoscalingv1.ScaleStatus{}.SwaggerDoc()["replicas"]),
+		ageColumn(),
+	}, typed(func(sc *autoscalingv1.Scale) []interface{} {
+		return row(sc.Name, int64(sc.Spec.Replicas), int64(sc.Status.Replicas), age(sc.CreationTimestamp))
 	}))
 
 	hpaSpec := autoscalingv2.HorizontalPodAutoscalerSpec{}.SwaggerDoc()

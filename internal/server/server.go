@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
@@ -46,6 +47,7 @@ import (
 	"plainkube.dev/plainkube/internal/loopback"
 	"plainkube.dev/plainkube/internal/openapi"
 	"plainkube.dev/plainkube/internal/pki"
+	"plainkube.dev/plainkube/internal/printers"
 	"plainkube.dev/plainkube/internal/reconcile"
 	"plainkube.dev/plainkube/internal/registry"
 	"plainkube.dev/plainkube/internal/registry/all"
@@ -397,6 +399,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		Audit:         auditLog,
 		LiveChecks:    liveChecks(etcdStore),
 		ReadyChecks:   readyChecks(etcdStore, opts.LeaderLeases),
+		ScaleTable:    printers.For(autoscalingv1.SchemeGroupVersion.WithKind("Scale")),
 		OpenAPI:       openapi.New(resources, scheme),
 		Logger:        log,
 	})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -323,6 +324,20 @@ func TestDeploymentDefaultsGenerationAndStatus(t *testing.T) {
 	}
 	if got, err = deps.Get(ctx, "web", metav1.GetOptions{}); err != nil || *got.Spec.Replicas != 5 || got.Generation != 3 {
 		t.Fatalf("after scale: replicas %d generation %d", *got.Spec.Replicas, got.Generation)
+	}
+	// `kubectl get deploy web --subresource=scale` asks for a Table: the
+	// Scale's own columns, as upstream's printer has them.
+	code, _, body := raw(t, cfg, "GET", "/apis/apps/v1/namespaces/default/deployments/web/scale", "", "application/json;as=Table;v=v1;g=meta.k8s.io", "")
+	var table metav1.Table
+	if err := json.Unmarshal([]byte(body), &table); code != 200 || err != nil || table.Kind != "Table" {
+		t.Fatalf("scale table: %d %s", code, body)
+	}
+	var cols []string
+	for _, c := range table.ColumnDefinitions {
+		cols = append(cols, c.Name)
+	}
+	if strings.Join(cols, ",") != "Name,Desired,Available,Age" || len(table.Rows) != 1 || table.Rows[0].Cells[0] != "web" || table.Rows[0].Cells[1] != float64(5) {
+		t.Errorf("scale table: %s", body)
 	}
 	// An invalid change is rejected with field causes and changes nothing.
 	bad := got.DeepCopy()
