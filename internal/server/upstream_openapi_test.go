@@ -261,3 +261,93 @@ func short(v any) string {
 	}
 	return s
 }
+
+// knownOpenAPIV2Gaps are TestOpenAPIV2MatchesUpstream's known differences,
+// as knownOpenAPIGaps are the v3 test's.
+var knownOpenAPIV2Gaps = []struct{ pattern, why string }{
+	{`\.(produces|consumes)\["application/(cbor|cbor-seq|apply-patch\+cbor)"\]: missing$`, whyCBOR},
+	{`^v2 \.paths\["/apis?/"\]: missing$`, whyV2Discovery},
+	{`^v2 \.definitions\["io\.k8s\.apimachinery\.pkg\.(apis\.meta\.v1\.(APIGroup|APIGroupList|APIVersions|GroupVersionForDiscovery|ServerAddressByClientCIDR)|version\.Info)"\]: missing$`, whyV2Discovery},
+	{`^v2 \.parameters\.logpath-Noq7euwC: missing$`, "plainkube does not serve /logs (upstream's --enable-logs-handler, the API server host's log files)"},
+	{`^v2 \.definitions\["io\.k8s\.apimachinery\.pkg\.apis\.meta\.v1\.(DeleteOptions|WatchEvent)"\]\.x-kubernetes-group-version-kind: 58 items, upstream 62$`, whyV2Kinds},
+	{`^v2 \.definitions\["io\.k8s\.api\.(admissionregistration\.v1\.ValidatingAdmissionPolicyBindingSpec"\]\.properties\.validationActions|certificates\.v1\.CertificateSigningRequestStatus"\]\.properties\.certificate|core\.v1\.PodSecurityContext"\]\.properties\.fsGroup|core\.v1\.PodSpec"\]\.properties\.setHostnameAsFQDN|core\.v1\.TopologySpreadConstraint"\]\.properties\.(maxSkew|minDomains|whenUnsatisfiable))\.description: `, whySwaggerDoc},
+	{`^v2 \.definitions\["io\.k8s\.apimachinery\.pkg\.util\.intstr\.IntOrString"\]\.description: `, whyIntOrString},
+	{`^v2 \.definitions\["io\.k8s\.apiextensions-apiserver\.pkg\.apis\.apiextensions\.v1\.ValidationRule"\]\.properties\.reason\.(description: |enum: extra)`, whyCRDEnum},
+}
+
+const (
+	whyV2Discovery = "plainkube's /openapi/v2 describes the resources' paths, not the discovery documents above them " +
+		"(/api/, /apis/, /apis/<group>/, /version/) nor their types"
+	whyV2Kinds = "upstream's v2 lists DeleteOptions and WatchEvent under every group-version its scheme registers, " +
+		"served or not (admission.k8s.io v1 and v1beta1, imagepolicy.k8s.io/v1alpha1, the v1beta1s of apiextensions and " +
+		"apiregistration); plainkube's lists the served ones and meta.k8s.io/v1"
+)
+
+// TestOpenAPIV2MatchesUpstream compares the server's /openapi/v2 with
+// upstream's published api/openapi-spec/swagger.json: the top-level
+// fields, the shared parameters, every path of a GA group-version upstream
+// serves by default (and of the discovery documents above them) with its
+// operations, and every definition of those group-versions' types and of
+// apimachinery's. Upstream's document is generated with every alpha API
+// on, so paths and definitions of other versions are not compared.
+func TestOpenAPIV2MatchesUpstream(t *testing.T) {
+	dir := upstreamModuleDir(t)
+	data, err := os.ReadFile(filepath.Join(dir, "api", "openapi-spec", "swagger.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want map[string]any
+	if err := json.Unmarshal(data, &want); err != nil {
+		t.Fatal(err)
+	}
+	_, cfg := startServer(t)
+	rc := clientset(t, cfg).Discovery().RESTClient()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	raw, err := rc.Get().AbsPath("/openapi/v2").SetHeader("Accept", "application/json").DoRaw(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(raw, &got); err != nil {
+		t.Fatal(err)
+	}
+	ga := regexp.MustCompile(`^/(api/v1|apis/[^/]+/v[0-9]+)(/|$)`)
+	gaDef := regexp.MustCompile(`^io\.k8s\.(api\.[^.]+\.v[0-9]+\.|apimachinery\.|kube-aggregator\.pkg\.apis\.apiregistration\.v1\.|apiextensions-apiserver\.pkg\.apis\.apiextensions\.v1\.)`)
+	keep := func(doc map[string]any, field string, ok func(string) bool) {
+		m, _ := doc[field].(map[string]any)
+		for k := range m {
+			if !ok(k) {
+				delete(m, k)
+			}
+		}
+	}
+	for _, doc := range []map[string]any{want, got} {
+		keep(doc, "paths", func(p string) bool { return ga.MatchString(p) || p == "/api/" || p == "/apis/" })
+		keep(doc, "definitions", gaDef.MatchString)
+	}
+	diffs := compareOpenAPIDocs("v2", want, got)
+	sort.Strings(diffs)
+	used := make([]bool, len(knownOpenAPIV2Gaps))
+	var unknown int
+	for _, d := range diffs {
+		known := false
+		for i, g := range knownOpenAPIV2Gaps {
+			if regexp.MustCompile(g.pattern).MatchString(d) {
+				known, used[i] = true, true
+			}
+		}
+		if !known {
+			unknown++
+			if unknown <= 300 {
+				t.Error(d)
+			}
+		}
+	}
+	for i, g := range knownOpenAPIV2Gaps {
+		if !used[i] {
+			t.Errorf("known gap %q no longer happens: remove it from knownOpenAPIV2Gaps", g.pattern)
+		}
+	}
+	t.Logf("%d differences, %d not known gaps", len(diffs), unknown)
+}
