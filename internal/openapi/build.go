@@ -564,11 +564,21 @@ func (st *state) buildV2(scheme *runtime.Scheme) (*v2Doc, error) {
 				sw.Paths.Paths[p.path] = v2Path(p, tag)
 			}
 		}
+		paths, tags := discoveryPaths(m.gen, m.gvs)
+		roots := allRoots(m)
+		for i, p := range paths {
+			sw.Paths.Paths[p.path] = v2Path(p, tags[i])
+			for _, r := range p.ops[0].responses {
+				if r.def != defString {
+					roots = append(roots, r.def)
+				}
+			}
+		}
 		if err := sharedV2Params(sw); err != nil {
 			st.v2Err = fmt.Errorf("openapi: sharing v2 parameters: %w", err)
 			return
 		}
-		for name := range m.gen.closure(allRoots(m)) {
+		for name := range m.gen.closure(roots) {
 			sw.Definitions[name] = *m.gen.defs[name]
 		}
 		data, err := sw.MarshalJSON()

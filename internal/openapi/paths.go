@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/version"
 
 	"plainkube.dev/plainkube/internal/registry"
 )
@@ -157,8 +158,9 @@ type opSpec struct {
 	body      string
 	bodyTypes []string
 	// consumes, for an operation with no body, is what Swagger 2.0 says it
-	// consumes (*/* when empty).
-	consumes  []string
+	// consumes (*/* when empty, nothing with noConsumes).
+	consumes   []string
+	noConsumes bool
 	produces  []string
 	responses []response
 }
@@ -504,4 +506,44 @@ func apiResourcesPath(gv schema.GroupVersion) pathSpec {
 		desc: "get available resources", produces: []string{mtJSON, mtYAML, mtProtobuf}, consumes: []string{mtJSON, mtYAML, mtProtobuf},
 		responses: []response{{200, "OK", defAPIResourceList}},
 	}}}
+}
+
+// discoveryPaths are the paths above the group versions that upstream's
+// Swagger 2.0 document lists (each with the tag it gives it): the legacy
+// and named group lists, each group, /version/, and the service-account
+// issuer's discovery documents. Their definitions are defined in g.
+func discoveryPaths(g *generator, gvs []schema.GroupVersion) (paths []pathSpec, tags []string) {
+	versions := g.define(reflect.TypeFor[metav1.APIVersions]())
+	groupList := g.define(reflect.TypeFor[metav1.APIGroupList]())
+	group := g.define(reflect.TypeFor[metav1.APIGroup]())
+	info := g.define(reflect.TypeFor[version.Info]())
+	discovery := []string{mtJSON, mtYAML, mtProtobuf}
+	get := func(path, id, desc, def string, types []string) pathSpec {
+		return pathSpec{path: path, ops: []opSpec{{method: "get", id: id, desc: desc, produces: types, consumes: types,
+			responses: []response{{200, "OK", def}}}}}
+	}
+	add := func(p pathSpec, tag string) {
+		paths, tags = append(paths, p), append(tags, tag)
+	}
+	add(get("/api/", "getCoreAPIVersions", "get available API versions", versions, discovery), "core")
+	add(get("/apis/", "getAPIVersions", "get available API versions", groupList, discovery), "apis")
+	seen := map[string]bool{}
+	for _, gv := range gvs {
+		if gv.Group == "" || seen[gv.Group] {
+			continue
+		}
+		seen[gv.Group] = true
+		add(get("/apis/"+gv.Group+"/", "get"+groupCamel(gv.Group)+"APIGroup", "get information of a group", group, discovery),
+			lowerFirst(groupCamel(gv.Group)))
+	}
+	add(get("/version/", "getCodeVersion", "get the version information for this server", info, []string{mtJSON}), "version")
+	wellKnown := get("/.well-known/openid-configuration/", "getServiceAccountIssuerOpenIDConfiguration",
+		"get service account issuer OpenID configuration, also known as the 'OIDC discovery doc'", defString, []string{mtJSON})
+	wellKnown.ops[0].consumes, wellKnown.ops[0].noConsumes = nil, true
+	add(wellKnown, "WellKnown")
+	jwks := get("/openid/v1/jwks/", "getServiceAccountIssuerOpenIDKeyset",
+		"get service account issuer OpenID JSON Web Key Set (contains public token verification keys)", defString, []string{"application/jwk-set+json"})
+	jwks.ops[0].consumes, jwks.ops[0].noConsumes = nil, true
+	add(jwks, "openid")
+	return paths, tags
 }

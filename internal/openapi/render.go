@@ -210,7 +210,7 @@ func v2Operation(op opSpec, tag string) *spec.Operation {
 	if len(o.Consumes) == 0 {
 		o.Consumes = op.consumes
 	}
-	if len(o.Consumes) == 0 {
+	if len(o.Consumes) == 0 && !op.noConsumes {
 		o.Consumes = []string{"*/*"}
 	}
 	rs := map[int]spec.Response{401: {ResponseProps: spec.ResponseProps{Description: "Unauthorized"}}}
