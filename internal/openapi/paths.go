@@ -161,8 +161,8 @@ type opSpec struct {
 	// consumes (*/* when empty, nothing with noConsumes).
 	consumes   []string
 	noConsumes bool
-	produces  []string
-	responses []response
+	produces   []string
+	responses  []response
 }
 
 // pathSpec is one URL path with its operations and path-level parameters.
