@@ -43,6 +43,7 @@ var layers = []struct {
 	{name: "foundations", prefixes: []string{
 		"internal/api/", "internal/reconcile", "internal/storage", "internal/pki", "internal/image",
 		"internal/version", "internal/resolvconf", "internal/mounts", "internal/procs", "internal/netfilter",
+		"internal/upstreamsrc",
 	}},
 }
 

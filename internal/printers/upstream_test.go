@@ -1,8 +1,6 @@
 package printers
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"go/ast"
 	"go/parser"
@@ -12,14 +10,12 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-)
 
-// upstreamVersion is the kube-apiserver whose printers the tables follow.
-const upstreamVersion = "v1.37.2"
+	"plainkube.dev/plainkube/internal/upstreamsrc"
+)
 
 // knownTableGaps are the kinds upstream's printers have a table for that
 // this package has none for (their resources use Default), each with why.
@@ -316,18 +312,12 @@ func groupName(dir string) (string, error) {
 }
 
 // upstreamModuleDir is k8s.io/kubernetes at upstreamVersion in the module
-// cache (downloaded if need be).
+// cache.
 func upstreamModuleDir(t *testing.T) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, "go", "mod", "download", "-json", "k8s.io/kubernetes@"+upstreamVersion).Output()
+	dir, err := upstreamsrc.ModuleDir("k8s.io/kubernetes", upstreamsrc.KubernetesVersion)
 	if err != nil {
-		t.Fatalf("go mod download k8s.io/kubernetes@%s: %v", upstreamVersion, err)
+		t.Fatal(err)
 	}
-	var m struct{ Dir string }
-	if err := json.Unmarshal(out, &m); err != nil || m.Dir == "" {
-		t.Fatalf("go mod download: %s %v", out, err)
-	}
-	return m.Dir
+	return dir
 }

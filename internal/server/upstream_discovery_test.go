@@ -1,25 +1,24 @@
 package server
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
 	"strings"
 	"testing"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"plainkube.dev/plainkube/internal/upstreamsrc"
 )
 
 // upstreamVersion is the Kubernetes release whose discovery plainkube
 // serves.
-const upstreamVersion = "v1.37.2"
+const upstreamVersion = upstreamsrc.KubernetesVersion
 
 // knownDiscoveryGaps are the differences from upstream's discovery that
 // are known and not mended yet (issue #19), as the test prints them. The
@@ -121,19 +120,13 @@ func compareResources(gv string, want, got []metav1.APIResource) []string {
 	return diffs
 }
 
-// upstreamModuleDir downloads (once, into the module cache) the
-// k8s.io/kubernetes module and returns its directory.
+// upstreamModuleDir is the k8s.io/kubernetes module at upstreamVersion in
+// the module cache.
 func upstreamModuleDir(t *testing.T) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, "go", "mod", "download", "-json", "k8s.io/kubernetes@"+upstreamVersion).Output()
+	dir, err := upstreamsrc.ModuleDir("k8s.io/kubernetes", upstreamVersion)
 	if err != nil {
-		t.Fatalf("go mod download k8s.io/kubernetes@%s: %v", upstreamVersion, err)
+		t.Fatal(err)
 	}
-	var m struct{ Dir, Error string }
-	if err := json.Unmarshal(out, &m); err != nil || m.Dir == "" {
-		t.Fatalf("go mod download: %s %v", out, err)
-	}
-	return m.Dir
+	return dir
 }
