@@ -12,6 +12,7 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	aeapplyconfiguration "k8s.io/apiextensions-apiserver/pkg/client/applyconfiguration"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -19,6 +20,7 @@ import (
 	"plainkube.dev/plainkube/internal/registry"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 	"sigs.k8s.io/structured-merge-diff/v6/typed"
+	"sigs.k8s.io/structured-merge-diff/v6/value"
 
 	yaml "go.yaml.in/yaml/v2"
 )
@@ -46,13 +48,45 @@ var typeConverter = sync.OnceValue(func() managedfields.TypeConverter {
 var clientGoSchema typed.YAMLObject
 
 // builtinTypeConverter is applyconfigurations.NewTypeConverter(scheme)
-// without the schema check.
+// without the schema check, and without validating Go-typed objects
+// against the schema (see structConverter).
 func builtinTypeConverter() managedfields.TypeConverter {
 	p := &typed.Parser{}
 	if err := yaml.Unmarshal([]byte(clientGoSchema), &p.Schema); err != nil {
 		panic(fmt.Sprintf("client-go's schema of the built-in types: %v", err))
 	}
-	return managedfields.NewSchemeTypeConverter(scheme, p)
+	return structConverter{TypeConverter: managedfields.NewSchemeTypeConverter(scheme, p), parser: p}
+}
+
+// structConverter makes typed values of Go-typed objects without walking
+// them to validate them against the schema, which was a third of what
+// tracking managedFields cost: the schema is generated from those very
+// types, so the walk finds nothing the merge's own walk would not (an
+// object it cannot merge fails there, and its managedFields are reset as
+// after a failed validation). Unstructured objects (applied
+// configurations, which a client wrote) are validated.
+type structConverter struct {
+	managedfields.TypeConverter
+	parser *typed.Parser
+}
+
+func (c structConverter) ObjectToTyped(obj runtime.Object, opts ...typed.ValidationOptions) (*typed.TypedValue, error) {
+	if _, ok := obj.(*unstructured.Unstructured); ok {
+		return c.TypeConverter.ObjectToTyped(obj, opts...)
+	}
+	name, err := scheme.ToOpenAPIDefinitionName(obj.GetObjectKind().GroupVersionKind())
+	if err != nil {
+		return nil, err
+	}
+	t := c.parser.Type(name)
+	if !t.IsValid() {
+		return nil, fmt.Errorf("no schema for type %s", name)
+	}
+	v, err := value.NewValueReflect(obj)
+	if err != nil {
+		return nil, err
+	}
+	return typed.AsTypedUnvalidated(v, t.Schema, t.TypeRef), nil
 }
 
 // WarmTypeConverter builds typeConverter in the background. Parsing

@@ -433,32 +433,53 @@ func (s *Server) handleUpdate(rq *request, subresource string) error {
 // on the revision read. When the new object carries no resourceVersion, a
 // conflict with a concurrent writer is retried with a fresh read; when it
 // carries a stale one the client gets 409.
+//
+// The first attempt starts from the watch cache's copy, as upstream's
+// GuaranteedUpdate starts from its cached suggestion, and reads nothing from
+// storage. A write is compare-and-swap, so a stale copy costs at most a
+// conflict; every other answer it could make wrong (an error, a no-op) is
+// made again on a fresh read. A dry run, which writes nothing, reads storage.
 func (s *Server) updateObject(ctx context.Context, rs *resourceStore, ns, name, subresource string, opts writeOptions,
 	mutate func(current runtime.Object) (runtime.Object, error)) (runtime.Object, error) {
 	for attempt := 0; ; attempt++ {
 		if err := ctx.Err(); err != nil {
 			return nil, apierrors.NewTimeoutError("request cancelled", 1)
 		}
-		current, kv, err := rs.get(ctx, ns, name)
+		current, kv, fresh, err := rs.getForUpdate(ctx, ns, name, attempt == 0 && !opts.dryRun)
 		if err != nil {
 			return nil, err
 		}
+		// again: an answer from a copy that may be stale is made again
+		// on a fresh read.
+		again := !fresh
 		rev := kv.ModRevision
 		obj, err := mutate(current.DeepCopyObject())
 		if err != nil {
+			if again {
+				continue
+			}
 			return nil, err
 		}
 		m := metaOf(obj)
 		clientRV := m.GetResourceVersion()
 		if clientRV != "" && clientRV != strconv.FormatInt(rev, 10) {
+			if again {
+				continue
+			}
 			return nil, apierrors.NewConflict(rs.gr, name, errors.New(errModified))
 		}
 		if uid := m.GetUID(); uid != "" && uid != metaOf(current).GetUID() {
+			if again {
+				continue
+			}
 			return nil, apierrors.NewConflict(rs.gr, name, fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", metaOf(current).GetUID(), uid))
 		}
 		m.SetResourceVersion(strconv.FormatInt(rev, 10))
 		obj, undo, err := s.prepareUpdate(ctx, rs, obj, current, subresource, opts)
 		if err != nil {
+			if again {
+				continue
+			}
 			return nil, err
 		}
 		m = metaOf(obj)
@@ -473,6 +494,9 @@ func (s *Server) updateObject(ctx context.Context, rs *resourceStore, ns, name, 
 		}
 		if string(data) == string(kv.Value) && !kv.Stale {
 			undo()
+			if again {
+				continue
+			}
 			return current, nil // no-op: nothing written, resourceVersion unchanged
 		}
 		if opts.dryRun {
@@ -483,7 +507,7 @@ func (s *Server) updateObject(ctx context.Context, rs *resourceStore, ns, name, 
 			// The last finalizer is gone: the object's deletion completes.
 			if _, _, err := rs.store.Delete(ctx, rs.key(ns, name), rev); err != nil {
 				undo()
-				if errors.Is(err, storage.ErrConflict) && clientRV == "" {
+				if errors.Is(err, storage.ErrConflict) && (clientRV == "" || again) {
 					continue
 				}
 				return nil, storageError(err, rs.gr, name)
@@ -500,7 +524,7 @@ func (s *Server) updateObject(ctx context.Context, rs *resourceStore, ns, name, 
 			// next attempt reserves from what it reads.
 			undo()
 		}
-		if errors.Is(err, storage.ErrConflict) && clientRV == "" && attempt < 100 {
+		if errors.Is(err, storage.ErrConflict) && (clientRV == "" || again) && attempt < 100 {
 			continue
 		}
 		if err != nil {

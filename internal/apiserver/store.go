@@ -212,6 +212,18 @@ func (s *resourceStore) get(ctx context.Context, ns, name string) (runtime.Objec
 	return obj, kv, err
 }
 
+// getForUpdate reads one object for an update: from the watch cache when
+// cached is set and the cache holds it (the copy may be stale), else from
+// storage. fresh says which.
+func (s *resourceStore) getForUpdate(ctx context.Context, ns, name string, cached bool) (_ runtime.Object, _ storage.KeyValue, fresh bool, _ error) {
+	if kv, ok := s.cache.Get(s.key(ns, name)); cached && ok {
+		obj, err := s.decode(kv.Key, kv.Value, kv.ModRevision)
+		return obj, kv, false, err
+	}
+	obj, kv, err := s.get(ctx, ns, name)
+	return obj, kv, true, err
+}
+
 // metaOf returns obj's ObjectMeta accessor; every served type has one.
 func metaOf(obj runtime.Object) metav1.Object {
 	acc, err := meta.Accessor(obj)

@@ -324,6 +324,20 @@ func (c *Cache) waitReady(ctx context.Context) error {
 	return nil
 }
 
+// Get returns the cached item under key, if the cache is ready and holds
+// it. It does not wait: the item may be older than the store's (the cache
+// follows the store's watch), so a caller writes it back only with
+// compare-and-swap on its ModRevision.
+func (c *Cache) Get(key string) (storage.KeyValue, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.st.ready || !c.under(key) {
+		return storage.KeyValue{}, false
+	}
+	kv, ok := c.st.items[key]
+	return kv, ok
+}
+
 // List returns the cached items under prefix (which must be under the
 // cache's prefix), sorted by key, and the revision they reflect. It waits
 // until the cache is ready; if ctx ends first it returns nil and 0.

@@ -1,0 +1,180 @@
+package apiserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"plainkube.dev/plainkube/internal/auth"
+	"plainkube.dev/plainkube/internal/registry/all"
+	"plainkube.dev/plainkube/internal/storage"
+	"plainkube.dev/plainkube/internal/storage/memory"
+)
+
+// heldStore counts Gets and can hold back the events its watches deliver,
+// so that a watch cache fed by it falls behind the store on purpose.
+type heldStore struct {
+	storage.Interface
+	gets atomic.Int64
+	hold sync.RWMutex // write-locked: events wait
+}
+
+func (h *heldStore) Get(ctx context.Context, key string) (storage.KeyValue, error) {
+	h.gets.Add(1)
+	return h.Interface.Get(ctx, key)
+}
+
+func (h *heldStore) Watch(ctx context.Context, prefix string, from int64) (<-chan storage.Event, error) {
+	in, err := h.Interface.Watch(ctx, prefix, from)
+	if err != nil {
+		return nil, err
+	}
+	out := make(chan storage.Event)
+	go func() {
+		defer close(out)
+		for ev := range in {
+			h.hold.RLock()
+			h.hold.RUnlock()
+			select {
+			case out <- ev:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out, nil
+}
+
+// TestUpdatesStartFromTheWatchCache: an update reads nothing from storage
+// when the watch cache holds the object, and a stale cached copy never
+// makes an answer wrong: the write conflicts, or the answer (a no-op, a 409,
+// a failed JSON-patch test, a dry run) is made again on a fresh read.
+func TestUpdatesStartFromTheWatchCache(t *testing.T) {
+	st := &heldStore{Interface: memory.New(memory.Options{})}
+	s, err := New(Config{Storage: st, Resources: all.Resources(), Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go s.Run(ctx)
+	<-s.Ready()
+	admin := &auth.User{Name: "admin", Groups: []string{auth.GroupMasters}}
+	call := func(method, path, contentType, body string) (int, *corev1.ConfigMap) {
+		t.Helper()
+		req := httptest.NewRequest(method, path, bytes.NewBufferString(body))
+		req.Header.Set("Content-Type", contentType)
+		rec := httptest.NewRecorder()
+		s.ServeHTTP(rec, req.WithContext(auth.WithUser(req.Context(), admin)))
+		var cm corev1.ConfigMap
+		if rec.Code < 300 {
+			if err := json.Unmarshal(rec.Body.Bytes(), &cm); err != nil {
+				t.Fatalf("%s %s: %v", method, path, err)
+			}
+		}
+		return rec.Code, &cm
+	}
+	rs := s.stores[schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}]
+	caughtUp := func(rv string) {
+		t.Helper()
+		rev, _ := strconv.ParseInt(rv, 10, 64)
+		deadline := time.Now().Add(10 * time.Second)
+		for rs.cache.Revision() < rev {
+			if time.Now().After(deadline) {
+				t.Fatalf("watch cache at %d, want %d", rs.cache.Revision(), rev)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	const path = "/api/v1/namespaces/default/configmaps/a"
+	const ct = "application/json"
+	if code, _ := call("POST", "/api/v1/namespaces", ct, `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"default"}}`); code != http.StatusCreated {
+		t.Fatalf("namespace: %d", code)
+	}
+	code, cm := call("POST", "/api/v1/namespaces/default/configmaps", ct, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"},"data":{"k":"1"}}`)
+	if code != http.StatusCreated {
+		t.Fatalf("create: %d", code)
+	}
+	caughtUp(cm.ResourceVersion)
+
+	// A current cached copy: the update reads nothing from storage.
+	gets := st.gets.Load()
+	code, cm = call("PUT", path, ct, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","resourceVersion":"`+cm.ResourceVersion+`"},"data":{"k":"2"}}`)
+	if code != http.StatusOK || cm.Data["k"] != "2" {
+		t.Fatalf("update: %d %v", code, cm.Data)
+	}
+	if n := st.gets.Load() - gets; n != 0 {
+		t.Errorf("an update from a current cached copy read storage %d times", n)
+	}
+	caughtUp(cm.ResourceVersion)
+
+	// The cache falls behind: it holds k=2 while the store moves to k=3.
+	st.hold.Lock()
+	held := true
+	defer func() {
+		if held {
+			st.hold.Unlock()
+		}
+	}()
+	code, cm = call("PUT", path, ct, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"},"data":{"k":"3"}}`)
+	if code != http.StatusOK {
+		t.Fatalf("update without resourceVersion: %d", code)
+	}
+	current := cm.ResourceVersion
+	if rs.cache.Revision() >= mustRev(t, current) {
+		t.Fatal("the watch cache was not held back")
+	}
+
+	// The client holds the current resourceVersion, the cache an older one.
+	code, cm = call("PUT", path, ct, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","resourceVersion":"`+current+`"},"data":{"k":"4"}}`)
+	if code != http.StatusOK || cm.Data["k"] != "4" {
+		t.Fatalf("update with the current resourceVersion over a stale cache: %d %v", code, cm.Data)
+	}
+	current = cm.ResourceVersion
+	// Not a change of what is stored (but of the cached copy): a no-op.
+	code, cm = call("PATCH", path, "application/merge-patch+json", `{"data":{"k":"4"}}`)
+	if code != http.StatusOK || cm.ResourceVersion != current {
+		t.Fatalf("no-op patch over a stale cache: %d, resourceVersion %s, want %s unchanged", code, cm.ResourceVersion, current)
+	}
+	// A JSON-patch test of the stored value passes.
+	code, cm = call("PATCH", path, "application/json-patch+json", `[{"op":"test","path":"/data/k","value":"4"},{"op":"replace","path":"/data/k","value":"5"}]`)
+	if code != http.StatusOK || cm.Data["k"] != "5" {
+		t.Fatalf("JSON-patch test over a stale cache: %d %v", code, cm.Data)
+	}
+	current = cm.ResourceVersion
+	// A dry run answers from what is stored.
+	code, cm = call("PATCH", path+"?dryRun=All", "application/merge-patch+json", `{"data":{"other":"x"}}`)
+	if code != http.StatusOK || cm.Data["k"] != "5" || cm.ResourceVersion != current {
+		t.Fatalf("dry run over a stale cache: %d %v rv %s want %s", code, cm.Data, cm.ResourceVersion, current)
+	}
+	// A stale resourceVersion is still a conflict.
+	if code, _ = call("PUT", path, ct, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","resourceVersion":"`+cm.ResourceVersion+`1"},"data":{"k":"6"}}`); code != http.StatusConflict {
+		t.Fatalf("update with a wrong resourceVersion: %d, want 409", code)
+	}
+	st.hold.Unlock()
+	held = false
+	caughtUp(current)
+	kv, err := st.Interface.Get(ctx, "/registry/configmaps/default/a")
+	if err != nil || !bytes.Contains(kv.Value, []byte(`"k":"5"`)) || strconv.FormatInt(kv.ModRevision, 10) != current {
+		t.Fatalf("stored: %s at %d, %v; want k=5 at %s", kv.Value, kv.ModRevision, err, current)
+	}
+}
+
+func mustRev(t *testing.T, rv string) int64 {
+	t.Helper()
+	n, err := strconv.ParseInt(rv, 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
