@@ -335,6 +335,7 @@ func (s *Server) createObject(ctx context.Context, rs *resourceStore, ns string,
 			undo()
 			return nil, storageError(err, rs.gr, m.GetName())
 		}
+		rs.wrote(rs.key(m.GetNamespace(), m.GetName()), rev)
 		m.SetResourceVersion(strconv.FormatInt(rev, 10))
 		return rs.asStored(obj), nil
 	}
@@ -530,6 +531,7 @@ func (s *Server) updateObject(ctx context.Context, rs *resourceStore, ns, name, 
 		if err != nil {
 			return nil, storageError(err, rs.gr, name)
 		}
+		rs.wrote(kv.Key, newRev)
 		s.cfg.Admission.AfterUpdate(ctx, rs.gr, obj, current)
 		m.SetResourceVersion(strconv.FormatInt(newRev, 10))
 		return rs.asStored(obj), nil
@@ -799,6 +801,7 @@ func (s *Server) deleteObject(ctx context.Context, rs *resourceStore, ns, name s
 		if err != nil {
 			return nil, false, storageError(err, rs.gr, name)
 		}
+		rs.wrote(kv.Key, newRev)
 		om.SetResourceVersion(strconv.FormatInt(newRev, 10))
 		return obj, false, nil
 	}

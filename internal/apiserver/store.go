@@ -36,6 +36,9 @@ type resourceStore struct {
 	hasStatus         bool
 	managers          fieldManagers
 	decoded           sync.Map // key → *decodedObject
+	// written: key → revision of this server's last write of it, until
+	// the watch cache has caught up with that write (see getForUpdate).
+	written sync.Map
 	// cr is set for custom resources, whose objects are unstructured.
 	cr *custom.Served
 }
@@ -126,7 +129,8 @@ func (s *resourceStore) decode(key string, value []byte, rev int64) (runtime.Obj
 // forget drops the decoded object of a deleted key.
 func (s *resourceStore) forget(key string) { s.decoded.Delete(key) }
 
-// sweepDecoded drops decoded objects whose keys are no longer stored.
+// sweepDecoded drops decoded objects whose keys are no longer stored, and
+// the record of writes the watch cache has caught up with.
 func (s *resourceStore) sweepDecoded(ctx context.Context) {
 	items, _ := s.cache.List(ctx, s.prefix)
 	live := make(map[string]bool, len(items))
@@ -136,6 +140,14 @@ func (s *resourceStore) sweepDecoded(ctx context.Context) {
 	s.decoded.Range(func(k, _ interface{}) bool {
 		if !live[k.(string)] {
 			s.decoded.Delete(k)
+		}
+		return true
+	})
+	// Writes the cache has caught up with, or of keys since deleted.
+	rev := s.cache.Revision()
+	s.written.Range(func(k, w interface{}) bool {
+		if w.(int64) <= rev {
+			s.written.CompareAndDelete(k, w)
 		}
 		return true
 	})
@@ -214,14 +226,35 @@ func (s *resourceStore) get(ctx context.Context, ns, name string) (runtime.Objec
 
 // getForUpdate reads one object for an update: from the watch cache when
 // cached is set and the cache holds it (the copy may be stale), else from
-// storage. fresh says which.
+// storage. fresh says which. A cached copy older than this server's own
+// last write of the key is not used: a client that writes an object twice
+// in a row (a controller's update then status update) would otherwise
+// find its second write based on the copy before its first.
 func (s *resourceStore) getForUpdate(ctx context.Context, ns, name string, cached bool) (_ runtime.Object, _ storage.KeyValue, fresh bool, _ error) {
-	if kv, ok := s.cache.Get(s.key(ns, name)); cached && ok {
+	key := s.key(ns, name)
+	if kv, ok := s.cache.Get(key); cached && ok && !s.writtenSince(key, kv.ModRevision) {
 		obj, err := s.decode(kv.Key, kv.Value, kv.ModRevision)
 		return obj, kv, false, err
 	}
 	obj, kv, err := s.get(ctx, ns, name)
 	return obj, kv, true, err
+}
+
+// wrote records that this server wrote key at revision rev.
+func (s *resourceStore) wrote(key string, rev int64) { s.written.Store(key, rev) }
+
+// writtenSince reports whether this server wrote key after revision rev;
+// once the cache has caught up with the write, it forgets it.
+func (s *resourceStore) writtenSince(key string, rev int64) bool {
+	w, ok := s.written.Load(key)
+	if !ok {
+		return false
+	}
+	if w.(int64) > rev {
+		return true
+	}
+	s.written.CompareAndDelete(key, w)
+	return false
 }
 
 // metaOf returns obj's ObjectMeta accessor; every served type has one.

@@ -118,7 +118,7 @@ func TestUpdatesStartFromTheWatchCache(t *testing.T) {
 	}
 	caughtUp(cm.ResourceVersion)
 
-	// The cache falls behind: it holds k=2 while the store moves to k=3.
+	// From here the cache falls behind the store.
 	st.hold.Lock()
 	held := true
 	defer func() {
@@ -126,55 +126,79 @@ func TestUpdatesStartFromTheWatchCache(t *testing.T) {
 			st.hold.Unlock()
 		}
 	}()
-	code, cm = call("PUT", path, ct, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"},"data":{"k":"3"}}`)
-	if code != http.StatusOK {
-		t.Fatalf("update without resourceVersion: %d", code)
-	}
-	current := cm.ResourceVersion
-	if rs.cache.Revision() >= mustRev(t, current) {
-		t.Fatal("the watch cache was not held back")
+	const key = "/registry/configmaps/default/a"
+	// elsewhere writes data k=v as another API server would, straight to
+	// storage, and returns the new resourceVersion. It forgets this
+	// server's own writes, as if the cache had caught up with them: the
+	// next update starts from the cache's stale copy.
+	elsewhere := func(v string) string {
+		t.Helper()
+		kv, err := st.Interface.Get(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		obj, err := rs.decodeObject(kv.Value, kv.ModRevision)
+		if err != nil {
+			t.Fatal(err)
+		}
+		obj.(*corev1.ConfigMap).Data = map[string]string{"k": v}
+		value, err := rs.encode(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rev, err := st.Interface.Update(ctx, key, value, kv.ModRevision)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rs.cache.Revision() >= rev {
+			t.Fatal("the watch cache was not held back")
+		}
+		rs.written.Delete(key)
+		return strconv.FormatInt(rev, 10)
 	}
 
 	// The client holds the current resourceVersion, the cache an older one.
+	current := elsewhere("3")
 	code, cm = call("PUT", path, ct, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","resourceVersion":"`+current+`"},"data":{"k":"4"}}`)
 	if code != http.StatusOK || cm.Data["k"] != "4" {
 		t.Fatalf("update with the current resourceVersion over a stale cache: %d %v", code, cm.Data)
 	}
-	current = cm.ResourceVersion
+	// After its own write this server reads storage, not the stale cache:
+	// one read, no conflict.
+	gets = st.gets.Load()
+	code, cm = call("PATCH", path, "application/merge-patch+json", `{"data":{"k":"4b"}}`)
+	if n := st.gets.Load() - gets; code != http.StatusOK || cm.Data["k"] != "4b" || n != 1 {
+		t.Fatalf("patch after this server's own write: %d %v, %d reads of storage, want 1", code, cm.Data, n)
+	}
 	// Not a change of what is stored (but of the cached copy): a no-op.
-	code, cm = call("PATCH", path, "application/merge-patch+json", `{"data":{"k":"4"}}`)
+	current = elsewhere("5")
+	code, cm = call("PATCH", path, "application/merge-patch+json", `{"data":{"k":"5"}}`)
 	if code != http.StatusOK || cm.ResourceVersion != current {
 		t.Fatalf("no-op patch over a stale cache: %d, resourceVersion %s, want %s unchanged", code, cm.ResourceVersion, current)
 	}
 	// A JSON-patch test of the stored value passes.
-	code, cm = call("PATCH", path, "application/json-patch+json", `[{"op":"test","path":"/data/k","value":"4"},{"op":"replace","path":"/data/k","value":"5"}]`)
-	if code != http.StatusOK || cm.Data["k"] != "5" {
+	elsewhere("6")
+	code, cm = call("PATCH", path, "application/json-patch+json", `[{"op":"test","path":"/data/k","value":"6"},{"op":"replace","path":"/data/k","value":"7"}]`)
+	if code != http.StatusOK || cm.Data["k"] != "7" {
 		t.Fatalf("JSON-patch test over a stale cache: %d %v", code, cm.Data)
 	}
-	current = cm.ResourceVersion
 	// A dry run answers from what is stored.
+	current = elsewhere("8")
 	code, cm = call("PATCH", path+"?dryRun=All", "application/merge-patch+json", `{"data":{"other":"x"}}`)
-	if code != http.StatusOK || cm.Data["k"] != "5" || cm.ResourceVersion != current {
+	if code != http.StatusOK || cm.Data["k"] != "8" || cm.ResourceVersion != current {
 		t.Fatalf("dry run over a stale cache: %d %v rv %s want %s", code, cm.Data, cm.ResourceVersion, current)
 	}
 	// A stale resourceVersion is still a conflict.
-	if code, _ = call("PUT", path, ct, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","resourceVersion":"`+cm.ResourceVersion+`1"},"data":{"k":"6"}}`); code != http.StatusConflict {
-		t.Fatalf("update with a wrong resourceVersion: %d, want 409", code)
+	old := current
+	current = elsewhere("9")
+	if code, _ = call("PUT", path, ct, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","resourceVersion":"`+old+`"},"data":{"k":"10"}}`); code != http.StatusConflict {
+		t.Fatalf("update with a stale resourceVersion: %d, want 409", code)
 	}
 	st.hold.Unlock()
 	held = false
 	caughtUp(current)
 	kv, err := st.Interface.Get(ctx, "/registry/configmaps/default/a")
-	if err != nil || !bytes.Contains(kv.Value, []byte(`"k":"5"`)) || strconv.FormatInt(kv.ModRevision, 10) != current {
-		t.Fatalf("stored: %s at %d, %v; want k=5 at %s", kv.Value, kv.ModRevision, err, current)
+	if err != nil || !bytes.Contains(kv.Value, []byte(`"k":"9"`)) || strconv.FormatInt(kv.ModRevision, 10) != current {
+		t.Fatalf("stored: %s at %d, %v; want k=9 at %s", kv.Value, kv.ModRevision, err, current)
 	}
-}
-
-func mustRev(t *testing.T, rv string) int64 {
-	t.Helper()
-	n, err := strconv.ParseInt(rv, 10, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
 }

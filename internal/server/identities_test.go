@@ -6,6 +6,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -39,6 +40,18 @@ func TestControllersRunAsTheirServiceAccounts(t *testing.T) {
 	}
 	if err := cs.RbacV1().ClusterRoleBindings().Delete(ctx, binding, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
+	}
+	// The authorizer follows bindings through a watch: wait until it
+	// has seen this one go.
+	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
+		review, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User:               "system:serviceaccount:kube-system:deployment-controller",
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: "default", Verb: "create", Group: "apps", Resource: "replicasets"},
+		}}, metav1.CreateOptions{})
+		return err == nil && !review.Status.Allowed, nil
+	})
+	if err != nil {
+		t.Fatal("the deployment controller is still allowed to create ReplicaSets without its binding")
 	}
 	labels := map[string]string{"app": "web"}
 	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
