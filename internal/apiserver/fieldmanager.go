@@ -59,7 +59,7 @@ func builtinTypeConverter() managedfields.TypeConverter {
 }
 
 // structConverter makes typed values of Go-typed objects without walking
-// them to validate them against the schema, which was a third of what
+// them to validate them against the schema, which was half of what
 // tracking managedFields cost: the schema is generated from those very
 // types, so the walk finds nothing the merge's own walk would not (an
 // object it cannot merge fails there, and its managedFields are reset as

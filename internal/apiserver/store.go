@@ -231,10 +231,12 @@ func (s *resourceStore) get(ctx context.Context, ns, name string) (runtime.Objec
 // in a row (a controller's update then status update) would otherwise
 // find its second write based on the copy before its first.
 func (s *resourceStore) getForUpdate(ctx context.Context, ns, name string, cached bool) (_ runtime.Object, _ storage.KeyValue, fresh bool, _ error) {
-	key := s.key(ns, name)
-	if kv, ok := s.cache.Get(key); cached && ok && !s.writtenSince(key, kv.ModRevision) {
-		obj, err := s.decode(kv.Key, kv.Value, kv.ModRevision)
-		return obj, kv, false, err
+	if cached {
+		key := s.key(ns, name)
+		if kv, ok := s.cache.Get(key); ok && !s.writtenSince(key, kv.ModRevision) {
+			obj, err := s.decode(kv.Key, kv.Value, kv.ModRevision)
+			return obj, kv, false, err
+		}
 	}
 	obj, kv, err := s.get(ctx, ns, name)
 	return obj, kv, true, err

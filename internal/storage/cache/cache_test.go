@@ -112,6 +112,26 @@ func TestList(t *testing.T) {
 	}
 }
 
+func TestGet(t *testing.T) {
+	s := newStore(t, memory.Options{})
+	c := cache.New(s, prefix, cache.Options{})
+	r1 := create(t, s, prefix+"a/1", "x")
+	if _, ok := c.Get(prefix + "a/1"); ok {
+		t.Error("Get answered before the cache was ready")
+	}
+	c = start(t, s, cache.Options{})
+	r2 := update(t, s, prefix+"a/1", "y", r1)
+	waitFor(t, c, r2)
+	if kv, ok := c.Get(prefix + "a/1"); !ok || string(kv.Value) != "y" || kv.ModRevision != r2 || kv.CreateRevision != r1 {
+		t.Errorf("Get = %+v, %v; want y at %d, created at %d", kv, ok, r2, r1)
+	}
+	for _, key := range []string{prefix + "a/2", "/registry/services/a/1"} {
+		if kv, ok := c.Get(key); ok {
+			t.Errorf("Get(%s) = %+v, want nothing", key, kv)
+		}
+	}
+}
+
 func TestWatchReplay(t *testing.T) {
 	s := newStore(t, memory.Options{})
 	c := start(t, s, cache.Options{})
