@@ -48,18 +48,7 @@ func TestPanicInHandlerIsA500AndServerKeepsServing(t *testing.T) {
 			}
 		}
 	}
-	s, err := New(Config{Storage: memory.New(memory.Options{}), Resources: resources, Logger: discardLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go s.Run(ctx)
-	<-s.Ready()
-	admin := &auth.User{Name: "admin", Groups: []string{auth.GroupMasters}}
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.ServeHTTP(w, r.WithContext(auth.WithUser(r.Context(), admin)))
-	})
+	_, h := startTestServer(t, Config{Storage: memory.New(memory.Options{}), Resources: resources, Logger: discardLogger()})
 	do(h, "POST", "/api/v1/namespaces", "application/json", "", `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"default"}}`)
 	rec := do(h, "POST", "/api/v1/namespaces/default/configmaps", "application/json", "", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"boom"}}`)
 	if rec.Code != 500 || !strings.Contains(rec.Body.String(), `"kind":"Status"`) {

@@ -1,8 +1,6 @@
 package apiserver
 
 import (
-	"context"
-	"net/http"
 	"strings"
 	"testing"
 
@@ -12,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"plainkube.dev/plainkube/internal/apiserver/custom"
-	"plainkube.dev/plainkube/internal/auth"
 	"plainkube.dev/plainkube/internal/registry"
 	"plainkube.dev/plainkube/internal/registry/all"
 	"plainkube.dev/plainkube/internal/storage/memory"
@@ -41,18 +38,7 @@ func fooResource() *custom.Resource {
 }
 
 func TestSetCustomResources(t *testing.T) {
-	s, err := New(Config{Storage: memory.New(memory.Options{}), Resources: all.Resources(), Logger: discardLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go s.Run(ctx)
-	<-s.Ready()
-	admin := &auth.User{Name: "admin", Groups: []string{auth.GroupMasters}}
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.ServeHTTP(w, r.WithContext(auth.WithUser(r.Context(), admin)))
-	})
+	s, h := startTestServer(t, Config{Storage: memory.New(memory.Options{}), Resources: all.Resources(), Logger: discardLogger()})
 	do(h, "POST", "/api/v1/namespaces", "application/json", "", `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"default"}}`)
 	const v1, v2 = "/apis/example.com/v1/namespaces/default/foos", "/apis/example.com/v2/namespaces/default/foos"
 	if rec := do(h, "GET", v1, "", "", ""); rec.Code != 404 {
@@ -87,7 +73,7 @@ func TestSetCustomResources(t *testing.T) {
 		}
 	}
 	// Stored once, in the storage version.
-	kv, err := s.cfg.Storage.Get(ctx, "/registry/example.com/foos/default/a")
+	kv, err := s.cfg.Storage.Get(t.Context(), "/registry/example.com/foos/default/a")
 	if err != nil || !strings.Contains(string(kv.Value), `"apiVersion":"example.com/v1"`) {
 		t.Errorf("stored: %v %s", err, kv.Value)
 	}

@@ -23,9 +23,9 @@ func newTestServer(t testing.TB) http.Handler {
 	return newTestServerWith(t, Config{Storage: memory.New(memory.Options{}), Resources: all.Resources()})
 }
 
-// newTestServerWith is a running server of cfg that serves every request
-// as an admin (system:masters), with the namespace default made.
-func newTestServerWith(t testing.TB, cfg Config) http.Handler {
+// startTestServer runs a server of cfg until the test ends; h serves
+// every request as an admin (system:masters).
+func startTestServer(t testing.TB, cfg Config) (s *Server, h http.Handler) {
 	t.Helper()
 	s, err := New(cfg)
 	if err != nil {
@@ -36,9 +36,16 @@ func newTestServerWith(t testing.TB, cfg Config) http.Handler {
 	go s.Run(ctx)
 	<-s.Ready()
 	admin := &auth.User{Name: "admin", Groups: []string{auth.GroupMasters}}
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return s, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.ServeHTTP(w, r.WithContext(auth.WithUser(r.Context(), admin)))
 	})
+}
+
+// newTestServerWith is a running server of cfg that serves every request
+// as an admin (system:masters), with the namespace default made.
+func newTestServerWith(t testing.TB, cfg Config) http.Handler {
+	t.Helper()
+	_, h := startTestServer(t, cfg)
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest("POST", "/api/v1/namespaces", bytes.NewBufferString(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"default"}}`)))
 	if rec.Code != http.StatusCreated {

@@ -1,7 +1,6 @@
 package apiserver
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -12,7 +11,6 @@ import (
 	"time"
 
 	"plainkube.dev/plainkube/internal/api/stats"
-	"plainkube.dev/plainkube/internal/auth"
 	"plainkube.dev/plainkube/internal/registry/all"
 	"plainkube.dev/plainkube/internal/storage/memory"
 )
@@ -50,18 +48,7 @@ func TestMetricsAPI(t *testing.T) {
 	defer agent.Close()
 	host, port, _ := net.SplitHostPort(agent.Listener.Addr().String())
 
-	s, err := New(Config{Storage: memory.New(memory.Options{}), Resources: all.Resources(), Logger: discardLogger(), KubeletClient: agent.Client()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go s.Run(ctx)
-	<-s.Ready()
-	admin := &auth.User{Name: "admin", Groups: []string{auth.GroupMasters}}
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.ServeHTTP(w, r.WithContext(auth.WithUser(r.Context(), admin)))
-	})
+	_, h := startTestServer(t, Config{Storage: memory.New(memory.Options{}), Resources: all.Resources(), Logger: discardLogger(), KubeletClient: agent.Client()})
 	must := func(method, path, body string) {
 		t.Helper()
 		if rec := do(h, method, path, "application/json", "", body); rec.Code >= 300 {

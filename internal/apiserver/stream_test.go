@@ -48,18 +48,7 @@ func TestPodStreamsAndProxies(t *testing.T) {
 	agent, seen := fakeAgent(t)
 	agentURL, _ := url.Parse(agent.URL)
 	_, agentPort, _ := net.SplitHostPort(agentURL.Host)
-	s, err := New(Config{Storage: memory.New(memory.Options{}), Resources: all.Resources(), KubeletClient: agent.Client(), Logger: discardLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go s.Run(ctx)
-	<-s.Ready()
-	admin := &auth.User{Name: "admin", Groups: []string{auth.GroupMasters}}
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.ServeHTTP(w, r.WithContext(auth.WithUser(r.Context(), admin)))
-	})
+	_, h := startTestServer(t, Config{Storage: memory.New(memory.Options{}), Resources: all.Resources(), KubeletClient: agent.Client(), Logger: discardLogger()})
 	api := httptest.NewServer(h)
 	defer api.Close()
 	for _, c := range []struct{ path, body string }{

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,44 +14,21 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"plainkube.dev/plainkube/internal/auth"
 	"plainkube.dev/plainkube/internal/registry/all"
 	"plainkube.dev/plainkube/internal/storage"
 	"plainkube.dev/plainkube/internal/storage/memory"
+	"plainkube.dev/plainkube/internal/storage/storagetest"
 )
 
-// heldStore counts Gets and can hold back the events its watches deliver,
-// so that a watch cache fed by it falls behind the store on purpose.
-type heldStore struct {
+// countingStore counts Gets.
+type countingStore struct {
 	storage.Interface
 	gets atomic.Int64
-	hold sync.RWMutex // write-locked: events wait
 }
 
-func (h *heldStore) Get(ctx context.Context, key string) (storage.KeyValue, error) {
-	h.gets.Add(1)
-	return h.Interface.Get(ctx, key)
-}
-
-func (h *heldStore) Watch(ctx context.Context, prefix string, from int64) (<-chan storage.Event, error) {
-	in, err := h.Interface.Watch(ctx, prefix, from)
-	if err != nil {
-		return nil, err
-	}
-	out := make(chan storage.Event)
-	go func() {
-		defer close(out)
-		for ev := range in {
-			h.hold.RLock()
-			h.hold.RUnlock()
-			select {
-			case out <- ev:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	return out, nil
+func (c *countingStore) Get(ctx context.Context, key string) (storage.KeyValue, error) {
+	c.gets.Add(1)
+	return c.Interface.Get(ctx, key)
 }
 
 // TestUpdatesStartFromTheWatchCache: an update reads nothing from storage
@@ -60,22 +36,17 @@ func (h *heldStore) Watch(ctx context.Context, prefix string, from int64) (<-cha
 // makes an answer wrong: the write conflicts, or the answer (a no-op, a 409,
 // a failed JSON-patch test, a dry run) is made again on a fresh read.
 func TestUpdatesStartFromTheWatchCache(t *testing.T) {
-	st := &heldStore{Interface: memory.New(memory.Options{})}
-	s, err := New(Config{Storage: st, Resources: all.Resources(), Logger: discardLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go s.Run(ctx)
-	<-s.Ready()
-	admin := &auth.User{Name: "admin", Groups: []string{auth.GroupMasters}}
+	mem := memory.New(memory.Options{})
+	gate := storagetest.NewGated(mem)
+	st := &countingStore{Interface: gate}
+	s, h := startTestServer(t, Config{Storage: st, Resources: all.Resources(), Logger: discardLogger()})
+	ctx := t.Context()
 	call := func(method, path, contentType, body string) (int, *corev1.ConfigMap) {
 		t.Helper()
 		req := httptest.NewRequest(method, path, bytes.NewBufferString(body))
 		req.Header.Set("Content-Type", contentType)
 		rec := httptest.NewRecorder()
-		s.ServeHTTP(rec, req.WithContext(auth.WithUser(req.Context(), admin)))
+		h.ServeHTTP(rec, req)
 		var cm corev1.ConfigMap
 		if rec.Code < 300 {
 			if err := json.Unmarshal(rec.Body.Bytes(), &cm); err != nil {
@@ -119,11 +90,11 @@ func TestUpdatesStartFromTheWatchCache(t *testing.T) {
 	caughtUp(cm.ResourceVersion)
 
 	// From here the cache falls behind the store.
-	st.hold.Lock()
+	gate.Hold()
 	held := true
 	defer func() {
 		if held {
-			st.hold.Unlock()
+			gate.Release()
 		}
 	}()
 	const key = "/registry/configmaps/default/a"
@@ -133,7 +104,7 @@ func TestUpdatesStartFromTheWatchCache(t *testing.T) {
 	// next update starts from the cache's stale copy.
 	elsewhere := func(v string) string {
 		t.Helper()
-		kv, err := st.Interface.Get(ctx, key)
+		kv, err := mem.Get(ctx, key)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -146,7 +117,7 @@ func TestUpdatesStartFromTheWatchCache(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rev, err := st.Interface.Update(ctx, key, value, kv.ModRevision)
+		rev, err := mem.Update(ctx, key, value, kv.ModRevision)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -194,10 +165,10 @@ func TestUpdatesStartFromTheWatchCache(t *testing.T) {
 	if code, _ = call("PUT", path, ct, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","resourceVersion":"`+old+`"},"data":{"k":"10"}}`); code != http.StatusConflict {
 		t.Fatalf("update with a stale resourceVersion: %d, want 409", code)
 	}
-	st.hold.Unlock()
+	gate.Release()
 	held = false
 	caughtUp(current)
-	kv, err := st.Interface.Get(ctx, "/registry/configmaps/default/a")
+	kv, err := mem.Get(ctx, key)
 	if err != nil || !bytes.Contains(kv.Value, []byte(`"k":"9"`)) || strconv.FormatInt(kv.ModRevision, 10) != current {
 		t.Fatalf("stored: %s at %d, %v; want k=9 at %s", kv.Value, kv.ModRevision, err, current)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -194,64 +193,12 @@ func TestWatchTooOld(t *testing.T) {
 	}
 }
 
-// gatedStore passes its store's watch events on only while the gate is open.
-type gatedStore struct {
-	storage.Interface
-	mu   sync.Mutex
-	open chan struct{} // closed while the gate is open
-}
-
-func newGated(s storage.Interface) *gatedStore {
-	g := &gatedStore{Interface: s, open: make(chan struct{})}
-	close(g.open)
-	return g
-}
-
-func (g *gatedStore) closeGate() {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.open = make(chan struct{})
-}
-
-func (g *gatedStore) openGate() {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	close(g.open)
-}
-
-func (g *gatedStore) Watch(ctx context.Context, prefix string, from int64) (<-chan storage.Event, error) {
-	in, err := g.Interface.Watch(ctx, prefix, from)
-	if err != nil {
-		return nil, err
-	}
-	out := make(chan storage.Event)
-	go func() {
-		defer close(out)
-		for ev := range in {
-			g.mu.Lock()
-			open := g.open
-			g.mu.Unlock()
-			select {
-			case <-open:
-			case <-ctx.Done():
-				return
-			}
-			select {
-			case out <- ev:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	return out, nil
-}
-
 // TestRelistAfterCompaction holds the cache's store watch back until the
 // store's short history has moved past it: the watch then reports
 // compaction, the cache relists, and its watchers are told to relist too.
 func TestRelistAfterCompaction(t *testing.T) {
 	mem := newStore(t, memory.Options{History: 4})
-	g := newGated(mem)
+	g := storagetest.NewGated(mem)
 	r1 := create(t, mem, prefix+"a", "1")
 	c := start(t, g, cache.Options{})
 	watch, err := c.Watch(t.Context(), prefix, 0)
@@ -259,7 +206,7 @@ func TestRelistAfterCompaction(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	g.closeGate()
+	g.Hold()
 	r := update(t, mem, prefix+"a", "2", r1)
 	for i := range 40 {
 		create(t, mem, fmt.Sprintf("%sb/%02d", prefix, i), "v")
@@ -268,7 +215,7 @@ func TestRelistAfterCompaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	last := create(t, mem, prefix+"c", "last")
-	g.openGate()
+	g.Release()
 
 	for {
 		ev := storagetest.Next(t, watch)

@@ -6,4 +6,7 @@
 //
 // The suite never sleeps to wait for something: it waits on channels with a
 // bounded timeout, so it is deterministic and fails fast.
+//
+// Gated is a store whose watches a test can hold back, to make a watcher
+// (a watch cache) fall behind the store on purpose.
 package storagetest
