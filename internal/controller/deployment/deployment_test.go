@@ -673,6 +673,22 @@ func TestAdoptsAndReleasesReplicaSets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Its pods are there, as they would be: the controllers' informers
+	// have seen it (a deployment controller that had not would make a new
+	// ReplicaSet and scale the orphan down once it saw it, as upstream's).
+	e.eventually("the orphan's pods", func() (bool, error) {
+		pods, err := e.cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		n := 0
+		for _, p := range pods.Items {
+			if ref := metav1.GetControllerOf(&p); ref != nil && ref.UID == orphan.UID {
+				n++
+			}
+		}
+		return n == 2, nil
+	})
 	d := e.create(dep)
 	d = e.waitRolledOut("web")
 	rss := e.replicaSets(d)
