@@ -50,7 +50,7 @@ var ownTables = map[schema.GroupKind]schema.GroupKind{
 // print function handed to TableHandler). Descriptions are not compared:
 // upstream builds them from SwaggerDoc at run time.
 func TestColumnsMatchUpstream(t *testing.T) {
-	dir := upstreamModuleDir(t)
+	dir := upstreamsrc.KubernetesDir(t)
 	upstream, err := upstreamColumns(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -309,15 +309,4 @@ func groupName(dir string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("%s: no GroupName constant", dir)
-}
-
-// upstreamModuleDir is k8s.io/kubernetes at upstreamVersion in the module
-// cache.
-func upstreamModuleDir(t *testing.T) string {
-	t.Helper()
-	dir, err := upstreamsrc.ModuleDir("k8s.io/kubernetes", upstreamsrc.KubernetesVersion)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dir
 }

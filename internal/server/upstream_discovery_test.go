@@ -16,10 +16,6 @@ import (
 	"plainkube.dev/plainkube/internal/upstreamsrc"
 )
 
-// upstreamVersion is the Kubernetes release whose discovery plainkube
-// serves.
-const upstreamVersion = upstreamsrc.KubernetesVersion
-
 // knownDiscoveryGaps are the differences from upstream's discovery that
 // are known and not mended yet (issue #19), as the test prints them. The
 // test fails on any other difference, and on an entry here that no longer
@@ -28,13 +24,13 @@ var knownDiscoveryGaps []string
 
 // TestDiscoveryMatchesUpstream compares every resource list the server
 // serves with upstream's published discovery documents
-// (api/discovery/*.json of the k8s.io/kubernetes module at upstreamVersion,
+// (api/discovery/*.json of the k8s.io/kubernetes module at upstreamsrc.KubernetesVersion,
 // fetched into the module cache by the go command, not committed) for the
 // group-versions upstream serves by default (the GA ones): the same
 // resources and subresources, with the same kind, scope, verbs, short names,
 // categories and singular name.
 func TestDiscoveryMatchesUpstream(t *testing.T) {
-	dir := upstreamModuleDir(t)
+	dir := upstreamsrc.KubernetesDir(t)
 	files, err := filepath.Glob(filepath.Join(dir, "api", "discovery", "ap*__*.json"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no discovery documents under %s: %v", dir, err)
@@ -66,7 +62,7 @@ func TestDiscoveryMatchesUpstream(t *testing.T) {
 	sort.Strings(diffs)
 	for _, d := range diffs {
 		if !slices.Contains(knownDiscoveryGaps, d) {
-			t.Errorf("differs from upstream %s: %s", upstreamVersion, d)
+			t.Errorf("differs from upstream %s: %s", upstreamsrc.KubernetesVersion, d)
 		}
 	}
 	for _, k := range knownDiscoveryGaps {
@@ -118,15 +114,4 @@ func compareResources(gv string, want, got []metav1.APIResource) []string {
 		}
 	}
 	return diffs
-}
-
-// upstreamModuleDir is the k8s.io/kubernetes module at upstreamVersion in
-// the module cache.
-func upstreamModuleDir(t *testing.T) string {
-	t.Helper()
-	dir, err := upstreamsrc.ModuleDir("k8s.io/kubernetes", upstreamVersion)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dir
 }

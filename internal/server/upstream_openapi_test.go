@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
+
+	"plainkube.dev/plainkube/internal/upstreamsrc"
 )
 
 // knownOpenAPIGaps are the differences from upstream's OpenAPI v3 documents
@@ -55,12 +57,12 @@ const (
 // TestOpenAPIV3MatchesUpstream compares the server's /openapi/v3 document of
 // every GA group-version upstream serves by default with upstream's published
 // one (api/openapi-spec/v3 of the k8s.io/kubernetes module at
-// upstreamVersion, from the module cache): every path with its operations,
+// upstreamsrc.KubernetesVersion, from the module cache): every path with its operations,
 // parameters, request and response content types and x-kubernetes-*
 // extensions, and every schema in components.schemas. It prints one line per
 // difference.
 func TestOpenAPIV3MatchesUpstream(t *testing.T) {
-	dir := upstreamModuleDir(t)
+	dir := upstreamsrc.KubernetesDir(t)
 	files, err := filepath.Glob(filepath.Join(dir, "api", "openapi-spec", "v3", "ap*__*_openapi.json"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no OpenAPI v3 documents under %s: %v", dir, err)
@@ -108,7 +110,7 @@ func TestOpenAPIV3MatchesUpstream(t *testing.T) {
 		}
 		if !known {
 			unknown++
-			t.Errorf("differs from upstream %s: %s", upstreamVersion, d)
+			t.Errorf("differs from upstream %s: %s", upstreamsrc.KubernetesVersion, d)
 		}
 	}
 	for i, g := range knownOpenAPIGaps {
@@ -288,7 +290,7 @@ const (
 // apimachinery's. Upstream's document is generated with every alpha API
 // on, so paths and definitions of other versions are not compared.
 func TestOpenAPIV2MatchesUpstream(t *testing.T) {
-	dir := upstreamModuleDir(t)
+	dir := upstreamsrc.KubernetesDir(t)
 	data, err := os.ReadFile(filepath.Join(dir, "api", "openapi-spec", "swagger.json"))
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os/exec"
+	"testing"
 	"time"
 )
 
@@ -25,4 +26,15 @@ func ModuleDir(module, version string) (string, error) {
 		return "", fmt.Errorf("go mod download %s@%s: %s %v", module, version, out, err)
 	}
 	return m.Dir, nil
+}
+
+// KubernetesDir is the folder of k8s.io/kubernetes at KubernetesVersion in
+// the module cache; the test fails if it cannot be had.
+func KubernetesDir(t testing.TB) string {
+	t.Helper()
+	dir, err := ModuleDir("k8s.io/kubernetes", KubernetesVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
